@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The demo `make demo` runs: the devshare CLI decoding the sample annotations
+# in examples/annotations/ — what a node registered, what a pod was given,
+# who holds a node lock, where a handshake stands.
+set -euo pipefail
+devshare=${1:-build/lib/cli/devshare}
+dir=$(dirname "$0")/annotations
+
+show() {
+  local title=$1; shift
+  printf '\n== %s\n$ devshare %s\n' "$title" "$*"
+  "$devshare" "$@"
+}
+
+show "NVIDIA node registration (hami.io/node-nvidia-register, JSON)" \
+  decode node --file "$dir/node-nvidia-register.json"
+show "Hygon node registration (hami.io/node-dcu-register, legacy colon format)" \
+  decode node --file "$dir/node-dcu-register.txt"
+show "Volcano node registration (volcano.sh/node-vgpu-register)" \
+  decode node --file "$dir/volcano-node-vgpu-register.txt"
+show "Pod devices: init container without GPU, two app containers" \
+  decode pod --file "$dir/vgpu-devices-allocated.txt"
+show "Node lock held by a pod (written in UTC+8)" \
+  decode lock --file "$dir/mutex-lock.txt"
+show "HAMi handshake" decode handshake --file "$dir/node-handshake.txt"
+show "Device scoring weights" decode weights --file "$dir/device-scoring-weights.txt"
+show "MIG reservations completed by the device plugin" \
+  decode mig --file "$dir/vgpu-mig-allocations.json"
+show "GPU pair scores (hami.io/node-nvidia-score)" \
+  decode scores --file "$dir/node-nvidia-score.json"
+printf '\n== A malformed value is rejected with the field and byte position\n'
+printf '$ devshare decode pod "GPU-a,NVIDIA,1000,30:;GPU-b,NVIDIA,lots,30:;"\n'
+if "$devshare" decode pod "GPU-a,NVIDIA,1000,30:;GPU-b,NVIDIA,lots,30:;"; then
+  echo "expected an error" >&2
+  exit 1
+fi

@@ -1,0 +1,19 @@
+// The devshare command line: one subcommand per front-end job.
+#include <CLI/CLI.hpp>
+
+#include "decode.hpp"
+#include "devshare/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"devshare: scheduling core for shared accelerators (HAMi/Volcano compatible)"};
+  app.set_version_flag("--version", DEVSHARE_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  devshare::cli::AddDecodeCommand(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

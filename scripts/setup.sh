@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every system package devshare needs to build and test, and nothing else.
+# Idempotent and quick when everything is present: it asks dpkg first and only runs
+# apt-get for what is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  # build
+  g++ meson ninja-build pkg-config cmake
+  # core and adapters (Boost must be the versioned 1.81 packages: 1.74 has no Boost.JSON)
+  libfmt-dev libboost1.81-dev libboost-json1.81-dev libyaml-cpp-dev
+  # tests, fuzzing, benchmarks
+  doctest-dev libbenchmark-dev clang-14 libclang-rt-14-dev
+  # python bindings
+  pybind11-dev
+  # command line
+  libcli11-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
