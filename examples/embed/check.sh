@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds examples/embed against a devshare installed under STAGE (a
+# `meson install --destdir STAGE`), with meson and with CMake, and runs both.
+set -euo pipefail
+stage=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+prefix=$(find "$stage" -name devshare.pc -path '*/pkgconfig/*' -printf '%h\n' | head -1)
+[ -n "$prefix" ] || { echo "embed: no devshare.pc under $stage" >&2; exit 1; }
+cmake_dir=$(find "$stage" -name devshareConfig.cmake -printf '%h\n' | head -1)
+libdir=$(find "$stage" -name 'libdevshare.so*' -printf '%h\n' | head -1)
+
+echo "embed: meson, dependency('devshare')"
+PKG_CONFIG_PATH="$prefix" PKG_CONFIG_SYSROOT_DIR="$stage" \
+  meson setup "$work/meson" "$here" >/dev/null
+ninja -C "$work/meson" >/dev/null
+LD_LIBRARY_PATH="$libdir" "$work/meson/embed"
+
+echo "embed: cmake, find_package(devshare)"
+cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$(dirname "$(dirname "$cmake_dir")")" \
+  -Ddevshare_DIR="$cmake_dir" >/dev/null
+cmake --build "$work/cmake" >/dev/null
+LD_LIBRARY_PATH="$libdir" "$work/cmake/embed"
