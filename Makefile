@@ -2,6 +2,7 @@
 # opens with; both install what is missing (scripts/setup.sh) and are quick
 # when everything is already built.
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := demo
 
 BUILD       ?= build
@@ -11,6 +12,8 @@ BENCH_BUILD ?= build-bench
 STAGE       ?= $(CURDIR)/build-stage
 FUZZ_SECONDS ?= 10
 DEVSHARE    := $(BUILD)/lib/cli/devshare
+# Each suite appends "label passed failed" here; `make test` sums it up.
+RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
 .PHONY: setup build demo test test-unit test-asan test-fuzz test-install fuzz bench clean
 
@@ -26,18 +29,21 @@ build: setup $(BUILD)/build.ninja
 demo: build
 	@bash examples/demo.sh $(DEVSHARE)
 
-test: test-unit test-asan test-fuzz test-install
-	@echo "make test: all suites passed"
+test: build
+	@rm -f $(RESULTS)
+	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install
+	@awk '{p += $$2; f += $$3} END {printf "make test: %d passed, %d failed\n", p, f; exit f > 0}' $(RESULTS)
 
 test-unit: build
-	meson test -C $(BUILD) --print-errorlogs
+	@bash tests/run_unit.sh $(BUILD) unit $(RESULTS)
 
 $(ASAN_BUILD)/build.ninja:
-	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 
 test-asan: setup $(ASAN_BUILD)/build.ninja
 	@ninja -C $(ASAN_BUILD)
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C $(ASAN_BUILD) --print-errorlogs
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  bash tests/run_unit.sh $(ASAN_BUILD) unit-asan+ubsan $(RESULTS)
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang-14 CXX=clang++-14 meson setup $(FUZZ_BUILD) -Dfuzz=enabled -Dtests=disabled \
@@ -45,7 +51,9 @@ $(FUZZ_BUILD)/build.ninja:
 
 test-fuzz: setup $(FUZZ_BUILD)/build.ninja
 	@ninja -C $(FUZZ_BUILD)
-	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) | tee $(FUZZ_BUILD)/fuzz.log
+	@grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' $(FUZZ_BUILD)/fuzz.log | tail -1 | \
+	  sed -E 's/fuzz: ([0-9]+) passed, ([0-9]+) failed/fuzz \1 \2/' >>$(RESULTS)
 
 # Longer fuzzing: make fuzz FUZZ_SECONDS=600
 fuzz: test-fuzz
@@ -54,6 +62,7 @@ test-install: build
 	@rm -rf $(STAGE)
 	meson install -C $(BUILD) --destdir $(STAGE) --quiet
 	@bash examples/embed/check.sh $(STAGE)
+	@echo "install 1 0" >>$(RESULTS)
 
 $(BENCH_BUILD)/build.ninja:
 	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release
