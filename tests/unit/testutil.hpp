@@ -7,6 +7,9 @@
 #include <string>
 
 #include "devshare/device.hpp"
+#include "devshare/node_codec.hpp"
+#include "devshare/objects.hpp"
+#include "devshare/pod_codec.hpp"
 
 namespace devshare::testing {
 
@@ -56,6 +59,87 @@ class Gen {
 
  private:
   std::mt19937_64 rng_;
+};
+
+// A Node whose NVIDIA devices register through hami.io/node-nvidia-register.
+class MakeNode {
+ public:
+  explicit MakeNode(std::string name) { node_.name = std::move(name); }
+  // Adds a GPU "<node>-gpu<i>" with `slots`, `mem` MiB, `cores` percent.
+  MakeNode& Gpu(std::int32_t slots = 10, std::int32_t mem = 8000, std::int32_t cores = 100,
+                std::int32_t numa = 0, std::string type = "NVIDIA A100-SXM4-40GB") {
+    const auto i = static_cast<std::uint32_t>(devices_.size());
+    devices_.push_back(MakeDevice(node_.name + "-gpu" + std::to_string(i))
+                           .Index(i).Count(slots).Mem(mem).Cores(cores).Numa(numa).Type(type));
+    return *this;
+  }
+  MakeNode& Gpus(int n, std::int32_t slots = 10, std::int32_t mem = 8000, std::int32_t cores = 100) {
+    for (int i = 0; i < n; ++i) Gpu(slots, mem, cores);
+    return *this;
+  }
+  MakeNode& With(Device d) { devices_.push_back(std::move(d)); return *this; }
+  MakeNode& Annotation(std::string key, std::string value) {
+    node_.annotations.Set(key, value);
+    return *this;
+  }
+  Node Build() const {
+    Node n = node_;
+    n.annotations.Set("hami.io/node-nvidia-register",
+                      EncodeNodeDevices(devices_, RegisterFormat::kJson));
+    n.allocatable.Set("nvidia.com/gpu", std::to_string(devices_.size() * 10));
+    return n;
+  }
+  operator Node() const { return Build(); }  // NOLINT: builder
+
+ private:
+  Node node_;
+  std::vector<Device> devices_;
+};
+
+// A Pod with GPU containers.
+class MakePod {
+ public:
+  explicit MakePod(std::string name, std::string ns = "default") {
+    pod_.name = name;
+    pod_.pod_namespace = std::move(ns);
+    pod_.uid = "uid-" + name;
+    pod_.phase = "Pending";
+  }
+  // An app container asking `gpus` GPUs; mem (MiB) / cores (%) / pct when >= 0.
+  MakePod& Container(int gpus, int mem = -1, int cores = -1, int pct = -1) {
+    pod_.containers.push_back(Make(gpus, mem, cores, pct));
+    return *this;
+  }
+  MakePod& Init(int gpus, int mem = -1, int cores = -1, int pct = -1) {
+    pod_.init_containers.push_back(Make(gpus, mem, cores, pct));
+    return *this;
+  }
+  MakePod& Annotation(std::string key, std::string value) {
+    pod_.annotations.Set(key, value);
+    return *this;
+  }
+  // Marks the pod bound to `node` holding `allocated` (pod-devices encoding).
+  MakePod& Holding(std::string node, std::string allocated) {
+    pod_.annotations.Set("hami.io/vgpu-node", node);
+    pod_.annotations.Set("hami.io/vgpu-devices-allocated", allocated);
+    pod_.node_name = std::move(node);
+    return *this;
+  }
+  MakePod& Uid(std::string uid) { pod_.uid = std::move(uid); return *this; }
+  Pod Build() const { return pod_; }
+  operator Pod() const { return pod_; }  // NOLINT: builder
+
+ private:
+  static devshare::Container Make(int gpus, int mem, int cores, int pct) {
+    devshare::Container c;
+    c.name = "c";
+    if (gpus > 0) c.limits.Set("nvidia.com/gpu", std::to_string(gpus));
+    if (mem >= 0) c.limits.Set("nvidia.com/gpumem", std::to_string(mem));
+    if (cores >= 0) c.limits.Set("nvidia.com/gpucores", std::to_string(cores));
+    if (pct >= 0) c.limits.Set("nvidia.com/gpumem-percentage", std::to_string(pct));
+    return c;
+  }
+  Pod pod_;
 };
 
 inline constexpr std::string_view kIdChars =

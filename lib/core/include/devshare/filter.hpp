@@ -1,0 +1,97 @@
+// devshare/filter.hpp — which node and which devices for a pod, and why not
+// the others (spec/hami-behaviour.md §4, §5, §9; differences from HAMi in
+// docs/compatibility.md).
+//
+// For every candidate node: init containers are fitted one at a time on the
+// node as it is, app containers one after another on one working copy, every
+// vendor's request through Fit (§4.4) over the devices ordered by the GPU
+// policy (§5.3). Feasible nodes get the node score (§5.1, or fgd); the chosen
+// node is the best score under the node policy.
+//
+// Tie-breaks (deterministic, unlike HAMi — W10): nodes with equal scores are
+// ordered by name ascending, the first wins; devices keep registration order
+// under equal keys (stable sort); vendors are tried in DeviceConfig order.
+//
+// Thread-safety: Filter only reads the snapshot; several filters may run at
+// once on one snapshot.
+#ifndef DEVSHARE_FILTER_HPP_
+#define DEVSHARE_FILTER_HPP_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "devshare/device.hpp"
+#include "devshare/export.hpp"
+#include "devshare/objects.hpp"
+#include "devshare/snapshot.hpp"
+#include "devshare/status.hpp"
+
+namespace devshare {
+
+// One class of pod request in the workload the fgd policy expects: `weight`
+// is its share, `gpus` whole GPUs, or a fraction `gpu_milli` (1..999) of one.
+struct WorkloadClass {
+  double weight = 1;
+  std::int32_t gpus = 0;
+  std::int32_t gpu_milli = 0;
+};
+
+// Scheduler-wide options (HAMi's flags); a pod's annotations override them.
+struct FilterOptions {
+  // "binpack" | "spread" | "fgd". Default: binpack (--node-scheduler-policy).
+  std::string node_policy = "binpack";
+  // "binpack" | "spread" | "topology-aware" | "mutex" | "numa" | "fgd", or a
+  // comma chain. Default: spread (--gpu-scheduler-policy).
+  std::string gpu_policy = "spread";
+  // The workload distribution fgd minimises fragmentation for; empty means
+  // a default mix of fractional and whole-GPU requests.
+  std::vector<WorkloadClass> workload;
+};
+
+struct NodeScore {
+  std::string node;
+  double score = 0;
+  friend bool operator==(const NodeScore&, const NodeScore&) = default;
+};
+
+struct NodeFailure {
+  std::string node;
+  std::string reason;  // HAMi's text, for example "1/8 CardInsufficientMemory"
+  friend bool operator==(const NodeFailure&, const NodeFailure&) = default;
+};
+
+struct FilterResult {
+  // The chosen node, or nullopt when no node fits or the pod asks nothing.
+  std::optional<std::string> node;
+  // The devices per vendor and container (init containers first), every
+  // container present for every requested vendor (W1 fixed).
+  PodDevices devices;
+  // The annotation patch for the pod: hami.io/vgpu-node, hami.io/vgpu-time,
+  // each vendor's to-allocate and allocated keys, MIG allocations.
+  StringMap annotations;
+  // Every rejected candidate with its reasons, by node name.
+  std::vector<NodeFailure> failed;
+  // Every feasible node's score, by node name.
+  std::vector<NodeScore> scores;
+  // False when the pod asks for no device (every node passes).
+  bool has_requests = true;
+};
+
+// Filters `pod` over `candidates` (every node of the snapshot when empty),
+// at time `now` (Unix seconds, written to hami.io/vgpu-time). A reservation
+// the pod already holds in the snapshot is ignored (as HAMi releases it).
+// Candidates unknown to the snapshot fail with "node unregistered".
+// Errors: an invalid hami.io/device-scoring-weights annotation (kMalformed),
+// an unknown policy name (kInvalidArgument).
+DEVSHARE_EXPORT Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
+                                            std::span<const std::string> candidates,
+                                            std::int64_t now, const FilterOptions& options = {});
+
+}  // namespace devshare
+
+#endif  // DEVSHARE_FILTER_HPP_

@@ -1,0 +1,111 @@
+// devshare/objects.hpp — the parts of Kubernetes Pods and Nodes the scheduler
+// reads, decoded from the JSON the API server serves, and resource quantities.
+//
+// Only the fields scheduling needs are kept: names, annotations, labels,
+// container resources, scheduler name, node name, phase, deletion, init
+// container termination (for the init-container shrink), and node
+// allocatable/capacity. Unknown fields are ignored, as a Kubernetes client
+// ignores them; a known field of the wrong type is an error.
+//
+// Thread-safety: value types and pure functions.
+#ifndef DEVSHARE_OBJECTS_HPP_
+#define DEVSHARE_OBJECTS_HPP_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "devshare/export.hpp"
+#include "devshare/status.hpp"
+
+namespace devshare {
+
+// A string map kept sorted by key (annotations, labels, resource lists), so
+// iteration order is deterministic and lookup is a binary search.
+class DEVSHARE_EXPORT StringMap {
+ public:
+  using Entry = std::pair<std::string, std::string>;
+  StringMap() = default;
+  StringMap(std::initializer_list<Entry> entries);
+
+  // The value of `key`, or nullptr.
+  const std::string* Find(std::string_view key) const;
+  bool Contains(std::string_view key) const { return Find(key) != nullptr; }
+  // Inserts or replaces.
+  void Set(std::string_view key, std::string_view value);
+  bool Erase(std::string_view key);
+  const std::vector<Entry>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+  std::size_t size() const { return entries_.size(); }
+  friend bool operator==(const StringMap&, const StringMap&) = default;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+struct Container {
+  std::string name;
+  StringMap limits;    // resource name -> quantity text, e.g. "nvidia.com/gpu": "2"
+  StringMap requests;
+  bool privileged = false;
+  friend bool operator==(const Container&, const Container&) = default;
+};
+
+struct Pod {
+  std::string pod_namespace;
+  std::string name;
+  std::string uid;
+  StringMap annotations;
+  StringMap labels;
+  std::string scheduler_name;
+  std::string node_name;
+  std::string phase;           // "Pending", "Running", "Succeeded", "Failed", ...
+  bool terminating = false;    // metadata.deletionTimestamp is set
+  std::int64_t priority = 0;
+  std::vector<Container> init_containers;
+  std::vector<Container> containers;
+  // True when every init container has terminated with exit code 0
+  // (status.initContainerStatuses), which lets its usage shrink (spec §4.8).
+  bool init_containers_done = false;
+  // CPU (millicores) and memory (bytes) the pod requests, for
+  // NodeResourcesFit-style checks by the simulator.
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_bytes = 0;
+  friend bool operator==(const Pod&, const Pod&) = default;
+};
+
+struct Node {
+  std::string name;
+  StringMap annotations;
+  StringMap labels;
+  StringMap allocatable;  // resource name -> quantity text
+  StringMap capacity;
+  friend bool operator==(const Node&, const Node&) = default;
+};
+
+// Decodes a Pod / Node object as served by the API server (JSON).
+// Errors: kMalformed naming the JSON path (for example
+// `spec.containers[1].resources.limits`).
+DEVSHARE_EXPORT Result<Pod> DecodePod(std::string_view json);
+DEVSHARE_EXPORT Result<Node> DecodeNode(std::string_view json);
+
+// A Kubernetes resource quantity ("2", "16Gi", "1500m", "1e3") as an exact
+// int64 when it is a whole number that fits (Quantity.AsInt64 in Go);
+// nullopt for fractions ("1.5", "100m"), overflow, and text that is not a
+// quantity.
+DEVSHARE_EXPORT std::optional<std::int64_t> QuantityAsInt64(std::string_view quantity);
+
+// The quantity rounded up to a whole number (Quantity.Value), or nullopt
+// when it is not a quantity or overflows.
+DEVSHARE_EXPORT std::optional<std::int64_t> QuantityValue(std::string_view quantity);
+
+// The quantity scaled by 1000 and rounded up (Quantity.MilliValue), or
+// nullopt when it is not a quantity or overflows.
+DEVSHARE_EXPORT std::optional<std::int64_t> QuantityMilliValue(std::string_view quantity);
+
+}  // namespace devshare
+
+#endif  // DEVSHARE_OBJECTS_HPP_

@@ -1,0 +1,129 @@
+// devshare/snapshot.hpp — the cluster as the scheduler sees it: nodes with
+// their devices, the pods holding devices, and GPU quotas, kept up to date
+// incrementally.
+//
+// Adding, updating (init-container shrink) or removing a pod costs
+// O(devices of that pod) — never a rescan of all pods — and keeps per-node
+// aggregates (slots, cores, memory: total and used) so the node score is O(1).
+// Removing a pod restores the snapshot exactly; adding a pod twice counts it
+// once. A pod may arrive before its node: its usage applies when the node
+// registers.
+//
+// Pods are cached by UID when they carry `hami.io/vgpu-node` (spec §4.8):
+// Succeeded/Failed pods are dropped, terminating pods keep their usage, and
+// usage comes from each vendor's `...-devices-allocated` annotation collapsed
+// over init and app containers.
+//
+// Thread-safety: not internally synchronised. Concurrent const use (Filter)
+// is safe; mutation needs exclusive access.
+#ifndef DEVSHARE_SNAPSHOT_HPP_
+#define DEVSHARE_SNAPSHOT_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devshare/device.hpp"
+#include "devshare/export.hpp"
+#include "devshare/objects.hpp"
+#include "devshare/status.hpp"
+#include "devshare/vendor.hpp"
+
+namespace devshare {
+
+namespace internal {
+struct SnapshotState;
+}
+
+// A device on a node with what is in use on it.
+struct DeviceView {
+  Device device;       // as registered; device.vendor is the common word
+  DeviceUsage usage;
+  bool healthy = true; // registered health, less MIG inconsistencies (§4.3)
+};
+
+// A collapsed allocation one cached pod holds on one device (spec §4.8).
+struct PodUsage {
+  std::string vendor;
+  std::string uuid;
+  std::int32_t usedmem = 0;
+  std::int32_t usedcores = 0;
+  std::int32_t slots = 1;
+  friend bool operator==(const PodUsage&, const PodUsage&) = default;
+};
+
+class DEVSHARE_EXPORT ClusterSnapshot {
+ public:
+  explicit ClusterSnapshot(DeviceConfig config = DefaultDeviceConfig());
+  ~ClusterSnapshot();
+  ClusterSnapshot(const ClusterSnapshot& other);
+  ClusterSnapshot& operator=(const ClusterSnapshot& other);
+  ClusterSnapshot(ClusterSnapshot&&) noexcept;
+  ClusterSnapshot& operator=(ClusterSnapshot&&) noexcept;
+
+  const DeviceConfig& config() const;
+
+  // Adds or replaces a node and registers the devices of every configured
+  // vendor from its annotations (or capacity). The usage of cached pods on
+  // the node is re-applied. A vendor whose register annotation does not
+  // decode contributes no devices and its error is returned; the node and
+  // the other vendors are still registered.
+  Status AddNode(const Node& node);
+  // Removes a node; its pods stay cached and apply again if it returns.
+  // Returns false when the node was unknown.
+  bool RemoveNode(std::string_view name);
+
+  // Adds or updates a pod (see the class comment). A pod without
+  // `hami.io/vgpu-node`, or Succeeded/Failed, is removed if cached. Errors:
+  // an allocation annotation that does not decode (the pod is not cached,
+  // as in HAMi).
+  Status AddPod(const Pod& pod);
+  // Removes a pod by UID; returns false when it was not cached.
+  bool RemovePod(std::string_view uid);
+
+  // Sets the hard limits of one ResourceQuota object (`limits.<resource>`
+  // keys; other keys are ignored). Several quotas on one resource in a
+  // namespace combine as Kubernetes combines them: the tightest wins.
+  void SetQuota(std::string_view pod_namespace, std::string_view quota_name,
+                const StringMap& hard);
+  bool RemoveQuota(std::string_view pod_namespace, std::string_view quota_name);
+
+  // Read access.
+  std::size_t node_count() const;
+  std::size_t pod_count() const;
+  // Node names in ascending order.
+  std::vector<std::string> NodeNames() const;
+  // The devices of `node`, or NotFound.
+  Result<std::vector<DeviceView>> NodeDevices(std::string_view node) const;
+  // The usage a cached pod holds, or NotFound.
+  Result<std::vector<PodUsage>> PodUsageOf(std::string_view uid) const;
+  // Quota: the effective limit (or -1 when unset) and usage of `resource`
+  // (for example "nvidia.com/gpumem") in `pod_namespace`.
+  std::int64_t QuotaLimit(std::string_view pod_namespace, std::string_view resource) const;
+  std::int64_t QuotaUsed(std::string_view pod_namespace, std::string_view resource) const;
+
+  // For the filter (internal).
+  const internal::SnapshotState& state() const { return *state_; }
+
+ private:
+  std::unique_ptr<internal::SnapshotState> state_;
+};
+
+// Collapses a pod's per-container devices into per-device usage (spec §4.8):
+// init containers (index < init_containers) contribute the component-wise
+// maximum with one slot, app containers the sum with a slot per occurrence,
+// and the result is the component-wise maximum of the two, sorted by UUID.
+DEVSHARE_EXPORT std::vector<PodUsage> CollapseUsage(const PodSingleDevice& containers,
+                                                    std::string_view vendor,
+                                                    std::size_t init_containers);
+// The same counting app containers only (after the init-container shrink).
+DEVSHARE_EXPORT std::vector<PodUsage> AppOnlyUsage(const PodSingleDevice& containers,
+                                                   std::string_view vendor,
+                                                   std::size_t init_containers);
+
+}  // namespace devshare
+
+#endif  // DEVSHARE_SNAPSHOT_HPP_

@@ -1,0 +1,1038 @@
+#include "devshare/filter.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "devshare/annotations.hpp"
+#include "devshare/pod_codec.hpp"
+#include "devshare/request.hpp"
+#include "snapshot_state.hpp"
+#include "text.hpp"
+
+namespace devshare {
+
+namespace {
+
+using internal::DeviceSlot;
+using internal::NodeState;
+using internal::PodEntry;
+using internal::SnapshotState;
+
+// ---------------------------------------------------------------------------
+// Reasons (HAMi's constants and GenReason format)
+
+enum Reason : std::size_t {
+  kCardNotHealth,
+  kCardCordoned,
+  kCardTypeMismatch,
+  kNumaNotFit,
+  kCardUuidMismatch,
+  kCardTimeSlicingExhausted,
+  kExclusiveDeviceAllocateConflict,
+  kResourceQuotaNotFit,
+  kCardInsufficientMemory,
+  kCardInsufficientCore,
+  kCardComputeUnitsExhausted,
+  kCardMigTopologyInfeasible,
+  kAllocatedCardsInsufficientRequest,
+  kReasonCount,
+};
+
+constexpr std::array<std::string_view, kReasonCount> kReasonNames = {
+    "CardNotHealth",
+    "CardCordoned",
+    "CardTypeMismatch",
+    "NumaNotFit",
+    "CardUuidMismatch",
+    "CardTimeSlicingExhausted",
+    "ExclusiveDeviceAllocateConflict",
+    "ResourceQuotaNotFit",
+    "CardInsufficientMemory",
+    "CardInsufficientCore",
+    "CardComputeUnitsExhausted",
+    "CardMigTopologyInfeasible",
+    "AllocatedCardsInsufficientRequest",
+};
+
+using ReasonCounts = std::array<std::int32_t, kReasonCount>;
+
+// "<count>/<devices> <Reason>" pieces sorted as whole strings, joined by ", ".
+std::string GenReason(const ReasonCounts& counts, std::size_t devices) {
+  std::vector<std::string> pieces;
+  for (std::size_t r = 0; r < kReasonCount; ++r) {
+    if (counts[r] > 0) pieces.push_back(fmt::format("{}/{} {}", counts[r], devices, kReasonNames[r]));
+  }
+  std::sort(pieces.begin(), pieces.end());
+  return fmt::format("{}", fmt::join(pieces, ", "));
+}
+
+// ---------------------------------------------------------------------------
+// Policies
+
+enum class SortKey { kBinpack, kSpread, kNuma };
+
+struct GpuPolicy {
+  bool chain = false;
+  std::vector<SortKey> keys;    // chain mode
+  std::string single;           // single mode: the policy word
+  bool mutex = false;
+  bool topology = false;
+  bool fgd = false;
+};
+
+GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
+  GpuPolicy p;
+  bool any_token = false;
+  internal::ForEachSplit(text, ',', [&](std::string_view token, std::size_t) {
+    token = internal::TrimSpace(token);
+    any_token = true;
+    if (token == "mutex") p.mutex = true;
+    if (token == "topology-aware") p.topology = true;
+    if (token == "fgd") p.fgd = true;
+    SortKey key;
+    if (token == "binpack") {
+      key = SortKey::kBinpack;
+    } else if (token == "spread") {
+      key = SortKey::kSpread;
+    } else if (token == "numa") {
+      key = SortKey::kNuma;
+    } else {
+      return true;
+    }
+    if (std::find(p.keys.begin(), p.keys.end(), key) == p.keys.end()) p.keys.push_back(key);
+    return true;
+  });
+  (void)any_token;
+  p.chain = text.find(',') != std::string_view::npos || text == "numa";
+  if (p.chain) {
+    if (p.keys.empty()) p.keys.push_back(SortKey::kSpread);
+    if (numa_bind && p.keys.front() != SortKey::kNuma) {
+      p.keys.erase(std::remove(p.keys.begin(), p.keys.end(), SortKey::kNuma), p.keys.end());
+      p.keys.insert(p.keys.begin(), SortKey::kNuma);
+    }
+  } else {
+    p.single = std::string(internal::TrimSpace(text));
+  }
+  return p;
+}
+
+Status ValidateOptions(const FilterOptions& options) {
+  if (options.node_policy != "binpack" && options.node_policy != "spread" &&
+      options.node_policy != "fgd") {
+    return Status::InvalidArgument(fmt::format(
+        "unknown node policy {} (want binpack, spread or fgd)", internal::Quote(options.node_policy)));
+  }
+  Status status;
+  internal::ForEachSplit(options.gpu_policy, ',', [&](std::string_view token, std::size_t) {
+    token = internal::TrimSpace(token);
+    static constexpr std::string_view kKnown[] = {"binpack", "spread", "topology-aware",
+                                                  "mutex",   "numa",   "fgd"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), token) == std::end(kKnown)) {
+      status = Status::InvalidArgument(fmt::format(
+          "unknown GPU policy {} (want binpack, spread, topology-aware, mutex, numa or fgd, "
+          "or a comma chain)",
+          internal::Quote(token)));
+      return false;
+    }
+    return true;
+  });
+  for (const WorkloadClass& c : options.workload) {
+    if (!(c.weight >= 0) || c.gpus < 0 || c.gpu_milli < 0 || c.gpu_milli >= 1000 ||
+        (c.gpus == 0) == (c.gpu_milli == 0)) {
+      return Status::InvalidArgument(
+          "workload class: want weight >= 0 and either gpus > 0 or gpu_milli in 1..999");
+    }
+  }
+  return status;
+}
+
+const std::vector<WorkloadClass>& DefaultWorkload() {
+  // A mix shaped like production GPU clusters (openb): many fractional pods,
+  // most of the rest one whole GPU, a tail of multi-GPU pods.
+  static const std::vector<WorkloadClass> kWorkload = {
+      {0.10, 0, 250}, {0.30, 0, 500}, {0.40, 1, 0}, {0.10, 2, 0}, {0.05, 4, 0}, {0.05, 8, 0},
+  };
+  return kWorkload;
+}
+
+// ---------------------------------------------------------------------------
+// Per-pod plan (computed once per Filter)
+
+struct Selectors {
+  std::vector<std::string> use_uuid, nouse_uuid;
+  std::vector<std::string> use_type, nouse_type;  // upper-cased
+  bool has_mode = false;
+  std::string mode;
+};
+
+struct PodPlan {
+  const Pod* pod = nullptr;
+  std::vector<ContainerRequests> requests;
+  std::vector<std::vector<std::uint32_t>> request_vendor;  // vendor index per request
+  std::vector<std::uint32_t> vendors;                      // requested, config order
+  std::size_t init_containers = 0;
+  bool node_spread = false;
+  bool node_fgd = false;
+  GpuPolicy gpu;
+  bool numa_bind = false;
+  ScoringWeights weights;
+  Selectors selectors;
+  bool selectors_any = false;
+  const DeviceConfig* config = nullptr;
+  std::uint32_t nvidia = UINT32_MAX;  // index of the NVIDIA vendor, if configured
+  const PodEntry* previous = nullptr;
+  const std::vector<WorkloadClass>* workload = nullptr;
+  double workload_weight = 0;
+  // Quota: effective limits for this pod's namespace, per vendor (-1: none).
+  std::vector<std::int64_t> mem_limit, core_limit, mem_used, core_used;
+  bool any_quota = false;
+};
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Working devices
+
+struct WorkDevice {
+  const DeviceSlot* slot = nullptr;
+  std::int32_t used = 0, usedmem = 0, usedcores = 0;
+  float score = 0;
+  bool healthy = true;
+  std::vector<MigPlacement> mig;  // occupied placements (MIG devices only)
+};
+
+struct Pick {
+  std::uint32_t device = 0;  // index into the node's devices
+  std::int32_t usedmem = 0;
+  std::int32_t usedcores = 0;
+  const MigProfile* profile = nullptr;
+  MigPlacement placement;
+};
+
+// Picks per container, per requested vendor (index into plan.vendors).
+using ContainerPicks = std::vector<std::vector<Pick>>;
+
+struct Scratch {
+  std::vector<WorkDevice> base, work;
+  std::vector<std::uint32_t> order;
+  std::vector<Pick> picked;
+  std::vector<ContainerPicks> placement;
+  std::vector<float> frag_free;
+};
+
+void CopyDevices(const std::vector<WorkDevice>& from, std::vector<WorkDevice>& to) {
+  to.resize(from.size());
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    WorkDevice& t = to[i];
+    const WorkDevice& f = from[i];
+    t.slot = f.slot;
+    t.used = f.used;
+    t.usedmem = f.usedmem;
+    t.usedcores = f.usedcores;
+    t.score = f.score;
+    t.healthy = f.healthy;
+    if (f.slot->is_mig || !t.mig.empty()) t.mig = f.mig;
+  }
+}
+
+void LoadNode(const NodeState& node, const PodPlan& plan, std::vector<WorkDevice>& out) {
+  out.resize(node.devices.size());
+  for (std::size_t i = 0; i < node.devices.size(); ++i) {
+    const DeviceSlot& d = node.devices[i];
+    WorkDevice& w = out[i];
+    w.slot = &d;
+    w.used = d.usage.used;
+    w.usedmem = d.usage.usedmem;
+    w.usedcores = d.usage.usedcores;
+    w.score = 0;
+    w.healthy = d.Healthy(node.orphan_mig_reservations);
+    w.mig.clear();
+    if (d.is_mig) {
+      for (const internal::MigInUse& m : d.mig_in_use) w.mig.push_back(m.placement);
+    }
+  }
+  // The pod's own reservation is released first (spec §4.2 step 4).
+  if (plan.previous != nullptr && plan.previous->node == node.name) {
+    for (const internal::PodUsageItem& item : plan.previous->usage) {
+      for (WorkDevice& w : out) {
+        if (w.slot->vendor == item.vendor && w.slot->info.id == item.usage.uuid) {
+          w.used -= std::max(item.usage.slots, 1);
+          w.usedmem -= item.usage.usedmem;
+          w.usedcores -= item.usage.usedcores;
+          break;
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Scores
+
+// Node score (spec §5.1), float32 as HAMi:
+//   S = 10 * (ΣUsed/ΣCount + ΣUsedcores/ΣTotalcore + ΣUsedmem/ΣTotalmem), 0 when a total is 0.
+float NodeBaseScore(const NodeState& node, const std::vector<WorkDevice>& base) {
+  std::int64_t used = 0, cores = 0, mem = 0;
+  for (const WorkDevice& w : base) {
+    used += w.used;
+    cores += w.usedcores;
+    mem += w.usedmem;
+  }
+  if (node.total_slots == 0 || node.total_cores == 0 || node.total_mem == 0) return 0;
+  return 10.0f * (static_cast<float>(used) / static_cast<float>(node.total_slots) +
+                  static_cast<float>(cores) / static_cast<float>(node.total_cores) +
+                  static_cast<float>(mem) / static_cast<float>(node.total_mem));
+}
+
+// Device score (spec §5.2) with W2 fixed: a request counts on the devices of
+// its vendor, whatever their model name.
+//   score = 10 * (Ws*(req+Used)/Count + Wc*(core+Usedcores)/Totalcore + Wm*(mem+Usedmem)/Totalmem)
+void ScoreDevices(std::vector<WorkDevice>& devices, const ContainerRequests& requests,
+                  const std::vector<std::uint32_t>& request_vendor, const ScoringWeights& w) {
+  for (WorkDevice& d : devices) {
+    const Device& info = d.slot->info;
+    if (info.count == 0 || info.devcore == 0 || info.devmem == 0) {
+      d.score = 0;
+      continue;
+    }
+    std::int64_t req = 0, core = 0, mem = 0;
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+      if (request_vendor[r] != d.slot->vendor) continue;
+      const ContainerRequest& q = requests[r];
+      req += 1;
+      core += q.coresreq;
+      if (q.mem_percentage != 0 && q.mem_percentage != ContainerRequest::kPercentageUnset) {
+        mem += static_cast<std::int64_t>(info.devmem) * q.mem_percentage / 100;
+      } else {
+        mem += q.memreq;
+      }
+    }
+    d.score = 10.0f * (static_cast<float>(w.slot * (req + d.used)) / static_cast<float>(info.count) +
+                       static_cast<float>(w.core * (core + d.usedcores)) / static_cast<float>(info.devcore) +
+                       static_cast<float>(w.memory * (mem + d.usedmem)) / static_cast<float>(info.devmem));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Fragmentation (the fgd policy)
+
+// Free share of a device in [0, 1]: the tighter of free cores and free
+// memory; 0 when it has no free slot or is unhealthy.
+float FreeShare(const WorkDevice& d) {
+  const Device& info = d.slot->info;
+  if (!d.healthy || info.count <= d.used || info.devcore <= 0 || info.devmem <= 0) return 0;
+  const float cores = 1.0f - static_cast<float>(d.usedcores) / static_cast<float>(info.devcore);
+  const float mem = 1.0f - static_cast<float>(d.usedmem) / static_cast<float>(info.devmem);
+  return std::clamp(std::min(cores, mem), 0.0f, 1.0f);
+}
+
+// Expected fragmentation of a node (FGD, Weng et al. ATC'23): for each
+// workload class, the free GPU share that class cannot use, weighted by the
+// class's share. A fractional class r cannot use a device with less than r
+// free; a k-GPU class can use only fully free devices, and nothing at all
+// when fewer than k are fully free.
+double Fragmentation(const std::vector<float>& free, const PodPlan& plan) {
+  constexpr float kWhole = 0.999f;
+  double total = 0;
+  for (const WorkloadClass& c : *plan.workload) {
+    double frag = 0;
+    if (c.gpu_milli > 0) {
+      const float need = static_cast<float>(c.gpu_milli) / 1000.0f;
+      for (float f : free) {
+        if (f < need) frag += f;
+      }
+    } else {
+      std::int32_t whole = 0;
+      double partial = 0, all = 0;
+      for (float f : free) {
+        all += f;
+        if (f >= kWhole) {
+          ++whole;
+        } else {
+          partial += f;
+        }
+      }
+      frag = whole >= c.gpus ? partial : all;
+    }
+    total += c.weight * frag;
+  }
+  return plan.workload_weight > 0 ? total / plan.workload_weight : 0;
+}
+
+double NodeFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan,
+                         std::vector<float>& free) {
+  free.resize(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) free[i] = FreeShare(devices[i]);
+  return Fragmentation(free, plan);
+}
+
+// fgd as a GPU policy: the increase in node fragmentation if `request`'s
+// share of one device were placed on each device (lower is better).
+void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
+                     const PodPlan& plan, std::vector<float>& free) {
+  const double before = NodeFragmentation(devices, plan, free);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const Device& info = devices[i].slot->info;
+    if (info.devcore <= 0 || info.devmem <= 0) {
+      devices[i].score = 0;
+      continue;
+    }
+    std::int64_t mem = request.memreq;
+    if (request.mem_percentage != 0 && request.mem_percentage != ContainerRequest::kPercentageUnset) {
+      mem = static_cast<std::int64_t>(info.devmem) * request.mem_percentage / 100;
+    }
+    const float share = std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) /
+                                     static_cast<float>(info.devcore) * 100.0f / 100.0f,
+                                 static_cast<float>(mem) / static_cast<float>(info.devmem));
+    const float saved = free[i];
+    free[i] = std::max(0.0f, saved - share);
+    devices[i].score = static_cast<float>(Fragmentation(free, plan) - before);
+    free[i] = saved;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Device order (spec §5.3): Fit visits from the end, so "last" is preferred.
+
+bool Less(const WorkDevice& a, const WorkDevice& b, const PodPlan& plan) {
+  const GpuPolicy& p = plan.gpu;
+  const Device& da = a.slot->info;
+  const Device& db = b.slot->info;
+  if (p.fgd) {
+    // Smallest fragmentation increase last; then the fuller device; then index.
+    if (a.score != b.score) return a.score > b.score;
+    if (a.used != b.used) return a.used < b.used;
+    return da.index > db.index;
+  }
+  if (p.chain) {
+    for (SortKey key : p.keys) {
+      switch (key) {
+        case SortKey::kBinpack:
+          if (a.score != b.score) return a.score < b.score;
+          break;
+        case SortKey::kSpread:
+          if (a.score != b.score) return a.score > b.score;
+          break;
+        case SortKey::kNuma:
+          if (da.numa != db.numa) return da.numa < db.numa;
+          break;
+      }
+    }
+    return da.index < db.index;
+  }
+  if (p.single == "mutex") {
+    if (a.used != b.used) return a.used > b.used;
+    return da.numa < db.numa;
+  }
+  const bool binpack = p.single == "binpack";
+  if (plan.numa_bind) {
+    if (binpack) {
+      if (da.numa != db.numa) return da.numa > db.numa;
+      return a.score < b.score;
+    }
+    if (da.numa != db.numa) return da.numa < db.numa;
+    return a.score > b.score;
+  }
+  if (binpack) {
+    if (a.score != b.score) return a.score < b.score;
+    return da.numa < db.numa;
+  }
+  if (a.score != b.score) return a.score > b.score;
+  return da.numa < db.numa;
+}
+
+// ---------------------------------------------------------------------------
+// Selectors (spec §1.2)
+
+bool TypeAllowed(const PodPlan& plan, const WorkDevice& d) {
+  const Selectors& s = plan.selectors;
+  if (s.has_mode && !d.slot->info.mode.empty() && s.mode.find(d.slot->info.mode) == std::string::npos) {
+    return false;
+  }
+  if (s.use_type.empty() && s.nouse_type.empty()) return true;
+  const std::string type = Upper(d.slot->info.type);
+  auto match = [&](const std::vector<std::string>& list) {
+    return std::any_of(list.begin(), list.end(),
+                       [&](const std::string& t) { return type.find(t) != std::string::npos; });
+  };
+  if (!s.use_type.empty() && !match(s.use_type)) return false;
+  if (!s.nouse_type.empty() && match(s.nouse_type)) return false;
+  return true;
+}
+
+bool UuidAllowed(const PodPlan& plan, const WorkDevice& d) {
+  const Selectors& s = plan.selectors;
+  const std::string& id = d.slot->info.id;
+  auto match = [&](const std::vector<std::string>& list) {
+    return std::find(list.begin(), list.end(), id) != list.end();
+  };
+  if (!s.use_uuid.empty() && !match(s.use_uuid)) return false;
+  if (!s.nouse_uuid.empty() && match(s.nouse_uuid)) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// MIG (spec §4.6)
+
+bool Overlaps(const MigPlacement& a, const MigPlacement& b) {
+  return a.start < b.start + b.size && b.start < a.start + a.size;
+}
+
+struct MigChoice {
+  const MigProfile* profile = nullptr;
+  MigPlacement placement;
+};
+
+// The smallest profile with at least `memory` MiB that has a free placement.
+MigChoice ChooseMig(const Device& info, const std::vector<MigPlacement>& occupied,
+                    std::int64_t memory) {
+  std::vector<const MigProfile*> profiles;
+  for (const MigProfile& p : info.mig_profiles) profiles.push_back(&p);
+  std::stable_sort(profiles.begin(), profiles.end(), [](const MigProfile* a, const MigProfile* b) {
+    if (a->memory_mb != b->memory_mb) return a->memory_mb < b->memory_mb;
+    return a->slice_count < b->slice_count;
+  });
+  for (const MigProfile* p : profiles) {
+    if (p->memory_mb < memory) continue;
+    std::vector<MigPlacement> placements = p->placements;
+    const bool high_first = p->name.starts_with("1g.") || p->name.starts_with("3g.");
+    std::stable_sort(placements.begin(), placements.end(),
+                     [&](const MigPlacement& a, const MigPlacement& b) {
+                       return high_first ? a.start > b.start : a.start < b.start;
+                     });
+    for (const MigPlacement& candidate : placements) {
+      const bool free = std::none_of(occupied.begin(), occupied.end(), [&](const MigPlacement& o) {
+        return Overlaps(candidate, o);
+      });
+      if (free) return MigChoice{p, candidate};
+    }
+  }
+  return MigChoice{};
+}
+
+// CustomFilterRule: the picks already made on this device in this container
+// and the new request must all find placements.
+bool MigFeasible(const WorkDevice& d, const std::vector<Pick>& picked, std::uint32_t device,
+                 std::int64_t memory) {
+  std::vector<MigPlacement> occupied = d.mig;
+  for (const Pick& p : picked) {
+    if (p.device != device) continue;
+    MigChoice c = ChooseMig(d.slot->info, occupied, p.usedmem);
+    if (c.profile == nullptr) return false;
+    occupied.push_back(c.placement);
+  }
+  return ChooseMig(d.slot->info, occupied, memory).profile != nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Quota (spec §9.1, check 10 of Fit)
+
+// The pod's memory and cores on `vendor` if `candidate` were added:
+// containers fitted so far, this container's picks and the candidate,
+// collapsed over init and app containers.
+std::pair<std::int64_t, std::int64_t> HypotheticalUsage(
+    const PodPlan& plan, const std::vector<ContainerPicks>& placement, std::size_t container,
+    std::size_t vendor_slot, const std::vector<Pick>& picked, const Pick& candidate,
+    const NodeState& node) {
+  PodSingleDevice pod(container + 1);
+  auto add = [&](std::size_t c, const Pick& p) {
+    pod[c].push_back(ContainerDevice{node.devices[p.device].info.id, "", p.usedmem, p.usedcores});
+  };
+  for (std::size_t c = 0; c < container && c < placement.size(); ++c) {
+    if (vendor_slot < placement[c].size()) {
+      for (const Pick& p : placement[c][vendor_slot]) add(c, p);
+    }
+  }
+  for (const Pick& p : picked) add(container, p);
+  add(container, candidate);
+  std::int64_t mem = 0, cores = 0;
+  for (const PodUsage& u : CollapseUsage(pod, "", plan.init_containers)) {
+    mem += u.usedmem;
+    cores += u.usedcores;
+  }
+  return {mem, cores};
+}
+
+bool QuotaFits(const PodPlan& plan, std::uint32_t vendor, std::int64_t mem, std::int64_t cores,
+               std::int32_t memory_factor) {
+  if (plan.mem_limit[vendor] >= 0) {
+    const std::int64_t limit =
+        memory_factor > 1 ? plan.mem_limit[vendor] * memory_factor : plan.mem_limit[vendor];
+    if (plan.mem_used[vendor] + mem > limit) return false;
+  }
+  if (plan.core_limit[vendor] >= 0 && plan.core_used[vendor] + cores > plan.core_limit[vendor]) {
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Topology (spec §5.6), W14 fixed: a missing pair score counts 0.
+
+std::int64_t PairScore(const NodeState& node, const std::string& a, const std::string& b) {
+  auto it = std::lower_bound(node.pair_scores.begin(), node.pair_scores.end(), a,
+                             [](const DevicePairScore& s, const std::string& id) { return s.uuid < id; });
+  if (it == node.pair_scores.end() || it->uuid != a) return 0;
+  auto peer = std::lower_bound(it->scores.begin(), it->scores.end(), b,
+                               [](const auto& s, const std::string& id) { return s.first < id; });
+  if (peer == it->scores.end() || peer->first != b) return 0;
+  return peer->second;
+}
+
+void ChooseTopology(const NodeState& node, std::vector<Pick>& picked, std::size_t want) {
+  auto id = [&](const Pick& p) -> const std::string& { return node.devices[p.device].info.id; };
+  if (want == 1) {
+    std::size_t best = 0;
+    std::int64_t best_total = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = 0; i < picked.size(); ++i) {
+      std::int64_t total = 0;
+      for (std::size_t j = 0; j < picked.size(); ++j) {
+        if (i != j) total += PairScore(node, id(picked[i]), id(picked[j]));
+      }
+      if (total < best_total) {
+        best_total = total;
+        best = i;
+      }
+    }
+    picked = {picked[best]};
+    return;
+  }
+  // All `want`-combinations in lexicographic order; the highest total wins,
+  // the earliest on ties. Bounded: beyond 200000 combinations the first
+  // `want` collected devices are kept.
+  const std::size_t n = picked.size();
+  double combinations = 1;
+  for (std::size_t i = 0; i < want; ++i) combinations = combinations * static_cast<double>(n - i) / static_cast<double>(i + 1);
+  if (combinations > 200000) {
+    picked.resize(want);
+    return;
+  }
+  std::vector<std::size_t> idx(want), best;
+  for (std::size_t i = 0; i < want; ++i) idx[i] = i;
+  std::int64_t best_total = std::numeric_limits<std::int64_t>::min();
+  while (true) {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < want; ++i) {
+      for (std::size_t j = i + 1; j < want; ++j) total += PairScore(node, id(picked[idx[i]]), id(picked[idx[j]]));
+    }
+    if (total > best_total) {
+      best_total = total;
+      best = idx;
+    }
+    std::size_t k = want;
+    while (k > 0 && idx[k - 1] == n - want + k - 1) --k;
+    if (k == 0) break;
+    ++idx[k - 1];
+    for (std::size_t j = k; j < want; ++j) idx[j] = idx[j - 1] + 1;
+  }
+  std::vector<Pick> chosen;
+  for (std::size_t i : best) chosen.push_back(picked[i]);
+  picked = std::move(chosen);
+}
+
+// ---------------------------------------------------------------------------
+// Fit (spec §4.4) for one container and one vendor.
+
+struct FitContext {
+  const PodPlan& plan;
+  const NodeState& node;
+  std::vector<WorkDevice>& devices;
+  const std::vector<std::uint32_t>& order;  // sorted; visited from the end
+  const std::vector<ContainerPicks>& placement;
+  std::size_t container;
+  std::size_t vendor_slot;
+};
+
+bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t vendor,
+         std::vector<Pick>& picked, std::string& reason) {
+  const PodPlan& plan = ctx.plan;
+  const VendorSpec& spec = plan.config->vendors[vendor];
+  const bool selectors = plan.selectors_any && vendor == plan.nvidia;
+  const bool cordons = !ctx.node.cordoned.empty();
+  ReasonCounts counts{};
+  ContainerRequest k = request;
+  const std::int32_t origin = request.nums;
+  std::int32_t prevnuma = -1;
+  picked.clear();
+  const std::size_t n = ctx.order.size();
+  std::size_t i = n;
+  while (i > 0) {
+    const std::uint32_t index = ctx.order[i - 1];
+    WorkDevice& d = ctx.devices[index];
+    const Device& info = d.slot->info;
+    bool revisit = false;
+    do {
+      if (!d.healthy) {
+        ++counts[kCardNotHealth];
+        break;
+      }
+      if (cordons && std::binary_search(ctx.node.cordoned.begin(), ctx.node.cordoned.end(), info.id)) {
+        ++counts[kCardCordoned];
+        break;
+      }
+      if (selectors && !TypeAllowed(plan, d)) {
+        ++counts[kCardTypeMismatch];
+        break;
+      }
+      if (plan.numa_bind && info.numa != prevnuma) {
+        if (k.nums != origin) counts[kNumaNotFit] += static_cast<std::int32_t>(picked.size());
+        k.nums = origin;
+        prevnuma = info.numa;
+        picked.clear();
+      }
+      if (selectors && !UuidAllowed(plan, d)) {
+        ++counts[kCardUuidMismatch];
+        break;
+      }
+      if (info.count <= d.used) {
+        ++counts[kCardTimeSlicingExhausted];
+        break;
+      }
+      if (plan.gpu.mutex && d.used > 0) {
+        ++counts[kExclusiveDeviceAllocateConflict];
+        break;
+      }
+      if (k.coresreq > 100) k.coresreq = 100;
+      std::int32_t memreq = k.memreq > 0 ? k.memreq : 0;
+      if (k.mem_percentage != ContainerRequest::kPercentageUnset && k.memreq == 0) {
+        memreq = static_cast<std::int32_t>(static_cast<std::int64_t>(info.devmem) * k.mem_percentage / 100);
+      }
+      Pick candidate{index, memreq, k.coresreq, nullptr, {}};
+      if (plan.any_quota) {
+        auto [mem, cores] = HypotheticalUsage(plan, ctx.placement, ctx.container, ctx.vendor_slot,
+                                              picked, candidate, ctx.node);
+        if (!QuotaFits(plan, vendor, mem, cores, spec.memory_factor)) {
+          ++counts[kResourceQuotaNotFit];
+          break;
+        }
+      }
+      if (info.devmem - d.usedmem < memreq) {
+        ++counts[kCardInsufficientMemory];
+        break;
+      }
+      if (info.devcore - d.usedcores < k.coresreq) {
+        ++counts[kCardInsufficientCore];
+        break;
+      }
+      if (info.devcore == 100 && k.coresreq == 100 && d.used > 0) {
+        ++counts[kExclusiveDeviceAllocateConflict];
+        break;
+      }
+      if (info.devcore != 0 && d.usedcores == info.devcore && k.coresreq == 0) {
+        ++counts[kCardComputeUnitsExhausted];
+        break;
+      }
+      if (d.slot->is_mig && !MigFeasible(d, picked, index, memreq)) {
+        ++counts[kCardMigTopologyInfeasible];
+        break;
+      }
+      if (k.nums > 0) {
+        picked.push_back(candidate);
+        if (!plan.gpu.topology) --k.nums;
+      }
+      if (k.nums == 0 && !plan.gpu.topology) return true;
+      // One container may take several MIG instances of one GPU.
+      revisit = d.slot->is_mig;
+    } while (false);
+    if (!revisit) --i;
+  }
+  if (plan.gpu.topology) {
+    const auto want = static_cast<std::size_t>(origin);
+    if (picked.size() == want) return true;
+    if (picked.size() > want && want >= 1) {
+      ChooseTopology(ctx.node, picked, want);
+      return true;
+    }
+  }
+  if (!picked.empty()) counts[kAllocatedCardsInsufficientRequest] = static_cast<std::int32_t>(picked.size());
+  reason = GenReason(counts, n);
+  return false;
+}
+
+// Applies picks to the working devices (HAMi's AddResourceUsage); MIG picks
+// take a profile and placement and their usage becomes the profile's.
+bool AddUsage(std::vector<WorkDevice>& devices, std::vector<Pick>& picked, std::string& reason) {
+  for (Pick& p : picked) {
+    WorkDevice& d = devices[p.device];
+    if (d.slot->is_mig) {
+      MigChoice c = ChooseMig(d.slot->info, d.mig, p.usedmem);
+      if (c.profile == nullptr) {
+        reason = fmt::format("AddResourceUsage failed for device {}", d.slot->info.id);
+        return false;
+      }
+      p.profile = c.profile;
+      p.placement = c.placement;
+      p.usedmem = c.profile->memory_mb;
+      p.usedcores = c.profile->core;
+      d.mig.push_back(c.placement);
+    }
+    d.used += 1;
+    d.usedmem += p.usedmem;
+    d.usedcores += p.usedcores;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// One node (spec §4.5)
+
+struct NodeVerdict {
+  bool fits = false;
+  double score = 0;
+  std::string reason;
+};
+
+bool IsMigRequest(const PodPlan& plan, const NodeState& node, std::uint32_t vendor) {
+  if (vendor != plan.nvidia) return false;
+  if (plan.selectors.has_mode && plan.selectors.mode.find("mig") == std::string::npos) return false;
+  return std::any_of(node.devices.begin(), node.devices.end(),
+                     [](const DeviceSlot& d) { return d.is_mig; });
+}
+
+// Fits one container on `devices`, recording its picks in scratch.placement.
+bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDevice>& devices,
+                  std::size_t container, Scratch& scratch, std::string& reason) {
+  const ContainerRequests& requests = plan.requests[container];
+  ContainerPicks& picks = scratch.placement[container];
+  for (auto& v : picks) v.clear();
+  if (requests.empty()) return true;
+  if (!plan.gpu.fgd) ScoreDevices(devices, requests, plan.request_vendor[container], plan.weights);
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    const ContainerRequest& request = requests[r];
+    const std::uint32_t vendor = plan.request_vendor[container][r];
+    if (plan.gpu.fgd) FgdDeviceScores(devices, request, plan, scratch.frag_free);
+    scratch.order.clear();
+    for (std::uint32_t i = 0; i < devices.size(); ++i) {
+      if (devices[i].slot->vendor == vendor) scratch.order.push_back(i);
+    }
+    std::stable_sort(scratch.order.begin(), scratch.order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return Less(devices[a], devices[b], plan);
+    });
+    if (static_cast<std::size_t>(request.nums) > scratch.order.size() &&
+        !IsMigRequest(plan, node, vendor)) {
+      reason = "NodeInsufficientDevice";
+      return false;
+    }
+    const std::size_t slot = static_cast<std::size_t>(
+        std::find(plan.vendors.begin(), plan.vendors.end(), vendor) - plan.vendors.begin());
+    FitContext ctx{plan, node, devices, scratch.order, scratch.placement, container, slot};
+    if (!Fit(ctx, request, vendor, scratch.picked, reason)) return false;
+    if (!AddUsage(devices, scratch.picked, reason)) return false;
+    picks[slot].insert(picks[slot].end(), scratch.picked.begin(), scratch.picked.end());
+  }
+  return true;
+}
+
+NodeVerdict EvaluateNode(const PodPlan& plan, const NodeState& node, Scratch& scratch) {
+  NodeVerdict verdict;
+  LoadNode(node, plan, scratch.base);
+  scratch.placement.resize(plan.requests.size());
+  for (ContainerPicks& c : scratch.placement) c.resize(plan.vendors.size());
+  for (std::size_t c = 0; c < plan.init_containers; ++c) {
+    if (plan.requests[c].empty()) continue;
+    CopyDevices(scratch.base, scratch.work);
+    if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
+  }
+  CopyDevices(scratch.base, scratch.work);
+  for (std::size_t c = plan.init_containers; c < plan.requests.size(); ++c) {
+    if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
+  }
+  verdict.fits = true;
+  if (plan.node_fgd) {
+    const double before = NodeFragmentation(scratch.base, plan, scratch.frag_free);
+    const double after = NodeFragmentation(scratch.work, plan, scratch.frag_free);
+    verdict.score = before - after;  // higher is better
+  } else {
+    verdict.score = NodeBaseScore(node, scratch.base);
+  }
+  return verdict;
+}
+
+// ---------------------------------------------------------------------------
+// Plan
+
+Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOptions& options) {
+  PodPlan plan;
+  plan.pod = &pod;
+  plan.config = &s.config;
+  plan.requests = PodRequests(pod, s.config);
+  plan.init_containers = pod.init_containers.size();
+  for (std::uint32_t v = 0; v < s.config.vendors.size(); ++v) {
+    if (s.config.vendors[v].common_word == "NVIDIA") plan.nvidia = v;
+  }
+  std::vector<bool> requested(s.config.vendors.size(), false);
+  plan.request_vendor.resize(plan.requests.size());
+  for (std::size_t c = 0; c < plan.requests.size(); ++c) {
+    for (const ContainerRequest& r : plan.requests[c]) {
+      std::uint32_t v = 0;
+      while (s.config.vendors[v].common_word != r.vendor) ++v;
+      plan.request_vendor[c].push_back(v);
+      requested[v] = true;
+    }
+  }
+  for (std::uint32_t v = 0; v < requested.size(); ++v) {
+    if (requested[v]) plan.vendors.push_back(v);
+  }
+  const StringMap& annotations = pod.annotations;
+  if (const std::string* w = annotations.Find(keys::kDeviceScoringWeights)) {
+    Result<ScoringWeights> weights = DecodeScoringWeights(*w);
+    if (!weights.ok()) return weights.status();
+    plan.weights = *weights;
+  }
+  std::string node_policy = options.node_policy;
+  if (const std::string* p = annotations.Find(keys::kNodeSchedulerPolicy)) node_policy = *p;
+  plan.node_spread = node_policy == "spread";
+  plan.node_fgd = node_policy == "fgd";
+  if (const std::string* b = annotations.Find(keys::kNumaBind)) {
+    plan.numa_bind = internal::ParseGoBool(*b).value_or(false);
+  }
+  std::string gpu_policy = options.gpu_policy;
+  if (const std::string* p = annotations.Find(keys::kGpuSchedulerPolicy)) gpu_policy = *p;
+  plan.gpu = ParseGpuPolicy(gpu_policy, plan.numa_bind);
+  Selectors& sel = plan.selectors;
+  if (const std::string* v = annotations.Find(keys::kUseGpuUuid)) sel.use_uuid = DecodeNameList(*v);
+  if (const std::string* v = annotations.Find(keys::kNoUseGpuUuid)) sel.nouse_uuid = DecodeNameList(*v);
+  if (const std::string* v = annotations.Find(keys::kUseGpuType)) {
+    for (std::string& t : DecodeNameList(*v)) sel.use_type.push_back(Upper(t));
+  }
+  if (const std::string* v = annotations.Find(keys::kNoUseGpuType)) {
+    for (std::string& t : DecodeNameList(*v)) sel.nouse_type.push_back(Upper(t));
+  }
+  if (const std::string* v = annotations.Find(keys::kVgpuMode)) {
+    sel.has_mode = true;
+    sel.mode = *v;
+  }
+  plan.selectors_any = !sel.use_uuid.empty() || !sel.nouse_uuid.empty() || !sel.use_type.empty() ||
+                       !sel.nouse_type.empty() || sel.has_mode;
+  if (auto it = s.pods.find(pod.uid); it != s.pods.end() && !pod.uid.empty()) {
+    plan.previous = &it->second;
+  }
+  plan.workload = options.workload.empty() ? &DefaultWorkload() : &options.workload;
+  for (const WorkloadClass& c : *plan.workload) plan.workload_weight += c.weight;
+
+  const std::size_t vendors = s.config.vendors.size();
+  plan.mem_limit.assign(vendors, -1);
+  plan.core_limit.assign(vendors, -1);
+  plan.mem_used.assign(vendors, 0);
+  plan.core_used.assign(vendors, 0);
+  for (std::uint32_t v = 0; v < vendors; ++v) {
+    const VendorSpec& spec = s.config.vendors[v];
+    auto load = [&](const std::string& resource, std::int64_t& limit, std::int64_t& used) {
+      if (resource.empty()) return;
+      const internal::QuotaEntry* q = s.FindQuota(pod.pod_namespace, resource);
+      if (q == nullptr) return;
+      limit = q->Limit();
+      used = q->used;
+      plan.any_quota = plan.any_quota || limit >= 0;
+    };
+    load(spec.memory_resource, plan.mem_limit[v], plan.mem_used[v]);
+    load(spec.core_resource, plan.core_limit[v], plan.core_used[v]);
+    // The pod's own reservation is released before the quota check.
+    if (plan.previous != nullptr) {
+      for (const internal::PodUsageItem& item : plan.previous->usage) {
+        if (item.vendor != v) continue;
+        plan.mem_used[v] = std::max<std::int64_t>(0, plan.mem_used[v] - item.usage.usedmem);
+        plan.core_used[v] = std::max<std::int64_t>(0, plan.core_used[v] - item.usage.usedcores);
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
+                            std::span<const std::string> candidates, std::int64_t now,
+                            const FilterOptions& options) {
+  Status valid = ValidateOptions(options);
+  if (!valid.ok()) return valid;
+  const SnapshotState& s = snapshot.state();
+  Result<PodPlan> made = MakePlan(s, pod, options);
+  if (!made.ok()) return made.status();
+  const PodPlan& plan = *made;
+
+  FilterResult result;
+  if (!HasRequests(plan.requests)) {
+    result.has_requests = false;
+    return result;
+  }
+
+  // Candidates: the given names (deduplicated), or every node; by name.
+  std::vector<std::string_view> names;
+  if (candidates.empty()) {
+    for (const NodeState& n : s.nodes) {
+      if (n.present) names.push_back(n.name);
+    }
+  } else {
+    names.assign(candidates.begin(), candidates.end());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+
+  Scratch scratch;
+  const NodeState* best = nullptr;
+  double best_score = 0;
+  for (std::string_view name : names) {
+    const NodeState* node = s.FindNode(name);
+    if (node == nullptr) {
+      result.failed.push_back(NodeFailure{std::string(name), "node unregistered"});
+      continue;
+    }
+    NodeVerdict v = EvaluateNode(plan, *node, scratch);
+    if (!v.fits) {
+      result.failed.push_back(NodeFailure{node->name, std::move(v.reason)});
+      continue;
+    }
+    result.scores.push_back(NodeScore{node->name, v.score});
+    // Names ascend, so a strictly better score is needed to replace: ties go
+    // to the first name.
+    const bool better = best == nullptr || (plan.node_spread ? v.score < best_score : v.score > best_score);
+    if (better) {
+      best = node;
+      best_score = v.score;
+    }
+  }
+  if (best == nullptr) return result;
+
+  // Materialise the winner's placement.
+  NodeVerdict winner = EvaluateNode(plan, *best, scratch);
+  (void)winner;
+  result.node = best->name;
+  const std::size_t containers = plan.requests.size();
+  for (std::size_t slot = 0; slot < plan.vendors.size(); ++slot) {
+    const VendorSpec& vendor = s.config.vendors[plan.vendors[slot]];
+    PodSingleDevice devices(containers);
+    std::vector<MigAllocation> mig;
+    for (std::size_t c = 0; c < containers; ++c) {
+      for (const Pick& p : scratch.placement[c][slot]) {
+        const Device& info = best->devices[p.device].info;
+        if (p.profile != nullptr) {
+          mig.push_back(MigAllocation{static_cast<std::int64_t>(c),
+                                      static_cast<std::int64_t>(devices[c].size()), info.id,
+                                      p.profile->name, p.placement, "", std::nullopt, std::nullopt});
+        }
+        devices[c].push_back(ContainerDevice{info.id, vendor.common_word, p.usedmem, p.usedcores});
+      }
+    }
+    const std::string encoded = EncodePodDevices(devices);
+    result.annotations.Set(vendor.to_allocate_annotation, encoded);
+    result.annotations.Set(vendor.allocated_annotation, encoded);
+    if (!mig.empty()) result.annotations.Set(keys::kMigAllocations, EncodeMigAllocations(mig));
+    result.devices.emplace_back(vendor.common_word, std::move(devices));
+  }
+  result.annotations.Set(keys::kVgpuNode, best->name);
+  result.annotations.Set(keys::kVgpuTime, std::to_string(now));
+  return result;
+}
+
+}  // namespace devshare

@@ -1,0 +1,406 @@
+#include "devshare/snapshot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "devshare/annotations.hpp"
+#include "devshare/node_codec.hpp"
+#include "devshare/pod_codec.hpp"
+#include "snapshot_state.hpp"
+
+namespace devshare {
+
+using internal::DeviceSlot;
+using internal::NodeState;
+using internal::PodEntry;
+using internal::PodUsageItem;
+using internal::SnapshotState;
+
+// ---------------------------------------------------------------------------
+// Collapse (spec §4.8)
+
+namespace {
+
+struct Collapsed {
+  std::int32_t init_mem = 0, init_cores = 0, init_slots = 0;
+  std::int32_t app_mem = 0, app_cores = 0, app_slots = 0;
+};
+
+std::vector<PodUsage> Collapse(const PodSingleDevice& containers, std::string_view vendor,
+                               std::size_t init_containers, bool include_init) {
+  std::map<std::string, Collapsed, std::less<>> by_uuid;
+  for (std::size_t c = 0; c < containers.size(); ++c) {
+    const bool init = c < init_containers;
+    if (init && !include_init) continue;
+    for (const ContainerDevice& d : containers[c]) {
+      Collapsed& x = by_uuid[d.uuid];
+      if (init) {
+        x.init_mem = std::max(x.init_mem, d.usedmem);
+        x.init_cores = std::max(x.init_cores, d.usedcores);
+        x.init_slots = 1;
+      } else {
+        x.app_mem += d.usedmem;
+        x.app_cores += d.usedcores;
+        x.app_slots += 1;
+      }
+    }
+  }
+  std::vector<PodUsage> out;
+  out.reserve(by_uuid.size());
+  for (const auto& [uuid, x] : by_uuid) {
+    out.push_back(PodUsage{std::string(vendor), uuid, std::max(x.init_mem, x.app_mem),
+                           std::max(x.init_cores, x.app_cores),
+                           std::max({x.init_slots, x.app_slots, 1})});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<PodUsage> CollapseUsage(const PodSingleDevice& containers, std::string_view vendor,
+                                    std::size_t init_containers) {
+  return Collapse(containers, vendor, init_containers, true);
+}
+
+std::vector<PodUsage> AppOnlyUsage(const PodSingleDevice& containers, std::string_view vendor,
+                                   std::size_t init_containers) {
+  return Collapse(containers, vendor, init_containers, false);
+}
+
+// ---------------------------------------------------------------------------
+// Snapshot
+
+namespace {
+
+DeviceSlot* FindDevice(NodeState& node, std::uint32_t vendor, std::string_view uuid) {
+  for (DeviceSlot& d : node.devices) {
+    if (d.vendor == vendor && d.info.id == uuid) return &d;
+  }
+  return nullptr;
+}
+
+// Adds (sign = +1) or removes (sign = -1) a pod's usage on its node.
+void ApplyPod(NodeState& node, const PodEntry& pod, int sign) {
+  for (const PodUsageItem& item : pod.usage) {
+    DeviceSlot* d = FindDevice(node, item.vendor, item.usage.uuid);
+    if (d == nullptr) continue;  // a UUID the node no longer has: ignored, as HAMi
+    const std::int32_t slots = std::max(item.usage.slots, 1);
+    d->usage.used += sign * slots;
+    d->usage.usedmem += sign * item.usage.usedmem;
+    d->usage.usedcores += sign * item.usage.usedcores;
+    node.used_slots += sign * slots;
+    node.used_mem += sign * item.usage.usedmem;
+    node.used_cores += sign * item.usage.usedcores;
+    if (d->is_mig) {
+      bool reserved = false;
+      for (const MigAllocation& a : pod.mig) reserved = reserved || a.gpu_uuid == d->info.id;
+      if (!reserved) d->mig_unreserved_users += sign;
+    }
+  }
+  // MIG reservations (spec §4.3): matched by GPU UUID.
+  for (const MigAllocation& a : pod.mig) {
+    DeviceSlot* target = nullptr;
+    for (DeviceSlot& d : node.devices) {
+      if (d.info.id == a.gpu_uuid) target = &d;
+    }
+    if (target == nullptr) {
+      node.orphan_mig_reservations += sign;
+    } else if (!target->is_mig) {
+      target->mig_foreign_reservations += sign;
+    } else if (sign > 0) {
+      target->mig_in_use.push_back({a.profile, a.placement});
+    } else {
+      auto& in_use = target->mig_in_use;
+      auto it = std::find_if(in_use.begin(), in_use.end(), [&](const internal::MigInUse& m) {
+        return m.profile == a.profile && m.placement == a.placement;
+      });
+      if (it != in_use.end()) in_use.erase(it);
+    }
+  }
+}
+
+void ApplyQuota(SnapshotState& s, const PodEntry& pod, int sign) {
+  for (const PodUsageItem& item : pod.usage) {
+    const VendorSpec& vendor = s.config.vendors[item.vendor];
+    auto add = [&](const std::string& resource, std::int64_t amount) {
+      if (resource.empty() || amount == 0) return;
+      internal::QuotaEntry& q = s.quotas[{pod.pod_namespace, resource}];
+      q.used = std::max<std::int64_t>(0, q.used + sign * amount);
+    };
+    add(vendor.memory_resource, item.usage.usedmem);
+    add(vendor.core_resource, item.usage.usedcores);
+  }
+}
+
+// Registers the devices of every vendor on `node`; returns the first error.
+Status RegisterDevices(const DeviceConfig& config, NodeState& state) {
+  Status first_error;
+  state.devices.clear();
+  const Node& node = state.object;
+  for (std::uint32_t v = 0; v < config.vendors.size(); ++v) {
+    const VendorSpec& vendor = config.vendors[v];
+    std::vector<Device> devices;
+    if (vendor.registration == Registration::kCapacity) {
+      const std::string* count = node.capacity.Find(vendor.count_resource);
+      const std::int64_t n = count ? QuantityAsInt64(*count).value_or(0) : 0;
+      const std::string* mem = node.capacity.Find(vendor.memory_resource);
+      const std::int64_t total_mem = mem ? QuantityAsInt64(*mem).value_or(0) : 0;
+      for (std::int64_t i = 0; i < n && i < 64; ++i) {
+        Device d;
+        d.id = fmt::format("{}-{}-{}", state.name, vendor.common_word, i);
+        d.index = static_cast<std::uint32_t>(i);
+        d.count = 1;
+        d.devmem = static_cast<std::int32_t>(std::min<std::int64_t>(total_mem / n, INT32_MAX));
+        d.devcore = 100;
+        d.type = vendor.common_word;
+        d.health = true;
+        devices.push_back(std::move(d));
+      }
+    } else {
+      const std::string* value = node.annotations.Find(vendor.register_annotation);
+      if (value == nullptr) continue;
+      Result<std::vector<Device>> decoded = DecodeNodeDevices(*value, vendor.register_format);
+      if (!decoded.ok()) {
+        if (first_error.ok()) {
+          first_error = Status::Malformed(
+              fmt::format("node {}: {}: {}", state.name, vendor.register_annotation,
+                          decoded.status().message()),
+              std::string(decoded.status().field()), decoded.status().offset());
+        }
+        continue;
+      }
+      devices = std::move(*decoded);
+    }
+    for (Device& d : devices) {
+      DeviceSlot slot;
+      d.vendor = vendor.common_word;
+      slot.is_mig = d.mode == "mig";
+      slot.info = std::move(d);
+      slot.vendor = v;
+      state.devices.push_back(std::move(slot));
+    }
+  }
+  state.total_slots = state.total_cores = state.total_mem = 0;
+  state.used_slots = state.used_cores = state.used_mem = 0;
+  state.orphan_mig_reservations = 0;
+  for (const DeviceSlot& d : state.devices) {
+    state.total_slots += d.info.count;
+    state.total_cores += d.info.devcore;
+    state.total_mem += d.info.devmem;
+  }
+  state.cordoned.clear();
+  if (const std::string* cordon = node.annotations.Find(keys::kDeviceCordon)) {
+    state.cordoned = DecodeNameList(*cordon);
+    std::sort(state.cordoned.begin(), state.cordoned.end());
+  }
+  state.pair_scores.clear();
+  if (const std::string* scores = node.annotations.Find(keys::kNodeNvidiaScore)) {
+    Result<std::vector<DevicePairScore>> decoded = DecodePairScores(*scores);
+    if (decoded.ok()) {
+      state.pair_scores = std::move(*decoded);
+      std::sort(state.pair_scores.begin(), state.pair_scores.end(),
+                [](const DevicePairScore& a, const DevicePairScore& b) { return a.uuid < b.uuid; });
+    } else if (first_error.ok()) {
+      first_error = Status::Malformed(fmt::format("node {}: {}: {}", state.name,
+                                                  keys::kNodeNvidiaScore,
+                                                  decoded.status().message()));
+    }
+  }
+  return first_error;
+}
+
+bool IsTerminated(const Pod& pod) { return pod.phase == "Succeeded" || pod.phase == "Failed"; }
+
+}  // namespace
+
+ClusterSnapshot::ClusterSnapshot(DeviceConfig config)
+    : state_(std::make_unique<SnapshotState>()) {
+  state_->config = std::move(config);
+}
+ClusterSnapshot::~ClusterSnapshot() = default;
+ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot& other)
+    : state_(std::make_unique<SnapshotState>(*other.state_)) {}
+ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
+  if (this != &other) state_ = std::make_unique<SnapshotState>(*other.state_);
+  return *this;
+}
+ClusterSnapshot::ClusterSnapshot(ClusterSnapshot&&) noexcept = default;
+ClusterSnapshot& ClusterSnapshot::operator=(ClusterSnapshot&&) noexcept = default;
+
+const DeviceConfig& ClusterSnapshot::config() const { return state_->config; }
+
+Status ClusterSnapshot::AddNode(const Node& node) {
+  SnapshotState& s = *state_;
+  auto [it, inserted] = s.node_index.try_emplace(node.name, static_cast<std::uint32_t>(s.nodes.size()));
+  if (inserted) s.nodes.emplace_back();
+  NodeState& state = s.nodes[it->second];
+  state.name = node.name;
+  state.present = true;
+  state.object = node;
+  Status status = RegisterDevices(s.config, state);
+  if (auto pods = s.pods_by_node.find(node.name); pods != s.pods_by_node.end()) {
+    for (const std::string& uid : pods->second) ApplyPod(state, s.pods.at(uid), +1);
+  }
+  return status;
+}
+
+bool ClusterSnapshot::RemoveNode(std::string_view name) {
+  auto it = state_->node_index.find(std::string(name));
+  if (it == state_->node_index.end() || !state_->nodes[it->second].present) return false;
+  NodeState& node = state_->nodes[it->second];
+  node.present = false;
+  node.devices.clear();
+  node.object = Node{};
+  return true;
+}
+
+Status ClusterSnapshot::AddPod(const Pod& pod) {
+  SnapshotState& s = *state_;
+  const std::string* node_name = pod.annotations.Find(keys::kVgpuNode);
+  auto existing = s.pods.find(pod.uid);
+  if (IsTerminated(pod) || node_name == nullptr) {
+    if (existing != s.pods.end()) RemovePod(pod.uid);
+    return Status();
+  }
+  // A terminating pod keeps its usage until it is gone.
+  if (existing != s.pods.end() && pod.terminating) return Status();
+
+  PodEntry entry;
+  entry.uid = pod.uid;
+  entry.pod_namespace = pod.pod_namespace;
+  entry.name = pod.name;
+  entry.node = *node_name;
+  const bool was_released = existing != s.pods.end() && existing->second.released;
+  entry.released = was_released || (pod.init_containers_done && !pod.init_containers.empty());
+  for (std::uint32_t v = 0; v < s.config.vendors.size(); ++v) {
+    const VendorSpec& vendor = s.config.vendors[v];
+    const std::string* value = pod.annotations.Find(vendor.allocated_annotation);
+    if (value == nullptr) continue;
+    Result<PodSingleDevice> devices = DecodePodDevices(*value);
+    if (!devices.ok()) {
+      return Status::Malformed(fmt::format("pod {}/{}: {}: {}", pod.pod_namespace, pod.name,
+                                           vendor.allocated_annotation,
+                                           devices.status().message()),
+                               std::string(devices.status().field()), devices.status().offset());
+    }
+    std::vector<PodUsage> usage =
+        entry.released ? AppOnlyUsage(*devices, vendor.common_word, pod.init_containers.size())
+                       : CollapseUsage(*devices, vendor.common_word, pod.init_containers.size());
+    for (PodUsage& u : usage) entry.usage.push_back(PodUsageItem{v, std::move(u)});
+  }
+  if (const std::string* mig = pod.annotations.Find(keys::kMigAllocations)) {
+    Result<std::vector<MigAllocation>> decoded = DecodeMigAllocations(*mig);
+    if (!decoded.ok()) {
+      return Status::Malformed(fmt::format("pod {}/{}: {}: {}", pod.pod_namespace, pod.name,
+                                           keys::kMigAllocations, decoded.status().message()),
+                               std::string(decoded.status().field()), decoded.status().offset());
+    }
+    entry.mig = std::move(*decoded);
+  }
+  if (existing != s.pods.end()) RemovePod(pod.uid);
+  if (auto it = s.node_index.find(entry.node); it != s.node_index.end() && s.nodes[it->second].present) {
+    ApplyPod(s.nodes[it->second], entry, +1);
+  }
+  ApplyQuota(s, entry, +1);
+  s.pods_by_node[entry.node].insert(entry.uid);
+  std::string uid = entry.uid;
+  s.pods.emplace(std::move(uid), std::move(entry));
+  return Status();
+}
+
+bool ClusterSnapshot::RemovePod(std::string_view uid) {
+  SnapshotState& s = *state_;
+  auto it = s.pods.find(std::string(uid));
+  if (it == s.pods.end()) return false;
+  const PodEntry& entry = it->second;
+  if (auto n = s.node_index.find(entry.node); n != s.node_index.end() && s.nodes[n->second].present) {
+    ApplyPod(s.nodes[n->second], entry, -1);
+  }
+  ApplyQuota(s, entry, -1);
+  if (auto pods = s.pods_by_node.find(entry.node); pods != s.pods_by_node.end()) {
+    pods->second.erase(entry.uid);
+    if (pods->second.empty()) s.pods_by_node.erase(pods);
+  }
+  s.pods.erase(it);
+  return true;
+}
+
+void ClusterSnapshot::SetQuota(std::string_view pod_namespace, std::string_view quota_name,
+                               const StringMap& hard) {
+  RemoveQuota(pod_namespace, quota_name);
+  for (const auto& [key, value] : hard.entries()) {
+    if (!key.starts_with("limits.")) continue;
+    const std::string resource = key.substr(7);
+    bool managed = false;
+    for (const VendorSpec& v : state_->config.vendors) {
+      managed = managed || resource == v.memory_resource || resource == v.core_resource;
+    }
+    if (!managed) continue;
+    const std::optional<std::int64_t> limit = QuantityAsInt64(value);
+    if (!limit) continue;
+    state_->quotas[{std::string(pod_namespace), resource}].limits[std::string(quota_name)] = *limit;
+  }
+}
+
+bool ClusterSnapshot::RemoveQuota(std::string_view pod_namespace, std::string_view quota_name) {
+  bool removed = false;
+  for (auto& [key, quota] : state_->quotas) {
+    if (key.first != pod_namespace) continue;
+    auto it = quota.limits.find(quota_name);
+    if (it != quota.limits.end()) {
+      quota.limits.erase(it);
+      removed = true;
+    }
+  }
+  return removed;
+}
+
+std::size_t ClusterSnapshot::node_count() const {
+  return static_cast<std::size_t>(std::count_if(state_->nodes.begin(), state_->nodes.end(),
+                                                [](const NodeState& n) { return n.present; }));
+}
+
+std::size_t ClusterSnapshot::pod_count() const { return state_->pods.size(); }
+
+std::vector<std::string> ClusterSnapshot::NodeNames() const {
+  std::vector<std::string> names;
+  for (const NodeState& n : state_->nodes) {
+    if (n.present) names.push_back(n.name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<std::vector<DeviceView>> ClusterSnapshot::NodeDevices(std::string_view node) const {
+  const NodeState* state = state_->FindNode(node);
+  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  std::vector<DeviceView> out;
+  for (const DeviceSlot& d : state->devices) {
+    out.push_back(DeviceView{d.info, d.usage, d.Healthy(state->orphan_mig_reservations)});
+  }
+  return out;
+}
+
+Result<std::vector<PodUsage>> ClusterSnapshot::PodUsageOf(std::string_view uid) const {
+  auto it = state_->pods.find(std::string(uid));
+  if (it == state_->pods.end()) return Status::NotFound(fmt::format("pod {} is not cached", uid));
+  std::vector<PodUsage> out;
+  for (const PodUsageItem& item : it->second.usage) out.push_back(item.usage);
+  return out;
+}
+
+std::int64_t ClusterSnapshot::QuotaLimit(std::string_view pod_namespace,
+                                         std::string_view resource) const {
+  const internal::QuotaEntry* q = state_->FindQuota(pod_namespace, resource);
+  return q ? q->Limit() : -1;
+}
+
+std::int64_t ClusterSnapshot::QuotaUsed(std::string_view pod_namespace,
+                                        std::string_view resource) const {
+  const internal::QuotaEntry* q = state_->FindQuota(pod_namespace, resource);
+  return q ? q->used : 0;
+}
+
+}  // namespace devshare

@@ -1,0 +1,153 @@
+// Quantities, Kubernetes objects and per-container requests
+// (spec/hami-behaviour.md §3.3).
+#include <doctest/doctest.h>
+
+#include "devshare/objects.hpp"
+#include "devshare/request.hpp"
+#include "testutil.hpp"
+
+using namespace devshare;
+
+TEST_CASE("quantities: Go's Quantity.AsInt64 and MilliValue") {
+  struct Row {
+    std::string_view text;
+    std::optional<std::int64_t> as_int64;
+    std::optional<std::int64_t> milli;
+  };
+  const Row rows[] = {
+      {"2", 2, 2000},
+      {"16Gi", 17179869184LL, 17179869184000LL},
+      {"1Ki", 1024, 1024000},
+      {"0.5Ki", 512, 512000},
+      {"1500m", std::nullopt, 1500},   // 1.5 is not a whole number
+      {"2000m", 2, 2000},
+      {"1e3", 1000, 1000000},
+      {"1.5", std::nullopt, 1500},
+      {"+3", 3, 3000},
+      {"-1", -1, -1000},
+      {"100k", 100000, 100000000},
+      {"1n", std::nullopt, 1},         // MilliValue rounds up
+      {"9223372036854775807", 9223372036854775807LL, std::nullopt},
+      {"9223372036854775808", std::nullopt, std::nullopt},
+      {"abc", std::nullopt, std::nullopt},
+      {"", std::nullopt, std::nullopt},
+      {"1Gb", std::nullopt, std::nullopt},
+      {".", std::nullopt, std::nullopt},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.text);
+    CHECK(QuantityAsInt64(row.text) == row.as_int64);
+    CHECK(QuantityMilliValue(row.text) == row.milli);
+  }
+  CHECK(QuantityValue("1500m") == 2);
+}
+
+TEST_CASE("requests: spec §3.3 table") {
+  VendorSpec nvidia = DefaultDeviceConfig().vendors[0];
+  struct Row {
+    const char* what;
+    StringMap limits;
+    StringMap requests;
+    ContainerRequest want;
+  };
+  const Row rows[] = {
+      {"count only: a whole card by percentage", {{"nvidia.com/gpu", "1"}}, {},
+       {1, "NVIDIA", 0, 100, 0}},
+      {"memory and cores", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}}, {},
+       {2, "NVIDIA", 3000, 101, 30}},
+      {"requests when limits lack the key", {{"nvidia.com/gpu", "1"}}, {{"nvidia.com/gpumem", "1024"}},
+       {1, "NVIDIA", 1024, 101, 0}},
+      {"16Gi of gpumem is above int32: no request", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "16Gi"}}, {},
+       {0, "", 0, 101, 0}},
+      {"fractional gpumem: no request", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1.5"}}, {},
+       {0, "", 0, 101, 0}},
+      {"percentage above 100 clamps", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}}, {},
+       {1, "NVIDIA", 0, 100, 0}},
+      {"percentage 0 is unset, then the default whole card", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}}, {},
+       {1, "NVIDIA", 0, 100, 0}},
+      {"percentage 40", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "40"}}, {},
+       {1, "NVIDIA", 0, 40, 0}},
+      {"no count: no request", {{"nvidia.com/gpumem", "1000"}}, {}, {0, "", 0, 101, 0}},
+      {"count 0: no request", {{"nvidia.com/gpu", "0"}}, {}, {0, "", 0, 101, 0}},
+      {"non-integral cores keep the default", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "12.5"}}, {},
+       {1, "NVIDIA", 0, 100, 0}},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.what);
+    Container c{"c", row.limits, row.requests, false};
+    CHECK(GenerateRequest(c, nvidia) == row.want);
+  }
+}
+
+TEST_CASE("requests: memory factor and default memory") {
+  VendorSpec v = DefaultDeviceConfig().vendors[0];
+  v.memory_factor = 2;
+  Container c{"c", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1000"}}, {}, false};
+  CHECK(GenerateRequest(c, v).memreq == 2000);
+  // 1Gi * 2 would pass int32 / 2: rejected.
+  c.limits.Set("nvidia.com/gpumem", "1Gi");
+  CHECK(GenerateRequest(c, v).nums == 0);
+  v.memory_factor = 1;
+  v.default_memory = 4096;
+  v.default_cores = 10;
+  Container d{"d", {{"nvidia.com/gpu", "1"}}, {}, false};
+  CHECK(GenerateRequest(d, v) == ContainerRequest{1, "NVIDIA", 4096, 101, 10});
+}
+
+TEST_CASE("pod requests: init containers first, one entry per container") {
+  Pod pod = testing::MakePod("p").Init(0).Init(1, 100).Container(0).Container(2);
+  auto r = PodRequests(pod, DefaultDeviceConfig());
+  REQUIRE(r.size() == 4);
+  CHECK(r[0].empty());
+  REQUIRE(r[1].size() == 1);
+  CHECK(r[1][0].memreq == 100);
+  CHECK(r[2].empty());
+  CHECK(r[3][0].nums == 2);
+  CHECK(HasRequests(r));
+  CHECK_FALSE(HasRequests(PodRequests(testing::MakePod("q").Container(0), DefaultDeviceConfig())));
+}
+
+TEST_CASE("objects: a Pod as the API server serves it") {
+  constexpr std::string_view kPod = R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ml", "uid": "u-1",
+                 "annotations": {"hami.io/vgpu-node": "n1"}, "labels": {"app": "x"},
+                 "deletionTimestamp": "2026-01-01T00:00:00Z"},
+    "spec": {"schedulerName": "hami-scheduler", "nodeName": "", "priority": 5,
+             "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
+             "containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "500m"},
+                                                        "requests": {"cpu": "500m", "memory": "512Mi"}},
+                             "securityContext": {"privileged": true}},
+                            {"name": "b", "resources": {"requests": {"cpu": "250m"}}}]},
+    "status": {"phase": "Pending",
+               "initContainerStatuses": [{"state": {"terminated": {"exitCode": 0}}}]}})";
+  Result<Pod> pod = DecodePod(kPod);
+  REQUIRE(pod.ok());
+  CHECK(pod->pod_namespace == "ml");
+  CHECK(pod->uid == "u-1");
+  CHECK(*pod->annotations.Find("hami.io/vgpu-node") == "n1");
+  CHECK(pod->terminating);
+  CHECK(pod->priority == 5);
+  REQUIRE(pod->containers.size() == 2);
+  CHECK(*pod->containers[0].limits.Find("nvidia.com/gpu") == "1");  // a number becomes text
+  CHECK(pod->containers[0].privileged);
+  CHECK(pod->init_containers_done);
+  CHECK(pod->cpu_milli == 2000);                 // max(500 + 250, init 2000)
+  CHECK(pod->memory_bytes == 1073741824);        // max(512Mi, init 1Gi)
+  CHECK(pod->phase == "Pending");
+}
+
+TEST_CASE("objects: malformed Pods and Nodes name the JSON path") {
+  CHECK(DecodePod("[]").status().field() == "value");
+  CHECK(DecodePod(R"({"metadata": []})").status().field() == "metadata");
+  CHECK(DecodePod(R"({"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": [1]}}}]}})")
+            .status()
+            .field() == "spec.containers[0].resources.limits[\"nvidia.com/gpu\"]");
+  CHECK(DecodePod(R"({"metadata": {"annotations": {"a": 1}}})").status().field() ==
+        "metadata.annotations[\"a\"]");
+  CHECK(DecodeNode(R"({"metadata": {}})").status().field() == "metadata.name");
+  Result<Node> node = DecodeNode(R"({"metadata": {"name": "n1", "annotations": {"k": "v"}},
+                                     "status": {"allocatable": {"nvidia.com/gpu": "80"}}})");
+  REQUIRE(node.ok());
+  CHECK(*node->allocatable.Find("nvidia.com/gpu") == "80");
+}
