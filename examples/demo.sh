@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The demo `make demo` runs: the devshare CLI decoding the sample annotations
 # in examples/annotations/ — what a node registered, what a pod was given,
-# who holds a node lock, where a handshake stands.
+# who holds a node lock, where a handshake stands — then explaining, node by
+# node, where a training pod fits in the sample cluster of examples/cluster/.
 set -euo pipefail
 devshare=${1:-build/lib/cli/devshare}
 dir=$(dirname "$0")/annotations
+cluster=$(dirname "$0")/cluster
 
 show() {
   local title=$1; shift
@@ -34,3 +36,11 @@ if "$devshare" decode pod "GPU-a,NVIDIA,1000,30:;GPU-b,NVIDIA,lots,30:;"; then
   echo "expected an error" >&2
   exit 1
 fi
+
+show "Where does a 2-GPU training pod fit? (binpack nodes, spread GPUs)" \
+  explain --cluster "$cluster/cluster.yaml" --pod "$cluster/pod.yaml" --now 1787300439
+show "A 1-GPU slice under binpack: the fullest node that fits" \
+  explain --cluster "$cluster/cluster.yaml" --pod "$cluster/pod-small.yaml" --now 1787300439
+show "The same slice under spread: the emptiest node" \
+  explain --cluster "$cluster/cluster.yaml" --pod "$cluster/pod-small.yaml" --now 1787300439 \
+  --node-policy spread

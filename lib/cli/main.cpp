@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "decode.hpp"
+#include "explain.hpp"
 #include "devshare/version.hpp"
 
 int main(int argc, char** argv) {
@@ -10,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   devshare::cli::AddDecodeCommand(app, exit_code);
+  devshare::cli::AddExplainCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

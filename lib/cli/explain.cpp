@@ -1,0 +1,182 @@
+#include "explain.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "devshare/filter.hpp"
+#include "devshare/request.hpp"
+#include "devshare/snapshot.hpp"
+#include "devshare/vendor.hpp"
+#include "objects_file.hpp"
+#include "table.hpp"
+
+namespace devshare::cli {
+
+namespace {
+
+namespace bj = boost::json;
+
+struct ExplainOptions {
+  std::string cluster;
+  std::string pod;
+  std::string device_config;
+  FilterOptions filter;
+  std::int64_t now = 0;
+  bool json = false;
+};
+
+std::string Describe(const ContainerRequest& r) {
+  std::string mem = r.memreq > 0 ? fmt::format("{} MiB", r.memreq)
+                                 : fmt::format("{}% memory", r.mem_percentage);
+  return fmt::format("{} x {} ({}, {}% cores)", r.nums, r.vendor, mem, r.coresreq);
+}
+
+std::string Devices(const PodDevices& devices) {
+  std::vector<std::string> parts;
+  for (const auto& [vendor, containers] : devices) {
+    for (std::size_t c = 0; c < containers.size(); ++c) {
+      for (const ContainerDevice& d : containers[c]) {
+        parts.push_back(fmt::format("c{}:{}({}MiB,{}%)", c, d.uuid, d.usedmem, d.usedcores));
+      }
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+Result<DeviceConfig> LoadConfig(const std::string& path) {
+  if (path.empty()) return DefaultDeviceConfig();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseDeviceConfig(text.str());
+}
+
+int Run(const ExplainOptions& o) {
+  Result<DeviceConfig> config = LoadConfig(o.device_config);
+  if (!config.ok()) {
+    std::cerr << "devshare explain: " << config.status().message() << "\n";
+    return 1;
+  }
+  Result<ObjectsFile> cluster = ReadObjectsFile(o.cluster);
+  Result<ObjectsFile> pods = cluster.ok() ? ReadObjectsFile(o.pod) : cluster;
+  if (!cluster.ok() || !pods.ok()) {
+    std::cerr << "devshare explain: " << (cluster.ok() ? pods : cluster).status().message() << "\n";
+    return 1;
+  }
+  if (pods->pods.size() != 1) {
+    std::cerr << "devshare explain: " << o.pod << " must hold exactly one Pod, it holds "
+              << pods->pods.size() << "\n";
+    return 1;
+  }
+  const Pod& pod = pods->pods[0];
+  ClusterSnapshot snapshot(*config);
+  for (const Node& node : cluster->nodes) {
+    Status s = snapshot.AddNode(node);
+    if (!s.ok()) std::cerr << "warning: " << s.message() << "\n";
+  }
+  for (const Pod& existing : cluster->pods) {
+    Status s = snapshot.AddPod(existing);
+    if (!s.ok()) std::cerr << "warning: " << s.message() << "\n";
+  }
+  const std::int64_t now = o.now != 0 ? o.now : static_cast<std::int64_t>(std::time(nullptr));
+  Result<FilterResult> result = Filter(snapshot, pod, {}, now, o.filter);
+  if (!result.ok()) {
+    std::cerr << "devshare explain: " << result.status().message() << "\n";
+    return 1;
+  }
+  // The devices each feasible node would give.
+  std::map<std::string, PodDevices> devices_by_node;
+  for (const NodeScore& s : result->scores) {
+    const std::string name[] = {s.node};
+    Result<FilterResult> one = Filter(snapshot, pod, name, now, o.filter);
+    if (one.ok()) devices_by_node[s.node] = one->devices;
+  }
+  std::map<std::string, std::string> reasons;
+  for (const NodeFailure& f : result->failed) reasons[f.node] = f.reason;
+  std::map<std::string, double> scores;
+  for (const NodeScore& s : result->scores) scores[s.node] = s.score;
+
+  if (o.json) {
+    bj::array nodes;
+    for (const std::string& name : snapshot.NodeNames()) {
+      bj::object n{{"node", name}, {"fits", scores.contains(name)}};
+      if (scores.contains(name)) {
+        n["score"] = scores[name];
+        n["devices"] = Devices(devices_by_node[name]);
+      } else {
+        n["reason"] = reasons[name];
+      }
+      nodes.push_back(std::move(n));
+    }
+    bj::object patch;
+    for (const auto& [k, v] : result->annotations.entries()) patch[k] = v;
+    bj::object out{{"pod", pod.pod_namespace + "/" + pod.name},
+                   {"chosen", result->node ? bj::value(*result->node) : bj::value(nullptr)},
+                   {"nodes", std::move(nodes)},
+                   {"patch", std::move(patch)}};
+    std::cout << bj::serialize(out) << "\n";
+    return 0;
+  }
+
+  std::cout << "Pod " << pod.pod_namespace << "/" << pod.name << " asks:\n";
+  const std::vector<ContainerRequests> requests = PodRequests(pod, *config);
+  for (std::size_t c = 0; c < requests.size(); ++c) {
+    const bool init = c < pod.init_containers.size();
+    const Container& container =
+        init ? pod.init_containers[c] : pod.containers[c - pod.init_containers.size()];
+    std::vector<std::string> asks;
+    for (const ContainerRequest& r : requests[c]) asks.push_back(Describe(r));
+    std::cout << fmt::format("  container {} {}{}: {}\n", c, container.name,
+                             init ? " (init)" : "", asks.empty() ? "no devices" : fmt::format("{}", fmt::join(asks, "; ")));
+  }
+  if (!result->has_requests) {
+    std::cout << "It asks for no device: every node passes.\n";
+    return 0;
+  }
+  std::cout << fmt::format("\nNode policy {}, GPU policy {} (pod annotations override).\n\n",
+                           o.filter.node_policy, o.filter.gpu_policy);
+  Table table({"NODE", "FITS", "SCORE / REASON", "DEVICES"});
+  for (const std::string& name : snapshot.NodeNames()) {
+    if (scores.contains(name)) {
+      table.AddRow({name, name == result->node ? "yes (chosen)" : "yes",
+                    fmt::format("{:.2f}", scores[name]), Devices(devices_by_node[name])});
+    } else {
+      table.AddRow({name, "no", reasons[name], ""});
+    }
+  }
+  std::cout << table.Render();
+  if (!result->node) {
+    std::cout << "\nNo node fits.\n";
+    return 0;
+  }
+  std::cout << "\nChosen: " << *result->node << "\nAnnotation patch:\n";
+  for (const auto& [k, v] : result->annotations.entries()) std::cout << "  " << k << ": " << v << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddExplainCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ExplainOptions>();
+  CLI::App* sub = app.add_subcommand("explain", "why a pod fits or not, node by node");
+  sub->add_option("--cluster", o->cluster, "YAML or JSON file of Node objects and existing Pods")
+      ->required();
+  sub->add_option("--pod", o->pod, "YAML or JSON file holding the Pod to place")->required();
+  sub->add_option("--device-config", o->device_config, "HAMi device-config YAML (default: NVIDIA)");
+  sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd")->capture_default_str();
+  sub->add_option("--gpu-policy", o->filter.gpu_policy,
+                  "binpack | spread | topology-aware | mutex | numa | fgd, or a comma chain")
+      ->capture_default_str();
+  sub->add_option("--now", o->now, "Unix seconds written to hami.io/vgpu-time (default: now)");
+  sub->add_flag("--json", o->json, "print JSON instead of a table");
+  sub->callback([o, &exit_code] { exit_code = Run(*o); });
+}
+
+}  // namespace devshare::cli

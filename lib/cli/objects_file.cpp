@@ -1,0 +1,102 @@
+#include "objects_file.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace devshare::cli {
+
+namespace {
+
+namespace bj = boost::json;
+
+// YAML -> JSON: quoted scalars stay strings; plain ones become null,
+// booleans or integers when they read as such (YAML 1.2 core schema).
+bj::value ToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      bj::object o;
+      for (const auto& entry : node) o[entry.first.Scalar()] = ToJson(entry.second);
+      return o;
+    }
+    case YAML::NodeType::Sequence: {
+      bj::array a;
+      for (const auto& item : node) a.push_back(ToJson(item));
+      return a;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (node.Tag() == "!") return bj::string(s);
+      if (s == "null" || s == "~") return nullptr;
+      if (s == "true" || s == "false") return s == "true";
+      std::int64_t n = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+      if (ec == std::errc() && end == s.data() + s.size() && !s.empty()) return n;
+      return bj::string(s);
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return nullptr;
+}
+
+Status AddObject(const bj::value& v, const std::string& where, ObjectsFile& out) {
+  if (!v.is_object()) return Status::InvalidArgument(fmt::format("{}: not an object", where));
+  const bj::object& o = v.get_object();
+  const bj::value* kind = o.if_contains("kind");
+  const std::string k = kind != nullptr && kind->is_string() ? std::string(kind->get_string()) : "";
+  if (k == "List") {
+    const bj::value* items = o.if_contains("items");
+    if (items == nullptr || !items->is_array()) {
+      return Status::InvalidArgument(fmt::format("{}: a List needs an items array", where));
+    }
+    for (std::size_t i = 0; i < items->get_array().size(); ++i) {
+      Status s = AddObject(items->get_array()[i], fmt::format("{}.items[{}]", where, i), out);
+      if (!s.ok()) return s;
+    }
+    return Status();
+  }
+  const std::string text = bj::serialize(v);
+  if (k == "Node") {
+    Result<Node> node = DecodeNode(text);
+    if (!node.ok()) return Status::Malformed(fmt::format("{}: {}", where, node.status().message()));
+    out.nodes.push_back(std::move(*node));
+  } else if (k == "Pod") {
+    Result<Pod> pod = DecodePod(text);
+    if (!pod.ok()) return Status::Malformed(fmt::format("{}: {}", where, pod.status().message()));
+    out.pods.push_back(std::move(*pod));
+  } else {
+    return Status::InvalidArgument(
+        fmt::format("{}: kind {} is not Node, Pod or List", where, k.empty() ? "<missing>" : k));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<ObjectsFile> ReadObjectsFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  ObjectsFile out;
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text.str());  // JSON is YAML too
+  } catch (const YAML::Exception& e) {
+    return Status::Malformed(fmt::format("{}: {}", path, e.what()));
+  }
+  for (std::size_t d = 0; d < documents.size(); ++d) {
+    if (documents[d].IsNull()) continue;
+    Status s = AddObject(ToJson(documents[d]), fmt::format("{} (document {})", path, d + 1), out);
+    if (!s.ok()) return s;
+  }
+  return out;
+}
+
+}  // namespace devshare::cli
