@@ -75,10 +75,13 @@ std::string GenReason(const ReasonCounts& counts, std::size_t devices) {
 
 enum class SortKey { kBinpack, kSpread, kNuma };
 
+// Single-policy orderings of spec §5.3.
+enum class SingleOrder { kMutex, kBinpack, kOther };
+
 struct GpuPolicy {
   bool chain = false;
   std::vector<SortKey> keys;    // chain mode
-  std::string single;           // single mode: the policy word
+  SingleOrder single = SingleOrder::kOther;  // single mode
   bool mutex = false;
   bool topology = false;
   bool fgd = false;
@@ -115,7 +118,10 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
       p.keys.insert(p.keys.begin(), SortKey::kNuma);
     }
   } else {
-    p.single = std::string(internal::TrimSpace(text));
+    const std::string_view word = internal::TrimSpace(text);
+    p.single = word == "mutex"     ? SingleOrder::kMutex
+               : word == "binpack" ? SingleOrder::kBinpack
+                                   : SingleOrder::kOther;
   }
   return p;
 }
@@ -175,6 +181,7 @@ struct PodPlan {
   std::vector<std::vector<std::uint32_t>> request_vendor;  // vendor index per request
   std::vector<std::uint32_t> vendors;                      // requested, config order
   std::size_t init_containers = 0;
+  bool init_requests = false;  // any init container asks for a device
   bool node_spread = false;
   bool node_fgd = false;
   GpuPolicy gpu;
@@ -185,6 +192,11 @@ struct PodPlan {
   const DeviceConfig* config = nullptr;
   std::uint32_t nvidia = UINT32_MAX;  // index of the NVIDIA vendor, if configured
   const PodEntry* previous = nullptr;
+  // A one-request pod whose feasibility SurelyFits can decide: where its
+  // request is (requests[simple_container][simple_index]).
+  bool simple = false;
+  std::size_t simple_container = 0;
+  std::size_t simple_index = 0;
   const std::vector<WorkloadClass>* workload = nullptr;
   double workload_weight = 0;
   // Quota: effective limits for this pod's namespace, per vendor (-1: none).
@@ -203,11 +215,11 @@ std::string Upper(std::string_view s) {
 // ---------------------------------------------------------------------------
 // Working devices
 
-struct WorkDevice {
+// A device being filled during one node's evaluation: its numbers (copied
+// from the snapshot's hot array), its strings (slot), its score.
+struct WorkDevice : internal::HotDevice {
   const DeviceSlot* slot = nullptr;
-  std::int32_t used = 0, usedmem = 0, usedcores = 0;
   float score = 0;
-  bool healthy = true;
   std::vector<MigPlacement> mig;  // occupied placements (MIG devices only)
 };
 
@@ -222,9 +234,12 @@ struct Pick {
 // Picks per container, per requested vendor (index into plan.vendors).
 using ContainerPicks = std::vector<std::vector<Pick>>;
 
+using OrderKey = std::array<float, 4>;
+
 struct Scratch {
   std::vector<WorkDevice> base, work;
   std::vector<std::uint32_t> order;
+  std::vector<OrderKey> keys;
   std::vector<Pick> picked;
   std::vector<ContainerPicks> placement;
   std::vector<float> frag_free;
@@ -235,37 +250,32 @@ void CopyDevices(const std::vector<WorkDevice>& from, std::vector<WorkDevice>& t
   for (std::size_t i = 0; i < from.size(); ++i) {
     WorkDevice& t = to[i];
     const WorkDevice& f = from[i];
+    static_cast<internal::HotDevice&>(t) = f;
     t.slot = f.slot;
-    t.used = f.used;
-    t.usedmem = f.usedmem;
-    t.usedcores = f.usedcores;
     t.score = f.score;
-    t.healthy = f.healthy;
-    if (f.slot->is_mig || !t.mig.empty()) t.mig = f.mig;
+    if (f.is_mig || !t.mig.empty()) t.mig = f.mig;
   }
 }
 
-void LoadNode(const NodeState& node, const PodPlan& plan, std::vector<WorkDevice>& out) {
+void LoadNode(const SnapshotState& s, const NodeState& node, const PodPlan& plan,
+              std::vector<WorkDevice>& out) {
   out.resize(node.devices.size());
+  const internal::HotDevice* hot = s.Hot(node);
   for (std::size_t i = 0; i < node.devices.size(); ++i) {
-    const DeviceSlot& d = node.devices[i];
     WorkDevice& w = out[i];
-    w.slot = &d;
-    w.used = d.usage.used;
-    w.usedmem = d.usage.usedmem;
-    w.usedcores = d.usage.usedcores;
+    static_cast<internal::HotDevice&>(w) = hot[i];
+    w.slot = &node.devices[i];
     w.score = 0;
-    w.healthy = d.Healthy(node.orphan_mig_reservations);
     w.mig.clear();
-    if (d.is_mig) {
-      for (const internal::MigInUse& m : d.mig_in_use) w.mig.push_back(m.placement);
+    if (w.is_mig) {
+      for (const internal::MigInUse& m : node.devices[i].mig_in_use) w.mig.push_back(m.placement);
     }
   }
   // The pod's own reservation is released first (spec §4.2 step 4).
   if (plan.previous != nullptr && plan.previous->node == node.name) {
     for (const internal::PodUsageItem& item : plan.previous->usage) {
       for (WorkDevice& w : out) {
-        if (w.slot->vendor == item.vendor && w.slot->info.id == item.usage.uuid) {
+        if (w.vendor == item.vendor && w.slot->info.id == item.usage.uuid) {
           w.used -= std::max(item.usage.slots, 1);
           w.usedmem -= item.usage.usedmem;
           w.usedcores -= item.usage.usedcores;
@@ -279,14 +289,22 @@ void LoadNode(const NodeState& node, const PodPlan& plan, std::vector<WorkDevice
 // ---------------------------------------------------------------------------
 // Scores
 
-// Node score (spec §5.1), float32 as HAMi:
+// Node score (spec §5.1), float32 as HAMi, O(1) from the node's aggregates
+// (less the pod's own previous reservation, released first):
 //   S = 10 * (ΣUsed/ΣCount + ΣUsedcores/ΣTotalcore + ΣUsedmem/ΣTotalmem), 0 when a total is 0.
-float NodeBaseScore(const NodeState& node, const std::vector<WorkDevice>& base) {
-  std::int64_t used = 0, cores = 0, mem = 0;
-  for (const WorkDevice& w : base) {
-    used += w.used;
-    cores += w.usedcores;
-    mem += w.usedmem;
+float NodeBaseScore(const NodeState& node, const PodPlan& plan) {
+  std::int64_t used = node.used_slots, cores = node.used_cores, mem = node.used_mem;
+  if (plan.previous != nullptr && plan.previous->node == node.name) {
+    for (const internal::PodUsageItem& item : plan.previous->usage) {
+      bool on_node = false;
+      for (const DeviceSlot& d : node.devices) {
+        on_node = on_node || (d.vendor == item.vendor && d.info.id == item.usage.uuid);
+      }
+      if (!on_node) continue;
+      used -= std::max(item.usage.slots, 1);
+      cores -= item.usage.usedcores;
+      mem -= item.usage.usedmem;
+    }
   }
   if (node.total_slots == 0 || node.total_cores == 0 || node.total_mem == 0) return 0;
   return 10.0f * (static_cast<float>(used) / static_cast<float>(node.total_slots) +
@@ -300,14 +318,14 @@ float NodeBaseScore(const NodeState& node, const std::vector<WorkDevice>& base) 
 void ScoreDevices(std::vector<WorkDevice>& devices, const ContainerRequests& requests,
                   const std::vector<std::uint32_t>& request_vendor, const ScoringWeights& w) {
   for (WorkDevice& d : devices) {
-    const Device& info = d.slot->info;
+    const internal::HotDevice& info = d;
     if (info.count == 0 || info.devcore == 0 || info.devmem == 0) {
       d.score = 0;
       continue;
     }
     std::int64_t req = 0, core = 0, mem = 0;
     for (std::size_t r = 0; r < requests.size(); ++r) {
-      if (request_vendor[r] != d.slot->vendor) continue;
+      if (request_vendor[r] != d.vendor) continue;
       const ContainerRequest& q = requests[r];
       req += 1;
       core += q.coresreq;
@@ -329,7 +347,7 @@ void ScoreDevices(std::vector<WorkDevice>& devices, const ContainerRequests& req
 // Free share of a device in [0, 1]: the tighter of free cores and free
 // memory; 0 when it has no free slot or is unhealthy.
 float FreeShare(const WorkDevice& d) {
-  const Device& info = d.slot->info;
+  const internal::HotDevice& info = d;
   if (!d.healthy || info.count <= d.used || info.devcore <= 0 || info.devmem <= 0) return 0;
   const float cores = 1.0f - static_cast<float>(d.usedcores) / static_cast<float>(info.devcore);
   const float mem = 1.0f - static_cast<float>(d.usedmem) / static_cast<float>(info.devmem);
@@ -382,7 +400,7 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
                      const PodPlan& plan, std::vector<float>& free) {
   const double before = NodeFragmentation(devices, plan, free);
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const Device& info = devices[i].slot->info;
+    const internal::HotDevice& info = devices[i];
     if (info.devcore <= 0 || info.devmem <= 0) {
       devices[i].score = 0;
       continue;
@@ -404,52 +422,31 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
 // ---------------------------------------------------------------------------
 // Device order (spec §5.3): Fit visits from the end, so "last" is preferred.
 
-bool Less(const WorkDevice& a, const WorkDevice& b, const PodPlan& plan) {
+// The order of spec §5.3 as a key per device, compared lexicographically:
+// ascending key = earlier; Fit visits from the end, so the last is preferred.
+OrderKey KeyOf(const WorkDevice& d, const PodPlan& plan) {
   const GpuPolicy& p = plan.gpu;
-  const Device& da = a.slot->info;
-  const Device& db = b.slot->info;
+  const auto numa = static_cast<float>(d.numa);
+  const auto index = static_cast<float>(d.index);
   if (p.fgd) {
     // Smallest fragmentation increase last; then the fuller device; then index.
-    if (a.score != b.score) return a.score > b.score;
-    if (a.used != b.used) return a.used < b.used;
-    return da.index > db.index;
+    return {-d.score, static_cast<float>(d.used), -index, 0};
   }
   if (p.chain) {
-    for (SortKey key : p.keys) {
-      switch (key) {
-        case SortKey::kBinpack:
-          if (a.score != b.score) return a.score < b.score;
-          break;
-        case SortKey::kSpread:
-          if (a.score != b.score) return a.score > b.score;
-          break;
-        case SortKey::kNuma:
-          if (da.numa != db.numa) return da.numa < db.numa;
-          break;
-      }
+    OrderKey key{0, 0, 0, 0};
+    std::size_t k = 0;
+    for (SortKey s : p.keys) {
+      key[k++] = s == SortKey::kBinpack ? d.score : s == SortKey::kSpread ? -d.score : numa;
     }
-    return da.index < db.index;
+    key[k] = index;  // final tie-break: Index ascending
+    return key;
   }
-  if (p.single == "mutex") {
-    if (a.used != b.used) return a.used > b.used;
-    return da.numa < db.numa;
-  }
-  const bool binpack = p.single == "binpack";
-  if (plan.numa_bind) {
-    if (binpack) {
-      if (da.numa != db.numa) return da.numa > db.numa;
-      return a.score < b.score;
-    }
-    if (da.numa != db.numa) return da.numa < db.numa;
-    return a.score > b.score;
-  }
-  if (binpack) {
-    if (a.score != b.score) return a.score < b.score;
-    return da.numa < db.numa;
-  }
-  if (a.score != b.score) return a.score > b.score;
-  return da.numa < db.numa;
+  if (p.single == SingleOrder::kMutex) return {-static_cast<float>(d.used), numa, 0, 0};
+  const bool binpack = p.single == SingleOrder::kBinpack;
+  if (plan.numa_bind) return binpack ? OrderKey{-numa, d.score, 0, 0} : OrderKey{numa, -d.score, 0, 0};
+  return binpack ? OrderKey{d.score, numa, 0, 0} : OrderKey{-d.score, numa, 0, 0};
 }
+
 
 // ---------------------------------------------------------------------------
 // Selectors (spec §1.2)
@@ -647,7 +644,8 @@ struct FitContext {
   const PodPlan& plan;
   const NodeState& node;
   std::vector<WorkDevice>& devices;
-  const std::vector<std::uint32_t>& order;  // sorted; visited from the end
+  std::vector<std::uint32_t>& order;       // the vendor's devices; consumed by Fit
+  const std::vector<OrderKey>& keys;       // by device index
   const std::vector<ContainerPicks>& placement;
   std::size_t container;
   std::size_t vendor_slot;
@@ -664,19 +662,31 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
   const std::int32_t origin = request.nums;
   std::int32_t prevnuma = -1;
   picked.clear();
-  const std::size_t n = ctx.order.size();
-  std::size_t i = n;
-  while (i > 0) {
-    const std::uint32_t index = ctx.order[i - 1];
+  // Devices are visited in descending order of (key, position) — the order
+  // HAMi visits a stably sorted list from its end — by picking the next one
+  // when it is needed: a fit found early costs one pass, not a sort.
+  std::vector<std::uint32_t>& remaining = ctx.order;
+  const std::size_t n = remaining.size();
+  std::size_t next = 0;  // position in `remaining` of the device being visited
+  auto select_next = [&] {
+    next = 0;
+    for (std::size_t j = 1; j < remaining.size(); ++j) {
+      const std::uint32_t a = remaining[j], b = remaining[next];
+      if (ctx.keys[b] < ctx.keys[a] || (!(ctx.keys[a] < ctx.keys[b]) && a > b)) next = j;
+    }
+  };
+  if (!remaining.empty()) select_next();
+  while (!remaining.empty()) {
+    const std::uint32_t index = remaining[next];
     WorkDevice& d = ctx.devices[index];
-    const Device& info = d.slot->info;
+    const internal::HotDevice& info = d;
     bool revisit = false;
     do {
       if (!d.healthy) {
         ++counts[kCardNotHealth];
         break;
       }
-      if (cordons && std::binary_search(ctx.node.cordoned.begin(), ctx.node.cordoned.end(), info.id)) {
+      if (cordons && std::binary_search(ctx.node.cordoned.begin(), ctx.node.cordoned.end(), d.slot->info.id)) {
         ++counts[kCardCordoned];
         break;
       }
@@ -732,7 +742,7 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
         ++counts[kCardComputeUnitsExhausted];
         break;
       }
-      if (d.slot->is_mig && !MigFeasible(d, picked, index, memreq)) {
+      if (d.is_mig && !MigFeasible(d, picked, index, memreq)) {
         ++counts[kCardMigTopologyInfeasible];
         break;
       }
@@ -742,9 +752,13 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
       }
       if (k.nums == 0 && !plan.gpu.topology) return true;
       // One container may take several MIG instances of one GPU.
-      revisit = d.slot->is_mig;
+      revisit = d.is_mig;
     } while (false);
-    if (!revisit) --i;
+    if (!revisit) {
+      remaining[next] = remaining.back();
+      remaining.pop_back();
+      if (!remaining.empty()) select_next();
+    }
   }
   if (plan.gpu.topology) {
     const auto want = static_cast<std::size_t>(origin);
@@ -764,7 +778,7 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
 bool AddUsage(std::vector<WorkDevice>& devices, std::vector<Pick>& picked, std::string& reason) {
   for (Pick& p : picked) {
     WorkDevice& d = devices[p.device];
-    if (d.slot->is_mig) {
+    if (d.is_mig) {
       MigChoice c = ChooseMig(d.slot->info, d.mig, p.usedmem);
       if (c.profile == nullptr) {
         reason = fmt::format("AddResourceUsage failed for device {}", d.slot->info.id);
@@ -812,12 +826,13 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     const std::uint32_t vendor = plan.request_vendor[container][r];
     if (plan.gpu.fgd) FgdDeviceScores(devices, request, plan, scratch.frag_free);
     scratch.order.clear();
+    scratch.keys.resize(devices.size());
     for (std::uint32_t i = 0; i < devices.size(); ++i) {
-      if (devices[i].slot->vendor == vendor) scratch.order.push_back(i);
+      if (devices[i].vendor != vendor) continue;
+      scratch.order.push_back(i);
+      scratch.keys[i] = KeyOf(devices[i], plan);
     }
-    std::stable_sort(scratch.order.begin(), scratch.order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return Less(devices[a], devices[b], plan);
-    });
+
     if (static_cast<std::size_t>(request.nums) > scratch.order.size() &&
         !IsMigRequest(plan, node, vendor)) {
       reason = "NodeInsufficientDevice";
@@ -825,7 +840,7 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     }
     const std::size_t slot = static_cast<std::size_t>(
         std::find(plan.vendors.begin(), plan.vendors.end(), vendor) - plan.vendors.begin());
-    FitContext ctx{plan, node, devices, scratch.order, scratch.placement, container, slot};
+    FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.placement, container, slot};
     if (!Fit(ctx, request, vendor, scratch.picked, reason)) return false;
     if (!AddUsage(devices, scratch.picked, reason)) return false;
     picks[slot].insert(picks[slot].end(), scratch.picked.begin(), scratch.picked.end());
@@ -833,27 +848,77 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
   return true;
 }
 
-NodeVerdict EvaluateNode(const PodPlan& plan, const NodeState& node, Scratch& scratch) {
+// True when one request is sure to fit without choosing devices: for a
+// single request whose checks do not depend on what else was picked (no NUMA
+// binding, topology, quota or MIG), Fit succeeds exactly when `nums` devices
+// pass every check. Used for the nodes that are not chosen, whose devices
+// nobody needs; a false answer falls back to the full evaluation, which also
+// gives the exact reasons.
+bool SurelyFits(const SnapshotState& s, const PodPlan& plan, const NodeState& node) {
+  const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
+  const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
+  const bool selectors = plan.selectors_any && vendor == plan.nvidia;
+  const bool cordons = !node.cordoned.empty();
+  const std::int32_t cores = std::min(r.coresreq, 100);
+  const internal::HotDevice* hot = s.Hot(node);
+  std::int32_t passing = 0;
+  for (std::size_t i = 0; i < node.devices.size(); ++i) {
+    const internal::HotDevice& d = hot[i];
+    if (d.is_mig) return false;
+    if (d.vendor != vendor || !d.healthy || d.count <= d.used) continue;
+    if (plan.gpu.mutex && d.used > 0) continue;
+    const std::int32_t memreq =
+        r.memreq > 0 || r.mem_percentage == ContainerRequest::kPercentageUnset
+            ? std::max(r.memreq, 0)
+            : static_cast<std::int32_t>(static_cast<std::int64_t>(d.devmem) * r.mem_percentage / 100);
+    if (d.devmem - d.usedmem < memreq || d.devcore - d.usedcores < cores) continue;
+    if (d.devcore == 100 && cores == 100 && d.used > 0) continue;
+    if (d.devcore != 0 && d.usedcores == d.devcore && cores == 0) continue;
+    if (cordons || selectors) {
+      WorkDevice w;
+      static_cast<internal::HotDevice&>(w) = d;
+      w.slot = &node.devices[i];
+      if (cordons && std::binary_search(node.cordoned.begin(), node.cordoned.end(), w.slot->info.id)) continue;
+      if (selectors && (!TypeAllowed(plan, w) || !UuidAllowed(plan, w))) continue;
+    }
+    if (++passing == r.nums) return true;
+  }
+  return false;
+}
+
+NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const NodeState& node,
+                         Scratch& scratch, bool need_devices) {
   NodeVerdict verdict;
-  LoadNode(node, plan, scratch.base);
+  if (!need_devices && plan.simple && SurelyFits(s, plan, node)) {
+    verdict.fits = true;
+    verdict.score = NodeBaseScore(node, plan);
+    return verdict;
+  }
   scratch.placement.resize(plan.requests.size());
   for (ContainerPicks& c : scratch.placement) c.resize(plan.vendors.size());
-  for (std::size_t c = 0; c < plan.init_containers; ++c) {
-    if (plan.requests[c].empty()) continue;
+  // Init containers run one at a time, each on the node as it is; the
+  // unchanged node is kept in `base` only when there are any.
+  if (plan.init_requests) {
+    LoadNode(s, node, plan, scratch.base);
+    for (std::size_t c = 0; c < plan.init_containers; ++c) {
+      if (plan.requests[c].empty()) continue;
+      CopyDevices(scratch.base, scratch.work);
+      if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
+    }
     CopyDevices(scratch.base, scratch.work);
-    if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
+  } else {
+    LoadNode(s, node, plan, scratch.work);
   }
-  CopyDevices(scratch.base, scratch.work);
+  double before = 0;
+  if (plan.node_fgd) before = NodeFragmentation(scratch.work, plan, scratch.frag_free);
   for (std::size_t c = plan.init_containers; c < plan.requests.size(); ++c) {
     if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
   }
   verdict.fits = true;
   if (plan.node_fgd) {
-    const double before = NodeFragmentation(scratch.base, plan, scratch.frag_free);
-    const double after = NodeFragmentation(scratch.work, plan, scratch.frag_free);
-    verdict.score = before - after;  // higher is better
+    verdict.score = before - NodeFragmentation(scratch.work, plan, scratch.frag_free);  // higher is better
   } else {
-    verdict.score = NodeBaseScore(node, scratch.base);
+    verdict.score = NodeBaseScore(node, plan);
   }
   return verdict;
 }
@@ -867,6 +932,9 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
   plan.config = &s.config;
   plan.requests = PodRequests(pod, s.config);
   plan.init_containers = pod.init_containers.size();
+  for (std::size_t c = 0; c < plan.init_containers; ++c) {
+    plan.init_requests = plan.init_requests || !plan.requests[c].empty();
+  }
   for (std::uint32_t v = 0; v < s.config.vendors.size(); ++v) {
     if (s.config.vendors[v].common_word == "NVIDIA") plan.nvidia = v;
   }
@@ -918,6 +986,14 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
     plan.previous = &it->second;
   }
   plan.workload = options.workload.empty() ? &DefaultWorkload() : &options.workload;
+  std::size_t request_count = 0;
+  for (std::size_t c = 0; c < plan.requests.size(); ++c) {
+    for (std::size_t r = 0; r < plan.requests[c].size(); ++r) {
+      ++request_count;
+      plan.simple_container = c;
+      plan.simple_index = r;
+    }
+  }
   for (const WorkloadClass& c : *plan.workload) plan.workload_weight += c.weight;
 
   const std::size_t vendors = s.config.vendors.size();
@@ -946,6 +1022,8 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
       }
     }
   }
+  plan.simple = request_count == 1 && !plan.numa_bind && !plan.gpu.topology && !plan.node_fgd &&
+                !plan.any_quota;
   return plan;
 }
 
@@ -968,27 +1046,32 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   }
 
   // Candidates: the given names (deduplicated), or every node; by name.
-  std::vector<std::string_view> names;
+  std::vector<const NodeState*> nodes;
   if (candidates.empty()) {
-    for (const NodeState& n : s.nodes) {
-      if (n.present) names.push_back(n.name);
+    nodes.reserve(s.by_name.size());
+    for (std::uint32_t i : s.by_name) {
+      if (s.nodes[i].present) nodes.push_back(&s.nodes[i]);
     }
   } else {
-    names.assign(candidates.begin(), candidates.end());
+    std::vector<std::string_view> names(candidates.begin(), candidates.end());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (std::string_view name : names) {  // ascending, so nodes are by name too
+      const NodeState* node = s.FindNode(name);
+      if (node == nullptr) {
+        result.failed.push_back(NodeFailure{std::string(name), "node unregistered"});
+      } else {
+        nodes.push_back(node);
+      }
+    }
   }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
 
   Scratch scratch;
   const NodeState* best = nullptr;
   double best_score = 0;
-  for (std::string_view name : names) {
-    const NodeState* node = s.FindNode(name);
-    if (node == nullptr) {
-      result.failed.push_back(NodeFailure{std::string(name), "node unregistered"});
-      continue;
-    }
-    NodeVerdict v = EvaluateNode(plan, *node, scratch);
+  result.scores.reserve(nodes.size());
+  for (const NodeState* node : nodes) {
+    NodeVerdict v = EvaluateNode(s, plan, *node, scratch, /*need_devices=*/false);
     if (!v.fits) {
       result.failed.push_back(NodeFailure{node->name, std::move(v.reason)});
       continue;
@@ -1002,10 +1085,12 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
       best_score = v.score;
     }
   }
+  std::sort(result.failed.begin(), result.failed.end(),
+            [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; });
   if (best == nullptr) return result;
 
   // Materialise the winner's placement.
-  NodeVerdict winner = EvaluateNode(plan, *best, scratch);
+  NodeVerdict winner = EvaluateNode(s, plan, *best, scratch, /*need_devices=*/true);
   (void)winner;
   result.node = best->name;
   const std::size_t containers = plan.requests.size();

@@ -74,22 +74,31 @@ std::vector<PodUsage> AppOnlyUsage(const PodSingleDevice& containers, std::strin
 
 namespace {
 
-DeviceSlot* FindDevice(NodeState& node, std::uint32_t vendor, std::string_view uuid) {
-  for (DeviceSlot& d : node.devices) {
-    if (d.vendor == vendor && d.info.id == uuid) return &d;
+std::size_t FindDevice(const NodeState& node, std::uint32_t vendor, std::string_view uuid) {
+  for (std::size_t i = 0; i < node.devices.size(); ++i) {
+    if (node.devices[i].vendor == vendor && node.devices[i].info.id == uuid) return i;
   }
-  return nullptr;
+  return node.devices.size();
+}
+
+void RefreshHealth(SnapshotState& s, const NodeState& node) {
+  internal::HotDevice* hot = s.Hot(node);
+  for (std::size_t i = 0; i < node.devices.size(); ++i) {
+    hot[i].healthy = node.devices[i].Healthy(node.orphan_mig_reservations);
+  }
 }
 
 // Adds (sign = +1) or removes (sign = -1) a pod's usage on its node.
-void ApplyPod(NodeState& node, const PodEntry& pod, int sign) {
+void ApplyPod(SnapshotState& s, NodeState& node, const PodEntry& pod, int sign) {
+  internal::HotDevice* hot = s.Hot(node);
   for (const PodUsageItem& item : pod.usage) {
-    DeviceSlot* d = FindDevice(node, item.vendor, item.usage.uuid);
-    if (d == nullptr) continue;  // a UUID the node no longer has: ignored, as HAMi
+    const std::size_t i = FindDevice(node, item.vendor, item.usage.uuid);
+    if (i == node.devices.size()) continue;  // a UUID the node no longer has: ignored, as HAMi
+    DeviceSlot* d = &node.devices[i];
     const std::int32_t slots = std::max(item.usage.slots, 1);
-    d->usage.used += sign * slots;
-    d->usage.usedmem += sign * item.usage.usedmem;
-    d->usage.usedcores += sign * item.usage.usedcores;
+    hot[i].used += sign * slots;
+    hot[i].usedmem += sign * item.usage.usedmem;
+    hot[i].usedcores += sign * item.usage.usedcores;
     node.used_slots += sign * slots;
     node.used_mem += sign * item.usage.usedmem;
     node.used_cores += sign * item.usage.usedcores;
@@ -118,6 +127,40 @@ void ApplyPod(NodeState& node, const PodEntry& pod, int sign) {
       });
       if (it != in_use.end()) in_use.erase(it);
     }
+  }
+  if (!pod.mig.empty() || std::any_of(node.devices.begin(), node.devices.end(),
+                                      [](const DeviceSlot& d) { return d.is_mig; })) {
+    RefreshHealth(s, node);
+  }
+}
+
+// Gives `node` a hot range for its devices, reusing its old one when it is
+// large enough, and compacting the array when half of it is abandoned.
+void PlaceHot(SnapshotState& s, NodeState& node) {
+  const auto n = static_cast<std::uint32_t>(node.devices.size());
+  if (n > node.hot_capacity) {
+    s.hot_garbage += node.hot_capacity;
+    node.hot_begin = static_cast<std::uint32_t>(s.hot.size());
+    node.hot_capacity = n;
+    s.hot.resize(s.hot.size() + n);
+  }
+  if (s.hot_garbage > s.hot.size() / 2 && s.hot_garbage > 1024) {
+    std::vector<internal::HotDevice> compact;
+    compact.reserve(s.hot.size() - s.hot_garbage);
+    for (NodeState& other : s.nodes) {
+      const std::uint32_t begin = static_cast<std::uint32_t>(compact.size());
+      compact.insert(compact.end(), s.hot.begin() + other.hot_begin,
+                     s.hot.begin() + other.hot_begin + other.hot_capacity);
+      other.hot_begin = begin;
+    }
+    s.hot = std::move(compact);
+    s.hot_garbage = 0;
+  }
+  internal::HotDevice* hot = s.Hot(node);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const DeviceSlot& d = node.devices[i];
+    hot[i] = internal::HotDevice{d.info.count, d.info.devmem, d.info.devcore, d.info.numa, 0, 0, 0,
+                                 d.info.index, d.vendor, d.info.health, d.is_mig};
   }
 }
 
@@ -234,15 +277,22 @@ const DeviceConfig& ClusterSnapshot::config() const { return state_->config; }
 Status ClusterSnapshot::AddNode(const Node& node) {
   SnapshotState& s = *state_;
   auto [it, inserted] = s.node_index.try_emplace(node.name, static_cast<std::uint32_t>(s.nodes.size()));
-  if (inserted) s.nodes.emplace_back();
+  if (inserted) {
+    s.nodes.emplace_back();
+    auto at = std::lower_bound(s.by_name.begin(), s.by_name.end(), node.name,
+                               [&](std::uint32_t i, const std::string& name) { return s.nodes[i].name < name; });
+    s.by_name.insert(at, it->second);
+  }
   NodeState& state = s.nodes[it->second];
   state.name = node.name;
   state.present = true;
   state.object = node;
   Status status = RegisterDevices(s.config, state);
+  PlaceHot(s, state);
   if (auto pods = s.pods_by_node.find(node.name); pods != s.pods_by_node.end()) {
-    for (const std::string& uid : pods->second) ApplyPod(state, s.pods.at(uid), +1);
+    for (const std::string& uid : pods->second) ApplyPod(s, state, s.pods.at(uid), +1);
   }
+  RefreshHealth(s, state);
   return status;
 }
 
@@ -301,7 +351,7 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
   }
   if (existing != s.pods.end()) RemovePod(pod.uid);
   if (auto it = s.node_index.find(entry.node); it != s.node_index.end() && s.nodes[it->second].present) {
-    ApplyPod(s.nodes[it->second], entry, +1);
+    ApplyPod(s, s.nodes[it->second], entry, +1);
   }
   ApplyQuota(s, entry, +1);
   s.pods_by_node[entry.node].insert(entry.uid);
@@ -316,7 +366,7 @@ bool ClusterSnapshot::RemovePod(std::string_view uid) {
   if (it == s.pods.end()) return false;
   const PodEntry& entry = it->second;
   if (auto n = s.node_index.find(entry.node); n != s.node_index.end() && s.nodes[n->second].present) {
-    ApplyPod(s.nodes[n->second], entry, -1);
+    ApplyPod(s, s.nodes[n->second], entry, -1);
   }
   ApplyQuota(s, entry, -1);
   if (auto pods = s.pods_by_node.find(entry.node); pods != s.pods_by_node.end()) {
@@ -366,10 +416,9 @@ std::size_t ClusterSnapshot::pod_count() const { return state_->pods.size(); }
 
 std::vector<std::string> ClusterSnapshot::NodeNames() const {
   std::vector<std::string> names;
-  for (const NodeState& n : state_->nodes) {
-    if (n.present) names.push_back(n.name);
+  for (std::uint32_t i : state_->by_name) {
+    if (state_->nodes[i].present) names.push_back(state_->nodes[i].name);
   }
-  std::sort(names.begin(), names.end());
   return names;
 }
 
@@ -377,8 +426,11 @@ Result<std::vector<DeviceView>> ClusterSnapshot::NodeDevices(std::string_view no
   const NodeState* state = state_->FindNode(node);
   if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   std::vector<DeviceView> out;
-  for (const DeviceSlot& d : state->devices) {
-    out.push_back(DeviceView{d.info, d.usage, d.Healthy(state->orphan_mig_reservations)});
+  const internal::HotDevice* hot = state_->Hot(*state);
+  for (std::size_t i = 0; i < state->devices.size(); ++i) {
+    out.push_back(DeviceView{state->devices[i].info,
+                             DeviceUsage{hot[i].used, hot[i].usedmem, hot[i].usedcores},
+                             hot[i].healthy});
   }
   return out;
 }

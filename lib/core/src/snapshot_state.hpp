@@ -20,11 +20,28 @@ struct MigInUse {
   MigPlacement placement;
 };
 
+// The numbers of one device the filter needs, packed and stored contiguously
+// for all nodes so that filtering streams through memory without touching
+// strings. It is the one home of a device's usage.
+struct HotDevice {
+  std::int32_t count = 0;
+  std::int32_t devmem = 0;
+  std::int32_t devcore = 0;
+  std::int32_t numa = 0;
+  std::int32_t used = 0;
+  std::int32_t usedmem = 0;
+  std::int32_t usedcores = 0;
+  std::uint32_t index = 0;
+  std::uint32_t vendor = 0;  // index into DeviceConfig::vendors
+  bool healthy = true;       // registered health less MIG inconsistencies
+  bool is_mig = false;       // mode "mig"
+};
+
+// The rest of a device: strings and MIG bookkeeping.
 struct DeviceSlot {
   Device info;
   std::uint32_t vendor = 0;       // index into DeviceConfig::vendors
   bool is_mig = false;            // info.mode == "mig"
-  DeviceUsage usage;
   std::vector<MigInUse> mig_in_use;
   std::int32_t mig_unreserved_users = 0;   // pods on a MIG device without a reservation
   std::int32_t mig_foreign_reservations = 0;  // MIG reservations on a non-MIG device
@@ -41,6 +58,10 @@ struct NodeState {
   bool present = false;  // false once removed (the slot is reused by name)
   Node object;
   std::vector<DeviceSlot> devices;
+  // devices[i]'s numbers are SnapshotState::hot[hot_begin + i]; the range
+  // has room for hot_capacity devices.
+  std::uint32_t hot_begin = 0;
+  std::uint32_t hot_capacity = 0;
   std::vector<std::string> cordoned;            // sorted
   std::vector<DevicePairScore> pair_scores;     // sorted by uuid
   std::int32_t orphan_mig_reservations = 0;     // reservations naming no device here
@@ -80,11 +101,17 @@ struct QuotaEntry {
 struct SnapshotState {
   DeviceConfig config;
   std::vector<NodeState> nodes;
+  std::vector<HotDevice> hot;
+  std::size_t hot_garbage = 0;           // slots of abandoned ranges
+  std::vector<std::uint32_t> by_name;    // indices into nodes, by name
   std::unordered_map<std::string, std::uint32_t> node_index;
   std::unordered_map<std::string, PodEntry> pods;  // by UID
   std::unordered_map<std::string, std::unordered_set<std::string>> pods_by_node;
   // (namespace, resource) -> quota
   std::map<std::pair<std::string, std::string>, QuotaEntry, std::less<>> quotas;
+
+  const HotDevice* Hot(const NodeState& node) const { return hot.data() + node.hot_begin; }
+  HotDevice* Hot(const NodeState& node) { return hot.data() + node.hot_begin; }
 
   const NodeState* FindNode(std::string_view name) const {
     auto it = node_index.find(std::string(name));

@@ -1,0 +1,129 @@
+// Filter and snapshot maintenance on synthetic clusters: N nodes x 8 GPUs,
+// about half of the devices in use, a mix of request shapes.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "devshare/filter.hpp"
+#include "devshare/node_codec.hpp"
+#include "devshare/snapshot.hpp"
+
+namespace {
+
+using namespace devshare;
+
+Node MakeNode(int n) {
+  Node node;
+  node.name = fmt::format("node-{:05}", n);
+  std::vector<Device> devices;
+  for (int g = 0; g < 8; ++g) {
+    Device d;
+    d.id = fmt::format("GPU-{:05}-{}-7c3b1f52-0b1e-4a49-9e1f", n, g);
+    d.index = static_cast<std::uint32_t>(g);
+    d.count = 10;
+    d.devmem = 40960;
+    d.devcore = 100;
+    d.type = "NVIDIA A100-SXM4-40GB";
+    d.numa = g / 4;
+    d.mode = "hami-core";
+    d.health = true;
+    devices.push_back(d);
+  }
+  node.annotations.Set("hami.io/node-nvidia-register", EncodeNodeDevices(devices, RegisterFormat::kJson));
+  return node;
+}
+
+Pod MakeRequest(const std::string& name, int gpus, int mem, int cores, int pct) {
+  Pod pod;
+  pod.name = name;
+  pod.pod_namespace = "bench";
+  pod.uid = "uid-" + name;
+  Container c;
+  c.name = "main";
+  c.limits.Set("nvidia.com/gpu", std::to_string(gpus));
+  if (mem > 0) c.limits.Set("nvidia.com/gpumem", std::to_string(mem));
+  if (cores > 0) c.limits.Set("nvidia.com/gpucores", std::to_string(cores));
+  if (pct > 0) c.limits.Set("nvidia.com/gpumem-percentage", std::to_string(pct));
+  pod.containers.push_back(c);
+  return pod;
+}
+
+// A cluster of `nodes` nodes where about half the GPUs carry a pod.
+ClusterSnapshot MakeCluster(int nodes) {
+  ClusterSnapshot s;
+  std::mt19937 rng(7);
+  for (int n = 0; n < nodes; ++n) {
+    Node node = MakeNode(n);
+    s.AddNode(node);
+    for (int g = 0; g < 8; ++g) {
+      if (rng() % 2 == 0) continue;
+      const int mem = 4096 * static_cast<int>(1 + rng() % 6);
+      const int cores = 10 * static_cast<int>(1 + rng() % 6);
+      Pod pod = MakeRequest(fmt::format("load-{}-{}", n, g), 1, mem, cores, 0);
+      pod.annotations.Set("hami.io/vgpu-node", node.name);
+      pod.annotations.Set("hami.io/vgpu-devices-allocated",
+                          fmt::format("GPU-{:05}-{}-7c3b1f52-0b1e-4a49-9e1f,NVIDIA,{},{}:;", n, g, mem, cores));
+      s.AddPod(pod);
+    }
+  }
+  return s;
+}
+
+std::vector<Pod> MixedRequests() {
+  return {
+      MakeRequest("a", 1, 4096, 20, 0),   MakeRequest("b", 1, 0, 30, 50),
+      MakeRequest("c", 2, 8192, 30, 0),   MakeRequest("d", 1, 16384, 0, 0),
+      MakeRequest("e", 4, 0, 0, 0),       MakeRequest("f", 1, 2048, 10, 0),
+  };
+}
+
+void BM_Filter(benchmark::State& state, int nodes, const char* node_policy, const char* gpu_policy) {
+  const ClusterSnapshot snapshot = MakeCluster(nodes);
+  const std::vector<Pod> pods = MixedRequests();
+  FilterOptions options;
+  options.node_policy = node_policy;
+  options.gpu_policy = gpu_policy;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    Result<FilterResult> r = Filter(snapshot, pods[i++ % pods.size()], {}, 1787300439, options);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["nodes"] = nodes;
+  state.counters["ns_per_node"] = benchmark::Counter(
+      static_cast<double>(nodes) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_Filter_100Nodes(benchmark::State& s) { BM_Filter(s, 100, "binpack", "spread"); }
+void BM_Filter_1000Nodes(benchmark::State& s) { BM_Filter(s, 1000, "binpack", "spread"); }
+void BM_Filter_5000Nodes(benchmark::State& s) { BM_Filter(s, 5000, "binpack", "spread"); }
+void BM_Filter_10000Nodes(benchmark::State& s) { BM_Filter(s, 10000, "binpack", "spread"); }
+void BM_Filter_5000NodesFgd(benchmark::State& s) { BM_Filter(s, 5000, "fgd", "fgd"); }
+BENCHMARK(BM_Filter_100Nodes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Filter_1000Nodes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Filter_5000Nodes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Filter_10000Nodes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Filter_5000NodesFgd)->Unit(benchmark::kMicrosecond);
+
+// Adding and then removing one pod (a 2-GPU allocation) on a 1000-node cluster.
+void BM_Snapshot_AddRemovePod(benchmark::State& state) {
+  ClusterSnapshot snapshot = MakeCluster(1000);
+  Pod pod = MakeRequest("churn", 2, 4096, 20, 0);
+  pod.annotations.Set("hami.io/vgpu-node", "node-00500");
+  pod.annotations.Set("hami.io/vgpu-devices-allocated",
+                      "GPU-00500-0-7c3b1f52-0b1e-4a49-9e1f,NVIDIA,4096,20:"
+                      "GPU-00500-1-7c3b1f52-0b1e-4a49-9e1f,NVIDIA,4096,20:;");
+  for (auto _ : state) {
+    Status added = snapshot.AddPod(pod);
+    bool removed = snapshot.RemovePod(pod.uid);
+    benchmark::DoNotOptimize(added);
+    benchmark::DoNotOptimize(removed);
+  }
+}
+BENCHMARK(BM_Snapshot_AddRemovePod);
+
+}  // namespace
+BENCHMARK_MAIN();
