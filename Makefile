@@ -51,6 +51,7 @@ $(FUZZ_BUILD)/build.ninja:
 
 test-fuzz: setup $(FUZZ_BUILD)/build.ninja
 	@ninja -C $(FUZZ_BUILD)
+	@mkdir -p $(dir $(RESULTS))
 	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) | tee $(FUZZ_BUILD)/fuzz.log
 	@grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' $(FUZZ_BUILD)/fuzz.log | tail -1 | \
 	  sed -E 's/fuzz: ([0-9]+) passed, ([0-9]+) failed/fuzz \1 \2/' >>$(RESULTS)

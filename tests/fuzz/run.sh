@@ -102,9 +102,16 @@ for name in "${targets[@]}"; do
     "fuzz_$name" "$runs" "$rate" "$units" "$rc"
   cp "$log" "$artifacts/fuzz_$name.log"
   echo "  log: $artifacts/fuzz_$name.log"
-  # The sanitizer / property report, without libFuzzer's progress lines.
-  { grep -v -E '^#[0-9]+[[:space:]]+(INITED|NEW|REDUCE|pulse|RELOAD)|^stat::' "$log" || true; } \
-    | tail -n 40 | sed 's/^/  | /'
+  # The report: a property violation ("<name>: ...", printed by the target)
+  # or the sanitizer/libFuzzer error with the top of its stack, and a summary.
+  first=$(grep -n -m 1 -E "^$name: |==[0-9]+==ERROR|runtime error:|^ALARM|out-of-memory" "$log" \
+    | cut -d: -f1 || true)
+  if [ -n "$first" ]; then
+    sed -n "${first},$((first + 30))p" "$log" | sed 's/^/  | /'
+    { grep -E '^SUMMARY:' "$log" || true; } | sed 's/^/  | /'
+  else
+    tail -n 30 "$log" | sed 's/^/  | /'
+  fi
   for f in "${found[@]}"; do
     [[ $f == *.log ]] && continue
     echo "  input: $f"

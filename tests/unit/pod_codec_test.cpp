@@ -161,3 +161,15 @@ TEST_CASE("MIG allocations: invalid reservations are rejected") {
     CHECK(r.status().message().find(row.message) != std::string_view::npos);
   }
 }
+
+TEST_CASE("pod devices: decoding into a reused value") {
+  PodSingleDevice pod;
+  REQUIRE(DecodePodDevicesInto("GPU-a,NVIDIA,1,2:GPU-b,NVIDIA,3,4:;GPU-c,NVIDIA,5,6:;", pod).ok());
+  CHECK(pod == PodSingleDevice{{Dev("GPU-a", 1, 2), Dev("GPU-b", 3, 4)}, {Dev("GPU-c", 5, 6)}, {}});
+  // A smaller value shrinks it exactly.
+  REQUIRE(DecodePodDevicesInto(";GPU-d,NVIDIA,7,8:", pod).ok());
+  CHECK(pod == PodSingleDevice{{}, {Dev("GPU-d", 7, 8)}});
+  // An error leaves nothing half-decoded.
+  CHECK_FALSE(DecodePodDevicesInto("GPU-a,NVIDIA,1,2:;GPU-b,NVIDIA,x,4:;", pod).ok());
+  CHECK(pod.empty());
+}

@@ -167,6 +167,7 @@ TEST_CASE("device config: the chart's file") {
 }
 
 TEST_CASE("device config: defaults fill what a section leaves out") {
+  CHECK(MustParse("nvidia:\n  defaultCores: -1\n").vendors[0].default_cores == -1);
   DeviceConfig c = MustParse("nvidia:\n  defaultMemory: 4096\n");
   REQUIRE(c.vendors.size() == 1);
   CHECK(c.vendors[0].default_memory == 4096);
@@ -191,7 +192,9 @@ TEST_CASE("device config: errors name the key and its line") {
       {"nvidia:\n  defaultGPUNum: 4294967296\n", "nvidia.defaultGPUNum", "expected an integer"},
       {"nvidia:\n  overwriteEnv: maybe\n", "nvidia.overwriteEnv", "expected true or false"},
       {"nvidia:\n  deviceSplitCount: -1\n", "nvidia.deviceSplitCount", "[0, 4294967295]"},
-      {"nvidia:\n  deviceMemoryScaling: fast\n", "nvidia.deviceMemoryScaling", "non-negative number"},
+      {"nvidia:\n  deviceMemoryScaling: fast\n", "nvidia.deviceMemoryScaling", "non-negative finite number"},
+      {"nvidia:\n  deviceMemoryScaling: nan\n", "nvidia.deviceMemoryScaling", "non-negative finite number"},
+      {"nvidia:\n  deviceCoreScaling: inf\n", "nvidia.deviceCoreScaling", "non-negative finite number"},
       {"nvidia:\n  resourceCountName: [a, b]\n", "nvidia.resourceCountName", "expected a string"},
       {"nvidia:\n  gpuCorePolicy: always\n", "nvidia.gpuCorePolicy", "not one of default, force, disable"},
       {"nvidia:\n  libCudaLogLevel: \"2\"\n", "nvidia.libCudaLogLevel", "0, 1, 3, 4"},

@@ -8,7 +8,11 @@ namespace devshare::internal {
 
 Result<boost::json::value> ParseJson(std::string_view text, std::string_view what,
                                      boost::json::storage_ptr sp) {
-  boost::json::stream_parser parser(sp);
+  // The constructor's storage holds only the parser's temporaries; reset()
+  // puts the document itself in `sp` too.
+  unsigned char temporaries[512];
+  boost::json::stream_parser parser(sp, {}, temporaries, sizeof(temporaries));
+  parser.reset(sp);
   boost::system::error_code ec;
   const std::size_t consumed = parser.write_some(text.data(), text.size(), ec);
   if (!ec && consumed == text.size()) parser.finish(ec);

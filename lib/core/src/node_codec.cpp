@@ -1,5 +1,6 @@
 #include "devshare/node_codec.hpp"
 
+#include <boost/json/basic_parser_impl.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,150 +30,421 @@ constexpr std::int64_t kUint32Max = std::numeric_limits<std::uint32_t>::max();
 // ---------------------------------------------------------------------------
 // JSON
 
-// A 4 KiB arena on the stack holds the DOM of a typical 8-GPU annotation.
-struct Arena {
-  std::array<unsigned char, 4096> buffer;
-  boost::json::monotonic_resource resource{buffer.data(), buffer.size()};
+__extension__ typedef __int128 i128;  // holds every int64 and uint64
+
+// ---------------------------------------------------------------------------
+// JSON: a streaming reader that fills Devices as the parser goes, with Go's
+// decoding rules (keys match case-insensitively, unknown keys are ignored,
+// `null` leaves a field at zero, integers must be integers in range).
+
+enum class Ctx : std::uint8_t {
+  kTop,         // before the document's value
+  kDevices,     // the top-level array
+  kDevice,      // one device object
+  kProfiles,    // device.migProfiles
+  kProfile,     // one MIG profile
+  kPlacements,  // profile.placements
+  kPlacement,   // one placement
+  kSkip,        // inside a value that is not read (unknown key, migtemplate, custominfo)
 };
 
-template <typename T>
-Status ReadIntField(const boost::json::value& v, std::int64_t min, std::int64_t max,
-                    std::string_view what, const std::string& field, T& out) {
-  std::int64_t n = static_cast<std::int64_t>(out);
-  Status s = internal::ReadInt(v, min, max, what, field, n);
-  if (s.ok()) out = static_cast<T>(n);
-  return s;
-}
+enum class Field : std::uint8_t {
+  kUnknown, kId, kIndex, kCount, kDevmem, kDevcore, kType, kNuma, kMode, kHealth, kVendor,
+  kMigProfiles, kMigTemplate, kCustomInfo, kName, kMemoryMB, kCore, kSliceCount, kPlacements,
+  kStart, kSize,
+};
 
-Status DecodePlacement(const boost::json::value& v, const std::string& path,
-                       MigPlacement& out) {
-  if (v.is_null()) return Status();
-  if (!v.is_object()) return internal::TypeError(kJsonWhat, path, "an object", v);
-  for (const auto& member : v.get_object()) {
-    const std::string_view key = member.key();
-    Status s;
-    if (internal::EqualFoldAscii(key, "start")) {
-      s = ReadIntField(member.value(), 0, kUint32Max, kJsonWhat, path + ".start", out.start);
-    } else if (internal::EqualFoldAscii(key, "size")) {
-      s = ReadIntField(member.value(), 0, kUint32Max, kJsonWhat, path + ".size", out.size);
-    }
-    if (!s.ok()) return s;
+struct FieldName {
+  std::string_view name;
+  Field field;
+};
+constexpr FieldName kDeviceFields[] = {
+    {"id", Field::kId},         {"index", Field::kIndex},     {"count", Field::kCount},
+    {"devmem", Field::kDevmem}, {"devcore", Field::kDevcore}, {"type", Field::kType},
+    {"numa", Field::kNuma},     {"mode", Field::kMode},       {"health", Field::kHealth},
+    {"devicevendor", Field::kVendor}, {"migProfiles", Field::kMigProfiles},
+    {"migtemplate", Field::kMigTemplate}, {"custominfo", Field::kCustomInfo},
+};
+constexpr FieldName kProfileFields[] = {
+    {"name", Field::kName}, {"memoryMB", Field::kMemoryMB}, {"core", Field::kCore},
+    {"sliceCount", Field::kSliceCount}, {"placements", Field::kPlacements},
+};
+constexpr FieldName kPlacementFields[] = {{"start", Field::kStart}, {"size", Field::kSize}};
+
+// The field a key names: the exact spelling first (what the plugins write),
+// then, as Go does, any ASCII case.
+template <std::size_t N>
+Field Lookup(const FieldName (&fields)[N], std::string_view key) {
+  for (const FieldName& f : fields) {
+    if (f.name == key) return f.field;
   }
-  return Status();
-}
-
-Status DecodeMigProfile(const boost::json::value& v, const std::string& path, MigProfile& out) {
-  if (!v.is_object()) return internal::TypeError(kJsonWhat, path, "an object", v);
-  for (const auto& member : v.get_object()) {
-    const std::string_view key = member.key();
-    const boost::json::value& value = member.value();
-    Status s;
-    if (internal::EqualFoldAscii(key, "name")) {
-      s = internal::ReadString(value, kJsonWhat, path + ".name", out.name);
-    } else if (internal::EqualFoldAscii(key, "memoryMB")) {
-      s = ReadIntField(value, kInt32Min, kInt32Max, kJsonWhat, path + ".memoryMB", out.memory_mb);
-    } else if (internal::EqualFoldAscii(key, "core")) {
-      s = ReadIntField(value, kInt32Min, kInt32Max, kJsonWhat, path + ".core", out.core);
-    } else if (internal::EqualFoldAscii(key, "sliceCount")) {
-      s = ReadIntField(value, 0, kUint32Max, kJsonWhat, path + ".sliceCount", out.slice_count);
-    } else if (internal::EqualFoldAscii(key, "placements")) {
-      if (value.is_null()) {
-        out.placements.clear();
-        continue;
-      }
-      if (!value.is_array()) {
-        return internal::TypeError(kJsonWhat, path + ".placements", "an array", value);
-      }
-      const auto& array = value.get_array();
-      out.placements.assign(array.size(), MigPlacement{});
-      for (std::size_t i = 0; i < array.size(); ++i) {
-        s = DecodePlacement(array[i], fmt::format("{}.placements[{}]", path, i),
-                            out.placements[i]);
-        if (!s.ok()) return s;
-      }
-    }
-    if (!s.ok()) return s;
+  for (const FieldName& f : fields) {
+    if (internal::EqualFoldAscii(f.name, key)) return f.field;
   }
-  return Status();
+  return Field::kUnknown;
 }
 
-Status DecodeJsonDevice(const boost::json::value& v, std::size_t position, Device& out) {
-  auto path = [position](std::string_view field) {
-    return fmt::format("device[{}].{}", position, field);
+// What a JSON value is, for messages (as internal::KindName).
+enum class Kind { kNull, kBool, kInteger, kDouble, kString, kArray, kObject };
+std::string_view KindText(Kind k) {
+  switch (k) {
+    case Kind::kNull: return "null";
+    case Kind::kBool: return "a boolean";
+    case Kind::kInteger: return "an integer";
+    case Kind::kDouble: return "a non-integer number";
+    case Kind::kString: return "a string";
+    case Kind::kArray: return "an array";
+    case Kind::kObject: return "an object";
+  }
+  return "a value";
+}
+
+class DeviceJsonHandler {
+ public:
+  static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
+
+  explicit DeviceJsonHandler(std::vector<Device>* out) : out_(out) { stack_.push_back({Ctx::kTop, 0}); }
+
+  // Set when the handler stopped the parser; the message lacks the offset,
+  // which the caller adds.
+  std::string error_message;
+  std::string error_field;
+
+  bool on_document_begin(boost::system::error_code&) { return true; }
+  bool on_document_end(boost::system::error_code&) { return true; }
+  bool on_comment_part(std::string_view, boost::system::error_code&) { return true; }
+  bool on_comment(std::string_view, boost::system::error_code&) { return true; }
+  bool on_number_part(std::string_view, boost::system::error_code&) { return true; }
+
+  bool on_key_part(std::string_view s, std::size_t, boost::system::error_code&) {
+    if (Top() != Ctx::kSkip) part_.append(s);
+    return true;
+  }
+  bool on_key(std::string_view s, std::size_t, boost::system::error_code&) {
+    if (Top() == Ctx::kSkip) return true;
+    std::string_view key = s;
+    if (!part_.empty()) {
+      part_.append(s);
+      key = part_;
+    }
+    switch (Top()) {
+      case Ctx::kDevice: field_ = Lookup(kDeviceFields, key); break;
+      case Ctx::kProfile: field_ = Lookup(kProfileFields, key); break;
+      case Ctx::kPlacement: field_ = Lookup(kPlacementFields, key); break;
+      default: field_ = Field::kUnknown; break;
+    }
+    part_.clear();
+    return true;
+  }
+
+  bool on_string_part(std::string_view s, std::size_t, boost::system::error_code&) {
+    if (Top() != Ctx::kSkip) part_.append(s);
+    return true;
+  }
+  bool on_string(std::string_view s, std::size_t, boost::system::error_code& ec) {
+    if (Top() == Ctx::kSkip) return true;
+    std::string_view value = s;
+    if (!part_.empty()) {
+      part_.append(s);
+      value = part_;
+    }
+    const bool ok = String(value, ec);
+    part_.clear();
+    return ok;
+  }
+
+  bool on_int64(std::int64_t v, std::string_view, boost::system::error_code& ec) {
+    return Integer(static_cast<i128>(v), ec);
+  }
+  bool on_uint64(std::uint64_t v, std::string_view, boost::system::error_code& ec) {
+    return Integer(static_cast<i128>(v), ec);
+  }
+  bool on_double(double, std::string_view, boost::system::error_code& ec) {
+    return Scalar(Kind::kDouble, ec);
+  }
+  bool on_bool(bool b, boost::system::error_code& ec) {
+    if (Top() == Ctx::kSkip) return true;
+    if (Top() == Ctx::kDevice && field_ == Field::kHealth) {
+      Current().health = b;
+      return true;
+    }
+    return Scalar(Kind::kBool, ec);
+  }
+  bool on_null(boost::system::error_code& ec) {
+    switch (Top()) {
+      case Ctx::kSkip: return true;
+      case Ctx::kTop: return true;  // `null`: no devices
+      case Ctx::kDevices: return Fail(ec, DevicePath(), "an object", Kind::kNull);
+      case Ctx::kProfiles: return Fail(ec, ProfilePath(), "an object", Kind::kNull);
+      case Ctx::kPlacements: Profile().placements.emplace_back(); return true;  // a zero placement
+      case Ctx::kDevice:
+        if (field_ == Field::kMigProfiles) Current().mig_profiles.clear();
+        return true;
+      case Ctx::kProfile:
+        if (field_ == Field::kPlacements) Profile().placements.clear();
+        return true;
+      case Ctx::kPlacement: return true;
+    }
+    return true;
+  }
+
+  bool on_object_begin(boost::system::error_code& ec) {
+    switch (Top()) {
+      case Ctx::kSkip: ++skip_depth_; return true;
+      case Ctx::kTop: return Fail(ec, "value", "an array of devices", Kind::kObject);
+      case Ctx::kDevices:
+        out_->emplace_back();
+        Push(Ctx::kDevice);
+        return true;
+      case Ctx::kProfiles:
+        Current().mig_profiles.emplace_back();
+        Push(Ctx::kProfile);
+        return true;
+      case Ctx::kPlacements:
+        Profile().placements.emplace_back();
+        Push(Ctx::kPlacement);
+        return true;
+      case Ctx::kDevice:
+        if (field_ == Field::kCustomInfo || field_ == Field::kUnknown) return Skip();
+        return Scalar(Kind::kObject, ec);
+      case Ctx::kProfile:
+      case Ctx::kPlacement:
+        if (field_ == Field::kUnknown) return Skip();
+        return Scalar(Kind::kObject, ec);
+    }
+    return true;
+  }
+  bool on_object_end(std::size_t, boost::system::error_code&) { return End(); }
+
+  bool on_array_begin(boost::system::error_code& ec) {
+    switch (Top()) {
+      case Ctx::kSkip: ++skip_depth_; return true;
+      case Ctx::kTop: Push(Ctx::kDevices); return true;
+      case Ctx::kDevices: return Fail(ec, DevicePath(), "an object", Kind::kArray);
+      case Ctx::kProfiles: return Fail(ec, ProfilePath(), "an object", Kind::kArray);
+      case Ctx::kPlacements: return Fail(ec, PlacementPath(), "an object", Kind::kArray);
+      case Ctx::kDevice:
+        if (field_ == Field::kMigProfiles) {
+          Current().mig_profiles.clear();
+          Push(Ctx::kProfiles);
+          return true;
+        }
+        if (field_ == Field::kMigTemplate || field_ == Field::kUnknown) return Skip();
+        return Scalar(Kind::kArray, ec);
+      case Ctx::kProfile:
+        if (field_ == Field::kPlacements) {
+          Profile().placements.clear();
+          Push(Ctx::kPlacements);
+          return true;
+        }
+        if (field_ == Field::kUnknown) return Skip();
+        return Scalar(Kind::kArray, ec);
+      case Ctx::kPlacement:
+        if (field_ == Field::kUnknown) return Skip();
+        return Scalar(Kind::kArray, ec);
+    }
+    return true;
+  }
+  bool on_array_end(std::size_t, boost::system::error_code&) { return End(); }
+
+ private:
+  struct Frame {
+    Ctx ctx;
+    std::size_t index;  // for arrays: the element being read
   };
-  if (!v.is_object()) {
-    return internal::TypeError(kJsonWhat, fmt::format("device[{}]", position), "an object", v);
+
+  Ctx Top() const { return stack_.back().ctx; }
+  Device& Current() { return out_->back(); }
+  MigProfile& Profile() { return Current().mig_profiles.back(); }
+
+  void Push(Ctx ctx) {
+    stack_.push_back({ctx, 0});
+    field_ = Field::kUnknown;
   }
-  for (const auto& member : v.get_object()) {
-    const std::string_view key = member.key();
-    const boost::json::value& value = member.value();
-    Status s;
-    if (internal::EqualFoldAscii(key, "id")) {
-      s = internal::ReadString(value, kJsonWhat, path("id"), out.id);
-    } else if (internal::EqualFoldAscii(key, "index")) {
-      s = ReadIntField(value, 0, kUint32Max, kJsonWhat, path("index"), out.index);
-    } else if (internal::EqualFoldAscii(key, "count")) {
-      s = ReadIntField(value, kInt32Min, kInt32Max, kJsonWhat, path("count"), out.count);
-    } else if (internal::EqualFoldAscii(key, "devmem")) {
-      s = ReadIntField(value, kInt32Min, kInt32Max, kJsonWhat, path("devmem"), out.devmem);
-    } else if (internal::EqualFoldAscii(key, "devcore")) {
-      s = ReadIntField(value, kInt32Min, kInt32Max, kJsonWhat, path("devcore"), out.devcore);
-    } else if (internal::EqualFoldAscii(key, "type")) {
-      s = internal::ReadString(value, kJsonWhat, path("type"), out.type);
-    } else if (internal::EqualFoldAscii(key, "numa")) {
-      s = ReadIntField(value, kInt32Min, kInt32Max, kJsonWhat, path("numa"), out.numa);
-    } else if (internal::EqualFoldAscii(key, "mode")) {
-      s = internal::ReadString(value, kJsonWhat, path("mode"), out.mode);
-    } else if (internal::EqualFoldAscii(key, "health")) {
-      s = internal::ReadBool(value, kJsonWhat, path("health"), out.health);
-    } else if (internal::EqualFoldAscii(key, "devicevendor")) {
-      s = internal::ReadString(value, kJsonWhat, path("devicevendor"), out.vendor);
-    } else if (internal::EqualFoldAscii(key, "migProfiles")) {
-      if (value.is_null()) {
-        out.mig_profiles.clear();
-        continue;
-      }
-      if (!value.is_array()) {
-        return internal::TypeError(kJsonWhat, path("migProfiles"), "an array", value);
-      }
-      const auto& array = value.get_array();
-      out.mig_profiles.assign(array.size(), MigProfile{});
-      for (std::size_t i = 0; i < array.size(); ++i) {
-        s = DecodeMigProfile(array[i], fmt::format("device[{}].migProfiles[{}]", position, i),
-                             out.mig_profiles[i]);
-        if (!s.ok()) return s;
-      }
-    } else if (internal::EqualFoldAscii(key, "migtemplate")) {
-      // Deprecated and unused by the scheduler: checked for shape only.
-      if (!value.is_null() && !value.is_array()) {
-        return internal::TypeError(kJsonWhat, path("migtemplate"), "an array", value);
-      }
-    } else if (internal::EqualFoldAscii(key, "custominfo")) {
-      // Never written by the device plugins and unused by the scheduler.
-      if (!value.is_null() && !value.is_object()) {
-        return internal::TypeError(kJsonWhat, path("custominfo"), "an object", value);
-      }
+  bool Skip() {
+    stack_.push_back({Ctx::kSkip, 0});
+    skip_depth_ = 1;
+    return true;
+  }
+  // The end of an object or array.
+  bool End() {
+    if (Top() == Ctx::kSkip && --skip_depth_ > 0) return true;
+    stack_.pop_back();
+    // The finished value was an element of the array now on top.
+    Frame& parent = stack_.back();
+    if (parent.ctx == Ctx::kDevices || parent.ctx == Ctx::kProfiles || parent.ctx == Ctx::kPlacements) {
+      ++parent.index;
     }
-    if (!s.ok()) return s;
+    // Back in an object: its key was consumed by the value just ended.
+    field_ = Field::kUnknown;
+    return true;
   }
-  return Status();
-}
+
+  // Paths are built only for errors.
+  std::string DevicePath() const { return fmt::format("device[{}]", stack_[1].index); }
+  std::string ProfilePath() const {
+    return fmt::format("device[{}].migProfiles[{}]", stack_[1].index, stack_[3].index);
+  }
+  std::string PlacementPath() const {
+    return fmt::format("device[{}].migProfiles[{}].placements[{}]", stack_[1].index,
+                       stack_[3].index, stack_[5].index);
+  }
+  std::string FieldPath(std::string_view name) const {
+    switch (Top()) {
+      case Ctx::kDevice: return fmt::format("{}.{}", DevicePath(), name);
+      case Ctx::kProfile: return fmt::format("{}.{}", ProfilePath(), name);
+      case Ctx::kPlacement: return fmt::format("{}.{}", PlacementPath(), name);
+      default: return std::string(name);
+    }
+  }
+  std::string_view FieldText() const {
+    for (const FieldName& f : kDeviceFields) if (f.field == field_) return f.name;
+    for (const FieldName& f : kProfileFields) if (f.field == field_) return f.name;
+    for (const FieldName& f : kPlacementFields) if (f.field == field_) return f.name;
+    return "value";
+  }
+
+  bool Fail(boost::system::error_code& ec, std::string field, std::string_view expected, Kind got) {
+    error_message = fmt::format("{}: {}: expected {}, got {}", kJsonWhat, field, expected, KindText(got));
+    error_field = std::move(field);
+    ec = boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
+    return false;
+  }
+
+  // A scalar (or container) where the current field wants something else,
+  // or where no field is read.
+  bool Scalar(Kind kind, boost::system::error_code& ec) {
+    switch (Top()) {
+      case Ctx::kSkip: return true;
+      case Ctx::kTop: return Fail(ec, "value", "an array of devices", kind);
+      case Ctx::kDevices: return Fail(ec, DevicePath(), "an object", kind);
+      case Ctx::kProfiles: return Fail(ec, ProfilePath(), "an object", kind);
+      case Ctx::kPlacements: return Fail(ec, PlacementPath(), "an object", kind);
+      default: break;
+    }
+    std::string_view expected;
+    switch (field_) {
+      case Field::kUnknown: return true;  // unknown keys are ignored
+      case Field::kId: case Field::kType: case Field::kMode: case Field::kVendor: case Field::kName:
+        expected = "a string"; break;
+      case Field::kHealth: expected = "a boolean"; break;
+      case Field::kMigProfiles: case Field::kMigTemplate: case Field::kPlacements:
+        expected = "an array"; break;
+      case Field::kCustomInfo: expected = "an object"; break;
+      default: expected = "an integer"; break;
+    }
+    return Fail(ec, FieldPath(FieldText()), expected, kind);
+  }
+
+  bool String(std::string_view value, boost::system::error_code& ec) {
+    switch (Top()) {
+      case Ctx::kDevice:
+        switch (field_) {
+          case Field::kId: Current().id.assign(value); return true;
+          case Field::kType: Current().type.assign(value); return true;
+          case Field::kMode: Current().mode.assign(value); return true;
+          case Field::kVendor: Current().vendor.assign(value); return true;
+          default: break;
+        }
+        break;
+      case Ctx::kProfile:
+        if (field_ == Field::kName) {
+          Profile().name.assign(value);
+          return true;
+        }
+        break;
+      default: break;
+    }
+    return Scalar(Kind::kString, ec);
+  }
+
+  template <typename T>
+  bool Store(i128 v, std::int64_t min, std::int64_t max, T& out, boost::system::error_code& ec) {
+    if (v < min || v > max) {
+      const std::string field = FieldPath(FieldText());
+      // The parser delivers int64 or uint64 values, so one of them holds v.
+      const std::string text = v < 0 ? std::to_string(static_cast<std::int64_t>(v))
+                                     : std::to_string(static_cast<std::uint64_t>(v));
+      error_message =
+          fmt::format("{}: {}: {} is out of range [{}, {}]", kJsonWhat, field, text, min, max);
+      error_field = field;
+      ec = boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
+      return false;
+    }
+    out = static_cast<T>(v);
+    return true;
+  }
+
+  bool Integer(i128 v, boost::system::error_code& ec) {
+    switch (Top()) {
+      case Ctx::kDevice: {
+        Device& d = Current();
+        switch (field_) {
+          case Field::kIndex: return Store(v, 0, kUint32Max, d.index, ec);
+          case Field::kCount: return Store(v, kInt32Min, kInt32Max, d.count, ec);
+          case Field::kDevmem: return Store(v, kInt32Min, kInt32Max, d.devmem, ec);
+          case Field::kDevcore: return Store(v, kInt32Min, kInt32Max, d.devcore, ec);
+          case Field::kNuma: return Store(v, kInt32Min, kInt32Max, d.numa, ec);
+          default: break;
+        }
+        break;
+      }
+      case Ctx::kProfile: {
+        MigProfile& p = Profile();
+        switch (field_) {
+          case Field::kMemoryMB: return Store(v, kInt32Min, kInt32Max, p.memory_mb, ec);
+          case Field::kCore: return Store(v, kInt32Min, kInt32Max, p.core, ec);
+          case Field::kSliceCount: return Store(v, 0, kUint32Max, p.slice_count, ec);
+          default: break;
+        }
+        break;
+      }
+      case Ctx::kPlacement: {
+        MigPlacement& p = Profile().placements.back();
+        if (field_ == Field::kStart) return Store(v, 0, kUint32Max, p.start, ec);
+        if (field_ == Field::kSize) return Store(v, 0, kUint32Max, p.size, ec);
+        break;
+      }
+      default: break;
+    }
+    return Scalar(Kind::kInteger, ec);
+  }
+
+  std::vector<Device>* out_;
+  std::vector<Frame> stack_;
+  Field field_ = Field::kUnknown;
+  std::size_t skip_depth_ = 0;
+  std::string part_;  // a key or string delivered in parts
+};
 
 Result<std::vector<Device>> DecodeJson(std::string_view value) {
-  Arena arena;
-  Result<boost::json::value> doc = internal::ParseJson(
-      value, kJsonWhat, boost::json::storage_ptr(&arena.resource));
-  if (!doc.ok()) return doc.status();
   std::vector<Device> devices;
-  if (doc->is_null()) return devices;
-  if (!doc->is_array()) {
-    return internal::TypeError(kJsonWhat, "value", "an array of devices", *doc);
+  devices.reserve(internal::CountChar(value, '{'));  // at least one per device
+  boost::json::basic_parser<DeviceJsonHandler> parser(boost::json::parse_options{}, &devices);
+  boost::system::error_code ec;
+  const std::size_t consumed = parser.write_some(false, value.data(), value.size(), ec);
+  DeviceJsonHandler& handler = parser.handler();
+  if (!handler.error_message.empty()) {
+    return Status::Malformed(fmt::format("{} at byte {}", handler.error_message, consumed),
+                             std::move(handler.error_field), consumed);
   }
-  const auto& array = doc->get_array();
-  devices.resize(array.size());
-  for (std::size_t i = 0; i < array.size(); ++i) {
-    Status s = DecodeJsonDevice(array[i], i, devices[i]);
-    if (!s.ok()) return s;
+  if (ec) {
+    return Status::Malformed(
+        fmt::format("{}: invalid JSON at byte {}: {}", kJsonWhat, consumed, ec.message()), "",
+        consumed);
+  }
+  std::size_t rest = consumed;
+  while (rest < value.size() && (value[rest] == ' ' || value[rest] == '\t' || value[rest] == '\n' ||
+                                 value[rest] == '\r')) {
+    ++rest;
+  }
+  if (rest != value.size()) {
+    return Status::Malformed(
+        fmt::format("{}: unexpected data after the JSON value at byte {}", kJsonWhat, rest), "",
+        rest);
   }
   return devices;
 }
@@ -442,9 +714,10 @@ std::string EncodeNodeDevices(std::span<const Device> devices, RegisterFormat fo
 }
 
 Result<std::vector<DevicePairScore>> DecodePairScores(std::string_view value) {
-  Arena arena;
+  std::array<unsigned char, 8192> buffer;
+  boost::json::monotonic_resource arena(buffer.data(), buffer.size());
   Result<boost::json::value> doc =
-      internal::ParseJson(value, kScoreWhat, boost::json::storage_ptr(&arena.resource));
+      internal::ParseJson(value, kScoreWhat, boost::json::storage_ptr(&arena));
   if (!doc.ok()) return doc.status();
   std::vector<DevicePairScore> out;
   if (doc->is_null()) return out;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "json.hpp"
+#include "pod_scan.hpp"
 #include "text.hpp"
 
 namespace devshare {
@@ -28,8 +29,10 @@ Status DeviceError(std::size_t container, std::size_t device, std::string_view f
   return Status::Malformed(std::move(message), std::move(path), offset);
 }
 
-Status DecodeDevice(std::string_view text, std::size_t base, std::size_t container,
-                    std::size_t device, ContainerDevice& out) {
+}  // namespace
+
+Status internal::ParsePodDevice(std::string_view text, std::size_t base, std::size_t container,
+                                std::size_t device, ScannedDevice& out) {
   std::array<std::string_view, 4> f;
   std::array<std::size_t, 4> at{};
   std::size_t n = 0;
@@ -59,12 +62,14 @@ Status DecodeDevice(std::string_view text, std::size_t base, std::size_t contain
     return DeviceError(container, device, "usedcores",
                        fmt::format("not a non-negative int32: {}", Quote(f[3])), base + at[3]);
   }
-  out.uuid.assign(f[0]);
-  out.type.assign(f[1]);
+  out.uuid = f[0];
+  out.type = f[1];
   out.usedmem = static_cast<std::int32_t>(*mem);
   out.usedcores = static_cast<std::int32_t>(*cores);
   return Status();
 }
+
+namespace {
 
 void AppendDevice(std::string& out, const ContainerDevice& d) {
   out += d.uuid;
@@ -75,22 +80,42 @@ void AppendDevice(std::string& out, const ContainerDevice& d) {
 
 }  // namespace
 
+Status DecodePodDevicesInto(std::string_view value, PodSingleDevice& out) {
+  std::size_t containers = 0;
+  std::size_t devices = 0;  // in the current container
+  auto finish_container = [&] {
+    if (containers > 0) out[containers - 1].resize(devices);
+  };
+  Status status = internal::ScanPodDevices(
+      value,
+      [&](std::size_t) {
+        finish_container();
+        if (containers == out.size()) out.emplace_back();
+        ++containers;
+        devices = 0;
+      },
+      [&](std::size_t, const internal::ScannedDevice& d) {
+        ContainerDevices& c = out[containers - 1];
+        if (devices == c.size()) c.emplace_back();
+        ContainerDevice& slot = c[devices++];
+        slot.uuid.assign(d.uuid);
+        slot.type.assign(d.type);
+        slot.usedmem = d.usedmem;
+        slot.usedcores = d.usedcores;
+      });
+  if (!status.ok()) {
+    out.clear();
+    return status;
+  }
+  finish_container();
+  out.resize(containers);
+  return Status();
+}
+
 Result<PodSingleDevice> DecodePodDevices(std::string_view value) {
   PodSingleDevice pod;
   pod.reserve(internal::CountChar(value, ';') + 1);
-  Status status;
-  internal::ForEachSplit(value, ';', [&](std::string_view container_text, std::size_t base) {
-    const std::size_t container = pod.size();
-    ContainerDevices& devices = pod.emplace_back();
-    internal::ForEachSplit(container_text, ':', [&](std::string_view device_text,
-                                                    std::size_t offset) {
-      if (device_text.empty()) return true;
-      const std::size_t device = devices.size();
-      status = DecodeDevice(device_text, base + offset, container, device, devices.emplace_back());
-      return status.ok();
-    });
-    return status.ok();
-  });
+  Status status = DecodePodDevicesInto(value, pod);
   if (!status.ok()) return status;
   return pod;
 }

@@ -8,6 +8,7 @@
 #include "devshare/annotations.hpp"
 #include "devshare/node_codec.hpp"
 #include "devshare/pod_codec.hpp"
+#include "pod_scan.hpp"
 #include "snapshot_state.hpp"
 
 namespace devshare {
@@ -164,17 +165,71 @@ void PlaceHot(SnapshotState& s, NodeState& node) {
   }
 }
 
+internal::NamespaceQuota& QuotaOf(SnapshotState& s, std::string_view ns) {
+  auto it = s.quotas.find(ns);
+  if (it == s.quotas.end()) {
+    it = s.quotas.emplace(std::string(ns), internal::NamespaceQuota{}).first;
+    it->second.memory.resize(s.config.vendors.size());
+    it->second.cores.resize(s.config.vendors.size());
+  }
+  return it->second;
+}
+
+// Adds (+1) or removes (-1) a pod's usage from its namespace's quota usage,
+// clamping at 0 (spec §9.1).
 void ApplyQuota(SnapshotState& s, const PodEntry& pod, int sign) {
+  if (pod.usage.empty()) return;
+  internal::NamespaceQuota& q = QuotaOf(s, pod.pod_namespace);
   for (const PodUsageItem& item : pod.usage) {
     const VendorSpec& vendor = s.config.vendors[item.vendor];
-    auto add = [&](const std::string& resource, std::int64_t amount) {
-      if (resource.empty() || amount == 0) return;
-      internal::QuotaEntry& q = s.quotas[{pod.pod_namespace, resource}];
-      q.used = std::max<std::int64_t>(0, q.used + sign * amount);
-    };
-    add(vendor.memory_resource, item.usage.usedmem);
-    add(vendor.core_resource, item.usage.usedcores);
+    if (!vendor.memory_resource.empty()) {
+      std::int64_t& used = q.memory[item.vendor].used;
+      used = std::max<std::int64_t>(0, used + sign * item.usage.usedmem);
+    }
+    if (!vendor.core_resource.empty()) {
+      std::int64_t& used = q.cores[item.vendor].used;
+      used = std::max<std::int64_t>(0, used + sign * item.usage.usedcores);
+    }
   }
+}
+
+// Collapsed usage of one vendor's pod-devices value (spec §4.8), straight
+// from the text: init containers peak, app containers add up.
+Status CollapseValue(std::string_view value, std::uint32_t vendor, std::string_view vendor_word,
+                     std::size_t init_containers, bool include_init,
+                     std::vector<PodUsageItem>& out) {
+  struct Acc {
+    std::string_view uuid;
+    std::int32_t init_mem = 0, init_cores = 0, init_slots = 0;
+    std::int32_t app_mem = 0, app_cores = 0, app_slots = 0;
+  };
+  std::vector<Acc> acc;
+  Status status = internal::ScanPodDevices(
+      value, [](std::size_t) {},
+      [&](std::size_t container, const internal::ScannedDevice& d) {
+        const bool init = container < init_containers;
+        if (init && !include_init) return;
+        auto it = std::find_if(acc.begin(), acc.end(), [&](const Acc& a) { return a.uuid == d.uuid; });
+        if (it == acc.end()) it = acc.insert(acc.end(), Acc{d.uuid});
+        if (init) {
+          it->init_mem = std::max(it->init_mem, d.usedmem);
+          it->init_cores = std::max(it->init_cores, d.usedcores);
+          it->init_slots = 1;
+        } else {
+          it->app_mem += d.usedmem;
+          it->app_cores += d.usedcores;
+          it->app_slots += 1;
+        }
+      });
+  if (!status.ok()) return status;
+  std::sort(acc.begin(), acc.end(), [](const Acc& a, const Acc& b) { return a.uuid < b.uuid; });
+  for (const Acc& a : acc) {
+    out.push_back(PodUsageItem{vendor, PodUsage{std::string(vendor_word), std::string(a.uuid),
+                                                std::max(a.init_mem, a.app_mem),
+                                                std::max(a.init_cores, a.app_cores),
+                                                std::max({a.init_slots, a.app_slots, 1})}});
+  }
+  return Status();
 }
 
 // Registers the devices of every vendor on `node`; returns the first error.
@@ -290,14 +345,14 @@ Status ClusterSnapshot::AddNode(const Node& node) {
   Status status = RegisterDevices(s.config, state);
   PlaceHot(s, state);
   if (auto pods = s.pods_by_node.find(node.name); pods != s.pods_by_node.end()) {
-    for (const std::string& uid : pods->second) ApplyPod(s, state, s.pods.at(uid), +1);
+    for (const PodEntry* pod : pods->second) ApplyPod(s, state, *pod, +1);
   }
   RefreshHealth(s, state);
   return status;
 }
 
 bool ClusterSnapshot::RemoveNode(std::string_view name) {
-  auto it = state_->node_index.find(std::string(name));
+  auto it = state_->node_index.find(name);
   if (it == state_->node_index.end() || !state_->nodes[it->second].present) return false;
   NodeState& node = state_->nodes[it->second];
   node.present = false;
@@ -328,17 +383,13 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
     const VendorSpec& vendor = s.config.vendors[v];
     const std::string* value = pod.annotations.Find(vendor.allocated_annotation);
     if (value == nullptr) continue;
-    Result<PodSingleDevice> devices = DecodePodDevices(*value);
-    if (!devices.ok()) {
+    Status collapsed = CollapseValue(*value, v, vendor.common_word, pod.init_containers.size(),
+                                     !entry.released, entry.usage);
+    if (!collapsed.ok()) {
       return Status::Malformed(fmt::format("pod {}/{}: {}: {}", pod.pod_namespace, pod.name,
-                                           vendor.allocated_annotation,
-                                           devices.status().message()),
-                               std::string(devices.status().field()), devices.status().offset());
+                                           vendor.allocated_annotation, collapsed.message()),
+                               std::string(collapsed.field()), collapsed.offset());
     }
-    std::vector<PodUsage> usage =
-        entry.released ? AppOnlyUsage(*devices, vendor.common_word, pod.init_containers.size())
-                       : CollapseUsage(*devices, vendor.common_word, pod.init_containers.size());
-    for (PodUsage& u : usage) entry.usage.push_back(PodUsageItem{v, std::move(u)});
   }
   if (const std::string* mig = pod.annotations.Find(keys::kMigAllocations)) {
     Result<std::vector<MigAllocation>> decoded = DecodeMigAllocations(*mig);
@@ -354,15 +405,17 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
     ApplyPod(s, s.nodes[it->second], entry, +1);
   }
   ApplyQuota(s, entry, +1);
-  s.pods_by_node[entry.node].insert(entry.uid);
   std::string uid = entry.uid;
-  s.pods.emplace(std::move(uid), std::move(entry));
+  const PodEntry& stored = s.pods.emplace(std::move(uid), std::move(entry)).first->second;
+  auto by_node = s.pods_by_node.find(stored.node);
+  if (by_node == s.pods_by_node.end()) by_node = s.pods_by_node.emplace(stored.node, std::vector<const PodEntry*>{}).first;
+  by_node->second.push_back(&stored);
   return Status();
 }
 
 bool ClusterSnapshot::RemovePod(std::string_view uid) {
   SnapshotState& s = *state_;
-  auto it = s.pods.find(std::string(uid));
+  auto it = s.pods.find(uid);
   if (it == s.pods.end()) return false;
   const PodEntry& entry = it->second;
   if (auto n = s.node_index.find(entry.node); n != s.node_index.end() && s.nodes[n->second].present) {
@@ -370,8 +423,13 @@ bool ClusterSnapshot::RemovePod(std::string_view uid) {
   }
   ApplyQuota(s, entry, -1);
   if (auto pods = s.pods_by_node.find(entry.node); pods != s.pods_by_node.end()) {
-    pods->second.erase(entry.uid);
-    if (pods->second.empty()) s.pods_by_node.erase(pods);
+    std::vector<const PodEntry*>& list = pods->second;
+    auto at = std::find(list.begin(), list.end(), &entry);
+    if (at != list.end()) {
+      *at = list.back();
+      list.pop_back();
+    }
+    if (list.empty()) s.pods_by_node.erase(pods);
   }
   s.pods.erase(it);
   return true;
@@ -382,26 +440,31 @@ void ClusterSnapshot::SetQuota(std::string_view pod_namespace, std::string_view 
   RemoveQuota(pod_namespace, quota_name);
   for (const auto& [key, value] : hard.entries()) {
     if (!key.starts_with("limits.")) continue;
-    const std::string resource = key.substr(7);
-    bool managed = false;
-    for (const VendorSpec& v : state_->config.vendors) {
-      managed = managed || resource == v.memory_resource || resource == v.core_resource;
-    }
-    if (!managed) continue;
+    const std::string_view resource = std::string_view(key).substr(7);
     const std::optional<std::int64_t> limit = QuantityAsInt64(value);
     if (!limit) continue;
-    state_->quotas[{std::string(pod_namespace), resource}].limits[std::string(quota_name)] = *limit;
+    for (std::size_t v = 0; v < state_->config.vendors.size(); ++v) {
+      const VendorSpec& vendor = state_->config.vendors[v];
+      if (resource == vendor.memory_resource) {
+        QuotaOf(*state_, pod_namespace).memory[v].limits[std::string(quota_name)] = *limit;
+      } else if (resource == vendor.core_resource) {
+        QuotaOf(*state_, pod_namespace).cores[v].limits[std::string(quota_name)] = *limit;
+      }
+    }
   }
 }
 
 bool ClusterSnapshot::RemoveQuota(std::string_view pod_namespace, std::string_view quota_name) {
+  auto it = state_->quotas.find(pod_namespace);
+  if (it == state_->quotas.end()) return false;
   bool removed = false;
-  for (auto& [key, quota] : state_->quotas) {
-    if (key.first != pod_namespace) continue;
-    auto it = quota.limits.find(quota_name);
-    if (it != quota.limits.end()) {
-      quota.limits.erase(it);
-      removed = true;
+  for (auto* entries : {&it->second.memory, &it->second.cores}) {
+    for (internal::QuotaEntry& q : *entries) {
+      auto limit = q.limits.find(quota_name);
+      if (limit != q.limits.end()) {
+        q.limits.erase(limit);
+        removed = true;
+      }
     }
   }
   return removed;

@@ -6,7 +6,6 @@
 #include <map>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "devshare/device.hpp"
@@ -85,6 +84,15 @@ struct PodEntry {
   bool released = false;  // init-container usage shrunk
 };
 
+// Hash for unordered maps keyed by std::string that are searched with a
+// std::string_view, without building a string.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using StringKeyMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
 struct QuotaEntry {
   std::map<std::string, std::int64_t, std::less<>> limits;  // by ResourceQuota name
   std::int64_t used = 0;
@@ -98,29 +106,41 @@ struct QuotaEntry {
   }
 };
 
+// GPU quota of one namespace: memory and cores, by vendor index.
+struct NamespaceQuota {
+  std::vector<QuotaEntry> memory;
+  std::vector<QuotaEntry> cores;
+};
+
 struct SnapshotState {
   DeviceConfig config;
   std::vector<NodeState> nodes;
   std::vector<HotDevice> hot;
   std::size_t hot_garbage = 0;           // slots of abandoned ranges
   std::vector<std::uint32_t> by_name;    // indices into nodes, by name
-  std::unordered_map<std::string, std::uint32_t> node_index;
-  std::unordered_map<std::string, PodEntry> pods;  // by UID
-  std::unordered_map<std::string, std::unordered_set<std::string>> pods_by_node;
-  // (namespace, resource) -> quota
-  std::map<std::pair<std::string, std::string>, QuotaEntry, std::less<>> quotas;
+  StringKeyMap<std::uint32_t> node_index;
+  StringKeyMap<PodEntry> pods;  // by UID; entries never move
+  StringKeyMap<std::vector<const PodEntry*>> pods_by_node;
+  StringKeyMap<NamespaceQuota> quotas;  // by namespace
 
   const HotDevice* Hot(const NodeState& node) const { return hot.data() + node.hot_begin; }
   HotDevice* Hot(const NodeState& node) { return hot.data() + node.hot_begin; }
 
   const NodeState* FindNode(std::string_view name) const {
-    auto it = node_index.find(std::string(name));
+    auto it = node_index.find(name);
     if (it == node_index.end() || !nodes[it->second].present) return nullptr;
     return &nodes[it->second];
   }
+  // The quota of `resource` (a vendor's memory or core resource name) in
+  // namespace `ns`, or nullptr.
   const QuotaEntry* FindQuota(std::string_view ns, std::string_view resource) const {
-    auto it = quotas.find(std::pair<std::string, std::string>(ns, resource));
-    return it == quotas.end() ? nullptr : &it->second;
+    auto it = quotas.find(ns);
+    if (it == quotas.end()) return nullptr;
+    for (std::size_t v = 0; v < config.vendors.size(); ++v) {
+      if (resource == config.vendors[v].memory_resource) return &it->second.memory[v];
+      if (resource == config.vendors[v].core_resource) return &it->second.cores[v];
+    }
+    return nullptr;
   }
 };
 

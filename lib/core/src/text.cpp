@@ -1,12 +1,23 @@
 #include "text.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace devshare::internal {
 
 std::optional<std::int64_t> ParseGoInt(std::string_view s, int bits) {
   if (s.empty()) return std::nullopt;
+  if (s.size() <= 9) {
+    // Up to 9 plain digits always fit: no overflow checks needed.
+    std::int64_t value = 0;
+    bool plain = true;
+    for (const char c : s) {
+      plain = plain && c >= '0' && c <= '9';
+      value = value * 10 + (c - '0');
+    }
+    if (plain) return value;
+  }
   bool negative = false;
   std::size_t i = 0;
   if (s[0] == '+' || s[0] == '-') {
@@ -86,7 +97,14 @@ std::string Quote(std::string_view s, std::size_t max_len) {
 }
 
 std::size_t CountChar(std::string_view s, char sep) {
-  return static_cast<std::size_t>(std::count(s.begin(), s.end(), sep));
+  std::size_t n = 0;
+  const char* p = s.data();
+  const char* end = p + s.size();
+  while ((p = static_cast<const char*>(std::memchr(p, sep, static_cast<std::size_t>(end - p)))) != nullptr) {
+    ++n;
+    ++p;
+  }
+  return n;
 }
 
 }  // namespace devshare::internal

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -125,8 +126,10 @@ template <typename T>
 Status ReadInt(const YAML::Node& node, const std::string& path, T& out) {
   if (node.IsNull()) return Status();
   auto v = IsPlainScalar(node) ? internal::ParseGoInt(node.Scalar(), 64) : std::nullopt;
-  if (!v || *v < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-      static_cast<std::uint64_t>(*v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+  const bool in_range =
+      v && *v >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+      (*v < 0 || static_cast<std::uint64_t>(*v) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max()));
+  if (!in_range) {
     return ConfigError(path, node,
                        fmt::format("expected an integer in [{}, {}], got {}",
                                    std::numeric_limits<T>::min(), std::numeric_limits<T>::max(),
@@ -171,8 +174,8 @@ Status ReadOptionalDouble(const YAML::Node& node, const std::string& path,
   const std::string& text = node.IsScalar() ? node.Scalar() : std::string();
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (!IsPlainScalar(node) || ec != std::errc() || end != text.data() + text.size() ||
-      value < 0) {
-    return ConfigError(path, node, "expected a non-negative number");
+      !std::isfinite(value) || value < 0) {
+    return ConfigError(path, node, "expected a non-negative finite number");
   }
   out = value;
   return Status();

@@ -40,6 +40,11 @@ namespace devshare {
 // a memory or core field that is not a non-negative int32.
 DEVSHARE_EXPORT Result<PodSingleDevice> DecodePodDevices(std::string_view value);
 
+// The same into `out`, reusing the storage it already has (its vectors and
+// strings keep their capacity), for callers that decode again and again
+// without allocating. On error `out` is cleared.
+DEVSHARE_EXPORT Status DecodePodDevicesInto(std::string_view value, PodSingleDevice& out);
+
 // Encodes one container's devices: "UUID,Type,mem,cores:" per device.
 DEVSHARE_EXPORT std::string EncodeContainerDevices(const ContainerDevices& devices);
 
