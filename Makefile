@@ -36,6 +36,7 @@ test: build
 
 test-unit: build
 	@bash tests/run_unit.sh $(BUILD) unit $(RESULTS)
+	@bash tests/cli/run.sh $(DEVSHARE) $(RESULTS)
 
 $(ASAN_BUILD)/build.ninja:
 	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false

@@ -23,8 +23,12 @@ shift 2
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: SECONDS must be a positive integer" >&2; usage; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-all_targets=(node_json node_legacy node_volcano node_auto pod_devices mig_allocations
-             pair_scores node_lock handshake weights device_config)
+# Every target the build made (tests/fuzz/meson.build is the one list).
+all_targets=()
+for exe in "$build_dir"/tests/fuzz/fuzz_*; do
+  [ -f "$exe" ] && [ -x "$exe" ] && all_targets+=("${exe##*/fuzz_}")
+done
+[ ${#all_targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build_dir/tests/fuzz" >&2; exit 1; }
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # Extra libFuzzer flags per target.

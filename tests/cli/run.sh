@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# End-to-end checks of the devshare executable: exit codes, tables, JSON.
+# Usage: tests/cli/run.sh DEVSHARE [RESULTS]; prints "cli: N passed, M failed".
+set -uo pipefail
+devshare=$1 results=${2:-}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+passed=0 failed=0
+
+check() {  # check NAME EXPECTED_EXIT PATTERN -- ARGS...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  local out status
+  out=$("$devshare" "$@" 2>&1)
+  status=$?
+  if [ "$status" -eq "$want" ] && grep -qE -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s: exit %s (want %s), output:\n%s\n' "$name" "$status" "$want" "$out"
+  fi
+}
+
+check "node JSON as JSON" 0 '"devmem":81920' -- decode node --json --file "$here/examples/annotations/node-nvidia-register.json"
+check "node legacy table" 0 'DCU-Z100L' -- decode node --file "$here/examples/annotations/node-dcu-register.txt"
+check "node format forced" 1 'invalid JSON' -- decode node --format json 'GPU-a,1,1,1,T,0,true:'
+check "unknown format" 1 'unknown register format' -- decode node --format yaml '[]'
+check "pod error names field" 1 'container\[1\]\.device\[0\]\.usedmem' -- decode pod 'GPU-a,NVIDIA,1,2:;GPU-b,NVIDIA,x,2:;'
+check "pod trailing entry" 0 '2 container entr' -- decode pod 'GPU-a,NVIDIA,1,2:;'
+check "lock owner" 0 'ns/pod-a' -- decode lock '2026-08-01T06:00:00Z,ns,pod-a'
+check "lock W6 value" 1 'not RFC 3339' -- decode lock 'lock'
+check "handshake zone" 0 '"time":"2026-08-21T00:20:39Z"' -- decode handshake --json --zone-offset 28800 'Requesting_2026-08-21 08:20:39'
+check "weights error" 1 'at least one weight must be positive' -- decode weights 'slot=0,core=0,memory=0'
+check "missing file" 1 'cannot read' -- decode pod --file /nonexistent
+check "no value (usage error: 2)" 2 'VALUE or --file' -- decode pod
+check "explain chooses" 0 'gpu-a100-1 +yes \(chosen\)' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml" --now 1
+check "explain reasons" 0 'gpu-t4-1 +no +NodeInsufficientDevice' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml" --now 1
+check "explain JSON" 0 '"chosen":"gpu-a100-2"' -- explain --json --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
+check "explain spread" 0 '"chosen":"gpu-t4-1"' -- explain --json --node-policy spread --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
+check "explain bad policy" 1 'unknown node policy' -- explain --node-policy best --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
+check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
+
+echo "cli: $passed passed, $failed failed"
+[ -n "$results" ] && echo "cli $passed $failed" >>"$results"
+[ "$failed" -eq 0 ]

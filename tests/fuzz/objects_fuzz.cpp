@@ -1,0 +1,55 @@
+// Fuzzes DecodePod and DecodeNode (Kubernetes objects as JSON), the request
+// rules applied to the decoded containers, and quantity parsing.
+//
+// Properties: no crash; for every container quantity that is a whole number,
+// QuantityValue equals it and QuantityMilliValue is 1000 times it (when that
+// fits); a generated request never asks for a negative count or memory.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+
+#include "devshare/objects.hpp"
+#include "devshare/request.hpp"
+#include "devshare/vendor.hpp"
+
+namespace {
+
+[[noreturn]] void Fail(const char* what, std::string_view value) {
+  std::fprintf(stderr, "objects: %s: %.*s\n", what, static_cast<int>(value.size()), value.data());
+  std::abort();
+}
+
+void CheckQuantity(std::string_view text) {
+  const auto exact = devshare::QuantityAsInt64(text);
+  if (!exact) return;
+  if (devshare::QuantityValue(text) != exact) Fail("Value differs from AsInt64", text);
+  const auto milli = devshare::QuantityMilliValue(text);
+  const bool fits = *exact <= std::numeric_limits<std::int64_t>::max() / 1000 &&
+                    *exact >= std::numeric_limits<std::int64_t>::min() / 1000;
+  if (fits && milli != *exact * 1000) Fail("MilliValue is not 1000 x AsInt64", text);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  CheckQuantity(input);
+  (void)devshare::DecodeNode(input);
+  auto pod = devshare::DecodePod(input);
+  if (!pod.ok()) return 0;
+  for (const auto* list : {&pod->init_containers, &pod->containers}) {
+    for (const devshare::Container& c : *list) {
+      for (const auto& [name, value] : c.limits.entries()) CheckQuantity(value);
+      for (const auto& [name, value] : c.requests.entries()) CheckQuantity(value);
+    }
+  }
+  for (const devshare::ContainerRequests& requests : devshare::PodRequests(*pod, devshare::DefaultDeviceConfig())) {
+    for (const devshare::ContainerRequest& r : requests) {
+      if (r.nums <= 0 || r.memreq < 0) Fail("invalid request", input);
+    }
+  }
+  return 0;
+}
