@@ -1,0 +1,267 @@
+#include "devshare/lease.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "civil_time.hpp"
+#include "json.hpp"
+#include "text.hpp"
+
+namespace devshare {
+
+namespace {
+
+constexpr std::string_view kWhat = "lease";
+namespace bj = boost::json;
+
+std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+Status ReadOptionalMicroTime(const bj::object& spec, std::string_view key,
+                             std::optional<std::int64_t>& out) {
+  const bj::value* v = spec.if_contains(key);
+  if (v == nullptr || v->is_null()) return Status();
+  const std::string path = fmt::format("spec.{}", key);
+  if (!v->is_string()) return internal::TypeError(kWhat, path, "a MicroTime string", *v);
+  Result<std::int64_t> t = DecodeMicroTime(v->get_string());
+  if (!t.ok()) {
+    return Status::Malformed(fmt::format("{}: {}: {}", kWhat, path, t.status().message()), path);
+  }
+  out = *t;
+  return Status();
+}
+
+}  // namespace
+
+std::string EncodeMicroTime(std::int64_t unix_us) {
+  const std::int64_t seconds = FloorDiv(unix_us, 1000000);
+  const std::int64_t micros = unix_us - seconds * 1000000;
+  return fmt::format("{}.{:06}Z", internal::FormatCivil(internal::FromUnixSeconds(seconds, 0), '-', 'T'),
+                     micros);
+}
+
+Result<std::int64_t> DecodeMicroTime(std::string_view text) {
+  auto fail = [&] {
+    return Status::Malformed(fmt::format("MicroTime {} is not 2006-01-02T15:04:05.000000Z07:00",
+                                         internal::Quote(text)));
+  };
+  auto civil = internal::ParseCivil(text.substr(0, 19), '-', 'T');
+  if (!civil || civil->length != 19 || text.size() < 27 || text[19] != '.') return fail();
+  std::int64_t micros = 0;
+  for (std::size_t i = 20; i < 26; ++i) {
+    if (text[i] < '0' || text[i] > '9') return fail();
+    micros = micros * 10 + (text[i] - '0');
+  }
+  auto offset = internal::ParseOffset(text.substr(26), /*colon=*/true, /*allow_z=*/true);
+  if (!offset || 26 + offset->length != text.size()) return fail();
+  return internal::ToUnixSeconds(civil->time, offset->seconds) * 1000000 + micros;
+}
+
+Result<LeaseRecord> DecodeLease(std::string_view json) {
+  bj::monotonic_resource arena;
+  Result<bj::value> doc = internal::ParseJson(json, kWhat, bj::storage_ptr(&arena));
+  if (!doc.ok()) return doc.status();
+  if (!doc->is_object()) return internal::TypeError(kWhat, "value", "an object", *doc);
+  LeaseRecord lease;
+  const bj::object& root = doc->get_object();
+  if (const bj::value* m = root.if_contains("metadata"); m != nullptr && !m->is_null()) {
+    if (!m->is_object()) return internal::TypeError(kWhat, "metadata", "an object", *m);
+    const bj::object& metadata = m->get_object();
+    for (auto [key, out] : {std::pair<std::string_view, std::string*>{"name", &lease.name},
+                            {"namespace", &lease.lease_namespace},
+                            {"resourceVersion", &lease.resource_version}}) {
+      if (const bj::value* v = metadata.if_contains(key)) {
+        Status s = internal::ReadString(*v, kWhat, fmt::format("metadata.{}", key), *out);
+        if (!s.ok()) return s;
+      }
+    }
+  }
+  const bj::value* s = root.if_contains("spec");
+  if (s == nullptr || s->is_null()) return lease;
+  if (!s->is_object()) return internal::TypeError(kWhat, "spec", "an object", *s);
+  const bj::object& spec = s->get_object();
+  if (const bj::value* v = spec.if_contains("holderIdentity"); v != nullptr && !v->is_null()) {
+    std::string holder;
+    Status st = internal::ReadString(*v, kWhat, "spec.holderIdentity", holder);
+    if (!st.ok()) return st;
+    lease.holder = std::move(holder);
+  }
+  constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  if (const bj::value* v = spec.if_contains("leaseDurationSeconds"); v != nullptr && !v->is_null()) {
+    std::int64_t d = 0;
+    Status st = internal::ReadInt(*v, kMin, kMax, kWhat, "spec.leaseDurationSeconds", d);
+    if (!st.ok()) return st;
+    lease.duration_seconds = static_cast<std::int32_t>(d);
+  }
+  if (const bj::value* v = spec.if_contains("leaseTransitions")) {
+    std::int64_t t = 0;
+    Status st = internal::ReadInt(*v, kMin, kMax, kWhat, "spec.leaseTransitions", t);
+    if (!st.ok()) return st;
+    lease.transitions = static_cast<std::int32_t>(t);
+  }
+  Status st = ReadOptionalMicroTime(spec, "acquireTime", lease.acquire_time_us);
+  if (st.ok()) st = ReadOptionalMicroTime(spec, "renewTime", lease.renew_time_us);
+  if (!st.ok()) return st;
+  return lease;
+}
+
+std::string EncodeLease(const LeaseRecord& lease) {
+  bj::object metadata{{"name", lease.name}, {"namespace", lease.lease_namespace}};
+  if (!lease.resource_version.empty()) metadata["resourceVersion"] = lease.resource_version;
+  bj::object spec;
+  spec["holderIdentity"] = lease.holder ? bj::value(*lease.holder) : bj::value(nullptr);
+  spec["leaseDurationSeconds"] =
+      lease.duration_seconds ? bj::value(*lease.duration_seconds) : bj::value(nullptr);
+  spec["acquireTime"] =
+      lease.acquire_time_us ? bj::value(EncodeMicroTime(*lease.acquire_time_us)) : bj::value(nullptr);
+  spec["renewTime"] =
+      lease.renew_time_us ? bj::value(EncodeMicroTime(*lease.renew_time_us)) : bj::value(nullptr);
+  spec["leaseTransitions"] = lease.transitions;
+  return bj::serialize(bj::object{{"apiVersion", "coordination.k8s.io/v1"},
+                                  {"kind", "Lease"},
+                                  {"metadata", std::move(metadata)},
+                                  {"spec", std::move(spec)}});
+}
+
+bool HolderIsHost(std::string_view holder, std::string_view hostname) {
+  if (hostname.empty() || !holder.starts_with(hostname)) return false;
+  return holder.size() == hostname.size() || holder[hostname.size()] == '_';
+}
+
+// ---------------------------------------------------------------------------
+// Following
+
+namespace {
+
+LeaderEvent Transition(LeaseFollower& f, std::int64_t now_ms) {
+  const bool leader = IsLeader(f, now_ms);
+  if (leader && !f.leading) {
+    f.leading = true;
+    f.registered = false;  // a registration pass must complete first
+    return LeaderEvent::kStartedLeading;
+  }
+  if (!leader && f.leading) {
+    f.leading = false;
+    f.registered = false;
+    return LeaderEvent::kStoppedLeading;
+  }
+  return LeaderEvent::kNone;
+}
+
+}  // namespace
+
+LeaderEvent ObserveLease(LeaseFollower& follower, const std::optional<LeaseRecord>& lease,
+                         std::int64_t now_ms) {
+  if (lease != follower.observed) {
+    follower.observed = lease;
+    follower.observed_at_ms = now_ms;
+  }
+  return Transition(follower, now_ms);
+}
+
+LeaderEvent FollowerTick(LeaseFollower& follower, std::int64_t now_ms) {
+  return Transition(follower, now_ms);
+}
+
+bool IsLeader(const LeaseFollower& f, std::int64_t now_ms) {
+  if (!f.observed || !f.observed->holder || !f.observed->duration_seconds) return false;
+  if (!HolderIsHost(*f.observed->holder, f.hostname)) return false;
+  return f.observed_at_ms + std::int64_t{*f.observed->duration_seconds} * 1000 > now_ms;
+}
+
+void RegistrationPassDone(LeaseFollower& follower, std::int64_t now_ms) {
+  if (follower.leading && IsLeader(follower, now_ms)) follower.registered = true;
+}
+
+bool FilterAllowed(const LeaseFollower& follower, std::int64_t now_ms) {
+  return follower.leading && follower.registered && IsLeader(follower, now_ms);
+}
+
+// ---------------------------------------------------------------------------
+// Election
+
+Status ValidateElectionConfig(const ElectionConfig& c) {
+  if (c.identity.empty()) return Status::InvalidConfig("leader election: identity is empty");
+  if (!(c.retry_period_ms > 0 && c.renew_deadline_ms * 10 > c.retry_period_ms * 12 &&
+        c.lease_duration_ms > c.renew_deadline_ms)) {
+    return Status::InvalidConfig(fmt::format(
+        "leader election: want leaseDuration ({} ms) > renewDeadline ({} ms) > 1.2 x retryPeriod "
+        "({} ms) > 0",
+        c.lease_duration_ms, c.renew_deadline_ms, c.retry_period_ms));
+  }
+  return Status();
+}
+
+ElectionDecision TryAcquireOrRenew(Elector& elector, const std::optional<LeaseRecord>& current,
+                                   const ElectionConfig& config, std::string_view name,
+                                   std::string_view lease_namespace, std::int64_t now_ms) {
+  const std::int64_t now_us = now_ms * 1000;
+  const auto duration = static_cast<std::int32_t>(config.lease_duration_ms / 1000);
+  ElectionDecision d;
+  if (!current) {
+    d.action = ElectionAction::kCreate;
+    d.lease.name = std::string(name);
+    d.lease.lease_namespace = std::string(lease_namespace);
+    d.lease.holder = config.identity;
+    d.lease.duration_seconds = duration;
+    d.lease.acquire_time_us = d.lease.renew_time_us = now_us;
+    return d;
+  }
+  if (*current != elector.observed) {
+    elector.observed = current;
+    elector.observed_at_ms = now_ms;
+  }
+  const bool mine = current->holder && *current->holder == config.identity;
+  const std::int64_t valid_for =
+      std::int64_t{current->duration_seconds.value_or(0)} * 1000;
+  const bool held_by_other = current->holder && !current->holder->empty() && !mine &&
+                             elector.observed_at_ms + valid_for > now_ms;
+  if (held_by_other || (elector.leading && now_ms - elector.renewed_at_ms > config.renew_deadline_ms)) {
+    if (elector.leading) {
+      elector.leading = false;
+      d.action = ElectionAction::kStepDown;
+    }
+    return d;
+  }
+  d.lease = *current;
+  d.lease.holder = config.identity;
+  d.lease.duration_seconds = duration;
+  d.lease.renew_time_us = now_us;
+  if (mine) {
+    d.action = ElectionAction::kRenew;
+  } else {
+    d.action = ElectionAction::kAcquire;
+    d.lease.acquire_time_us = now_us;
+    d.lease.transitions = current->transitions + 1;
+  }
+  return d;
+}
+
+LeaderEvent ElectionWriteResult(Elector& elector, const ElectionDecision& decision, bool succeeded,
+                                std::int64_t now_ms) {
+  const bool write = decision.action == ElectionAction::kCreate ||
+                     decision.action == ElectionAction::kAcquire ||
+                     decision.action == ElectionAction::kRenew;
+  if (!write || !succeeded) return LeaderEvent::kNone;
+  elector.observed = decision.lease;
+  elector.observed_at_ms = now_ms;
+  elector.renewed_at_ms = now_ms;
+  if (elector.leading) return LeaderEvent::kNone;
+  elector.leading = true;
+  return LeaderEvent::kStartedLeading;
+}
+
+LeaseRecord ReleaseLease(const LeaseRecord& current, std::int64_t now_us) {
+  LeaseRecord released = current;
+  released.holder = "";
+  released.duration_seconds = 1;
+  released.acquire_time_us = released.renew_time_us = now_us;
+  return released;
+}
+
+}  // namespace devshare
