@@ -1,0 +1,196 @@
+// The webhook decision (spec/hami-behaviour.md §3, §9.2; kubernetes-wire.md §2).
+// Every patch is applied to the original pod here and the result checked.
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+
+#include "devshare/admission.hpp"
+#include "testutil.hpp"
+
+using namespace devshare;
+namespace bj = boost::json;
+
+namespace {
+
+// A minimal RFC 6902 "add" applier (all the webhook emits); fails the test
+// on a path whose parent does not exist.
+bj::value ApplyPatch(bj::value doc, std::string_view patch) {
+  if (patch.empty()) return doc;
+  const bj::value ops = bj::parse(patch);
+  for (const bj::value& op : ops.as_array()) {
+    REQUIRE(op.at("op").as_string() == "add");
+    std::string path(op.at("path").as_string());
+    std::vector<std::string> tokens;
+    std::size_t start = 1;
+    while (start <= path.size()) {
+      std::size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      std::string token = path.substr(start, end - start);
+      for (std::size_t p; (p = token.find("~1")) != std::string::npos;) token.replace(p, 2, "/");
+      for (std::size_t p; (p = token.find("~0")) != std::string::npos;) token.replace(p, 2, "~");
+      tokens.push_back(token);
+      start = end + 1;
+    }
+    bj::value* at = &doc;
+    for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
+      if (at->is_object()) {
+        INFO("missing parent for ", path);
+        REQUIRE(at->as_object().contains(tokens[i]));
+        at = &at->as_object()[tokens[i]];
+      } else {
+        REQUIRE(at->is_array());
+        at = &at->as_array().at(std::stoul(tokens[i]));
+      }
+    }
+    if (at->is_array()) {
+      REQUIRE(tokens.back() == "-");
+      at->as_array().push_back(op.at("value"));
+    } else {
+      REQUIRE(at->is_object());
+      at->as_object()[tokens.back()] = op.at("value");
+    }
+  }
+  return doc;
+}
+
+std::string Review(const bj::value& pod) {
+  return bj::serialize(bj::object{
+      {"apiVersion", "admission.k8s.io/v1"},
+      {"kind", "AdmissionReview"},
+      {"request", bj::object{{"uid", "705ab4f5"}, {"namespace", "team-a"}, {"operation", "CREATE"}, {"object", pod}}}});
+}
+
+bj::value PodWith(bj::value containers, bj::object spec_extra = {}) {
+  bj::object spec{{"containers", std::move(containers)}};
+  for (auto& [k, v] : spec_extra) spec[k] = v;
+  return bj::object{{"kind", "Pod"}, {"metadata", bj::object{{"generateName", "trainer-"}, {"namespace", "team-a"}}},
+                    {"spec", std::move(spec)}};
+}
+
+struct Outcome {
+  AdmissionDecision decision;
+  bj::value patched;
+};
+
+Outcome Admit(const bj::value& pod, const AdmissionOptions& options = {}, DeviceConfig config = DefaultDeviceConfig(),
+              const ClusterSnapshot* quotas = nullptr) {
+  Result<AdmissionDecision> d = DecideAdmission(Review(pod), config, options, quotas);
+  INFO(d.status().ToString());
+  REQUIRE(d.ok());
+  CHECK(d->uid == "705ab4f5");
+  return Outcome{*d, ApplyPatch(pod, d->patch)};
+}
+
+const bj::value& Limits(const bj::value& pod, std::size_t i = 0) {
+  return pod.at("spec").at("containers").at(i).at("resources").at("limits");
+}
+
+}  // namespace
+
+TEST_CASE("admission: a count only gets exclusive cores and the scheduler name") {
+  AdmissionOptions options;
+  options.scheduler_name = "hami-scheduler";
+  bj::value pod = PodWith(bj::array{bj::object{{"name", "main"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}}},
+                          bj::object{{"schedulerName", "default-scheduler"}});
+  Outcome o = Admit(pod, options);
+  CHECK(o.decision.allowed);
+  CHECK(Limits(o.patched).at("nvidia.com/gpucores") == "100");
+  CHECK(o.patched.at("spec").at("schedulerName") == "hami-scheduler");
+}
+
+TEST_CASE("admission: memory only gets the default GPU count; no resources block gets one") {
+  bj::value pod = PodWith(bj::array{
+      bj::object{{"name", "a"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpumem", "3000"}}}}}},
+      bj::object{{"name", "b"}}});
+  DeviceConfig config = DefaultDeviceConfig();
+  config.nvidia.overwrite_env = true;
+  config.nvidia.gpu_core_policy = "force";
+  Outcome o = Admit(pod, {}, config);
+  CHECK(Limits(o.patched, 0).at("nvidia.com/gpu") == "1");
+  // W12: the core-policy env only where a GPU is asked; overwriteEnv hides
+  // GPUs from the container that asks none (env added under a missing env).
+  const bj::array& env_a = o.patched.at("spec").at("containers").at(0).at("env").as_array();
+  CHECK(env_a.at(0).at("name") == "GPU_CORE_UTILIZATION_POLICY");
+  const bj::array& env_b = o.patched.at("spec").at("containers").at(1).at("env").as_array();
+  REQUIRE(env_b.size() == 1);
+  CHECK(env_b.at(0).at("name") == "NVIDIA_VISIBLE_DEVICES");
+  CHECK(env_b.at(0).at("value") == "none");
+}
+
+TEST_CASE("admission: existing env and limits get single members; priority env") {
+  bj::value pod = PodWith(bj::array{bj::object{
+      {"name", "a"},
+      {"env", bj::array{bj::object{{"name", "X"}, {"value", "1"}}}},
+      {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/priority", "0"}}}}}}});
+  Outcome o = Admit(pod);
+  CHECK(Limits(o.patched).at("nvidia.com/gpu") == "1");
+  CHECK(Limits(o.patched).at("nvidia.com/gpucores") == "100");
+  const bj::array& env = o.patched.at("spec").at("containers").at(0).at("env").as_array();
+  REQUIRE(env.size() == 2);
+  CHECK(env.at(1).at("name") == "CUDA_TASK_PRIORITY");
+  CHECK(o.decision.patch.find("/spec/containers/0/resources/limits/nvidia.com~1gpucores") != std::string::npos);
+}
+
+TEST_CASE("admission: denials and the scheduler-name gate") {
+  AdmissionOptions options;
+  options.scheduler_name = "hami-scheduler";
+  auto gpu = [](bj::object extra = {}) {
+    bj::object c{{"name", "main"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}};
+    for (auto& [k, v] : extra) c[k] = v;
+    return c;
+  };
+  struct Row {
+    const char* what;
+    bj::value pod;
+    bool allowed;
+    std::string message;
+  };
+  const Row rows[] = {
+      {"no containers", PodWith(bj::array{}), false, "pod has no containers"},
+      {"privileged with a GPU", PodWith(bj::array{gpu(bj::object{{"securityContext", bj::object{{"privileged", true}}}})}), false,
+       "container main is privileged"},
+      {"nodeName set", PodWith(bj::array{gpu()}, bj::object{{"nodeName", "n1"}}), false, "pod has node assigned"},
+      {"another scheduler", PodWith(bj::array{gpu()}, bj::object{{"schedulerName", "volcano"}}), true,
+       "pod already has different scheduler assigned"},
+      {"percentage out of range", PodWith(bj::array{bj::object{{"name", "x"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}}}}}}}),
+       false, "must be between 0 and 100"},
+      {"privileged without a GPU is fine", PodWith(bj::array{bj::object{{"name", "p"}, {"securityContext", bj::object{{"privileged", true}}}}}), true, ""},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.what);
+    Outcome o = Admit(row.pod, options);
+    CHECK(o.decision.allowed == row.allowed);
+    CHECK(o.decision.message.find(row.message) != std::string::npos);
+    if (!row.allowed) CHECK(o.decision.patch.empty());
+  }
+}
+
+TEST_CASE("admission: the quota pre-check") {
+  ClusterSnapshot quotas;
+  quotas.SetQuota("team-a", "q", StringMap{{"limits.nvidia.com/gpumem", "4000"}});
+  bj::value small = PodWith(bj::array{bj::object{{"name", "a"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}}}}}}});
+  bj::value big = PodWith(bj::array{bj::object{{"name", "a"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "3000"}}}}}}});
+  CHECK(Admit(small, {}, DefaultDeviceConfig(), &quotas).decision.allowed);
+  Outcome denied = Admit(big, {}, DefaultDeviceConfig(), &quotas);  // 2 x 3000 > 4000
+  CHECK_FALSE(denied.decision.allowed);
+  CHECK(denied.decision.message == "exceeding resource quota");
+}
+
+TEST_CASE("admission: malformed reviews and the response encoding") {
+  CHECK(DecideAdmission("not json", DefaultDeviceConfig(), {}, nullptr).status().code() == StatusCode::kMalformed);
+  CHECK(DecideAdmission(R"({"request":{}})", DefaultDeviceConfig(), {}, nullptr).status().field() == "request.uid");
+  Result<AdmissionDecision> bad_pod = DecideAdmission(
+      R"({"request":{"uid":"u1","object":{"spec":{"containers":"nope"}}}})", DefaultDeviceConfig(), {}, nullptr);
+  REQUIRE(bad_pod.ok());
+  CHECK_FALSE(bad_pod->allowed);
+  CHECK(bad_pod->code == 400);
+  // kubernetes-wire §2.3 example: the exact base64.
+  AdmissionDecision d;
+  d.uid = "705ab4f5-6393-11e8-b7cc-42010a800002";
+  d.patch = R"([{"op":"add","path":"/metadata/annotations","value":{"gpu.example.com/share":"0.5"}}])";
+  CHECK(EncodeAdmissionResponse(d) ==
+        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2Fubm90YXRpb25zIiwidmFsdWUiOnsiZ3B1LmV4YW1wbGUuY29tL3NoYXJlIjoiMC41In19XQ=="}})");
+  AdmissionDecision deny{"u2", false, 403, "pod has no containers", ""};
+  CHECK(EncodeAdmissionResponse(deny) ==
+        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u2","allowed":false,"status":{"code":403,"message":"pod has no containers"}}})");
+}
