@@ -84,6 +84,7 @@ Field Lookup(const FieldName (&fields)[N], std::string_view key) {
   return Field::kUnknown;
 }
 
+
 // What a JSON value is, for messages (as internal::KindName).
 enum class Kind { kNull, kBool, kInteger, kDouble, kString, kArray, kObject };
 std::string_view KindText(Kind k) {
@@ -343,16 +344,16 @@ class DeviceJsonHandler {
     switch (Top()) {
       case Ctx::kDevice:
         switch (field_) {
-          case Field::kId: Current().id.assign(value); return true;
-          case Field::kType: Current().type.assign(value); return true;
-          case Field::kMode: Current().mode.assign(value); return true;
-          case Field::kVendor: Current().vendor.assign(value); return true;
+          case Field::kId: Current().id = std::string(value); return true;
+          case Field::kType: Current().type = std::string(value); return true;
+          case Field::kMode: Current().mode = std::string(value); return true;
+          case Field::kVendor: Current().vendor = std::string(value); return true;
           default: break;
         }
         break;
       case Ctx::kProfile:
         if (field_ == Field::kName) {
-          Profile().name.assign(value);
+          Profile().name = std::string(value);
           return true;
         }
         break;
