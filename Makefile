@@ -11,11 +11,15 @@ FUZZ_BUILD  ?= build-fuzz
 BENCH_BUILD ?= build-bench
 STAGE       ?= $(CURDIR)/build-stage
 FUZZ_SECONDS ?= 10
+# One interpreter builds the Python module and runs pytest: the venv's.
+PYTHON      ?= python3
+VENV        ?= build-venv
+VENV_PY     := $(VENV)/bin/python
 DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test test-unit test-asan test-fuzz test-install fuzz bench clean
+.PHONY: setup build demo test test-unit test-asan test-fuzz test-install test-python python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -31,7 +35,7 @@ demo: build
 
 test: build
 	@rm -f $(RESULTS)
-	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install
+	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-python
 	@awk '{p += $$2; f += $$3} END {printf "make test: %d passed, %d failed\n", p, f; exit f > 0}' $(RESULTS)
 
 test-unit: build
@@ -66,6 +70,20 @@ test-install: build
 	@bash examples/embed/check.sh $(STAGE)
 	@echo "install 1 0" >>$(RESULTS)
 
+$(VENV)/.ready: scripts/python-requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install -q -r scripts/python-requirements.txt
+	@touch $@
+
+# Builds the package in place (an editable meson-python install into the venv).
+python: setup $(VENV)/.ready
+	$(VENV_PY) -m pip install -q --no-build-isolation -e . -Cbuild-dir=build-py
+
+test-python: python
+	@mkdir -p $(dir $(RESULTS))
+	@$(VENV_PY) -m pytest tests/python -q -p no:cacheprovider | tee $(VENV)/pytest.log
+	@grep -Eo '[0-9]+ passed' $(VENV)/pytest.log | tail -1 | awk '{print "python", $$1, 0}' >>$(RESULTS)
+
 $(BENCH_BUILD)/build.ninja:
 	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release
 
@@ -74,4 +92,4 @@ bench: setup $(BENCH_BUILD)/build.ninja
 	@for b in $(BENCH_BUILD)/bench/*_bench; do $$b --benchmark_min_time=0.5; done
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(STAGE)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(STAGE) $(VENV) build-py

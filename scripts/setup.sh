@@ -23,6 +23,12 @@ for p in "${packages[@]}"; do
   [ "$status" = "installed" ] || missing+=("$p")
 done
 
+# The Python package builds in a venv of the `python3` on PATH; Debian's own
+# interpreter needs its venv and header packages for that.
+if ! python3 -c 'import ensurepip, sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
+  missing+=(python3-venv python3-dev)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -1,0 +1,98 @@
+"""Requests, the cluster snapshot and Filter from Python (spec §3.3, §4, §5)."""
+import pytest
+
+import devshare
+
+
+def test_container_requests_follow_hamis_rules():
+    r = devshare.container_requests({"name": "c", "resources": {"limits": {"nvidia.com/gpu": 2, "nvidia.com/gpumem": "3000"}}})
+    assert r["NVIDIA"] == r["NVIDIA"]
+    assert (r["NVIDIA"].nums, r["NVIDIA"].memreq, r["NVIDIA"].mem_percentage, r["NVIDIA"].coresreq) == (2, 3000, 101, 0)
+    assert devshare.container_requests({"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": "16Gi"}}}) == {}
+    only_count = devshare.container_requests({"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}})
+    assert only_count["NVIDIA"].to_dict() == {"nums": 1, "memreq": 0, "mem_percentage": 100, "coresreq": 0}
+
+
+def test_config_as_yaml_or_dict():
+    yaml = "nvidia:\n  resourceCountName: example.com/gpu\n  defaultMemory: 2048\n"
+    r = devshare.container_requests({"name": "c", "resources": {"limits": {"example.com/gpu": 1}}}, config=yaml)
+    assert r["NVIDIA"].memreq == 2048
+    r = devshare.container_requests({"name": "c", "resources": {"limits": {"example.com/gpu": 1}}},
+                                    config={"nvidia": {"resourceCountName": "example.com/gpu"}})
+    assert r["NVIDIA"].nums == 1
+    with pytest.raises(devshare.ConfigError, match="defaultMemroy"):
+        devshare.Cluster({"nvidia": {"defaultMemroy": 1}})
+
+
+def test_filter_binpack_and_spread(make_node, make_pod):
+    cluster = devshare.Cluster()
+    cluster.add_node(make_node("node1", 2))
+    cluster.add_node(make_node("node2", 2))
+    # node2 more loaded: binpack prefers it, spread the other.
+    held = make_pod("held", mem=6000, cores=75)
+    held["metadata"]["annotations"].update({"hami.io/vgpu-node": "node2",
+                                            "hami.io/vgpu-devices-allocated": "node2-gpu0,NVIDIA,6000,75:;"})
+    cluster.add_pod(held)
+    r = cluster.filter(make_pod("p", mem=1000, cores=10), now=1787300439)
+    assert r.node == "node2"
+    assert set(r.scores) == {"node1", "node2"}
+    assert r.annotations["hami.io/vgpu-node"] == "node2"
+    assert r.annotations["hami.io/vgpu-time"] == "1787300439"
+    assert r.devices["NVIDIA"][0][0].uuid.startswith("node2-gpu")
+    spread = devshare.Cluster({"scheduler": {"node_policy": "spread"}})
+    spread.add_node(make_node("node1", 2))
+    spread.add_node(make_node("node2", 2))
+    spread.add_pod(held)
+    assert spread.filter(make_pod("p", mem=1000, cores=10)).node == "node1"
+
+
+def test_rejections_carry_hamis_reasons(make_node, make_pod):
+    cluster = devshare.Cluster()
+    cluster.add_node(make_node("n1", 2, mem=4000))
+    r = cluster.filter(make_pod("big", mem=9000))
+    assert r.node is None
+    assert r.failed == {"n1": "2/2 CardInsufficientMemory"}
+    r = cluster.filter(make_pod("many", gpus=3, mem=100), nodes=["n1", "ghost"])
+    assert r.failed == {"n1": "NodeInsufficientDevice", "ghost": "node unregistered"}
+
+
+def test_pod_lifecycle_restores_usage(make_node, make_pod):
+    cluster = devshare.Cluster()
+    cluster.add_node(make_node("n1", 1))
+    p = make_pod("p", mem=3000, cores=30)
+    result = cluster.filter(p, now=1)
+    p["metadata"]["annotations"].update(result.annotations)
+    cluster.add_pod(p)
+    state = cluster.node_devices("n1")[0]
+    assert (state.used, state.usedmem, state.usedcores) == (1, 3000, 30)
+    assert cluster.remove_pod("default", "p")
+    assert not cluster.remove_pod("default", "p")
+    state = cluster.node_devices("n1")[0]
+    assert (state.used, state.usedmem, state.usedcores) == (0, 0, 0)
+    with pytest.raises(KeyError):
+        cluster.node_devices("ghost")
+    assert cluster.remove_node("n1") and not cluster.remove_node("n1")
+
+
+def test_update_node_and_quota(make_node, make_pod):
+    cluster = devshare.Cluster()
+    cluster.add_node(make_node("n1", 1))
+    cluster.update_node(make_node("n1", 2))
+    assert len(cluster.node_devices("n1")) == 2
+    cluster.set_quota("default", "q", {"limits.nvidia.com/gpumem": "2000"})
+    assert cluster.filter(make_pod("p", mem=3000)).failed == {"n1": "2/2 ResourceQuotaNotFit"}
+    assert cluster.filter(make_pod("p2", mem=1000)).node == "n1"
+
+
+def test_bad_inputs_raise(make_node, make_pod):
+    cluster = devshare.Cluster()
+    with pytest.raises(devshare.DecodeError, match="metadata.name"):
+        cluster.add_node({"metadata": {}})
+    with pytest.raises(devshare.DecodeError):
+        cluster.add_pod({"spec": {"containers": "nope"}})
+    bad = make_pod("p", annotations={"hami.io/device-scoring-weights": "slot=1"})
+    cluster.add_node(make_node("n1", 1))
+    with pytest.raises(devshare.DecodeError, match="device-scoring-weights"):
+        cluster.filter(bad)
+    with pytest.raises(ValueError, match="unknown node policy"):
+        devshare.Cluster({"scheduler": {"node_policy": "best"}}).filter(make_pod("q"))
