@@ -51,15 +51,16 @@ Pod MakeRequest(const std::string& name, int gpus, int mem, int cores, int pct) 
   return pod;
 }
 
-// A cluster of `nodes` nodes where about half the GPUs carry a pod.
-ClusterSnapshot MakeCluster(int nodes) {
+// A cluster of `nodes` nodes where a share `busy` (in 1/8) of the GPUs
+// carry a pod.
+ClusterSnapshot MakeCluster(int nodes, unsigned busy = 4) {
   ClusterSnapshot s;
   std::mt19937 rng(7);
   for (int n = 0; n < nodes; ++n) {
     Node node = MakeNode(n);
     s.AddNode(node);
     for (int g = 0; g < 8; ++g) {
-      if (rng() % 2 == 0) continue;
+      if (rng() % 8 >= busy) continue;
       const int mem = 4096 * static_cast<int>(1 + rng() % 6);
       const int cores = 10 * static_cast<int>(1 + rng() % 6);
       Pod pod = MakeRequest(fmt::format("load-{}-{}", n, g), 1, mem, cores, 0);
@@ -80,8 +81,9 @@ std::vector<Pod> MixedRequests() {
   };
 }
 
-void BM_Filter(benchmark::State& state, int nodes, const char* node_policy, const char* gpu_policy) {
-  const ClusterSnapshot snapshot = MakeCluster(nodes);
+void BM_Filter(benchmark::State& state, int nodes, const char* node_policy, const char* gpu_policy,
+               unsigned busy = 4) {
+  const ClusterSnapshot snapshot = MakeCluster(nodes, busy);
   const std::vector<Pod> pods = MixedRequests();
   FilterOptions options;
   options.node_policy = node_policy;
@@ -102,11 +104,15 @@ void BM_Filter_1000Nodes(benchmark::State& s) { BM_Filter(s, 1000, "binpack", "s
 void BM_Filter_5000Nodes(benchmark::State& s) { BM_Filter(s, 5000, "binpack", "spread"); }
 void BM_Filter_10000Nodes(benchmark::State& s) { BM_Filter(s, 10000, "binpack", "spread"); }
 void BM_Filter_5000NodesFgd(benchmark::State& s) { BM_Filter(s, 5000, "fgd", "fgd"); }
+// Every GPU in use: most requests fail on most nodes, so every rejection's
+// reasons are built.
+void BM_Filter_5000NodesFull(benchmark::State& s) { BM_Filter(s, 5000, "binpack", "spread", 8); }
 BENCHMARK(BM_Filter_100Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_1000Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_5000Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_10000Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_5000NodesFgd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Filter_5000NodesFull)->Unit(benchmark::kMicrosecond);
 
 // Adding and then removing one pod (a 2-GPU allocation) on a 1000-node cluster.
 void BM_Snapshot_AddRemovePod(benchmark::State& state) {

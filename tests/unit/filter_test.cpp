@@ -394,3 +394,31 @@ TEST_CASE("properties over random clusters and request sequences") {
     }
   }
 }
+
+TEST_CASE("reasons off: the same placement, rejected nodes listed without reasons") {
+  Gen gen(11);
+  ClusterSnapshot s;
+  for (int n = 0; n < 20; ++n) {
+    REQUIRE(s.AddNode(MakeNode("n" + std::to_string(n)).Gpus(static_cast<int>(gen.Int(1, 4)), 10, 4000)).ok());
+  }
+  FilterOptions quick;
+  quick.reasons = false;
+  for (int p = 0; p < 40; ++p) {
+    Pod pod = MakePod("p" + std::to_string(p)).Container(static_cast<int>(gen.Int(1, 4)), static_cast<int>(gen.Int(100, 5000)));
+    FilterResult full = MustFilter(s, pod);
+    FilterResult fast = MustFilter(s, pod, quick);
+    CHECK(fast.node == full.node);
+    CHECK(fast.annotations == full.annotations);
+    CHECK(fast.scores == full.scores);
+    REQUIRE(fast.failed.size() == full.failed.size());
+    for (std::size_t i = 0; i < fast.failed.size(); ++i) {
+      CHECK(fast.failed[i].node == full.failed[i].node);
+      CHECK(fast.failed[i].reason.empty());
+    }
+    if (full.node) {
+      Pod placed = pod;
+      for (const auto& [k, v] : full.annotations.entries()) placed.annotations.Set(k, v);
+      REQUIRE(s.AddPod(placed).ok());
+    }
+  }
+}

@@ -127,7 +127,11 @@ class Cluster:
     GPU quotas; updated incrementally, filtered like the HAMi extender.
 
     ``config`` is the device-config YAML (text or dict), optionally with a
-    ``scheduler`` section: ``{"node_policy": "binpack", "gpu_policy": "spread"}``.
+    ``scheduler`` section: ``{"node_policy": "binpack", "gpu_policy": "spread"}``,
+    and for the fgd policy the expected ``workload``: a list of
+    ``{"weight": w, "gpus": n}`` or ``{"weight": w, "gpu_milli": m}`` classes.
+    ``"reasons": False`` skips building each rejected node's reason (faster,
+    for simulations).
     """
 
     def __init__(self, config: Optional[Any] = None) -> None:
@@ -136,9 +140,12 @@ class Cluster:
         if isinstance(config, Mapping):
             scheduler = config.get("scheduler", {})
             device_config = {k: v for k, v in config.items() if k != "scheduler"} or None
+        workload = [(float(c.get("weight", 1.0)), int(c.get("gpus", 0)), int(c.get("gpu_milli", 0)))
+                    for c in scheduler.get("workload", [])]
         self._impl = _devshare._Cluster(_config(device_config),
                                         scheduler.get("node_policy", "binpack"),
-                                        scheduler.get("gpu_policy", "spread"))
+                                        scheduler.get("gpu_policy", "spread"), workload,
+                                        bool(scheduler.get("reasons", True)))
 
     def add_node(self, node: Mapping[str, Any]) -> None:
         """Adds or replaces a Node (a dict); registers its devices from its annotations."""

@@ -60,14 +60,34 @@ constexpr std::array<std::string_view, kReasonCount> kReasonNames = {
 
 using ReasonCounts = std::array<std::int32_t, kReasonCount>;
 
-// "<count>/<devices> <Reason>" pieces sorted as whole strings, joined by ", ".
+// "<count>/<devices> <Reason>" pieces sorted as whole strings, joined by
+// ", " (HAMi's GenReason). Pieces are formatted on the stack; the result is
+// the only allocation.
 std::string GenReason(const ReasonCounts& counts, std::size_t devices) {
-  std::vector<std::string> pieces;
+  struct Piece {
+    std::array<char, 64> text;
+    std::size_t size;
+    std::string_view view() const { return {text.data(), size}; }
+  };
+  std::array<Piece, kReasonCount> pieces;
+  std::size_t n = 0;
+  std::size_t total = 0;
   for (std::size_t r = 0; r < kReasonCount; ++r) {
-    if (counts[r] > 0) pieces.push_back(fmt::format("{}/{} {}", counts[r], devices, kReasonNames[r]));
+    if (counts[r] <= 0) continue;
+    Piece& p = pieces[n++];
+    auto end = fmt::format_to_n(p.text.data(), p.text.size(), "{}/{} {}", counts[r], devices, kReasonNames[r]);
+    p.size = std::min(end.size, p.text.size());
+    total += p.size + 2;
   }
-  std::sort(pieces.begin(), pieces.end());
-  return fmt::format("{}", fmt::join(pieces, ", "));
+  std::sort(pieces.begin(), pieces.begin() + static_cast<std::ptrdiff_t>(n),
+            [](const Piece& a, const Piece& b) { return a.view() < b.view(); });
+  std::string out;
+  out.reserve(total);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) out += ", ";
+    out += pieces[i].view();
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -195,6 +215,7 @@ struct PodPlan {
   // A one-request pod whose feasibility SurelyFits can decide: where its
   // request is (requests[simple_container][simple_index]).
   bool simple = false;
+  bool reasons = true;  // FilterOptions::reasons
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;
   const std::vector<WorkloadClass>* workload = nullptr;
@@ -236,6 +257,16 @@ using ContainerPicks = std::vector<std::vector<Pick>>;
 
 using OrderKey = std::array<float, 4>;
 
+// Fragmentation sums of one node (see Fragmentation below).
+constexpr float kWholeDevice = 0.999f;
+
+struct FragState {
+  std::vector<double> below;  // per fractional class: Σ free of the devices below its need
+  double all = 0;             // Σ free
+  double partial = 0;         // Σ free of the devices not fully free
+  std::int32_t whole = 0;     // fully free devices
+};
+
 struct Scratch {
   std::vector<WorkDevice> base, work;
   std::vector<std::uint32_t> order;
@@ -243,6 +274,7 @@ struct Scratch {
   std::vector<Pick> picked;
   std::vector<ContainerPicks> placement;
   std::vector<float> frag_free;
+  FragState frag, frag_changed;
 };
 
 void CopyDevices(const std::vector<WorkDevice>& from, std::vector<WorkDevice>& to) {
@@ -359,46 +391,54 @@ float FreeShare(const WorkDevice& d) {
 // class's share. A fractional class r cannot use a device with less than r
 // free; a k-GPU class can use only fully free devices, and nothing at all
 // when fewer than k are fully free.
-double Fragmentation(const std::vector<float>& free, const PodPlan& plan) {
-  constexpr float kWhole = 0.999f;
-  double total = 0;
-  for (const WorkloadClass& c : *plan.workload) {
-    double frag = 0;
-    if (c.gpu_milli > 0) {
-      const float need = static_cast<float>(c.gpu_milli) / 1000.0f;
-      for (float f : free) {
-        if (f < need) frag += f;
-      }
-    } else {
-      std::int32_t whole = 0;
-      double partial = 0, all = 0;
-      for (float f : free) {
-        all += f;
-        if (f >= kWhole) {
-          ++whole;
-        } else {
-          partial += f;
-        }
-      }
-      frag = whole >= c.gpus ? partial : all;
+//
+// The sums behind it are kept in a FragState so that changing one device's
+// free share costs O(classes), not O(devices x classes).
+void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
+  const std::vector<WorkloadClass>& classes = *plan.workload;
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    if (classes[k].gpu_milli > 0 && f < static_cast<float>(classes[k].gpu_milli) / 1000.0f) {
+      s.below[k] += sign * f;
     }
+  }
+  s.all += sign * f;
+  if (f >= kWholeDevice) {
+    s.whole += sign > 0 ? 1 : -1;
+  } else {
+    s.partial += sign * f;
+  }
+}
+
+void Measure(const std::vector<float>& free, const PodPlan& plan, FragState& s) {
+  s.below.assign(plan.workload->size(), 0.0);
+  s.all = s.partial = 0;
+  s.whole = 0;
+  for (float f : free) AddDevice(s, f, plan, +1);
+}
+
+double Fragmentation(const FragState& s, const PodPlan& plan) {
+  const std::vector<WorkloadClass>& classes = *plan.workload;
+  double total = 0;
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    const WorkloadClass& c = classes[k];
+    const double frag = c.gpu_milli > 0 ? s.below[k] : (s.whole >= c.gpus ? s.partial : s.all);
     total += c.weight * frag;
   }
   return plan.workload_weight > 0 ? total / plan.workload_weight : 0;
 }
 
-double NodeFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan,
-                         std::vector<float>& free) {
-  free.resize(devices.size());
-  for (std::size_t i = 0; i < devices.size(); ++i) free[i] = FreeShare(devices[i]);
-  return Fragmentation(free, plan);
+double NodeFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch) {
+  scratch.frag_free.resize(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) scratch.frag_free[i] = FreeShare(devices[i]);
+  Measure(scratch.frag_free, plan, scratch.frag);
+  return Fragmentation(scratch.frag, plan);
 }
 
 // fgd as a GPU policy: the increase in node fragmentation if `request`'s
 // share of one device were placed on each device (lower is better).
 void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
-                     const PodPlan& plan, std::vector<float>& free) {
-  const double before = NodeFragmentation(devices, plan, free);
+                     const PodPlan& plan, Scratch& scratch) {
+  const double before = NodeFragmentation(devices, plan, scratch);
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const internal::HotDevice& info = devices[i];
     if (info.devcore <= 0 || info.devmem <= 0) {
@@ -409,13 +449,15 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
     if (request.mem_percentage != 0 && request.mem_percentage != ContainerRequest::kPercentageUnset) {
       mem = static_cast<std::int64_t>(info.devmem) * request.mem_percentage / 100;
     }
-    const float share = std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) /
-                                     static_cast<float>(info.devcore) * 100.0f / 100.0f,
-                                 static_cast<float>(mem) / static_cast<float>(info.devmem));
-    const float saved = free[i];
-    free[i] = std::max(0.0f, saved - share);
-    devices[i].score = static_cast<float>(Fragmentation(free, plan) - before);
-    free[i] = saved;
+    const float share =
+        std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) / static_cast<float>(info.devcore),
+                 static_cast<float>(mem) / static_cast<float>(info.devmem));
+    const float f = scratch.frag_free[i];
+    FragState& changed = scratch.frag_changed;
+    changed = scratch.frag;
+    AddDevice(changed, f, plan, -1);
+    AddDevice(changed, std::max(0.0f, f - share), plan, +1);
+    devices[i].score = static_cast<float>(Fragmentation(changed, plan) - before);
   }
 }
 
@@ -824,7 +866,7 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
   for (std::size_t r = 0; r < requests.size(); ++r) {
     const ContainerRequest& request = requests[r];
     const std::uint32_t vendor = plan.request_vendor[container][r];
-    if (plan.gpu.fgd) FgdDeviceScores(devices, request, plan, scratch.frag_free);
+    if (plan.gpu.fgd) FgdDeviceScores(devices, request, plan, scratch);
     scratch.order.clear();
     scratch.keys.resize(devices.size());
     for (std::uint32_t i = 0; i < devices.size(); ++i) {
@@ -848,13 +890,15 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
   return true;
 }
 
-// True when one request is sure to fit without choosing devices: for a
-// single request whose checks do not depend on what else was picked (no NUMA
-// binding, topology, quota or MIG), Fit succeeds exactly when `nums` devices
-// pass every check. Used for the nodes that are not chosen, whose devices
-// nobody needs; a false answer falls back to the full evaluation, which also
-// gives the exact reasons.
-bool SurelyFits(const SnapshotState& s, const PodPlan& plan, const NodeState& node) {
+// Whether one request fits without choosing devices: for a single request
+// whose checks do not depend on what else was picked (no NUMA binding,
+// topology, quota or MIG), Fit succeeds exactly when `nums` devices pass
+// every check. Used for the nodes that are not chosen, whose devices nobody
+// needs; kFails is exact too but carries no reason, and kUnknown (a MIG
+// device) needs the full evaluation.
+enum class Feasibility { kFits, kFails, kUnknown };
+
+Feasibility QuickFeasibility(const SnapshotState& s, const PodPlan& plan, const NodeState& node) {
   const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
   const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
   const bool selectors = plan.selectors_any && vendor == plan.nvidia;
@@ -864,7 +908,7 @@ bool SurelyFits(const SnapshotState& s, const PodPlan& plan, const NodeState& no
   std::int32_t passing = 0;
   for (std::size_t i = 0; i < node.devices.size(); ++i) {
     const internal::HotDevice& d = hot[i];
-    if (d.is_mig) return false;
+    if (d.is_mig) return Feasibility::kUnknown;
     if (d.vendor != vendor || !d.healthy || d.count <= d.used) continue;
     if (plan.gpu.mutex && d.used > 0) continue;
     const std::int32_t memreq =
@@ -881,18 +925,22 @@ bool SurelyFits(const SnapshotState& s, const PodPlan& plan, const NodeState& no
       if (cordons && std::binary_search(node.cordoned.begin(), node.cordoned.end(), w.slot->info.id)) continue;
       if (selectors && (!TypeAllowed(plan, w) || !UuidAllowed(plan, w))) continue;
     }
-    if (++passing == r.nums) return true;
+    if (++passing == r.nums) return Feasibility::kFits;
   }
-  return false;
+  return Feasibility::kFails;
 }
 
 NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const NodeState& node,
                          Scratch& scratch, bool need_devices) {
   NodeVerdict verdict;
-  if (!need_devices && plan.simple && SurelyFits(s, plan, node)) {
-    verdict.fits = true;
-    verdict.score = NodeBaseScore(node, plan);
-    return verdict;
+  if (!need_devices && plan.simple) {
+    const Feasibility quick = QuickFeasibility(s, plan, node);
+    if (quick == Feasibility::kFits && !plan.node_fgd) {  // fgd scores the placement itself
+      verdict.fits = true;
+      verdict.score = NodeBaseScore(node, plan);
+      return verdict;
+    }
+    if (quick == Feasibility::kFails && !plan.reasons) return verdict;
   }
   scratch.placement.resize(plan.requests.size());
   for (ContainerPicks& c : scratch.placement) c.resize(plan.vendors.size());
@@ -910,13 +958,13 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     LoadNode(s, node, plan, scratch.work);
   }
   double before = 0;
-  if (plan.node_fgd) before = NodeFragmentation(scratch.work, plan, scratch.frag_free);
+  if (plan.node_fgd) before = NodeFragmentation(scratch.work, plan, scratch);
   for (std::size_t c = plan.init_containers; c < plan.requests.size(); ++c) {
     if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
   }
   verdict.fits = true;
   if (plan.node_fgd) {
-    verdict.score = before - NodeFragmentation(scratch.work, plan, scratch.frag_free);  // higher is better
+    verdict.score = before - NodeFragmentation(scratch.work, plan, scratch);  // higher is better
   } else {
     verdict.score = NodeBaseScore(node, plan);
   }
@@ -986,6 +1034,7 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
     plan.previous = &it->second;
   }
   plan.workload = options.workload.empty() ? &DefaultWorkload() : &options.workload;
+  plan.reasons = options.reasons;
   std::size_t request_count = 0;
   for (std::size_t c = 0; c < plan.requests.size(); ++c) {
     for (std::size_t r = 0; r < plan.requests[c].size(); ++r) {
@@ -1022,8 +1071,7 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
       }
     }
   }
-  plan.simple = request_count == 1 && !plan.numa_bind && !plan.gpu.topology && !plan.node_fgd &&
-                !plan.any_quota;
+  plan.simple = request_count == 1 && !plan.numa_bind && !plan.gpu.topology && !plan.any_quota;
   return plan;
 }
 
@@ -1073,6 +1121,7 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   for (const NodeState* node : nodes) {
     NodeVerdict v = EvaluateNode(s, plan, *node, scratch, /*need_devices=*/false);
     if (!v.fits) {
+      if (!plan.reasons) v.reason.clear();
       result.failed.push_back(NodeFailure{node->name, std::move(v.reason)});
       continue;
     }
@@ -1085,8 +1134,11 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
       best_score = v.score;
     }
   }
-  std::sort(result.failed.begin(), result.failed.end(),
-            [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; });
+  // Unregistered candidates were listed first; merge them into name order.
+  auto by_name = [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; };
+  if (!std::is_sorted(result.failed.begin(), result.failed.end(), by_name)) {
+    std::stable_sort(result.failed.begin(), result.failed.end(), by_name);
+  }
   if (best == nullptr) return result;
 
   // Materialise the winner's placement.

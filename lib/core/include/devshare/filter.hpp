@@ -51,6 +51,10 @@ struct FilterOptions {
   // The workload distribution fgd minimises fragmentation for; empty means
   // a default mix of fractional and whole-GPU requests.
   std::vector<WorkloadClass> workload;
+  // Give every rejected node its reason. Default: true. When false (a
+  // simulation that only needs the placement), FilterResult::failed lists
+  // the rejected nodes with empty reasons, and rejections cost less.
+  bool reasons = true;
 };
 
 struct NodeScore {
