@@ -19,7 +19,7 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test test-unit test-asan test-fuzz test-install test-python python fuzz bench clean
+.PHONY: setup build demo test openb test-unit test-asan test-fuzz test-install test-python python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -87,9 +87,14 @@ test-python: python
 $(BENCH_BUILD)/build.ninja:
 	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release
 
-bench: setup $(BENCH_BUILD)/build.ninja
+bench: setup $(BENCH_BUILD)/build.ninja python
 	@ninja -C $(BENCH_BUILD)
 	@for b in $(BENCH_BUILD)/bench/*_bench; do $$b --benchmark_min_time=0.5; done
+	@$(VENV_PY) bench/python_filter_overhead.py $(BENCH_BUILD)/bench/filter_bench
+
+# Fills the openb cluster with each policy from Python (examples/python).
+openb: python
+	$(VENV_PY) examples/python/openb_fill.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(STAGE) $(VENV) build-py
