@@ -1,8 +1,9 @@
 // Fuzzes DecodeNodeDevices(kJson) (`hami.io/node-nvidia-register`).
 //
-// Property: whatever decodes re-encodes to JSON that decodes to the same
-// devices. `vendor` (devicevendor) is read but never written by the encoder,
-// so it is cleared before comparing.
+// Properties: the fast path and the full decoder agree on every value the
+// fast path accepts; whatever decodes re-encodes to JSON that decodes to the
+// same devices. `vendor` (devicevendor) is read but never written by the
+// encoder, so it is cleared before comparing.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "devshare/node_codec.hpp"
+#include "src/node_json.hpp"
 
 namespace {
 
@@ -25,6 +27,11 @@ namespace {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
+  if (auto fast = devshare::internal::DecodeNodeJsonFast(input)) {
+    auto full = devshare::internal::DecodeNodeJsonFull(input);
+    if (!full.ok()) Fail("the fast path accepted what the full decoder rejects", input);
+    if (*full != *fast) Fail("the fast path and the full decoder disagree", input);
+  }
   auto decoded = devshare::DecodeNodeDevices(input, devshare::RegisterFormat::kJson);
   if (!decoded.ok()) return 0;
 

@@ -109,6 +109,8 @@ TEST_CASE("node JSON: malformed values are errors naming the field") {
       {R"([{"id":"GPU-a","devmem":"lots"}])", "device[0].devmem", "expected an integer, got a string"},
       {R"([{"id":"GPU-a"},{"count":1.5}])", "device[1].count", "got a non-integer number"},
       {R"([{"count":2147483648}])", "device[0].count", "out of range"},
+      {R"([{"count":1999999999999999999999}])", "device[0].count", "got a non-integer number"},
+      {R"([{"count":-99999999999999999}])", "device[0].count", "out of range"},
       {R"([{"index":-1}])", "device[0].index", "out of range"},
       {R"([{"numa":9999999999}])", "device[0].numa", "out of range"},
       {R"([{"health":"true"}])", "device[0].health", "expected a boolean"},
@@ -256,9 +258,12 @@ TEST_CASE("node formats: round trip over generated devices (property)") {
       devices.push_back(d);
     }
     CAPTURE(round);
-    // JSON keeps everything.
-    CHECK(MustDecode(EncodeNodeDevices(devices, RegisterFormat::kJson), RegisterFormat::kJson) ==
-          devices);
+    // JSON keeps everything, on the fast path (the plugins' plain form) and on
+    // the full decoder (the same value with whitespace, which the fast path
+    // leaves to it).
+    const std::string json = EncodeNodeDevices(devices, RegisterFormat::kJson);
+    CHECK(MustDecode(json, RegisterFormat::kJson) == devices);
+    CHECK(MustDecode(" " + json + "\n", RegisterFormat::kJson) == devices);
     // The colon formats carry no MIG profiles, and an empty list encodes as
     // "" which, as in HAMi, does not decode (no separator).
     if (devices.empty()) continue;

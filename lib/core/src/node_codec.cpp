@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "json.hpp"
+#include "node_json.hpp"
 #include "text.hpp"
 
 namespace devshare {
@@ -421,34 +422,6 @@ class DeviceJsonHandler {
   std::string part_;  // a key or string delivered in parts
 };
 
-Result<std::vector<Device>> DecodeJson(std::string_view value) {
-  std::vector<Device> devices;
-  devices.reserve(internal::CountChar(value, '{'));  // at least one per device
-  boost::json::basic_parser<DeviceJsonHandler> parser(boost::json::parse_options{}, &devices);
-  boost::system::error_code ec;
-  const std::size_t consumed = parser.write_some(false, value.data(), value.size(), ec);
-  DeviceJsonHandler& handler = parser.handler();
-  if (!handler.error_message.empty()) {
-    return Status::Malformed(fmt::format("{} at byte {}", handler.error_message, consumed),
-                             std::move(handler.error_field), consumed);
-  }
-  if (ec) {
-    return Status::Malformed(
-        fmt::format("{}: invalid JSON at byte {}: {}", kJsonWhat, consumed, ec.message()), "",
-        consumed);
-  }
-  std::size_t rest = consumed;
-  while (rest < value.size() && (value[rest] == ' ' || value[rest] == '\t' || value[rest] == '\n' ||
-                                 value[rest] == '\r')) {
-    ++rest;
-  }
-  if (rest != value.size()) {
-    return Status::Malformed(
-        fmt::format("{}: unexpected data after the JSON value at byte {}", kJsonWhat, rest), "",
-        rest);
-  }
-  return devices;
-}
 
 void AppendJsonDevice(std::string& out, const Device& d) {
   out += '{';
@@ -654,6 +627,35 @@ RegisterFormat DetectFormat(std::string_view value) {
 
 }  // namespace
 
+Result<std::vector<Device>> internal::DecodeNodeJsonFull(std::string_view value) {
+  std::vector<Device> devices;
+  devices.reserve(internal::CountChar(value, '{'));  // at least one per device
+  boost::json::basic_parser<DeviceJsonHandler> parser(boost::json::parse_options{}, &devices);
+  boost::system::error_code ec;
+  const std::size_t consumed = parser.write_some(false, value.data(), value.size(), ec);
+  DeviceJsonHandler& handler = parser.handler();
+  if (!handler.error_message.empty()) {
+    return Status::Malformed(fmt::format("{} at byte {}", handler.error_message, consumed),
+                             std::move(handler.error_field), consumed);
+  }
+  if (ec) {
+    return Status::Malformed(
+        fmt::format("{}: invalid JSON at byte {}: {}", kJsonWhat, consumed, ec.message()), "",
+        consumed);
+  }
+  std::size_t rest = consumed;
+  while (rest < value.size() && (value[rest] == ' ' || value[rest] == '\t' || value[rest] == '\n' ||
+                                 value[rest] == '\r')) {
+    ++rest;
+  }
+  if (rest != value.size()) {
+    return Status::Malformed(
+        fmt::format("{}: unexpected data after the JSON value at byte {}", kJsonWhat, rest), "",
+        rest);
+  }
+  return devices;
+}
+
 Result<RegisterFormat> ParseRegisterFormat(std::string_view name) {
   if (name == "auto") return RegisterFormat::kAuto;
   if (name == "json") return RegisterFormat::kJson;
@@ -676,7 +678,10 @@ std::string_view RegisterFormatName(RegisterFormat format) {
 Result<std::vector<Device>> DecodeNodeDevices(std::string_view value, RegisterFormat format) {
   if (format == RegisterFormat::kAuto) format = DetectFormat(value);
   switch (format) {
-    case RegisterFormat::kJson: return DecodeJson(value);
+    case RegisterFormat::kJson: {
+      if (auto fast = internal::DecodeNodeJsonFast(value)) return std::move(*fast);
+      return internal::DecodeNodeJsonFull(value);
+    }
     case RegisterFormat::kVolcano: return DecodeVolcano(value);
     case RegisterFormat::kLegacy:
     case RegisterFormat::kAuto: break;
