@@ -71,6 +71,14 @@ py::dict WriteDict(const std::optional<AnnotationWrite>& w) {
   return d;
 }
 
+py::dict StepDict(const RegistrationStep& step) {
+  py::dict out;
+  out["usable"] = step.usable;
+  out["refresh"] = step.refresh;
+  out["write"] = WriteDict(step.write);
+  return out;
+}
+
 // A filter result whose maps become Python objects only when read.
 struct PyFilterResult {
   FilterResult result;
@@ -400,29 +408,15 @@ PYBIND11_MODULE(_devshare, m) {
     memory["registered"] = mem.registered;
     memory["cached"] = mem.cached;
     memory["cleaned_up"] = mem.cleaned_up;
-    py::dict out;
-    out["usable"] = step.usable;
-    out["refresh"] = step.refresh;
-    out["write"] = WriteDict(step.write);
-    return out;
+    return StepDict(step);
   });
   m.def("_volcano_scheduler_pass", [](std::optional<std::string> handshake, const std::string& key,
                                       std::int64_t now, std::int32_t zone) {
-    RegistrationStep step = VolcanoSchedulerPass({handshake, std::nullopt, 0}, key, now, zone);
-    py::dict out;
-    out["usable"] = step.usable;
-    out["refresh"] = step.refresh;
-    out["write"] = WriteDict(step.write);
-    return out;
+    return StepDict(VolcanoSchedulerPass({handshake, std::nullopt, 0}, key, now, zone));
   });
   m.def("_change_only_scheduler_pass", [](std::optional<std::string> registered, std::int64_t allocatable,
                                           std::optional<std::string> previous) {
-    RegistrationStep step = ChangeOnlySchedulerPass({std::nullopt, registered, allocatable}, previous);
-    py::dict out;
-    out["usable"] = step.usable;
-    out["refresh"] = step.refresh;
-    out["write"] = WriteDict(step.write);
-    return out;
+    return StepDict(ChangeOnlySchedulerPass({std::nullopt, registered, allocatable}, previous));
   });
 
   py::class_<LeaseFollower>(m, "LeaseFollower", "Leadership from a Lease another process holds.")
