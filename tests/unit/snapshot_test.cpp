@@ -64,6 +64,10 @@ TEST_CASE("snapshot: a pod's usage comes and goes exactly") {
     REQUIRE(s.AddPod(MakePod("q").Container(1)).ok());
     CHECK(s.pod_count() == 1);
   }
+  SUBCASE("a stale update without the annotation keeps the cached usage") {
+    REQUIRE(s.AddPod(MakePod("p").Container(1)).ok());
+    CHECK(UsageOf(s, "n1", 1) == DeviceUsage{1, 3000, 30});
+  }
 }
 
 TEST_CASE("snapshot: a pod may arrive before its node, and survive node updates") {

@@ -365,10 +365,14 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
   SnapshotState& s = *state_;
   const std::string* node_name = pod.annotations.Find(keys::kVgpuNode);
   auto existing = s.pods.find(pod.uid);
-  if (IsTerminated(pod) || node_name == nullptr) {
+  if (IsTerminated(pod)) {
     if (existing != s.pods.end()) RemovePod(pod.uid);
     return Status();
   }
+  // Only pods placed by a scheduler hold devices. An update that lacks the
+  // annotation (a stale watch event racing the Filter's PATCH) keeps what
+  // is cached, as HAMi's informer does.
+  if (node_name == nullptr) return Status();
   // A terminating pod keeps its usage until it is gone.
   if (existing != s.pods.end() && pod.terminating) return Status();
 

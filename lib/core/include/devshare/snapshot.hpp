@@ -76,8 +76,9 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // Returns false when the node was unknown.
   bool RemoveNode(std::string_view name);
 
-  // Adds or updates a pod (see the class comment). A pod without
-  // `hami.io/vgpu-node`, or Succeeded/Failed, is removed if cached. Errors:
+  // Adds or updates a pod (see the class comment). A Succeeded/Failed pod is
+  // removed; a pod without `hami.io/vgpu-node` is not cached, and an update
+  // without it leaves a cached entry as it is. Errors:
   // an allocation annotation that does not decode (the pod is not cached,
   // as in HAMi).
   Status AddPod(const Pod& pod);

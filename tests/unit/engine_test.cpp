@@ -1,0 +1,205 @@
+// The sans-I/O engine: registration, leadership gating, Filter and Bind flows.
+#include <doctest/doctest.h>
+
+#include "devshare/annotations.hpp"
+#include "devshare/engine/engine.hpp"
+#include "testutil.hpp"
+
+using namespace devshare;
+using namespace devshare::engine;
+using testing::MakeNode;
+using testing::MakePod;
+
+namespace {
+
+constexpr std::int64_t kNowMs = 1787300439000;
+
+template <typename T>
+std::vector<T> Of(const std::vector<Command>& commands) {
+  std::vector<T> out;
+  for (const Command& c : commands) {
+    if (const T* t = std::get_if<T>(&c)) out.push_back(*t);
+  }
+  return out;
+}
+
+// An engine with one registered node of two GPUs.
+struct Fixture {
+  explicit Fixture(EngineOptions options = {}) : engine(std::move(options)) {
+    std::vector<Command> out;
+    engine.NodeObserved(MakeNode("n1").Gpus(2), kNowMs, out);
+    engine.Tick(kNowMs, out);
+  }
+  // Filters `pod` and completes the pod PATCH; returns the reply.
+  FilterReply Place(const Pod& pod) {
+    std::vector<Command> out;
+    engine.Filter(7, pod, {}, kNowMs, out);
+    auto patches = Of<PatchPod>(out);
+    if (patches.empty()) return Of<FilterReply>(out).at(0);
+    out.clear();
+    engine.ApiResult(patches[0].id, true, kNowMs, out);
+    return Of<FilterReply>(out).at(0);
+  }
+  Engine engine;
+};
+
+}  // namespace
+
+TEST_CASE("engine: Filter is refused at once until a registration pass, never left hanging") {
+  Engine engine(EngineOptions{});
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);  // a new node triggers a pass
+  CHECK(engine.Ready(kNowMs));
+  Engine cold(EngineOptions{});
+  out.clear();
+  cold.Filter(1, MakePod("p").Container(1), {}, kNowMs, out);
+  auto replies = Of<FilterReply>(out);
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].error.find("not ready") != std::string::npos);
+  CHECK(cold.counters().filters_refused == 1);
+}
+
+TEST_CASE("engine: Filter reserves, patches the pod, then replies") {
+  Fixture f;
+  std::vector<Command> out;
+  Pod pod = MakePod("p").Container(1, 1000, 10);
+  f.engine.Filter(7, pod, {}, kNowMs, out);
+  auto patches = Of<PatchPod>(out);
+  REQUIRE(patches.size() == 1);
+  CHECK(Of<FilterReply>(out).empty());  // the reply waits for the PATCH
+  CHECK(*patches[0].annotations.Find("hami.io/vgpu-node") == "n1");
+  CHECK(f.engine.snapshot().PodUsageOf("uid-p").ok());  // reserved
+  out.clear();
+  f.engine.ApiResult(patches[0].id, true, kNowMs, out);
+  auto replies = Of<FilterReply>(out);
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].request == 7);
+  CHECK(replies[0].nodes == std::vector<std::string>{"n1"});
+  SUBCASE("a failed PATCH undoes the reservation") {
+    out.clear();
+    Pod q = MakePod("q").Container(1, 1000, 10);
+    f.engine.Filter(8, q, {}, kNowMs, out);
+    const std::uint64_t id = Of<PatchPod>(out).at(0).id;
+    out.clear();
+    f.engine.ApiResult(id, false, kNowMs, out);
+    CHECK_FALSE(Of<FilterReply>(out).at(0).error.empty());
+    CHECK_FALSE(f.engine.snapshot().PodUsageOf("uid-q").ok());
+  }
+}
+
+TEST_CASE("engine: Bind with the node lock, step by step") {
+  Fixture f;
+  Pod pod = MakePod("p").Container(1, 1000, 10);
+  REQUIRE(f.Place(pod).nodes == std::vector<std::string>{"n1"});
+  f.engine.PodObserved(pod);  // the watch delivers the pod
+  std::vector<Command> out;
+  f.engine.Bind(9, "default", "p", "uid-p", "n1", kNowMs, out);
+  auto lock = Of<PatchNode>(out);
+  REQUIRE(lock.size() == 1);
+  CHECK(lock[0].writes.at(0).key == "hami.io/mutex.lock");
+  CHECK(lock[0].writes.at(0).value->ends_with(",default,p"));
+  out.clear();
+  f.engine.ApiResult(lock[0].id, true, kNowMs, out);
+  auto phase = Of<PatchPod>(out);
+  REQUIRE(phase.size() == 1);
+  CHECK(*phase[0].annotations.Find("hami.io/bind-phase") == "allocating");
+  out.clear();
+  f.engine.ApiResult(phase[0].id, true, kNowMs, out);
+  auto binding = Of<PostBinding>(out);
+  REQUIRE(binding.size() == 1);
+  CHECK(binding[0].node == "n1");
+  SUBCASE("success") {
+    out.clear();
+    f.engine.ApiResult(binding[0].id, true, kNowMs, out);
+    CHECK(Of<BindReply>(out).at(0).error.empty());
+    CHECK(f.engine.snapshot().PodUsageOf("uid-p").ok());
+  }
+  SUBCASE("W8: a failed Binding releases the lock and the reservation") {
+    out.clear();
+    f.engine.ApiResult(binding[0].id, false, kNowMs, out);
+    CHECK_FALSE(Of<BindReply>(out).at(0).error.empty());
+    auto release = Of<PatchNode>(out);
+    REQUIRE(release.size() == 1);
+    CHECK_FALSE(release[0].writes.at(0).value.has_value());
+    CHECK(*Of<PatchPod>(out).at(0).annotations.Find("hami.io/bind-phase") == "failed");
+    CHECK_FALSE(f.engine.snapshot().PodUsageOf("uid-p").ok());
+  }
+}
+
+TEST_CASE("engine: lock contention fails the bind without waiting") {
+  Fixture f;
+  Pod holder = MakePod("holder").Container(1);
+  f.engine.PodObserved(holder);
+  std::vector<Command> out;
+  Node locked = MakeNode("n1").Gpus(2).Annotation(
+      "hami.io/mutex.lock", EncodeNodeLock(NodeLock{kNowMs / 1000 - 10, 0, true, "default", "holder"}));
+  f.engine.NodeObserved(locked, kNowMs, out);
+  Pod pod = MakePod("p").Container(1, 1000, 10);
+  REQUIRE(!f.Place(pod).nodes.empty());
+  f.engine.PodObserved(pod);
+  out.clear();
+  f.engine.Bind(9, "default", "p", "uid-p", "n1", kNowMs, out);
+  auto reply = Of<BindReply>(out);
+  REQUIRE(reply.size() == 1);
+  CHECK(reply[0].error.find("node lock contention") != std::string::npos);
+  CHECK(f.engine.counters().lock_contention == 1);
+  CHECK_FALSE(f.engine.snapshot().PodUsageOf("uid-p").ok());
+}
+
+TEST_CASE("engine: lock-free binding carries the devices on the Binding") {
+  EngineOptions options;
+  options.bind_mode = BindMode::kLockFree;
+  Fixture f(options);
+  Pod pod = MakePod("p").Container(1, 1000, 10);
+  REQUIRE(!f.Place(pod).nodes.empty());
+  f.engine.PodObserved(pod);
+  std::vector<Command> out;
+  f.engine.Bind(9, "default", "p", "uid-p", "n1", kNowMs, out);
+  CHECK(Of<PatchNode>(out).empty());
+  auto binding = Of<PostBinding>(out);
+  REQUIRE(binding.size() == 1);
+  CHECK(binding[0].annotations.Find("hami.io/vgpu-devices-allocated") != nullptr);
+  CHECK(*binding[0].annotations.Find("hami.io/bind-phase") == "allocating");
+}
+
+TEST_CASE("engine: HAMi registration stamps the handshake; change-only writes nothing") {
+  EngineOptions hami;
+  hami.registration = RegistrationProtocol::kHami;
+  Engine engine(hami);
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  auto stamps = Of<PatchNode>(out);
+  REQUIRE(stamps.size() == 1);
+  CHECK(*stamps[0].writes.at(0).value == "Requesting_2026-08-21 08:20:39");
+  Engine quiet(EngineOptions{});
+  out.clear();
+  quiet.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  for (int i = 1; i <= 40; ++i) quiet.Tick(kNowMs + i * 15000, out);  // ten minutes
+  CHECK(Of<PatchNode>(out).empty());
+  CHECK(quiet.snapshot().node_count() == 1);
+  // A node whose plugin is gone (allocatable 0) leaves the snapshot.
+  Node dead = MakeNode("n1").Gpus(1);
+  dead.allocatable.Set("nvidia.com/gpu", "0");
+  quiet.NodeObserved(dead, kNowMs, out);
+  quiet.Tick(kNowMs + 41 * 15000, out);
+  CHECK(quiet.snapshot().node_count() == 0);
+}
+
+TEST_CASE("engine: following a Lease gates Filter on leadership and a pass") {
+  EngineOptions options;
+  options.leadership = Leadership::kFollowLease;
+  options.hostname = "sched-1";
+  Engine engine(options);
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  engine.Tick(kNowMs, out);
+  CHECK_FALSE(engine.Ready(kNowMs));  // a follower
+  LeaseRecord lease;
+  lease.holder = "sched-1_abc";
+  lease.duration_seconds = 15;
+  lease.resource_version = "1";
+  engine.LeaseObserved(lease, kNowMs, out);  // leadership gained: a pass runs
+  CHECK(engine.Ready(kNowMs));
+  engine.Tick(kNowMs + 16000, out);  // not renewed: leadership lapses
+  CHECK_FALSE(engine.Ready(kNowMs + 16000));
+}
