@@ -422,3 +422,36 @@ TEST_CASE("reasons off: the same placement, rejected nodes listed without reason
     }
   }
 }
+
+TEST_CASE("other vendors go through the same rules with their data (Hygon DCU)") {
+  Result<DeviceConfig> config = ParseDeviceConfig("nvidia: {}\nhygon:\n  memoryFactor: 2\n");
+  REQUIRE(config.ok());
+  ClusterSnapshot s(*config);
+  Node node;
+  node.name = "dcu-1";
+  node.annotations.Set("hami.io/node-dcu-register",
+                       "DCU-0,4,65520,100,DCU-Z100L,0,true,0,hami-core:DCU-1,4,65520,100,DCU-Z100L,0,true,1,hami-core:");
+  REQUIRE(s.AddNode(node).ok());
+  Pod pod = MakePod("p");
+  Container c;
+  c.name = "main";
+  c.limits.Set("hygon.com/dcunum", "1");
+  c.limits.Set("hygon.com/dcumem", "20000");  // x memoryFactor 2 = 40000 MiB
+  pod.containers.push_back(c);
+  FilterResult r = MustFilter(s, pod);
+  REQUIRE(r.node == "dcu-1");
+  const std::string* allocated = r.annotations.Find("hami.io/dcu-devices-allocated");
+  REQUIRE(allocated != nullptr);
+  CHECK(allocated->find(",DCU,40000,100:") != std::string::npos);  // default cores 100 for Hygon
+  CHECK(r.annotations.Find("hami.io/vgpu-devices-allocated") == nullptr);
+  // A second whole-card request takes the other card; a third finds none.
+  for (const auto& [k, v] : r.annotations.entries()) pod.annotations.Set(k, v);
+  REQUIRE(s.AddPod(pod).ok());
+  Pod second = pod;
+  second.uid = "uid-second";
+  second.name = "second";
+  second.annotations = StringMap{};
+  FilterResult r2 = MustFilter(s, second);
+  REQUIRE(r2.node == "dcu-1");
+  CHECK(r2.annotations.Find("hami.io/dcu-devices-allocated")->find(r.devices[0].second[0][0].uuid) == std::string::npos);
+}

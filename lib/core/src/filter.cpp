@@ -109,10 +109,8 @@ struct GpuPolicy {
 
 GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
   GpuPolicy p;
-  bool any_token = false;
   internal::ForEachSplit(text, ',', [&](std::string_view token, std::size_t) {
     token = internal::TrimSpace(token);
-    any_token = true;
     if (token == "mutex") p.mutex = true;
     if (token == "topology-aware") p.topology = true;
     if (token == "fgd") p.fgd = true;
@@ -129,7 +127,6 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
     if (std::find(p.keys.begin(), p.keys.end(), key) == p.keys.end()) p.keys.push_back(key);
     return true;
   });
-  (void)any_token;
   p.chain = text.find(',') != std::string_view::npos || text == "numa";
   if (p.chain) {
     if (p.keys.empty()) p.keys.push_back(SortKey::kSpread);
@@ -1142,8 +1139,7 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   if (best == nullptr) return result;
 
   // Materialise the winner's placement.
-  NodeVerdict winner = EvaluateNode(s, plan, *best, scratch, /*need_devices=*/true);
-  (void)winner;
+  EvaluateNode(s, plan, *best, scratch, /*need_devices=*/true);  // fills scratch.placement
   result.node = best->name;
   const std::size_t containers = plan.requests.size();
   for (std::size_t slot = 0; slot < plan.vendors.size(); ++slot) {
