@@ -133,3 +133,19 @@ TEST_CASE("snapshot: several quotas for one resource combine, the tightest wins 
   s.RemovePod("uid-p");
   CHECK(s.QuotaUsed("ml", "nvidia.com/gpumem") == 0);
 }
+
+TEST_CASE("snapshot: a copy is independent of the original") {
+  auto copy = std::make_unique<ClusterSnapshot>();
+  {
+    ClusterSnapshot original;
+    REQUIRE(original.AddNode(MakeNode("n1").Gpus(1)).ok());
+    REQUIRE(original.AddPod(MakePod("p").Container(1).Holding("n1", "n1-gpu0,NVIDIA,1000,10:;")).ok());
+    *copy = original;
+    REQUIRE(original.RemovePod("uid-p"));
+  }  // the original is gone
+  // Re-registering the node re-applies the copy's own pods.
+  REQUIRE(copy->AddNode(MakeNode("n1").Gpus(2)).ok());
+  CHECK(UsageOf(*copy, "n1", 0) == DeviceUsage{1, 1000, 10});
+  CHECK(copy->RemovePod("uid-p"));
+  CHECK(UsageOf(*copy, "n1", 0) == DeviceUsage{});
+}

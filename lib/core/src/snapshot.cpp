@@ -318,10 +318,20 @@ ClusterSnapshot::ClusterSnapshot(DeviceConfig config)
   state_->config = std::move(config);
 }
 ClusterSnapshot::~ClusterSnapshot() = default;
-ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot& other)
-    : state_(std::make_unique<SnapshotState>(*other.state_)) {}
+namespace {
+// A copied state's node -> pods index must point at its own pod entries.
+std::unique_ptr<SnapshotState> CopyState(const SnapshotState& other) {
+  auto copy = std::make_unique<SnapshotState>(other);
+  for (auto& [node, list] : copy->pods_by_node) {
+    for (const PodEntry*& entry : list) entry = &copy->pods.at(entry->uid);
+  }
+  return copy;
+}
+}  // namespace
+
+ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot& other) : state_(CopyState(*other.state_)) {}
 ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
-  if (this != &other) state_ = std::make_unique<SnapshotState>(*other.state_);
+  if (this != &other) state_ = CopyState(*other.state_);
   return *this;
 }
 ClusterSnapshot::ClusterSnapshot(ClusterSnapshot&&) noexcept = default;
