@@ -194,3 +194,35 @@ TEST_CASE("admission: malformed reviews and the response encoding") {
   CHECK(EncodeAdmissionResponse(deny) ==
         R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u2","allowed":false,"status":{"code":403,"message":"pod has no containers"}}})");
 }
+
+TEST_CASE("admission: exclusive-core defaulting (spec §3.2 step 5) and the runtime class") {
+  struct Row {
+    const char* what;
+    bj::object limits;
+    bool exclusive;  // the patch adds nvidia.com/gpucores=100
+  };
+  const Row rows[] = {
+      {"count only", bj::object{{"nvidia.com/gpu", "1"}}, true},
+      {"count and percentage 100", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "100"}}, true},
+      {"count and percentage 50, no gpumem (HAMi: still exclusive)", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}, true},
+      {"count and gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}, false},
+      {"count and cores", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "30"}}, false},
+  };
+  DeviceConfig config = DefaultDeviceConfig();
+  config.nvidia.runtime_class_name = "nvidia";
+  for (const Row& row : rows) {
+    CAPTURE(row.what);
+    bj::value pod = PodWith(bj::array{bj::object{{"name", "c"}, {"resources", bj::object{{"limits", row.limits}}}}});
+    Outcome o = Admit(pod, {}, config);
+    const bj::object& limits = Limits(o.patched).as_object();
+    CHECK(limits.contains("nvidia.com/gpucores") == (row.exclusive || row.limits.contains("nvidia.com/gpucores")));
+    if (row.exclusive) CHECK(limits.at("nvidia.com/gpucores") == "100");
+    CHECK(o.patched.at("spec").at("runtimeClassName") == "nvidia");
+  }
+  // A pod that already names a runtime class keeps it; a pod without devices gets none.
+  bj::value named = PodWith(bj::array{bj::object{{"name", "c"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}}},
+                            bj::object{{"runtimeClassName", "kata"}});
+  CHECK(Admit(named, {}, config).patched.at("spec").at("runtimeClassName") == "kata");
+  bj::value cpu = PodWith(bj::array{bj::object{{"name", "c"}}});
+  CHECK_FALSE(Admit(cpu, {}, config).patched.at("spec").as_object().contains("runtimeClassName"));
+}
