@@ -1,0 +1,92 @@
+// The simulator: determinism, the scheduling loop, NodeResourcesFit, the
+// API model, and the openb scenario reader.
+#include <doctest/doctest.h>
+
+#include "devshare/sim/simulator.hpp"
+
+using namespace devshare;
+using namespace devshare::sim;
+
+namespace {
+Scenario Small(int pods, std::int32_t gpus_per_pod = 1) {
+  Scenario s;
+  s.nodes = {NodeSpec{"n1", 2, 16384, "T4", 0, 0}, NodeSpec{"n2", 2, 16384, "T4", 0, 0}};
+  for (int i = 0; i < pods; ++i) {
+    s.pods.push_back(PodSpec{"p" + std::to_string(i), gpus_per_pod, 1000, "", 0, 0, 1000 * i, 0});
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("sim: pods are placed until the GPUs run out") {
+  Result<Report> r = Run(Small(5), 1);
+  REQUIRE(r.ok());
+  CHECK(r->pods == 5);
+  CHECK(r->bound == 4);
+  CHECK(r->unschedulable == 1);
+  CHECK(r->gpu_capacity == 4);
+  CHECK(r->allocation_percent == doctest::Approx(100));
+  CHECK(r->latency_p50_ms > 0);
+  // Every bind went through the node lock: lock, bind-phase, Binding per pod.
+  CHECK(r->api_calls.at("binding") == 4);
+  CHECK(r->api_calls.at("patch-node") == 4);
+}
+
+TEST_CASE("sim: the same seed gives the same report") {
+  Scenario s = Small(6);
+  s.pods.push_back(PodSpec{"share", 1, 300, "", 0, 0, 500, 0});
+  Result<Report> a = Run(s, 42);
+  Result<Report> b = Run(s, 42);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(*a == *b);
+}
+
+TEST_CASE("sim: NodeResourcesFit on CPU and memory, and departures free capacity") {
+  Scenario s;
+  s.nodes = {NodeSpec{"n1", 1, 16384, "T4", 4000, 8192}};
+  s.pods = {PodSpec{"big", 1, 100, "", 8000, 0, 0, 0},          // more CPU than the node
+            PodSpec{"a", 1, 1000, "", 1000, 1024, 1000, 5000},  // leaves at 6 s
+            PodSpec{"b", 1, 1000, "", 1000, 1024, 2000, 0},     // GPU busy: unschedulable
+            PodSpec{"c", 1, 1000, "", 1000, 1024, 10000, 0}};   // after a left: placed
+  Result<Report> r = Run(s, 7);
+  REQUIRE(r.ok());
+  CHECK(r->bound == 2);
+  CHECK(r->unschedulable == 2);
+  CHECK(r->allocation_percent == doctest::Approx(100));
+}
+
+TEST_CASE("sim: HAMi's handshake writes to nodes, the change-only protocol does not") {
+  Scenario s = Small(2);
+  s.end_ms = 120000;
+  s.engine.registration = engine::RegistrationProtocol::kHami;
+  Result<Report> hami = Run(s, 3);
+  s.engine.registration = engine::RegistrationProtocol::kChangeOnly;
+  Result<Report> quiet = Run(s, 3);
+  REQUIRE(hami.ok());
+  REQUIRE(quiet.ok());
+  CHECK(hami->api_calls.at("patch-node") > quiet->api_calls.at("patch-node"));
+  CHECK(hami->bound == quiet->bound);
+}
+
+TEST_CASE("sim: the openb scenario reader") {
+  constexpr std::string_view kNodes = "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,2,P100\nn-1,96000,393216,8,V100M32\n";
+  constexpr std::string_view kPods =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+      "p-0,12000,16384,1,1000,,LS,Running,0,100,0\n"
+      "p-1,6000,12288,1,460,,LS,Running,0,100,0\n"
+      "p-2,4000,8192,0,0,,BE,Running,0,100,0\n";
+  Result<Scenario> s = OpenbScenario(kNodes, kPods, 1.3, 5);
+  REQUIRE(s.ok());
+  REQUIRE(s->nodes.size() == 2);
+  CHECK(s->nodes[1].gpu_memory_mib == 32768);
+  double requested = 0;
+  for (const PodSpec& p : s->pods) requested += p.gpus == 1 ? p.gpu_milli / 1000.0 : p.gpus;
+  CHECK(requested >= 1.3 * 10);
+  Result<Report> r = Run(*s, 5);
+  REQUIRE(r.ok());
+  CHECK(r->allocation_percent > 50);
+  CHECK(OpenbScenario(kNodes, "name,num_gpu,gpu_milli\np,1,2000\n", 1.3, 5).status().message().find("row 1") !=
+        std::string_view::npos);
+  CHECK(OpenbScenario("sn,gpu\nn,x\n", kPods, 1.3, 5).status().code() == StatusCode::kMalformed);
+}
