@@ -3,6 +3,7 @@
 
 #include "decode.hpp"
 #include "explain.hpp"
+#include "simulate.hpp"
 #include "devshare/version.hpp"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   devshare::cli::AddDecodeCommand(app, exit_code);
   devshare::cli::AddExplainCommand(app, exit_code);
+  devshare::cli::AddSimulateCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -39,6 +39,11 @@ check "explain spread" 0 '"chosen":"gpu-t4-1"' -- explain --json --node-policy s
 check "explain bad policy" 1 'unknown node policy' -- explain --node-policy best --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
+check "simulate compares policies" 0 'binpack +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate --nodes 20 --policies binpack,spread
+check "simulate writes JSON" 0 'spread' -- simulate --nodes 10 --policies spread --json /dev/stdout
+check "simulate rejects an unknown policy" 1 'unknown policy best' -- simulate --policies best
+check "simulate needs the traces it is pointed at" 1 'cannot read' -- simulate --openb /nonexistent
+
 echo "cli: $passed passed, $failed failed"
 [ -n "$results" ] && echo "cli $passed $failed" >>"$results"
 [ "$failed" -eq 0 ]

@@ -70,10 +70,27 @@ double GpusOf(const PodSpec& spec) {
   return spec.gpus == 1 && spec.gpu_milli > 0 ? spec.gpu_milli / 1000.0 : spec.gpus;
 }
 
+// The engine's options, with the scenario's own request mix as the workload
+// fgd expects when none is given.
+engine::EngineOptions WithWorkload(const Scenario& scenario) {
+  engine::EngineOptions options = scenario.engine;
+  if (!options.filter.workload.empty()) return options;
+  std::map<std::pair<std::int32_t, std::int32_t>, double> mix;  // (gpus, milli) -> count
+  for (const PodSpec& p : scenario.pods) {
+    if (p.gpus == 0) continue;
+    const bool fraction = p.gpus == 1 && p.gpu_milli > 0 && p.gpu_milli < 1000;
+    mix[{fraction ? 0 : p.gpus, fraction ? p.gpu_milli : 0}] += 1;
+  }
+  for (const auto& [shape, count] : mix) {
+    options.filter.workload.push_back(WorkloadClass{count, shape.first, shape.second});
+  }
+  return options;
+}
+
 class Simulation {
  public:
   Simulation(const Scenario& scenario, std::uint64_t seed)
-      : scenario_(scenario), rng_(seed), engine_(scenario.engine), tokens_(scenario.api.burst) {}
+      : scenario_(scenario), rng_(seed), engine_(WithWorkload(scenario)), tokens_(scenario.api.burst) {}
 
   Report Run() {
     for (const NodeSpec& spec : scenario_.nodes) {
@@ -483,6 +500,39 @@ Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods
     scenario.pods.push_back(std::move(p));
   }
   return scenario;
+}
+
+Scenario SyntheticScenario(std::uint64_t seed, std::int32_t nodes, double demand) {
+  static const char* const kModels[] = {"T4", "V100M16", "V100M32", "A10"};
+  Scenario s;
+  std::mt19937_64 rng(seed);
+  for (std::int32_t n = 0; n < nodes; ++n) {
+    const std::string model = kModels[static_cast<std::size_t>(n) % 4];
+    s.nodes.push_back(NodeSpec{fmt::format("node-{:04}", n), 8, ModelMemory(model), model, 96000, 786432});
+  }
+  // (weight, gpus, milli, cpu_milli, memory_mib): a mix like openb's.
+  struct Shape {
+    double weight;
+    std::int32_t gpus, milli;
+    std::int64_t cpu, memory;
+  };
+  static constexpr Shape kShapes[] = {
+      {0.25, 1, 250, 4000, 8192},   {0.30, 1, 500, 8000, 16384}, {0.30, 1, 1000, 12000, 32768},
+      {0.08, 2, 1000, 24000, 65536}, {0.04, 4, 1000, 48000, 131072}, {0.03, 8, 1000, 88000, 262144},
+  };
+  std::vector<double> weights;
+  for (const Shape& shape : kShapes) weights.push_back(shape.weight);
+  std::discrete_distribution<std::size_t> pick(weights.begin(), weights.end());
+  const double capacity = 8.0 * nodes;
+  double requested = 0;
+  for (std::size_t i = 0; requested < demand * capacity; ++i) {
+    const Shape& shape = kShapes[pick(rng)];
+    PodSpec p{fmt::format("pod-{}", i), shape.gpus, shape.milli, "", shape.cpu, shape.memory,
+              static_cast<std::int64_t>(i) * 1000, 0};
+    requested += GpusOf(p);
+    s.pods.push_back(std::move(p));
+  }
+  return s;
 }
 
 Result<Report> Run(const Scenario& scenario, std::uint64_t seed) {

@@ -95,6 +95,12 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed);
 Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv,
                                double demand, std::uint64_t seed, std::int64_t interval_ms = 1000);
 
+// A self-contained scenario shaped like the openb traces: `nodes` nodes of
+// 8 GPUs (T4, V100 16/32 GiB, A10) with CPU and memory, and GPU pods —
+// fractions of one GPU, whole GPUs, 2/4/8-GPU jobs — arriving one a second
+// until they ask `demand` times the cluster's GPUs.
+Scenario SyntheticScenario(std::uint64_t seed, std::int32_t nodes = 200, double demand = 1.3);
+
 }  // namespace devshare::sim
 
 #endif  // DEVSHARE_SIM_SIMULATOR_HPP_
