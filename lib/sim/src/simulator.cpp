@@ -92,7 +92,7 @@ class Simulation {
   Simulation(const Scenario& scenario, std::uint64_t seed)
       : scenario_(scenario), rng_(seed), engine_(WithWorkload(scenario)), tokens_(scenario.api.burst) {}
 
-  Report Run() {
+  Result<Report> Run() {
     for (const NodeSpec& spec : scenario_.nodes) {
       nodes_[spec.name] = NodeState{MakeNode(spec), spec, 0, 0};
       report_.gpu_capacity += spec.gpus;
@@ -117,6 +117,7 @@ class Simulation {
       if (scenario_.end_ms > 0 && e.at > scenario_.end_ms) break;
       now_ = e.at;
       e.fire();
+      if (violation_) break;
       if (scenario_.end_ms == 0 && outstanding_ == 0 && arrived_ == scenario_.pods.size()) break;
     }
     report_.pods = scenario_.pods.size();
@@ -129,6 +130,7 @@ class Simulation {
       report_.latency_p99_ms = latencies_[std::min(latencies_.size() - 1, latencies_.size() * 99 / 100)];
     }
     report_.end_ms = now_;
+    if (violation_) return *violation_;
     return report_;
   }
 
@@ -259,10 +261,43 @@ class Simulation {
       return;
     }
     const PodSpec& spec = scenario_.pods[index];
+    CheckInvariants(index);
     latencies_.push_back(now_ - spec.arrive_ms);
     running_[pods_.at(index).uid] = index;
     if (spec.duration_ms > 0) At(now_ + spec.duration_ms, [this, index] { Depart(index); });
     Finish(true);
+  }
+
+  // After every bind: the pod is not already running; its devices are on
+  // its node and are what the engine holds for it; no device of the node is
+  // over its slots, memory or cores. The first violation ends the run.
+  void CheckInvariants(std::size_t index) {
+    const Pod& pod = pods_.at(index);
+    auto fail = [&](std::string what) {
+      if (!violation_) {
+        violation_ = Status::Internal(fmt::format("t={} ms, pod {}: {}", now_, pod.name, what));
+      }
+    };
+    if (running_.count(pod.uid) != 0) return fail("allocated twice");
+    auto node = bound_node_.find(index);
+    if (node == bound_node_.end()) return fail("bound without a node");
+    Result<std::vector<DeviceView>> devices = engine_.snapshot().NodeDevices(node->second);
+    Result<std::vector<PodUsage>> usage = engine_.snapshot().PodUsageOf(pod.uid);
+    if (!devices.ok()) return fail("its node is not in the engine's snapshot");
+    if (!usage.ok()) return fail("the engine holds no devices for it");
+    for (const PodUsage& u : *usage) {
+      const bool on_node = std::any_of(devices->begin(), devices->end(),
+                                       [&](const DeviceView& d) { return d.device.id == u.uuid; });
+      if (!on_node) return fail(fmt::format("device {} is not on node {}", u.uuid, node->second));
+    }
+    for (const DeviceView& d : *devices) {
+      if (d.usage.used > d.device.count || d.usage.usedmem > d.device.devmem ||
+          d.usage.usedcores > d.device.devcore) {
+        return fail(fmt::format("device {} is over capacity ({}/{} slots, {}/{} MiB, {}/{} cores)",
+                                d.device.id, d.usage.used, d.device.count, d.usage.usedmem,
+                                d.device.devmem, d.usage.usedcores, d.device.devcore));
+      }
+    }
   }
 
   // The kubelet called Allocate: the plugin reports success and unlocks.
@@ -372,6 +407,7 @@ class Simulation {
   std::uint64_t next_request_ = 1;
   std::vector<std::int64_t> latencies_;
   Report report_;
+  std::optional<Status> violation_;
 };
 
 }  // namespace

@@ -31,6 +31,9 @@ enum class StatusCode {
   kInvalidArgument,
   // A named object does not exist.
   kNotFound,
+  // An invariant devshare keeps does not hold: a bug, reported with the
+  // event that exposed it.
+  kInternal,
 };
 
 // Returns "ok", "malformed", "invalid config", ... for `code`.
@@ -54,6 +57,7 @@ class DEVSHARE_EXPORT Status {
   static Status InvalidConfig(std::string message, std::string field = {});
   static Status InvalidArgument(std::string message);
   static Status NotFound(std::string message);
+  static Status Internal(std::string message);
 
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }

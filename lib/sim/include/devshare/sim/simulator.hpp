@@ -84,8 +84,12 @@ struct Report {
   friend bool operator==(const Report&, const Report&) = default;
 };
 
-// Runs a scenario. Errors: kInvalidArgument for a scenario that cannot run
-// (a pod asking more than 8 devices, a node without a name).
+// Runs a scenario. After every bind an invariant checker verifies that the
+// pod is not allocated twice, that its devices are on its node and held by
+// the engine, and that no device is over its slots, memory or cores.
+// Errors: kInvalidArgument for a scenario that cannot run (a pod asking
+// more than 8 devices, a node without a name); kInternal for a violated
+// invariant, naming the time and the pod.
 Result<Report> Run(const Scenario& scenario, std::uint64_t seed);
 
 // The FGD paper's experiment on the openb traces: GPU pods sampled with
