@@ -20,6 +20,7 @@
 #include "devshare/objects.hpp"
 #include "devshare/pod_codec.hpp"
 #include "devshare/request.hpp"
+#include "devshare/sim/simulator.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
 #include "devshare/version.hpp"
@@ -493,6 +494,35 @@ PYBIND11_MODULE(_devshare, m) {
   });
   m.def("backoff_delay_ms", &BackoffDelayMs, py::arg("attempt"), py::arg("u"),
         "Retry delay before attempt + 1: 100 ms x 2^attempt x (1 + 0.5 u); None after five attempts.");
+
+  m.def("_simulate", [](const std::optional<std::string>& nodes_csv, const std::optional<std::string>& pods_csv,
+                        std::int32_t nodes, double demand, std::uint64_t seed, const std::string& node_policy,
+                        const std::string& gpu_policy) {
+    sim::Scenario scenario = nodes_csv && pods_csv ? Unwrap(sim::OpenbScenario(*nodes_csv, *pods_csv, demand, seed))
+                                                   : sim::SyntheticScenario(seed, nodes, demand);
+    scenario.engine.filter.node_policy = node_policy;
+    scenario.engine.filter.gpu_policy = gpu_policy;
+    scenario.engine.filter.reasons = false;
+    Result<sim::Report> r = Status();
+    {
+      py::gil_scoped_release release;
+      r = sim::Run(scenario, seed);
+    }
+    sim::Report report = Unwrap(std::move(r));
+    py::dict out;
+    out["pods"] = report.pods;
+    out["bound"] = report.bound;
+    out["unschedulable"] = report.unschedulable;
+    out["gpu_capacity"] = report.gpu_capacity;
+    out["gpu_allocated"] = report.gpu_allocated;
+    out["allocation_percent"] = report.allocation_percent;
+    out["latency_p50_ms"] = report.latency_p50_ms;
+    out["latency_p99_ms"] = report.latency_p99_ms;
+    out["throttled_ms"] = report.throttled_ms;
+    out["api_calls"] = report.api_calls;
+    out["end_ms"] = report.end_ms;
+    return out;
+  });
 
   m.def("_decide_admission", [](const std::string& review, const std::optional<std::string>& config,
                                 const std::string& scheduler_name, const Cluster* cluster) {

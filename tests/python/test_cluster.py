@@ -96,3 +96,15 @@ def test_bad_inputs_raise(make_node, make_pod):
         cluster.filter(bad)
     with pytest.raises(ValueError, match="unknown node policy"):
         devshare.Cluster({"scheduler": {"node_policy": "best"}}).filter(make_pod("q"))
+
+
+def test_simulate_is_deterministic_and_compares_policies():
+    a = devshare.simulate({"nodes": 20}, seed=3, policy="binpack")
+    b = devshare.simulate({"nodes": 20}, seed=3, policy="binpack")
+    assert a == b
+    assert a["bound"] + a["unschedulable"] == a["pods"]
+    assert 0 < a["allocation_percent"] <= 100
+    spread = devshare.simulate({"nodes": 20}, seed=3, policy="spread")
+    assert spread["allocation_percent"] <= a["allocation_percent"]
+    with pytest.raises(KeyError):
+        devshare.simulate("synthetic", policy="best")

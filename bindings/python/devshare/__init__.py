@@ -56,6 +56,7 @@ __all__ = [
     "encode_node_devices",
     "encode_pod_devices",
     "hami_scheduler_pass",
+    "simulate",
     "volcano_scheduler_pass",
 ]
 
@@ -193,6 +194,32 @@ class Cluster:
 
     def __repr__(self) -> str:
         return f"Cluster(nodes={len(self)}, pods={self._impl.pod_count()})"
+
+
+_POLICIES = {"hami-default": ("binpack", "spread"), "binpack": ("binpack", "binpack"),
+             "spread": ("spread", "spread"), "fgd": ("fgd", "fgd")}
+
+
+def simulate(scenario: Any = "synthetic", seed: int = 0, policy: str = "hami-default") -> dict:
+    """Runs the engine on a simulated cluster and returns the report as a dict.
+
+    ``scenario`` is "synthetic" (an openb-like cluster of 200 nodes), a path
+    to a directory holding the openb traces, or a dict with ``openb`` (that
+    directory), ``pods`` (the pod list file name), ``nodes`` (synthetic
+    cluster size) and ``demand`` (default 1.3). ``policy`` is hami-default,
+    binpack, spread or fgd. The same seed gives the same report."""
+    if isinstance(scenario, str):
+        scenario = {} if scenario == "synthetic" else {"openb": scenario}
+    node_policy, gpu_policy = _POLICIES[policy]
+    nodes_csv = pods_csv = None
+    if scenario.get("openb"):
+        directory = scenario["openb"]
+        with open(f"{directory}/openb_node_list_gpu_node.csv") as f:
+            nodes_csv = f.read()
+        with open(f"{directory}/{scenario.get('pods', 'openb_pod_list_default.csv')}") as f:
+            pods_csv = f.read()
+    return _devshare._simulate(nodes_csv, pods_csv, int(scenario.get("nodes", 200)),
+                               float(scenario.get("demand", 1.3)), seed, node_policy, gpu_policy)
 
 
 def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,
