@@ -44,3 +44,6 @@ show "A 1-GPU slice under binpack: the fullest node that fits" \
 show "The same slice under spread: the emptiest node" \
   explain --cluster "$cluster/cluster.yaml" --pod "$cluster/pod-small.yaml" --now 1787300439 \
   --node-policy spread
+
+show "Policies compared on a simulated 200-node cluster (GPU pods ask 130 % of the GPUs)" \
+  simulate --nodes 200 --seed 0

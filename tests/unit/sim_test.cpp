@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "devshare/sim/simulator.hpp"
+#include "testutil.hpp"
 
 using namespace devshare;
 using namespace devshare::sim;
@@ -89,4 +90,34 @@ TEST_CASE("sim: the openb scenario reader") {
   CHECK(OpenbScenario(kNodes, "name,num_gpu,gpu_milli\np,1,2000\n", 1.3, 5).status().message().find("row 1") !=
         std::string_view::npos);
   CHECK(OpenbScenario("sn,gpu\nn,x\n", kPods, 1.3, 5).status().code() == StatusCode::kMalformed);
+}
+
+TEST_CASE("sim: the placement invariant catches what a faulty scheduler would do") {
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(testing::MakeNode("n1").Gpus(2, 10, 8000, 100)).ok());
+  REQUIRE(s.AddNode(testing::MakeNode("n2").Gpus(1, 10, 8000, 100)).ok());
+  REQUIRE(s.AddPod(testing::MakePod("ok").Container(1).Holding("n1", "n1-gpu0,NVIDIA,3000,30:;")).ok());
+  CHECK(CheckPlacement(s, "n1", "uid-ok").ok());
+
+  auto violation = [&](std::string_view node, std::string_view uid) {
+    Status st = CheckPlacement(s, node, uid);
+    CHECK(st.code() == StatusCode::kInternal);
+    return std::string(st.message());
+  };
+  SUBCASE("a device beyond its memory") {
+    REQUIRE(s.AddPod(testing::MakePod("big").Container(1).Holding("n1", "n1-gpu0,NVIDIA,6000,10:;")).ok());
+    CHECK(violation("n1", "uid-big") == "device n1-gpu0 is over capacity (2/10 slots, 9000/8000 MiB, 40/100 cores)");
+  }
+  SUBCASE("a device beyond its cores") {
+    REQUIRE(s.AddPod(testing::MakePod("hot").Container(1).Holding("n1", "n1-gpu0,NVIDIA,10,80:;")).ok());
+    CHECK(violation("n1", "uid-hot").find("110/100 cores") != std::string::npos);
+  }
+  SUBCASE("devices of another node") {
+    REQUIRE(s.AddPod(testing::MakePod("far").Container(1).Holding("n1", "n2-gpu0,NVIDIA,10,1:;")).ok());
+    CHECK(violation("n1", "uid-far") == "device n2-gpu0 is not on node n1");
+  }
+  SUBCASE("a pod the snapshot does not hold, a node it does not know") {
+    CHECK(violation("n1", "uid-ghost") == "the snapshot holds no devices for the pod");
+    CHECK(violation("n9", "uid-ok") == "node n9 is not in the snapshot");
+  }
 }

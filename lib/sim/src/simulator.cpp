@@ -15,6 +15,29 @@
 
 namespace devshare::sim {
 
+Status CheckPlacement(const ClusterSnapshot& snapshot, std::string_view node,
+                      std::string_view pod_uid) {
+  Result<std::vector<DeviceView>> devices = snapshot.NodeDevices(node);
+  if (!devices.ok()) return Status::Internal(fmt::format("node {} is not in the snapshot", node));
+  Result<std::vector<PodUsage>> usage = snapshot.PodUsageOf(pod_uid);
+  if (!usage.ok()) return Status::Internal("the snapshot holds no devices for the pod");
+  for (const PodUsage& u : *usage) {
+    const bool on_node = std::any_of(devices->begin(), devices->end(),
+                                     [&](const DeviceView& d) { return d.device.id == u.uuid; });
+    if (!on_node) return Status::Internal(fmt::format("device {} is not on node {}", u.uuid, node));
+  }
+  for (const DeviceView& d : *devices) {
+    if (d.usage.used > d.device.count || d.usage.usedmem > d.device.devmem ||
+        d.usage.usedcores > d.device.devcore) {
+      return Status::Internal(fmt::format(
+          "device {} is over capacity ({}/{} slots, {}/{} MiB, {}/{} cores)", d.device.id,
+          d.usage.used, d.device.count, d.usage.usedmem, d.device.devmem, d.usage.usedcores,
+          d.device.devcore));
+    }
+  }
+  return Status();
+}
+
 namespace {
 
 using namespace devshare::engine;  // NOLINT: the engine's commands are the vocabulary here
@@ -268,35 +291,17 @@ class Simulation {
     Finish(true);
   }
 
-  // After every bind: the pod is not already running; its devices are on
-  // its node and are what the engine holds for it; no device of the node is
-  // over its slots, memory or cores. The first violation ends the run.
+  // After every bind: the pod is not already running, and its placement
+  // holds (CheckPlacement). The first violation ends the run.
   void CheckInvariants(std::size_t index) {
+    if (violation_) return;
     const Pod& pod = pods_.at(index);
-    auto fail = [&](std::string what) {
-      if (!violation_) {
-        violation_ = Status::Internal(fmt::format("t={} ms, pod {}: {}", now_, pod.name, what));
-      }
-    };
-    if (running_.count(pod.uid) != 0) return fail("allocated twice");
     auto node = bound_node_.find(index);
-    if (node == bound_node_.end()) return fail("bound without a node");
-    Result<std::vector<DeviceView>> devices = engine_.snapshot().NodeDevices(node->second);
-    Result<std::vector<PodUsage>> usage = engine_.snapshot().PodUsageOf(pod.uid);
-    if (!devices.ok()) return fail("its node is not in the engine's snapshot");
-    if (!usage.ok()) return fail("the engine holds no devices for it");
-    for (const PodUsage& u : *usage) {
-      const bool on_node = std::any_of(devices->begin(), devices->end(),
-                                       [&](const DeviceView& d) { return d.device.id == u.uuid; });
-      if (!on_node) return fail(fmt::format("device {} is not on node {}", u.uuid, node->second));
-    }
-    for (const DeviceView& d : *devices) {
-      if (d.usage.used > d.device.count || d.usage.usedmem > d.device.devmem ||
-          d.usage.usedcores > d.device.devcore) {
-        return fail(fmt::format("device {} is over capacity ({}/{} slots, {}/{} MiB, {}/{} cores)",
-                                d.device.id, d.usage.used, d.device.count, d.usage.usedmem,
-                                d.device.devmem, d.usage.usedcores, d.device.devcore));
-      }
+    Status status = running_.count(pod.uid) != 0 ? Status::Internal("allocated twice")
+                    : node == bound_node_.end()  ? Status::Internal("bound without a node")
+                                                 : CheckPlacement(engine_.snapshot(), node->second, pod.uid);
+    if (!status.ok()) {
+      violation_ = Status::Internal(fmt::format("t={} ms, pod {}: {}", now_, pod.name, status.message()));
     }
   }
 

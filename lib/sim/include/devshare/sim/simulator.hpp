@@ -92,6 +92,13 @@ struct Report {
 // invariant, naming the time and the pod.
 Result<Report> Run(const Scenario& scenario, std::uint64_t seed);
 
+// The placement invariant the simulator checks after every bind: the pod
+// `pod_uid` holds devices in `snapshot`, all of them on `node`, and no device
+// of `node` is over its slots, memory or cores. kInternal names the first
+// violation.
+Status CheckPlacement(const ClusterSnapshot& snapshot, std::string_view node,
+                      std::string_view pod_uid);
+
 // The FGD paper's experiment on the openb traces: GPU pods sampled with
 // replacement from `pods_csv` arrive one every `interval_ms`, with no
 // departures, until their GPU requests reach `demand` (1.3) times the GPUs
