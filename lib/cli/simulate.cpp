@@ -83,13 +83,18 @@ int Run(const SimulateOptions& o) {
                "API WRITES", "SECONDS"});
   boost::json::array reports;
   for (const auto& [name, policy] : policies) {
-    if (terminal) std::cerr << "running " << name << "...\r" << std::flush;
     sim::Scenario s = *scenario;
     s.engine.filter.node_policy = policy.node;
     s.engine.filter.gpu_policy = policy.gpu;
     s.engine.filter.reasons = false;
     const auto start = std::chrono::steady_clock::now();
-    Result<sim::Report> r = sim::Run(s, o.seed);
+    sim::Progress progress;
+    if (terminal) {
+      progress = [&name = name](std::uint64_t handled, std::uint64_t total) {
+        std::cerr << fmt::format("{}: {}/{} pods\r", name, handled, total) << std::flush;
+      };
+    }
+    Result<sim::Report> r = sim::Run(s, o.seed, progress);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!r.ok()) {
       std::cerr << "devshare simulate: " << r.status().message() << "\n";

@@ -2,6 +2,8 @@
 // API model, and the openb scenario reader.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "devshare/sim/simulator.hpp"
 #include "testutil.hpp"
 
@@ -31,6 +33,20 @@ TEST_CASE("sim: pods are placed until the GPUs run out") {
   // Every bind went through the node lock: lock, bind-phase, Binding per pod.
   CHECK(r->api_calls.at("binding") == 4);
   CHECK(r->api_calls.at("patch-node") == 4);
+}
+
+TEST_CASE("sim: progress counts every handled pod up to the total") {
+  std::vector<std::uint64_t> seen;
+  Result<Report> r = Run(Small(250), 1, [&](std::uint64_t handled, std::uint64_t total) {
+    CHECK(total == 250);
+    seen.push_back(handled);
+  });
+  REQUIRE(r.ok());
+  REQUIRE(!seen.empty());
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(seen.front() == 2);  // every 1 % of 250 pods
+  CHECK(seen.back() == 250);
+  CHECK(seen.size() == 125);
 }
 
 TEST_CASE("sim: the same seed gives the same report") {

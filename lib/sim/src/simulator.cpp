@@ -112,8 +112,13 @@ engine::EngineOptions WithWorkload(const Scenario& scenario) {
 
 class Simulation {
  public:
-  Simulation(const Scenario& scenario, std::uint64_t seed)
-      : scenario_(scenario), rng_(seed), engine_(WithWorkload(scenario)), tokens_(scenario.api.burst) {}
+  Simulation(const Scenario& scenario, std::uint64_t seed, const Progress& progress)
+      : scenario_(scenario),
+        progress_(progress),
+        progress_step_(std::max<std::uint64_t>(1, scenario.pods.size() / 100)),
+        rng_(seed),
+        engine_(WithWorkload(scenario)),
+        tokens_(scenario.api.burst) {}
 
   Result<Report> Run() {
     for (const NodeSpec& spec : scenario_.nodes) {
@@ -347,6 +352,10 @@ class Simulation {
 
   void Finish(bool bound) {
     (bound ? report_.bound : report_.unschedulable) += 1;
+    const std::uint64_t handled = report_.bound + report_.unschedulable;
+    if (progress_ && (handled % progress_step_ == 0 || handled == scenario_.pods.size())) {
+      progress_(handled, scenario_.pods.size());
+    }
     busy_ = false;
     --outstanding_;
     At(now_, [this] { TryNext(); });
@@ -392,6 +401,8 @@ class Simulation {
   }
 
   const Scenario& scenario_;
+  const Progress& progress_;
+  std::uint64_t progress_step_;
   std::mt19937_64 rng_;
   engine::Engine engine_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
@@ -576,7 +587,7 @@ Scenario SyntheticScenario(std::uint64_t seed, std::int32_t nodes, double demand
   return s;
 }
 
-Result<Report> Run(const Scenario& scenario, std::uint64_t seed) {
+Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress& progress) {
   for (const NodeSpec& n : scenario.nodes) {
     if (n.name.empty()) return Status::InvalidArgument("scenario: a node has no name");
   }
@@ -585,7 +596,7 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed) {
       return Status::InvalidArgument(fmt::format("scenario: pod {} asks {} devices (0..8)", p.name, p.gpus));
     }
   }
-  Simulation simulation(scenario, seed);
+  Simulation simulation(scenario, seed, progress);
   return simulation.Run();
 }
 

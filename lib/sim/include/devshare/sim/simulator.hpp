@@ -23,6 +23,7 @@
 #define DEVSHARE_SIM_SIMULATOR_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -84,13 +85,17 @@ struct Report {
   friend bool operator==(const Report&, const Report&) = default;
 };
 
+// Told how far a run is: pods handled (bound or unschedulable) of all the
+// scenario's pods. Called about every 1 % and once at the end.
+using Progress = std::function<void(std::uint64_t handled, std::uint64_t total)>;
+
 // Runs a scenario. After every bind an invariant checker verifies that the
 // pod is not allocated twice, that its devices are on its node and held by
 // the engine, and that no device is over its slots, memory or cores.
 // Errors: kInvalidArgument for a scenario that cannot run (a pod asking
 // more than 8 devices, a node without a name); kInternal for a violated
 // invariant, naming the time and the pod.
-Result<Report> Run(const Scenario& scenario, std::uint64_t seed);
+Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress& progress = {});
 
 // The placement invariant the simulator checks after every bind: the pod
 // `pod_uid` holds devices in `snapshot`, all of them on `node`, and no device
