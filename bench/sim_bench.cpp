@@ -1,0 +1,65 @@
+// Whole simulated runs: the engine, the API model and kube-scheduler's loop
+// placing every pod of a scenario. One iteration is one run.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "devshare/sim/simulator.hpp"
+
+namespace {
+
+using namespace devshare;
+
+void RunScenario(benchmark::State& state, const sim::Scenario& scenario) {
+  std::uint64_t pods = 0;
+  for (auto _ : state) {
+    Result<sim::Report> report = sim::Run(scenario, 0);
+    if (!report.ok()) {
+      state.SkipWithError(std::string(report.status().message()).c_str());
+      return;
+    }
+    pods += report->pods;
+  }
+  state.counters["pods/s"] = benchmark::Counter(static_cast<double>(pods), benchmark::Counter::kIsRate);
+}
+
+sim::Scenario WithPolicy(sim::Scenario s, const char* node_policy, const char* gpu_policy) {
+  s.engine.filter.node_policy = node_policy;
+  s.engine.filter.gpu_policy = gpu_policy;
+  s.engine.filter.reasons = false;
+  return s;
+}
+
+void BM_Sim_Synthetic200Nodes(benchmark::State& state) {
+  RunScenario(state, WithPolicy(sim::SyntheticScenario(0, 200), "binpack", "binpack"));
+}
+BENCHMARK(BM_Sim_Synthetic200Nodes)->Unit(benchmark::kMillisecond);
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// The FGD paper's experiment on the openb traces, from $DEVSHARE_OPENB
+// (default ../shared/data/openb, relative to the repository).
+void BM_Sim_OpenbBinpack(benchmark::State& state) {
+  const char* env = std::getenv("DEVSHARE_OPENB");
+  const std::string dir = env != nullptr ? env : "../shared/data/openb";
+  Result<sim::Scenario> scenario = sim::OpenbScenario(
+      Slurp(dir + "/openb_node_list_gpu_node.csv"), Slurp(dir + "/openb_pod_list_default.csv"), 1.3, 0);
+  if (!scenario.ok()) {
+    state.SkipWithError(("openb traces in " + dir + ": " + std::string(scenario.status().message())).c_str());
+    return;
+  }
+  RunScenario(state, WithPolicy(*scenario, "binpack", "binpack"));
+}
+BENCHMARK(BM_Sim_OpenbBinpack)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();
