@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "devshare/annotations.hpp"
@@ -48,7 +48,7 @@ struct Engine::Impl {
   };
   struct Release {};  // a fire-and-forget write (no follow-up)
 
-  std::unordered_map<std::string, NodeMemory> nodes;
+  std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
   std::unordered_map<std::string, Pod> pods;                  // by UID
   std::unordered_map<std::string, StringMap> reservations;    // by UID: the Filter's patch
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
@@ -100,12 +100,7 @@ void Engine::RegistrationPass(std::int64_t now_ms, std::vector<Command>& out) {
   const std::int64_t now = Seconds(now_ms);
   ++counters_.registration_passes;
   impl_->last_pass_ms = now_ms;
-  std::vector<std::string> names;
-  names.reserve(impl_->nodes.size());
-  for (const auto& [name, memory] : impl_->nodes) names.push_back(name);
-  std::sort(names.begin(), names.end());  // deterministic command order
-  for (const std::string& name : names) {
-    Impl::NodeMemory& memory = impl_->nodes.at(name);
+  for (auto& [name, memory] : impl_->nodes) {
     bool usable = false;
     bool refresh = false;
     std::vector<AnnotationWrite> writes;
