@@ -6,16 +6,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "devshare/admission.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
-[[noreturn]] void Fail(const char* what, std::string_view value) {
-  std::fprintf(stderr, "admission: %s: %.*s\n", what, static_cast<int>(value.size()), value.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("admission", what, value);
 }
 }  // namespace
 

@@ -8,17 +8,15 @@
 // run.sh bounds inputs with -max_len (yaml-cpp is slow on large documents).
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "devshare/vendor.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
 
-[[noreturn]] void Fail(const char* what) {
-  std::fprintf(stderr, "device_config: %s\n", what);
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("device_config", what, value);
 }
 
 }  // namespace

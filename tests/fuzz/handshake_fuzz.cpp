@@ -14,12 +14,11 @@
 // UTC and cannot be re-encoded in the layout).
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "devshare/annotations.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
 
@@ -27,10 +26,8 @@ namespace {
 constexpr std::int64_t kMinFourDigitYear = -62167219200;
 constexpr std::int64_t kMaxFourDigitYear = 253402300799;
 
-[[noreturn]] void Fail(const char* what, std::string_view encoded) {
-  std::fprintf(stderr, "handshake: %s\nre-encoded: %.*s\n", what,
-               static_cast<int>(encoded.size()), encoded.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("handshake", what, value);
 }
 
 bool Representable(std::int64_t unix_seconds, std::int32_t zone) {

@@ -5,16 +5,14 @@
 // instant.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "devshare/lease.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
-[[noreturn]] void Fail(const char* what, std::string_view value) {
-  std::fprintf(stderr, "lease: %s: %.*s\n", what, static_cast<int>(value.size()), value.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("lease", what, value);
 }
 }  // namespace
 

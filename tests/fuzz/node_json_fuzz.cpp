@@ -6,21 +6,18 @@
 // encoder, so it is cleared before comparing.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "devshare/node_codec.hpp"
+#include "fuzz_fail.hpp"
 #include "src/node_json.hpp"
 
 namespace {
 
-[[noreturn]] void Fail(const char* what, std::string_view encoded) {
-  std::fprintf(stderr, "node_json: %s\nre-encoded: %.*s\n", what,
-               static_cast<int>(encoded.size()), encoded.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("node_json", what, value);
 }
 
 }  // namespace

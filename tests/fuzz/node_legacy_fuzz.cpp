@@ -10,20 +10,17 @@
 // encodes as "", which (as in HAMi) is not a valid legacy value.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "devshare/node_codec.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
 
-[[noreturn]] void Fail(const char* what, std::string_view encoded) {
-  std::fprintf(stderr, "node_legacy: %s\nre-encoded: %.*s\n", what,
-               static_cast<int>(encoded.size()), encoded.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("node_legacy", what, value);
 }
 
 bool HasSeparator(std::string_view s) { return s.find_first_of(",:") != std::string_view::npos; }

@@ -4,19 +4,16 @@
 // drops fractional seconds and "-00:00" is re-encoded as "Z".
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "devshare/annotations.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
 
-[[noreturn]] void Fail(const char* what, std::string_view encoded) {
-  std::fprintf(stderr, "node_lock: %s\nre-encoded: %.*s\n", what,
-               static_cast<int>(encoded.size()), encoded.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("node_lock", what, value);
 }
 
 }  // namespace

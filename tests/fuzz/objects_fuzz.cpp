@@ -6,20 +6,18 @@
 // fits); a generated request never asks for a negative count or memory.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <string_view>
 
 #include "devshare/objects.hpp"
 #include "devshare/request.hpp"
 #include "devshare/vendor.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
 
-[[noreturn]] void Fail(const char* what, std::string_view value) {
-  std::fprintf(stderr, "objects: %s: %.*s\n", what, static_cast<int>(value.size()), value.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("objects", what, value);
 }
 
 void CheckQuantity(std::string_view text) {

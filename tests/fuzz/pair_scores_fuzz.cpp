@@ -4,19 +4,16 @@
 // header promises), and decode(encode(x)) == x.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "devshare/node_codec.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
 
-[[noreturn]] void Fail(const char* what, std::string_view encoded) {
-  std::fprintf(stderr, "pair_scores: %s\nre-encoded: %.*s\n", what,
-               static_cast<int>(encoded.size()), encoded.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("pair_scores", what, value);
 }
 
 }  // namespace

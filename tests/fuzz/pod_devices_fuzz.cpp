@@ -11,19 +11,16 @@
 //   3. encode(P) is the per-container EncodeContainerDevices(c) + ";"
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "devshare/pod_codec.hpp"
+#include "fuzz_fail.hpp"
 
 namespace {
 
-[[noreturn]] void Fail(const char* what, std::string_view encoded) {
-  std::fprintf(stderr, "pod_devices: %s\nencoded: %.*s\n", what,
-               static_cast<int>(encoded.size()), encoded.data());
-  std::abort();
+[[noreturn]] void Fail(const char* what, std::string_view value = {}) {
+  devshare::fuzz::Fail("pod_devices", what, value);
 }
 
 }  // namespace
