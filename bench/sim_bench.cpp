@@ -47,7 +47,7 @@ std::string Slurp(const std::string& path) {
 
 // The FGD paper's experiment on the openb traces, from $DEVSHARE_OPENB
 // (default ../shared/data/openb, relative to the repository).
-void BM_Sim_OpenbBinpack(benchmark::State& state) {
+void BM_Sim_Openb(benchmark::State& state, const char* node_policy, const char* gpu_policy) {
   const char* env = std::getenv("DEVSHARE_OPENB");
   const std::string dir = env != nullptr ? env : "../shared/data/openb";
   Result<sim::Scenario> scenario = sim::OpenbScenario(
@@ -56,9 +56,12 @@ void BM_Sim_OpenbBinpack(benchmark::State& state) {
     state.SkipWithError(("openb traces in " + dir + ": " + std::string(scenario.status().message())).c_str());
     return;
   }
-  RunScenario(state, WithPolicy(*scenario, "binpack", "binpack"));
+  RunScenario(state, WithPolicy(*scenario, node_policy, gpu_policy));
 }
+void BM_Sim_OpenbBinpack(benchmark::State& s) { BM_Sim_Openb(s, "binpack", "binpack"); }
+void BM_Sim_OpenbFgd(benchmark::State& s) { BM_Sim_Openb(s, "fgd", "fgd"); }
 BENCHMARK(BM_Sim_OpenbBinpack)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Sim_OpenbFgd)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 
