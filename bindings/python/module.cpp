@@ -512,7 +512,7 @@ PYBIND11_MODULE(_devshare, m) {
     py::dict out;
     out["pods"] = report.pods;
     out["bound"] = report.bound;
-    out["unschedulable"] = report.unschedulable;
+    out["pending"] = report.pending;
     out["gpu_capacity"] = report.gpu_capacity;
     out["gpu_allocated"] = report.gpu_allocated;
     out["allocation_percent"] = report.allocation_percent;

@@ -106,14 +106,14 @@ int Run(const SimulateOptions& o) {
       writes += n;
       calls[verb] = n;
     }
-    table.AddRow({name, std::to_string(r->bound), std::to_string(r->unschedulable),
+    table.AddRow({name, std::to_string(r->bound), std::to_string(r->pending),
                   fmt::format("{:.2f} %", r->allocation_percent), fmt::format("{} ms", r->latency_p50_ms),
                   fmt::format("{} ms", r->latency_p99_ms), std::to_string(writes),
                   fmt::format("{:.1f}", seconds)});
     reports.push_back(boost::json::object{{"policy", name},
                                           {"pods", r->pods},
                                           {"bound", r->bound},
-                                          {"unschedulable", r->unschedulable},
+                                          {"unschedulable", r->pending},
                                           {"gpuCapacity", r->gpu_capacity},
                                           {"gpuAllocated", r->gpu_allocated},
                                           {"allocationPercent", r->allocation_percent},

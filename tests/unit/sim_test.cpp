@@ -26,7 +26,7 @@ TEST_CASE("sim: pods are placed until the GPUs run out") {
   REQUIRE(r.ok());
   CHECK(r->pods == 5);
   CHECK(r->bound == 4);
-  CHECK(r->unschedulable == 1);
+  CHECK(r->pending == 1);
   CHECK(r->gpu_capacity == 4);
   CHECK(r->allocation_percent == doctest::Approx(100));
   CHECK(r->latency_p50_ms > 0);
@@ -69,7 +69,7 @@ TEST_CASE("sim: NodeResourcesFit on CPU and memory, and departures free capacity
   Result<Report> r = Run(s, 7);
   REQUIRE(r.ok());
   CHECK(r->bound == 2);
-  CHECK(r->unschedulable == 2);
+  CHECK(r->pending == 2);
   CHECK(r->allocation_percent == doctest::Approx(100));
 }
 

@@ -373,6 +373,8 @@ Result<Node> DecodeNode(std::string_view json) {
   if (!s.ok()) return s;
   if (metadata != nullptr) {
     if (!(s = OptionalString(*metadata, "name", kNodeWhat, "metadata.name", node.name)).ok() ||
+        !(s = OptionalString(*metadata, "resourceVersion", kNodeWhat, "metadata.resourceVersion",
+                             node.resource_version)).ok() ||
         !(s = ReadStringMap(*metadata, "annotations", kNodeWhat, "metadata.annotations", false, node.annotations)).ok() ||
         !(s = ReadStringMap(*metadata, "labels", kNodeWhat, "metadata.labels", false, node.labels)).ok()) {
       return s;

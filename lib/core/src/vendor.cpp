@@ -3,13 +3,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
-#include <cmath>
 #include <functional>
-#include <limits>
 #include <map>
 
 #include "text.hpp"
+#include "yaml_fields.hpp"
 
 namespace devshare {
 
@@ -21,6 +19,8 @@ const VendorSpec* DeviceConfig::FindVendor(std::string_view common_word) const {
 }
 
 namespace {
+
+using namespace internal::yaml;  // NOLINT: the field readers are this file's vocabulary
 
 VendorSpec NvidiaDefaults() {
   VendorSpec v;
@@ -98,133 +98,6 @@ void SetAscendKeys(VendorSpec& v) {
   v.allocated_annotation = fmt::format("hami.io/{}-devices-allocated", v.common_word);
 }
 
-// ---------------------------------------------------------------------------
-// YAML reading: every key is known, every value has the right shape.
-
-std::string Where(const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.is_null()) return "";
-  return fmt::format(" (line {}, column {})", mark.line + 1, mark.column + 1);
-}
-
-Status ConfigError(const std::string& path, const YAML::Node& node, std::string_view problem) {
-  return Status::InvalidConfig(fmt::format("device config: {}: {}{}", path, problem, Where(node)),
-                               path);
-}
-
-// A plain (unquoted) scalar, as YAML typing requires for numbers and booleans.
-bool IsPlainScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
-
-Status ReadString(const YAML::Node& node, const std::string& path, std::string& out) {
-  if (node.IsNull()) return Status();
-  if (!node.IsScalar()) return ConfigError(path, node, "expected a string");
-  out = node.Scalar();
-  return Status();
-}
-
-template <typename T>
-Status ReadInt(const YAML::Node& node, const std::string& path, T& out) {
-  if (node.IsNull()) return Status();
-  auto v = IsPlainScalar(node) ? internal::ParseGoInt(node.Scalar(), 64) : std::nullopt;
-  const bool in_range =
-      v && *v >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-      (*v < 0 || static_cast<std::uint64_t>(*v) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max()));
-  if (!in_range) {
-    return ConfigError(path, node,
-                       fmt::format("expected an integer in [{}, {}], got {}",
-                                   std::numeric_limits<T>::min(), std::numeric_limits<T>::max(),
-                                   internal::Quote(node.IsScalar() ? node.Scalar() : "<not a scalar>")));
-  }
-  out = static_cast<T>(*v);
-  return Status();
-}
-
-template <typename T>
-Status ReadOptionalInt(const YAML::Node& node, const std::string& path, std::optional<T>& out) {
-  if (node.IsNull()) return Status();
-  T value{};
-  Status s = ReadInt(node, path, value);
-  if (s.ok()) out = value;
-  return s;
-}
-
-Status ReadBool(const YAML::Node& node, const std::string& path, bool& out) {
-  if (node.IsNull()) return Status();
-  bool value = false;
-  if (!IsPlainScalar(node) || !YAML::convert<bool>::decode(node, value)) {
-    return ConfigError(path, node, "expected true or false");
-  }
-  out = value;
-  return Status();
-}
-
-Status ReadOptionalBool(const YAML::Node& node, const std::string& path,
-                        std::optional<bool>& out) {
-  if (node.IsNull()) return Status();
-  bool value = false;
-  Status s = ReadBool(node, path, value);
-  if (s.ok()) out = value;
-  return s;
-}
-
-Status ReadOptionalDouble(const YAML::Node& node, const std::string& path,
-                          std::optional<double>& out) {
-  if (node.IsNull()) return Status();
-  double value = 0;
-  const std::string& text = node.IsScalar() ? node.Scalar() : std::string();
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (!IsPlainScalar(node) || ec != std::errc() || end != text.data() + text.size() ||
-      !std::isfinite(value) || value < 0) {
-    return ConfigError(path, node, "expected a non-negative finite number");
-  }
-  out = value;
-  return Status();
-}
-
-Status ReadStringList(const YAML::Node& node, const std::string& path,
-                      std::vector<std::string>& out) {
-  if (node.IsNull()) return Status();
-  if (!node.IsSequence()) return ConfigError(path, node, "expected a list of strings");
-  out.clear();
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    std::string item;
-    Status s = ReadString(node[i], fmt::format("{}[{}]", path, i), item);
-    if (!s.ok()) return s;
-    out.push_back(std::move(item));
-  }
-  return Status();
-}
-
-using FieldReader = std::function<Status(const YAML::Node&, const std::string&)>;
-
-// Reads every key of the map `node` through `fields`; an unknown key or a
-// non-map node is an error.
-Status ReadMap(const YAML::Node& node, const std::string& path,
-               const std::map<std::string, FieldReader, std::less<>>& fields) {
-  if (node.IsNull()) return Status();
-  if (!node.IsMap()) return ConfigError(path, node, "expected a mapping");
-  for (const auto& entry : node) {
-    if (!entry.first.IsScalar()) return ConfigError(path, entry.first, "expected a string key");
-    const std::string& key = entry.first.Scalar();
-    const std::string key_path = path.empty() ? key : path + "." + key;
-    auto it = fields.find(key);
-    if (it == fields.end()) return ConfigError(key_path, entry.first, "unknown key");
-    Status s = it->second(entry.second, key_path);
-    if (!s.ok()) return s;
-  }
-  return Status();
-}
-
-FieldReader String(std::string& out) {
-  return [&out](const YAML::Node& n, const std::string& p) { return ReadString(n, p, out); };
-}
-template <typename T>
-FieldReader Int(T& out) {
-  return [&out](const YAML::Node& n, const std::string& p) { return ReadInt(n, p, out); };
-}
-FieldReader Bool(bool& out) {
-  return [&out](const YAML::Node& n, const std::string& p) { return ReadBool(n, p, out); };
-}
 // A key HAMi reads that has no effect on scheduling: shape-checked only.
 FieldReader Ignored() {
   return [](const YAML::Node&, const std::string&) { return Status(); };
@@ -233,7 +106,7 @@ FieldReader Ignored() {
 Status ReadMigAllowlist(const YAML::Node& node, const std::string& path,
                         std::vector<MigProfileAllow>& out) {
   if (node.IsNull()) return Status();
-  if (!node.IsSequence()) return ConfigError(path, node, "expected a list");
+  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
   out.clear();
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string item_path = fmt::format("{}[{}]", path, i);
@@ -252,7 +125,7 @@ Status ReadMigAllowlist(const YAML::Node& node, const std::string& path,
       const bool digits = g > 0 && g != std::string::npos &&
                           profile.find_first_not_of("0123456789") == g;
       if (!digits || g + 2 >= profile.size()) {
-        return ConfigError(fmt::format("{}.profiles[{}]", item_path, j), node[i],
+        return FieldError(fmt::format("{}.profiles[{}]", item_path, j), node[i],
                            fmt::format("MIG profile {} does not look like <n>g.<memory>",
                                        internal::Quote(profile)));
       }
@@ -281,7 +154,7 @@ Status ReadNvidia(const YAML::Node& node, VendorSpec& v, NvidiaOptions& o) {
           Status s = ReadString(n, p, o.gpu_core_policy);
           if (s.ok() && o.gpu_core_policy != "default" && o.gpu_core_policy != "force" &&
               o.gpu_core_policy != "disable") {
-            return ConfigError(p, n, fmt::format("{} is not one of default, force, disable",
+            return FieldError(p, n, fmt::format("{} is not one of default, force, disable",
                                                  internal::Quote(o.gpu_core_policy)));
           }
           return s;
@@ -314,7 +187,7 @@ Status ReadNvidia(const YAML::Node& node, VendorSpec& v, NvidiaOptions& o) {
           Status s = ReadString(n, p, level);
           if (!s.ok()) return s;
           if (level != "0" && level != "1" && level != "3" && level != "4") {
-            return ConfigError(p, n, "expected one of 0, 1, 3, 4");
+            return FieldError(p, n, "expected one of 0, 1, 3, 4");
           }
           o.lib_cuda_log_level = level;
           return Status();
@@ -327,7 +200,7 @@ Status ReadNvidia(const YAML::Node& node, VendorSpec& v, NvidiaOptions& o) {
 
 Status ReadIluvatars(const YAML::Node& node, std::vector<VendorSpec>& out) {
   if (node.IsNull()) return Status();
-  if (!node.IsSequence()) return ConfigError("iluvatars", node, "expected a list");
+  if (!node.IsSequence()) return FieldError("iluvatars", node, "expected a list");
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string path = fmt::format("iluvatars[{}]", i);
     VendorSpec v;
@@ -340,7 +213,7 @@ Status ReadIluvatars(const YAML::Node& node, std::vector<VendorSpec>& out) {
                         {"resourceMemoryName", String(v.memory_resource)},
                         {"resourceCoreName", String(v.core_resource)}});
     if (!s.ok()) return s;
-    if (v.common_word.empty()) return ConfigError(path + ".commonWord", node[i], "required");
+    if (v.common_word.empty()) return FieldError(path + ".commonWord", node[i], "required");
     SetIluvatarKeys(v);
     out.push_back(std::move(v));
   }
@@ -350,7 +223,7 @@ Status ReadIluvatars(const YAML::Node& node, std::vector<VendorSpec>& out) {
 Status ReadTemplates(const YAML::Node& node, const std::string& path,
                      std::vector<MemoryTemplate>& out) {
   if (node.IsNull()) return Status();
-  if (!node.IsSequence()) return ConfigError(path, node, "expected a list");
+  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
   for (std::size_t i = 0; i < node.size(); ++i) {
     MemoryTemplate t;
     Status s = ReadMap(node[i], fmt::format("{}[{}]", path, i),
@@ -367,7 +240,7 @@ Status ReadTemplates(const YAML::Node& node, const std::string& path,
 Status ReadVnpuList(const YAML::Node& node, const std::string& path,
                     std::vector<VendorSpec>& out) {
   if (node.IsNull()) return Status();
-  if (!node.IsSequence()) return ConfigError(path, node, "expected a list");
+  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string item = fmt::format("{}[{}]", path, i);
     VendorSpec v;
@@ -390,7 +263,7 @@ Status ReadVnpuList(const YAML::Node& node, const std::string& path,
          {"runtimeClassName", Ignored()},
          {"overwriteEnv", Ignored()}});
     if (!s.ok()) return s;
-    if (v.common_word.empty()) return ConfigError(item + ".commonWord", node[i], "required");
+    if (v.common_word.empty()) return FieldError(item + ".commonWord", node[i], "required");
     SetAscendKeys(v);
     out.push_back(std::move(v));
   }
@@ -422,6 +295,15 @@ DeviceConfig DefaultDeviceConfig() {
   config.vendors.push_back(NvidiaDefaults());
   return config;
 }
+
+namespace {
+
+// A reading error, named as the device config's.
+Status InDeviceConfig(const Status& s) {
+  return Status::InvalidConfig(fmt::format("device config: {}", s.message()), std::string(s.field()));
+}
+
+}  // namespace
 
 Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml) {
   YAML::Node root;
@@ -479,10 +361,10 @@ Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml) {
         config.ignored_sections.push_back(section);
         continue;
       } else {
-        return ConfigError(section.empty() ? "<key>" : section, entry.first,
-                           "unknown vendor section");
+        return InDeviceConfig(FieldError(section.empty() ? "<key>" : section, entry.first,
+                           "unknown vendor section"));
       }
-      if (!s.ok()) return s;
+      if (!s.ok()) return InDeviceConfig(s);
       any_vendor = any_vendor || !empty;
     }
   } catch (const YAML::Exception& e) {

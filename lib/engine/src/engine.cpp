@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
+#include <random>
 #include <unordered_map>
 
 #include "devshare/annotations.hpp"
@@ -27,42 +30,57 @@ std::optional<std::string> Annotation(const Node& node, std::string_view key) {
 
 }  // namespace
 
+struct Engine::NodeMemory {
+  Node object;
+  std::vector<HamiNodeMemory> hami;                     // by vendor
+  std::vector<std::optional<std::string>> registered;   // change-only: last annotation, by vendor
+  LockSighting lock_sighting;
+  bool usable = false;
+};
+
+struct Engine::BindFlow {
+  enum class Step { kLock, kPhase, kBinding } step = Step::kLock;
+  std::uint64_t request = 0;
+  std::string pod_namespace, name, uid, node;
+  bool locked = false;
+  int attempt = 0;                 // lock attempts so far
+  std::int64_t deadline_ms = 0;    // lock retries stop here
+};
+
 struct Engine::Impl {
-  struct NodeMemory {
-    Node object;
-    std::vector<HamiNodeMemory> hami;                     // by vendor
-    std::vector<std::optional<std::string>> registered;   // change-only: last annotation, by vendor
-    LockSighting lock_sighting;
-    bool usable = false;
-  };
   struct FilterFlow {
     std::uint64_t request;
     std::string uid;
     FilterReply reply;
   };
-  struct BindFlow {
-    enum class Step { kLock, kPhase, kBinding } step;
-    std::uint64_t request;
-    std::string pod_namespace, name, uid, node;
-    bool locked = false;
-  };
   struct Release {};  // a fire-and-forget write (no follow-up)
+  struct LockWait {
+    std::int64_t at_ms;
+    BindFlow flow;
+  };
 
   std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
   std::unordered_map<std::string, Pod> pods;                  // by UID
   std::unordered_map<std::string, StringMap> reservations;    // by UID: the Filter's patch
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
+  std::vector<LockWait> lock_waits;  // binds waiting to retry the node lock
   LeaseFollower follower;
   bool registered = false;  // kAlways: a pass has completed
   std::optional<std::int64_t> last_pass_ms;
+  std::mt19937_64 rng;
 };
 
 Engine::Engine(EngineOptions options)
     : options_(std::move(options)), snapshot_(options_.config), impl_(std::make_unique<Impl>()) {
   impl_->follower.hostname = options_.hostname;
+  impl_->rng.seed(options_.seed);
 }
 
 Engine::~Engine() = default;
+
+bool Engine::Leading() const {
+  return options_.leadership == Leadership::kAlways || impl_->follower.leading;
+}
 
 bool Engine::Ready(std::int64_t now_ms) const {
   if (options_.leadership == Leadership::kFollowLease) return FilterAllowed(impl_->follower, now_ms);
@@ -75,19 +93,22 @@ bool Engine::Ready(std::int64_t now_ms) const {
 void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Command>& out) {
   const std::size_t vendors = options_.config.vendors.size();
   auto [it, added] = impl_->nodes.try_emplace(node.name);
-  Impl::NodeMemory& memory = it->second;
+  NodeMemory& memory = it->second;
   memory.object = node;
   if (added) {
     memory.hami.resize(vendors);
     memory.registered.resize(vendors);
   }
-  // A usable node's new object (devices, cordons, pair scores) is applied at
-  // once; a new node is registered by the next pass, run now as HAMi does on
-  // a node-add event.
-  if (memory.usable) {
-    snapshot_.AddNode(node);
-  } else if (added && (options_.leadership == Leadership::kAlways || impl_->follower.leading)) {
+  if (!Leading()) return;
+  // Event-driven protocols look at the node now; under HAMi's a new node is
+  // registered at once and a usable node's new object (devices, cordons,
+  // pair scores) is applied, the handshake waiting for the periodic pass.
+  if (!impl_->last_pass_ms) {
     RegistrationPass(now_ms, out);
+  } else if (added || options_.registration != RegistrationProtocol::kHami) {
+    RegisterNode(it->first, memory, now_ms, out);
+  } else if (memory.usable) {
+    snapshot_.AddNode(node);
   }
 }
 
@@ -96,56 +117,61 @@ void Engine::NodeDeleted(const std::string& name) {
   snapshot_.RemoveNode(name);
 }
 
-void Engine::RegistrationPass(std::int64_t now_ms, std::vector<Command>& out) {
+void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
+                          std::vector<Command>& out) {
   const std::int64_t now = Seconds(now_ms);
+  bool usable = false;
+  bool refresh = false;
+  std::vector<AnnotationWrite> writes;
+  for (std::size_t v = 0; v < options_.config.vendors.size(); ++v) {
+    const VendorSpec& vendor = options_.config.vendors[v];
+    if (vendor.registration == devshare::Registration::kCapacity) {
+      // Devices from capacity: live while the kubelet reports them.
+      usable = usable || Allocatable(memory.object, vendor.count_resource) > 0;
+      continue;
+    }
+    NodeObservation obs{Annotation(memory.object, vendor.handshake_annotation),
+                        Annotation(memory.object, vendor.register_annotation),
+                        Allocatable(memory.object, vendor.count_resource)};
+    RegistrationStep step;
+    switch (options_.registration) {
+      case RegistrationProtocol::kHami:
+        step = HamiSchedulerPass(obs, memory.hami[v], vendor.handshake_annotation, now,
+                                 options_.zone_offset_seconds);
+        break;
+      case RegistrationProtocol::kVolcano:
+        obs.handshake = Annotation(memory.object, keys::kVolcanoHandshake);
+        step = VolcanoSchedulerPass(obs, keys::kVolcanoHandshake, now, options_.zone_offset_seconds);
+        break;
+      case RegistrationProtocol::kChangeOnly:
+        step = ChangeOnlySchedulerPass(obs, memory.registered[v]);
+        if (step.refresh || !step.usable) memory.registered[v] = step.usable ? obs.registered : std::nullopt;
+        break;
+    }
+    usable = usable || (step.usable && obs.registered.has_value());
+    refresh = refresh || step.refresh;
+    if (step.write) writes.push_back(*step.write);
+  }
+  if (!writes.empty()) {
+    const std::uint64_t id = NextId();
+    impl_->pending.emplace(id, Impl::Release{});
+    ++counters_.node_patches;
+    ++counters_.registration_writes;
+    out.push_back(PatchNode{id, name, std::move(writes), {}});
+  }
+  if (usable && (refresh || !memory.usable)) {
+    snapshot_.AddNode(memory.object);
+  } else if (!usable && memory.usable) {
+    snapshot_.RemoveNode(name);
+    ++counters_.nodes_dropped;
+  }
+  memory.usable = usable;
+}
+
+void Engine::RegistrationPass(std::int64_t now_ms, std::vector<Command>& out) {
   ++counters_.registration_passes;
   impl_->last_pass_ms = now_ms;
-  for (auto& [name, memory] : impl_->nodes) {
-    bool usable = false;
-    bool refresh = false;
-    std::vector<AnnotationWrite> writes;
-    for (std::size_t v = 0; v < options_.config.vendors.size(); ++v) {
-      const VendorSpec& vendor = options_.config.vendors[v];
-      if (vendor.registration == devshare::Registration::kCapacity) {
-        // Devices from capacity: live while the kubelet reports them.
-        usable = usable || Allocatable(memory.object, vendor.count_resource) > 0;
-        continue;
-      }
-      NodeObservation obs{Annotation(memory.object, vendor.handshake_annotation),
-                          Annotation(memory.object, vendor.register_annotation),
-                          Allocatable(memory.object, vendor.count_resource)};
-      RegistrationStep step;
-      switch (options_.registration) {
-        case RegistrationProtocol::kHami:
-          step = HamiSchedulerPass(obs, memory.hami[v], vendor.handshake_annotation, now,
-                                   options_.zone_offset_seconds);
-          break;
-        case RegistrationProtocol::kVolcano:
-          obs.handshake = Annotation(memory.object, keys::kVolcanoHandshake);
-          step = VolcanoSchedulerPass(obs, keys::kVolcanoHandshake, now, options_.zone_offset_seconds);
-          break;
-        case RegistrationProtocol::kChangeOnly:
-          step = ChangeOnlySchedulerPass(obs, memory.registered[v]);
-          memory.registered[v] = step.usable ? obs.registered : std::nullopt;
-          break;
-      }
-      usable = usable || (step.usable && obs.registered.has_value());
-      refresh = refresh || step.refresh;
-      if (step.write) writes.push_back(*step.write);
-    }
-    if (!writes.empty()) {
-      const std::uint64_t id = NextId();
-      impl_->pending.emplace(id, Impl::Release{});
-      ++counters_.node_patches;
-      out.push_back(PatchNode{id, name, std::move(writes)});
-    }
-    if (usable && (refresh || !memory.usable)) {
-      snapshot_.AddNode(memory.object);
-    } else if (!usable && memory.usable) {
-      snapshot_.RemoveNode(name);
-    }
-    memory.usable = usable;
-  }
+  for (auto& [name, memory] : impl_->nodes) RegisterNode(name, memory, now_ms, out);
   if (options_.leadership == Leadership::kFollowLease) {
     RegistrationPassDone(impl_->follower, now_ms);
   } else {
@@ -161,15 +187,40 @@ void Engine::LeaseObserved(const std::optional<LeaseRecord>& lease, std::int64_t
 }
 
 void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
-  bool leading = true;
-  if (options_.leadership == Leadership::kFollowLease) {
-    FollowerTick(impl_->follower, now_ms);
-    leading = impl_->follower.leading;
+  if (options_.leadership == Leadership::kFollowLease) FollowerTick(impl_->follower, now_ms);
+  if (Leading()) {
+    const bool periodic = options_.registration == RegistrationProtocol::kHami;
+    if (!impl_->last_pass_ms ||
+        (periodic && now_ms - *impl_->last_pass_ms >= options_.register_period_ms)) {
+      RegistrationPass(now_ms, out);
+    }
   }
-  if (!leading) return;
-  if (!impl_->last_pass_ms || now_ms - *impl_->last_pass_ms >= options_.register_period_ms) {
-    RegistrationPass(now_ms, out);
+  // Lock retries whose wait is over, in the order they were parked.
+  std::vector<Impl::LockWait> due;
+  auto split = std::stable_partition(impl_->lock_waits.begin(), impl_->lock_waits.end(),
+                                     [&](const Impl::LockWait& w) { return w.at_ms > now_ms; });
+  std::move(split, impl_->lock_waits.end(), std::back_inserter(due));
+  impl_->lock_waits.erase(split, impl_->lock_waits.end());
+  for (Impl::LockWait& w : due) TryLock(std::move(w.flow), now_ms, out);
+}
+
+std::optional<std::int64_t> Engine::NextWakeMs() const {
+  std::optional<std::int64_t> wake;
+  auto earliest = [&](std::int64_t at) { wake = wake ? std::min(*wake, at) : at; };
+  if (Leading()) {
+    if (!impl_->last_pass_ms) {
+      earliest(0);
+    } else if (options_.registration == RegistrationProtocol::kHami) {
+      earliest(*impl_->last_pass_ms + options_.register_period_ms);
+    }
   }
+  const LeaseFollower& f = impl_->follower;
+  if (options_.leadership == Leadership::kFollowLease && f.leading && f.observed &&
+      f.observed->duration_seconds) {
+    earliest(f.observed_at_ms + std::int64_t{*f.observed->duration_seconds} * 1000);
+  }
+  for (const Impl::LockWait& w : impl_->lock_waits) earliest(w.at_ms);
+  return wake;
 }
 
 // ---------------------------------------------------------------------------
@@ -229,34 +280,49 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                   const std::string& uid, const std::string& node, std::int64_t now_ms,
                   std::vector<Command>& out) {
   ++counters_.binds;
-  Impl::BindFlow flow{Impl::BindFlow::Step::kLock, request, pod_namespace, name, uid, node, false};
-  auto fail = [&](std::string error) {
-    ++counters_.binds_failed;
-    snapshot_.RemovePod(uid);  // W8: the reservation goes with the failed bind
-    impl_->reservations.erase(uid);
-    out.push_back(BindReply{request, std::move(error)});
-  };
-  auto pod = impl_->pods.find(uid);
-  auto node_memory = impl_->nodes.find(node);
-  auto reservation = impl_->reservations.find(uid);
-  if (pod == impl_->pods.end()) return fail(fmt::format("pod {}/{} not found", pod_namespace, name));
-  if (node_memory == impl_->nodes.end()) return fail(fmt::format("node {} not found", node));
-  if (reservation == impl_->reservations.end()) {
-    return fail(fmt::format("pod {}/{} has no reservation: filter it first", pod_namespace, name));
+  BindFlow flow{BindFlow::Step::kLock, request, pod_namespace, name, uid, node, false, 0,
+                now_ms + options_.lock_retry_timeout_ms};
+  if (impl_->pods.find(uid) == impl_->pods.end()) {
+    return FailBind(flow, fmt::format("pod {}/{} not found", pod_namespace, name), out);
   }
-  const std::int64_t now = Seconds(now_ms);
+  if (impl_->nodes.find(node) == impl_->nodes.end()) {
+    return FailBind(flow, fmt::format("node {} not found", node), out);
+  }
+  auto reservation = impl_->reservations.find(uid);
+  if (reservation == impl_->reservations.end()) {
+    return FailBind(flow, fmt::format("pod {}/{} has no reservation: filter it first", pod_namespace, name), out);
+  }
   if (options_.bind_mode == BindMode::kLockFree) {
     StringMap annotations = reservation->second;
-    const StringMap start = BindStartPatch(now);
+    const StringMap start = BindStartPatch(Seconds(now_ms));
     for (const auto& [k, v] : start.entries()) annotations.Set(k, v);
-    flow.step = Impl::BindFlow::Step::kBinding;
+    flow.step = BindFlow::Step::kBinding;
     const std::uint64_t id = NextId();
     impl_->pending.emplace(id, flow);
     ++counters_.bindings;
     out.push_back(PostBinding{id, pod_namespace, name, uid, node, std::move(annotations)});
     return;
   }
-  // Node lock: the holder is looked up in the watch cache (absent = gone).
+  TryLock(std::move(flow), now_ms, out);
+}
+
+void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out) {
+  ++counters_.binds_failed;
+  snapshot_.RemovePod(flow.uid);  // W8: the reservation goes with the failed bind
+  impl_->reservations.erase(flow.uid);
+  out.push_back(BindReply{flow.request, std::move(error)});
+}
+
+// One attempt at the node lock, decided on the watch cache; the write
+// carries the node's resourceVersion, so a stale view loses with a 409.
+void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
+  ++flow.attempt;
+  auto node_memory = impl_->nodes.find(flow.node);
+  if (node_memory == impl_->nodes.end()) return FailBind(flow, fmt::format("node {} not found", flow.node), out);
+  if (impl_->pods.find(flow.uid) == impl_->pods.end()) {
+    return FailBind(flow, fmt::format("pod {}/{} not found", flow.pod_namespace, flow.name), out);
+  }
+  // The holder is looked up in the watch cache (absent = gone).
   LockHolder holder;
   const std::optional<std::string> current = Annotation(node_memory->second.object, keys::kNodeLock);
   if (current) {
@@ -274,28 +340,49 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
       }
     }
   }
-  LockDecision decision = DecideLock(current, PodRef{pod_namespace, name}, holder,
-                                     node_memory->second.lock_sighting, now, options_.lock);
+  LockDecision decision = DecideLock(current, PodRef{flow.pod_namespace, flow.name}, holder,
+                                     node_memory->second.lock_sighting, Seconds(now_ms), options_.lock);
   if (decision.action == LockAction::kHeld || decision.action == LockAction::kCheckHolder) {
-    ++counters_.lock_contention;
-    return fail(decision.reason);
+    return LockBlocked(std::move(flow), std::move(decision.reason), now_ms, out);
   }
-  if (decision.write) {
-    flow.step = Impl::BindFlow::Step::kLock;
-    flow.locked = true;
-    const std::uint64_t id = NextId();
-    impl_->pending.emplace(id, flow);
-    ++counters_.node_patches;
-    out.push_back(PatchNode{id, node, {*decision.write}});
-    return;
-  }
-  // Re-entrant: straight to the bind phase.
-  flow.step = Impl::BindFlow::Step::kPhase;
   flow.locked = true;
   const std::uint64_t id = NextId();
-  impl_->pending.emplace(id, flow);
-  ++counters_.pod_patches;
-  out.push_back(PatchPod{id, pod_namespace, name, BindStartPatch(now)});
+  if (decision.write) {
+    flow.step = BindFlow::Step::kLock;
+    ++counters_.node_patches;
+    out.push_back(PatchNode{id, flow.node, {*decision.write}, node_memory->second.object.resource_version});
+  } else {  // re-entrant: straight to the bind phase
+    flow.step = BindFlow::Step::kPhase;
+    ++counters_.pod_patches;
+    out.push_back(PatchPod{id, flow.pod_namespace, flow.name, BindStartPatch(Seconds(now_ms))});
+  }
+  impl_->pending.emplace(id, std::move(flow));
+}
+
+// The lock is held (or its write lost a race): retry per the options, or fail.
+void Engine::LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms, std::vector<Command>& out) {
+  ++counters_.lock_contention;
+  std::int64_t delay = 0;
+  switch (options_.lock_retry) {
+    case LockRetry::kOnce:
+      return FailBind(flow, std::move(reason), out);
+    case LockRetry::kFixed:
+      delay = 100;
+      break;
+    case LockRetry::kBackoff: {
+      const double u = std::uniform_real_distribution<double>(0, 1)(impl_->rng);
+      delay = static_cast<std::int64_t>(*BackoffDelayMs(std::min(flow.attempt - 1, 3), u));
+      break;
+    }
+  }
+  if (now_ms + delay > flow.deadline_ms) {
+    return FailBind(flow,
+                    fmt::format("timed out after {}s waiting for node {} to be unlocked: {}",
+                                options_.lock_retry_timeout_ms / 1000, flow.node, reason),
+                    out);
+  }
+  ++counters_.lock_retries;
+  impl_->lock_waits.push_back(Impl::LockWait{now_ms + delay, std::move(flow)});
 }
 
 void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out) {
@@ -314,45 +401,45 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, st
     }
     return;
   }
-  auto* b = std::get_if<Impl::BindFlow>(&flow);
+  auto* b = std::get_if<BindFlow>(&flow);
   if (b == nullptr) return;  // a release or registration write
+  if (!succeeded && b->step == BindFlow::Step::kLock) {
+    b->locked = false;  // the lock write lost (409): contention
+    return LockBlocked(std::move(*b), "the node lock write conflicted (409)", now_ms, out);
+  }
   if (!succeeded) {
     // W8: release everything the bind took.
-    ++counters_.binds_failed;
-    if (b->locked && b->step != Impl::BindFlow::Step::kLock) {
+    if (b->locked) {
       const std::uint64_t release = NextId();
       impl_->pending.emplace(release, Impl::Release{});
       ++counters_.node_patches;
-      out.push_back(PatchNode{release, b->node, {AnnotationWrite{std::string(keys::kNodeLock), std::nullopt}}});
+      out.push_back(PatchNode{release, b->node, {AnnotationWrite{std::string(keys::kNodeLock), std::nullopt}}, {}});
     }
     const std::uint64_t phase = NextId();
     impl_->pending.emplace(phase, Impl::Release{});
     ++counters_.pod_patches;
     out.push_back(PatchPod{phase, b->pod_namespace, b->name, BindFailed().pod_patch});
-    snapshot_.RemovePod(b->uid);
-    impl_->reservations.erase(b->uid);
-    out.push_back(BindReply{b->request, "binding failed"});
-    return;
+    return FailBind(*b, "binding failed", out);
   }
   const std::int64_t now = Seconds(now_ms);
   switch (b->step) {
-    case Impl::BindFlow::Step::kLock: {
-      b->step = Impl::BindFlow::Step::kPhase;
+    case BindFlow::Step::kLock: {
+      b->step = BindFlow::Step::kPhase;
       const std::uint64_t next = NextId();
       ++counters_.pod_patches;
       out.push_back(PatchPod{next, b->pod_namespace, b->name, BindStartPatch(now)});
       impl_->pending.emplace(next, std::move(*b));
       return;
     }
-    case Impl::BindFlow::Step::kPhase: {
-      b->step = Impl::BindFlow::Step::kBinding;
+    case BindFlow::Step::kPhase: {
+      b->step = BindFlow::Step::kBinding;
       const std::uint64_t next = NextId();
       ++counters_.bindings;
       out.push_back(PostBinding{next, b->pod_namespace, b->name, b->uid, b->node, {}});
       impl_->pending.emplace(next, std::move(*b));
       return;
     }
-    case Impl::BindFlow::Step::kBinding:
+    case BindFlow::Step::kBinding:
       impl_->reservations.erase(b->uid);
       out.push_back(BindReply{b->request, ""});
       return;

@@ -79,6 +79,7 @@ struct Pod {
 
 struct Node {
   std::string name;
+  std::string resource_version;  // metadata.resourceVersion: the precondition of a lock write
   StringMap annotations;
   StringMap labels;
   StringMap allocatable;  // resource name -> quantity text

@@ -8,6 +8,13 @@
 // (patch a node or pod, post a Binding, reply to a request). The Kubernetes
 // adapter and the simulator drive the same engine.
 //
+// Registration: HAMi's protocol runs a pass over every node each
+// `register_period_ms` (its handshake needs the clock); Volcano's and the
+// change-only protocol react to each node event, node by node, so they cost
+// nothing while nodes are quiet. Every protocol runs one full pass when the
+// engine starts leading; a node seen for the first time is registered at
+// once.
+//
 // Flows (spec/hami-behaviour.md §4, §6, §7, §8, with devshare's fixes):
 //   Filter   refused at once (no hanging) unless leading and registered;
 //            otherwise the pod's reservation is made in the snapshot, its
@@ -42,6 +49,12 @@ namespace devshare::engine {
 enum class RegistrationProtocol { kHami, kVolcano, kChangeOnly };
 enum class Leadership { kAlways, kFollowLease };
 enum class BindMode { kNodeLock, kLockFree };
+// What Bind does when the node lock is held by another pod (or its write
+// meets a 409): fail at once (HAMi for a plain pod), or retry until
+// `lock_retry_timeout_ms` every 100 ms (HAMi for a PodGroup member), or
+// with client-go's jittered exponential backoff (100 ms x 2^k x (1 + 0.5u),
+// capped at the fourth step).
+enum class LockRetry { kOnce, kFixed, kBackoff };
 
 struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();
@@ -51,6 +64,9 @@ struct EngineOptions {
   std::string hostname;             // this replica, for kFollowLease
   BindMode bind_mode = BindMode::kNodeLock;                 // Default: HAMi's node lock
   NodeLockOptions lock;
+  LockRetry lock_retry = LockRetry::kOnce;      // Default: one attempt
+  std::int64_t lock_retry_timeout_ms = 28000;   // Default: HAMi's --node-lock-retry-timeout
+  std::uint64_t seed = 0;                       // seeds the backoff jitter
   std::int64_t register_period_ms = 15000;  // Default: HAMi's 15 s tick
   std::int32_t zone_offset_seconds = 0;     // handshake stamps (W16)
 };
@@ -60,6 +76,7 @@ struct PatchNode {
   std::uint64_t id = 0;
   std::string node;
   std::vector<AnnotationWrite> writes;
+  std::string resource_version;  // precondition (lock writes): a mismatch is a 409; empty: none
 };
 struct PatchPod {
   std::uint64_t id = 0;
@@ -90,9 +107,9 @@ using Command = std::variant<PatchNode, PatchPod, PostBinding, FilterReply, Bind
 
 struct Counters {
   std::uint64_t filters = 0, filters_refused = 0, filters_placed = 0, filters_unschedulable = 0;
-  std::uint64_t binds = 0, binds_failed = 0, lock_contention = 0;
+  std::uint64_t binds = 0, binds_failed = 0, lock_contention = 0, lock_retries = 0;
   std::uint64_t node_patches = 0, pod_patches = 0, bindings = 0;
-  std::uint64_t registration_passes = 0;
+  std::uint64_t registration_passes = 0, registration_writes = 0, nodes_dropped = 0;
 };
 
 class Engine {
@@ -110,8 +127,13 @@ class Engine {
   void LeaseObserved(const std::optional<LeaseRecord>& lease, std::int64_t now_ms,
                      std::vector<Command>& out);
 
-  // Time passing: runs a registration pass when one is due.
+  // Time passing: runs a registration pass when one is due, retries node
+  // locks whose wait is over, and lets leadership lapse.
   void Tick(std::int64_t now_ms, std::vector<Command>& out);
+
+  // The earliest time Tick has work to do (nullopt: none until an event).
+  // A driver calls Tick no later than this.
+  std::optional<std::int64_t> NextWakeMs() const;
 
   // Extender requests; the reply comes as a command, now or after the API
   // calls it needs.
@@ -131,7 +153,15 @@ class Engine {
 
  private:
   struct Impl;
+  struct NodeMemory;
+  struct BindFlow;
+  bool Leading() const;
   void RegistrationPass(std::int64_t now_ms, std::vector<Command>& out);
+  void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
+                    std::vector<Command>& out);
+  void TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
+  void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms, std::vector<Command>& out);
+  void FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
   std::uint64_t NextId() { return next_id_++; }
 
   EngineOptions options_;

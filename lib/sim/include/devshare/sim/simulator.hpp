@@ -5,18 +5,42 @@
 // Time is virtual (milliseconds); every random choice comes from one seeded
 // generator, so the same scenario and seed give the same report, bit for bit.
 //
-// Models (first cut):
-//   API server   the engine's writes wait for a client-side token bucket
-//                (client-go's QPS 5 / burst 10 by default) and then take a
-//                latency with jitter; watch events reach the engine after the
-//                write completes.
-//   scheduler    kube-scheduler places one pod at a time in arrival order:
-//                NodeResourcesFit on CPU and memory, then the engine's Filter
-//                and Bind as an extender; a pod that fits nowhere is counted
-//                unschedulable.
+// Models:
+//   API server   every client (each scheduler replica; the plugins and
+//                kubelets, which write rarely, unthrottled) waits for its
+//                token bucket (client-go's QPS 5 / burst 10 by default); the
+//                server serves `max_inflight` requests at once and answers
+//                429 with Retry-After beyond that; a request takes a latency
+//                with jitter; node writes bump the node's resourceVersion
+//                and a write with a stale precondition gets 409. Watch
+//                events reach every live replica when a write completes.
+//   scheduler    kube-scheduler runs one scheduling cycle at a time in queue
+//                order: NodeResourcesFit on CPU and memory, then the
+//                engine's Filter as an extender (30 s timeout); the Bind runs
+//                asynchronously while the next cycle starts. A pod that fits
+//                nowhere is given up (the FGD paper's experiment) or retried
+//                with kube-scheduler's backoff (1 s doubling to 10 s).
+//                With several replicas, their kube-schedulers elect a leader
+//                through a Lease (client-go's 15 s / 10 s / 2 s) and each
+//                replica's engine follows it.
 //   kubelet      after the Binding, Allocate runs and the device plugin
-//                reports bind-phase success and releases the node lock.
+//                reports bind-phase success and releases the node lock; a
+//                hung or crashed plugin delays Allocate until it is back.
+//   plugins      legacy: every heartbeat the register annotation and the
+//                handshake stamp are written, changed or not; change-only:
+//                a write only when the device list changes.
+//   faults       plugin hang (silent), plugin crash (silent and the
+//                kubelet reports no devices), a device turning unhealthy,
+//                the leading replica crashing — each for a duration.
 //   pods         run for their duration (forever when 0) and are deleted.
+//
+// An invariant checker runs throughout: after every Binding the pod must not
+// be bound already, its devices must be on its node, no device may exceed
+// its slots, memory or cores (checked on the cluster as the API objects
+// say, independent of any engine), and the leading engine's cache must hold
+// the same devices for the pod as its annotations; a placement may come only
+// from an engine that had completed a registration pass. The first
+// violation ends the run with an error naming the time and the pod.
 //
 // Thread-safety: none; a run is single-threaded.
 #ifndef DEVSHARE_SIM_SIMULATOR_HPP_
@@ -51,15 +75,39 @@ struct PodSpec {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
   std::int64_t arrive_ms = 0;
-  std::int64_t duration_ms = 0;  // 0: runs to the end
+  std::int64_t duration_ms = 0;  // from bound to deleted; 0: runs to the end
 };
 
 struct ApiModel {
-  double qps = 5;               // Default: client-go's 5
+  double qps = 5;               // Default: client-go's 5, per scheduler replica
   std::int32_t burst = 10;      // Default: client-go's 10
   std::int64_t latency_ms = 20;
   std::int64_t jitter_ms = 10;
-  std::int64_t allocate_ms = 500;  // Binding to the plugin's bind-phase success
+  std::int32_t max_inflight = 400;    // Default: kube-apiserver's 400 read + 200 write, as one
+  std::int64_t retry_after_ms = 1000; // a 429's Retry-After
+  std::int64_t allocate_ms = 500;     // Binding to the kubelet's Allocate
+};
+
+struct PluginModel {
+  enum class Mode { kChangeOnly, kLegacy };
+  Mode mode = Mode::kChangeOnly;
+  std::int64_t heartbeat_ms = 30000;  // Default: the plugins' 30 s
+};
+
+struct SchedulerModel {
+  std::int32_t replicas = 1;           // > 1: leader election through a Lease
+  bool retry_unschedulable = false;    // false: a pod that fits nowhere is given up
+  std::int64_t initial_backoff_ms = 1000;  // Default: kube-scheduler's 1 s
+  std::int64_t max_backoff_ms = 10000;     // Default: kube-scheduler's 10 s
+  std::int64_t extender_timeout_ms = 30000;  // Default: HAMi's extender httpTimeout
+};
+
+struct Fault {
+  enum class Kind { kPluginHang, kPluginCrash, kDeviceUnhealthy, kLeaderCrash };
+  Kind kind = Kind::kPluginHang;
+  std::int64_t at_ms = 0;
+  std::int64_t duration_ms = 0;  // 0: for good
+  std::string node;              // the node of a plugin or device fault
 };
 
 struct Scenario {
@@ -67,34 +115,47 @@ struct Scenario {
   std::vector<PodSpec> pods;
   engine::EngineOptions engine;
   ApiModel api;
-  std::int64_t end_ms = 0;  // 0: when the last pod has been handled
+  PluginModel plugins;
+  SchedulerModel scheduler;
+  std::vector<Fault> faults;
+  std::int64_t end_ms = 0;  // 0: when every pod is bound or given up
 };
 
 struct Report {
-  std::uint64_t pods = 0;
-  std::uint64_t bound = 0;
-  std::uint64_t unschedulable = 0;
+  std::uint64_t pods = 0;           // arrived
+  std::uint64_t bound = 0;          // bound at some point
+  std::uint64_t pending = 0;        // arrived, not bound at the end
+  std::map<std::string, std::uint64_t> pending_reasons;  // the last reason, by reason
   double gpu_capacity = 0;        // devices in the cluster
-  double gpu_allocated = 0;       // GPUs held by bound pods at the end
+  double gpu_allocated = 0;       // GPUs held by running pods at the end
   double allocation_percent = 0;  // gpu_allocated / gpu_capacity
-  std::int64_t latency_p50_ms = 0;  // arrival to bound
+  // Creation to bound over the arrived pods not given up; a pod still
+  // waiting counts with the time it has waited by the end (so a backlog
+  // shows, not hides).
+  std::int64_t latency_p50_ms = 0;
   std::int64_t latency_p99_ms = 0;
-  std::int64_t throttled_ms = 0;    // time the engine's writes waited for tokens
+  std::vector<std::int64_t> latency_percentiles;  // 0 % .. 100 %, 101 values
+  std::int64_t throttled_ms = 0;    // time the replicas' writes waited for tokens
   std::map<std::string, std::uint64_t> api_calls;  // by verb
+  std::uint64_t rejected_429 = 0, conflicts_409 = 0;
+  std::uint64_t filters_refused = 0, extender_timeouts = 0;
+  std::uint64_t lock_contention = 0, lock_retries = 0, binds_failed = 0;
+  std::uint64_t registration_writes = 0, nodes_dropped = 0;
+  std::uint64_t duplicate_registration_writes = 0;  // by a replica not holding the Lease
+  std::int64_t unavailable_ms = 0;  // leader crash to the next placement
   std::int64_t end_ms = 0;
   friend bool operator==(const Report&, const Report&) = default;
 };
 
-// Told how far a run is: pods handled (bound or unschedulable) of all the
-// scenario's pods. Called about every 1 % and once at the end.
+// Told how far a run is: pods handled (bound or given up) of all the
+// scenario's pods, or, for a run with an end time, simulated seconds of the
+// total. Called about every 1 % and once at the end.
 using Progress = std::function<void(std::uint64_t handled, std::uint64_t total)>;
 
-// Runs a scenario. After every bind an invariant checker verifies that the
-// pod is not allocated twice, that its devices are on its node and held by
-// the engine, and that no device is over its slots, memory or cores.
-// Errors: kInvalidArgument for a scenario that cannot run (a pod asking
-// more than 8 devices, a node without a name); kInternal for a violated
-// invariant, naming the time and the pod.
+// Runs a scenario. Errors: kInvalidArgument for a scenario that cannot run
+// (a pod asking more than 8 devices, a node without a name or named twice,
+// a fault on an unknown node, retries without an end time); kInternal for
+// a violated invariant, naming the time and the pod.
 Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress& progress = {});
 
 // The placement invariant the simulator checks after every bind: the pod
@@ -110,6 +171,13 @@ Status CheckPlacement(const ClusterSnapshot& snapshot, std::string_view node,
 // of `nodes_csv`. Rows that cannot be mapped are an error naming the line.
 Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv,
                                double demand, std::uint64_t seed, std::int64_t interval_ms = 1000);
+
+// The openb traces replayed in time order: every row of `pods_csv` arrives
+// at its creation_time (seconds, shifted so the first arrival is at 0) and
+// is deleted at its deletion_time; CPU-only rows take CPU and memory only.
+// A row without a creation time, or deleted before it was created, is an
+// error naming the row.
+Result<Scenario> OpenbReplay(std::string_view nodes_csv, std::string_view pods_csv);
 
 // A self-contained scenario shaped like the openb traces: `nodes` nodes of
 // 8 GPUs (T4, V100 16/32 GiB, A10) with CPU and memory, and GPU pods —

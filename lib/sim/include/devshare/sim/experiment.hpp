@@ -1,0 +1,138 @@
+// devshare/sim/experiment.hpp — scenario files: a cluster, a workload,
+// faults and model settings in YAML, with variants to compare and seeds to
+// repeat them over; and the scenarios shipped with devshare.
+//
+// A file (every key optional unless said; durations are "500ms", "30s",
+// "10m", "1h" or milliseconds as a number):
+//
+//   name: handshake-storm
+//   description: what it shows
+//   seeds: [0, 1, 2]                # Default: [0]
+//   end: 1h                         # Default: when every pod is handled
+//   nodes:                          # groups of identical nodes, named <prefix><index>
+//     - {count: 200, prefix: node-, gpus: 8, model: A100, gpu_memory: 40960,
+//        cpu: 128000, memory: 1048576}          # cpu in millicores, memory in MiB
+//   pods:                           # classes of pods arriving over time
+//     - {name: infer, every: 2s, count: 1800, start: 0s, arrival: steady|poisson,
+//        gpus: 1, gpu_milli: 500, gpu_spec: "A100", cpu: 4000, memory: 16384,
+//        duration: 10m}
+//   openb:                          # or the openb traces (nodes and pods)
+//     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3}
+//   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
+//            bind: node-lock|lock-free, lock_retry: once|fixed|backoff}
+//   api: {qps: 5, burst: 10, latency: 20ms, jitter: 10ms, max_inflight: 400,
+//         retry_after: 1s, allocate: 500ms}
+//   plugins: {mode: change-only|legacy, heartbeat: 30s}
+//   scheduler: {replicas: 1, retry_unschedulable: false, extender_timeout: 30s,
+//               initial_backoff: 1s, max_backoff: 10s}
+//   faults:
+//     - {kind: plugin-hang|plugin-crash|device-unhealthy|leader-crash, node: node-3,
+//        at: 10m, for: 2m}
+//   variants:                       # each overrides the keys it names (mappings
+//     - {name: legacy, plugins: {mode: legacy}}   # merge key by key; lists replace)
+//
+// Every error names the line and the key: an unknown key, a value of the
+// wrong type or out of range, a file that cannot be read.
+//
+// Thread-safety: value types and functions without shared state.
+#ifndef DEVSHARE_SIM_EXPERIMENT_HPP_
+#define DEVSHARE_SIM_EXPERIMENT_HPP_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devshare/sim/simulator.hpp"
+#include "devshare/status.hpp"
+
+namespace devshare::sim {
+
+struct NodeGroup {
+  std::int32_t count = 1;
+  std::string prefix = "node-";
+  NodeSpec shape;  // the name is <prefix><index>
+};
+
+struct PodClass {
+  enum class Arrival { kSteady, kPoisson };
+  std::int32_t count = 0;          // 0: until the end
+  std::int64_t every_ms = 1000;    // mean time between arrivals
+  std::int64_t start_ms = 0;
+  Arrival arrival = Arrival::kSteady;
+  PodSpec shape;  // the name is <name>-<index>
+};
+
+struct OpenbWorkload {
+  enum class Mode { kInflate, kReplay };
+  std::string nodes_csv;  // the files' contents
+  std::string pods_csv;
+  Mode mode = Mode::kInflate;
+  double demand = 1.3;
+};
+
+// One variant of an experiment, before the seed is known.
+struct ScenarioTemplate {
+  std::vector<NodeGroup> node_groups;
+  std::vector<PodClass> pod_classes;
+  std::optional<OpenbWorkload> openb;
+  Scenario settings;  // engine, api, plugins, scheduler, faults, end_ms; no nodes or pods
+};
+
+struct Variant {
+  std::string name;
+  ScenarioTemplate scenario;
+};
+
+struct Experiment {
+  std::string name;
+  std::string description;
+  std::vector<std::uint64_t> seeds = {0};
+  std::vector<Variant> variants;  // at least one; a file without variants has one, "default"
+};
+
+// Reads a file the experiment names (the openb traces), given its path.
+using FileReader = std::function<Result<std::string>(const std::string& path)>;
+
+struct LoadOptions {
+  FileReader read;            // required when the file names openb traces
+  std::string base_dir;       // relative paths in the file are resolved here
+  std::string openb_dir;      // when set, replaces the file's openb.dir
+  std::string what = "scenario";  // how errors name the file
+};
+
+// Parses an experiment. Errors: kMalformed (YAML syntax, unknown key, wrong
+// type, out-of-range value) naming `what`, the line and the key; kNotFound
+// for a file that cannot be read.
+Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& options);
+
+// The scenario a variant runs with `seed`: node groups and the openb node
+// list expanded, pod classes and openb pods drawn with the seed.
+Result<Scenario> Expand(const ScenarioTemplate& scenario, std::uint64_t seed);
+
+// The scenarios shipped with devshare, by name: default, handshake-storm,
+// lock-storm, failover, openb, openb-replay.
+std::vector<std::string_view> BuiltinScenarioNames();
+// The YAML text of a shipped scenario; kNotFound lists the names.
+Result<std::string_view> BuiltinScenario(std::string_view name);
+
+struct VariantResult {
+  std::string name;
+  std::vector<std::uint64_t> seeds;
+  std::vector<Report> reports;  // one per seed
+};
+
+// Told how far an experiment is: the variant and seed running, and that
+// run's progress (see Progress).
+using ExperimentProgress = std::function<void(std::string_view variant, std::uint64_t seed,
+                                              std::uint64_t done, std::uint64_t total)>;
+
+// Runs every variant with every seed, in order.
+Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment,
+                                                 const ExperimentProgress& progress = {});
+
+}  // namespace devshare::sim
+
+#endif  // DEVSHARE_SIM_EXPERIMENT_HPP_
