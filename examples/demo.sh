@@ -45,5 +45,5 @@ show "The same slice under spread: the emptiest node" \
   explain --cluster "$cluster/cluster.yaml" --pod "$cluster/pod-small.yaml" --now 1787300439 \
   --node-policy spread
 
-show "Policies compared on a simulated 200-node cluster (GPU pods ask 130 % of the GPUs)" \
-  simulate --nodes 200 --seed 0
+show "Policies compared on a simulated 200-node cluster (the default scenario: pods ask 130 % of the GPUs)" \
+  simulate

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,7 +22,7 @@
 #include "devshare/objects.hpp"
 #include "devshare/pod_codec.hpp"
 #include "devshare/request.hpp"
-#include "devshare/sim/simulator.hpp"
+#include "devshare/sim/experiment.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
 #include "devshare/version.hpp"
@@ -495,34 +497,34 @@ PYBIND11_MODULE(_devshare, m) {
   m.def("backoff_delay_ms", &BackoffDelayMs, py::arg("attempt"), py::arg("u"),
         "Retry delay before attempt + 1: 100 ms x 2^attempt x (1 + 0.5 u); None after five attempts.");
 
-  m.def("_simulate", [](const std::optional<std::string>& nodes_csv, const std::optional<std::string>& pods_csv,
-                        std::int32_t nodes, double demand, std::uint64_t seed, const std::string& node_policy,
-                        const std::string& gpu_policy) {
-    sim::Scenario scenario = nodes_csv && pods_csv ? Unwrap(sim::OpenbScenario(*nodes_csv, *pods_csv, demand, seed))
-                                                   : sim::SyntheticScenario(seed, nodes, demand);
-    scenario.engine.filter.node_policy = node_policy;
-    scenario.engine.filter.gpu_policy = gpu_policy;
-    scenario.engine.filter.reasons = false;
-    Result<sim::Report> r = Status();
+  m.def("_builtin_scenarios", [] {
+    std::vector<std::string> names;
+    for (std::string_view name : sim::BuiltinScenarioNames()) names.emplace_back(name);
+    return names;
+  });
+  m.def("_builtin_scenario", [](const std::string& name) { return std::string(Unwrap(sim::BuiltinScenario(name))); });
+  m.def("_run_experiment", [](const std::string& yaml, const std::string& what, const std::string& base_dir,
+                              const std::string& openb_dir, const std::optional<std::vector<std::uint64_t>>& seeds) {
+    sim::LoadOptions load;
+    load.what = what;
+    load.base_dir = base_dir;
+    load.openb_dir = openb_dir;
+    load.read = [](const std::string& path) -> Result<std::string> {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
+      std::ostringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    sim::Experiment experiment = Unwrap(sim::ParseExperiment(yaml, load));
+    if (seeds) experiment.seeds = *seeds;
+    Result<std::vector<sim::VariantResult>> results = Status();
     {
       py::gil_scoped_release release;
-      r = sim::Run(scenario, seed);
+      results = sim::RunExperiment(experiment);
     }
-    sim::Report report = Unwrap(std::move(r));
-    py::dict out;
-    out["pods"] = report.pods;
-    out["bound"] = report.bound;
-    out["pending"] = report.pending;
-    out["gpu_capacity"] = report.gpu_capacity;
-    out["gpu_allocated"] = report.gpu_allocated;
-    out["allocation_percent"] = report.allocation_percent;
-    out["latency_p50_ms"] = report.latency_p50_ms;
-    out["latency_p99_ms"] = report.latency_p99_ms;
-    out["throttled_ms"] = report.throttled_ms;
-    out["api_calls"] = report.api_calls;
-    out["end_ms"] = report.end_ms;
-    return out;
-  });
+    return sim::ResultsJson(experiment, Unwrap(std::move(results)));
+  }, py::arg("yaml"), py::arg("what"), py::arg("base_dir"), py::arg("openb_dir"), py::arg("seeds"));
 
   m.def("_decide_admission", [](const std::string& review, const std::optional<std::string>& config,
                                 const std::string& scheduler_name, const Cluster* cluster) {

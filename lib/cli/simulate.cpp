@@ -1,16 +1,20 @@
 #include "simulate.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
-#include "devshare/sim/simulator.hpp"
+#include "devshare/sim/experiment.hpp"
 #include "table.hpp"
 
 namespace devshare::cli {
@@ -18,28 +22,14 @@ namespace devshare::cli {
 namespace {
 
 struct SimulateOptions {
-  std::string openb;                 // directory of the openb CSV files
-  std::string pods = "openb_pod_list_default.csv";
-  double demand = 1.3;
-  std::uint64_t seed = 0;
-  std::string policies = "hami-default,binpack,spread,fgd";
+  std::string file;       // a scenario file
+  std::string scenario;   // or a shipped scenario's name
+  std::vector<std::uint64_t> seeds;
+  std::string openb;      // directory of the openb traces
   std::string json;
-  std::int32_t nodes = 200;
+  bool print = false;
+  bool list = false;
 };
-
-struct Policy {
-  std::string node;
-  std::string gpu;
-};
-
-Result<Policy> PolicyNamed(const std::string& name) {
-  if (name == "hami-default") return Policy{"binpack", "spread"};
-  if (name == "binpack") return Policy{"binpack", "binpack"};
-  if (name == "spread") return Policy{"spread", "spread"};
-  if (name == "fgd") return Policy{"fgd", "fgd"};
-  return Status::InvalidArgument(
-      fmt::format("unknown policy {} (want hami-default, binpack, spread or fgd)", name));
-}
 
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -49,85 +39,227 @@ Result<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
+// Where the openb traces are when not told: $DEVSHARE_OPENB, then the
+// shared data next to or inside the working directory.
+std::string FindOpenb(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("DEVSHARE_OPENB"); env != nullptr && *env != '\0') return env;
+  for (const char* dir : {"../shared/data/openb", "shared/data/openb"}) {
+    if (std::filesystem::exists(std::filesystem::path(dir) / "openb_node_list_gpu_node.csv")) return dir;
+  }
+  return "";
+}
+
+std::string Millis(double ms) {
+  if (ms < 1000) return fmt::format("{:.0f} ms", ms);
+  if (ms < 120000) return fmt::format("{:.1f} s", ms / 1000);
+  return fmt::format("{:.1f} min", ms / 60000);
+}
+
+double Mean(const std::vector<sim::Report>& runs, const std::function<double(const sim::Report&)>& field) {
+  double sum = 0;
+  for (const sim::Report& r : runs) sum += field(r);
+  return runs.empty() ? 0 : sum / static_cast<double>(runs.size());
+}
+
+// A column of the summary: shown when `always` or any variant has a value.
+struct Column {
+  std::string title;
+  std::function<double(const sim::Report&)> field;
+  std::function<std::string(double)> format;
+  bool always = false;
+};
+
+std::string Count(double v) { return fmt::format("{:.0f}", v); }
+
+std::vector<Column> Columns(const sim::Experiment& experiment) {
+  bool replicas = false, timed = false;
+  for (const sim::Variant& v : experiment.variants) {
+    replicas = replicas || v.scenario.settings.scheduler.replicas > 1;
+    timed = timed || v.scenario.settings.end_ms > 0;
+  }
+  auto scheduler_writes = [](const sim::Report& r) {
+    double n = 0;
+    for (const char* verb : {"patch-node", "patch-pod", "binding"}) {
+      auto it = r.api_calls.find(verb);
+      if (it != r.api_calls.end()) n += static_cast<double>(it->second);
+    }
+    return r.end_ms > 0 ? n * 60000.0 / static_cast<double>(r.end_ms) : 0;
+  };
+  return {
+      {"PODS", [](const sim::Report& r) { return r.pods; }, Count, true},
+      {"BOUND", [](const sim::Report& r) { return r.bound; }, Count, true},
+      {"PENDING", [](const sim::Report& r) { return r.pending; }, Count, true},
+      {"GPU ALLOCATED", [](const sim::Report& r) { return r.allocation_percent; },
+       [](double v) { return fmt::format("{:.2f} %", v); }, true},
+      {"P50 TO BOUND", [](const sim::Report& r) { return r.latency_p50_ms; }, Millis, true},
+      {"P99 TO BOUND", [](const sim::Report& r) { return r.latency_p99_ms; }, Millis, true},
+      {"SCHEDULER WRITES/MIN", scheduler_writes, [](double v) { return fmt::format("{:.1f}", v); }, timed},
+      {"THROTTLED", [](const sim::Report& r) { return r.throttled_ms; }, Millis, false},
+      {"429", [](const sim::Report& r) { return r.rejected_429; }, Count, false},
+      {"409", [](const sim::Report& r) { return r.conflicts_409; }, Count, false},
+      {"TIMEOUTS", [](const sim::Report& r) { return r.extender_timeouts; }, Count, false},
+      {"REFUSED", [](const sim::Report& r) { return r.filters_refused; }, Count, replicas},
+      {"LOCK COLLISIONS", [](const sim::Report& r) { return r.lock_contention; }, Count, false},
+      {"LOCK RETRIES", [](const sim::Report& r) { return r.lock_retries; }, Count, false},
+      {"BINDS FAILED", [](const sim::Report& r) { return r.binds_failed; }, Count, false},
+      {"NODES DROPPED", [](const sim::Report& r) { return r.nodes_dropped; }, Count, false},
+      {"DUPLICATE HANDSHAKES", [](const sim::Report& r) { return r.duplicate_registration_writes; }, Count,
+       replicas},
+      {"UNAVAILABLE", [](const sim::Report& r) { return r.unavailable_ms; }, Millis, replicas},
+  };
+}
+
+void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::VariantResult>& results,
+                  const std::vector<double>& seconds) {
+  std::vector<Column> columns = Columns(experiment);
+  std::vector<const Column*> shown;
+  for (const Column& c : columns) {
+    bool any = c.always;
+    for (const sim::VariantResult& v : results) any = any || Mean(v.reports, c.field) != 0;
+    if (any) shown.push_back(&c);
+  }
+  std::vector<std::string> header = {"VARIANT"};
+  for (const Column* c : shown) header.push_back(c->title);
+  header.push_back("SECONDS");
+  Table table(header);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const sim::VariantResult& v = results[i];
+    std::vector<std::string> row = {v.name};
+    for (const Column* c : shown) {
+      std::string cell = c->format(Mean(v.reports, c->field));
+      if (c->title == "GPU ALLOCATED" && v.reports.size() > 1) {
+        const double mean = Mean(v.reports, c->field);
+        double var = 0;
+        for (const sim::Report& r : v.reports) var += (c->field(r) - mean) * (c->field(r) - mean);
+        cell += fmt::format(" ± {:.2f}", std::sqrt(var / static_cast<double>(v.reports.size() - 1)));
+      }
+      row.push_back(std::move(cell));
+    }
+    row.push_back(fmt::format("{:.1f}", seconds[i]));
+    table.AddRow(std::move(row));
+  }
+  std::cout << table.Render();
+
+  // API writes per minute by verb, for runs with an end time.
+  std::set<std::string> verbs;
+  bool timed = false;
+  for (const sim::VariantResult& v : results) {
+    for (const sim::Report& r : v.reports) {
+      timed = timed || r.end_ms > 0;
+      for (const auto& [verb, n] : r.api_calls) verbs.insert(verb);
+    }
+  }
+  if (timed && !verbs.empty()) {
+    std::vector<std::string> verb_header = {"API WRITES/MIN"};
+    verb_header.insert(verb_header.end(), verbs.begin(), verbs.end());
+    Table by_verb(verb_header);
+    for (const sim::VariantResult& v : results) {
+      std::vector<std::string> row = {v.name};
+      for (const std::string& verb : verbs) {
+        row.push_back(fmt::format("{:.1f}", Mean(v.reports, [&](const sim::Report& r) {
+          auto it = r.api_calls.find(verb);
+          const double n = it == r.api_calls.end() ? 0 : static_cast<double>(it->second);
+          return r.end_ms > 0 ? n * 60000.0 / static_cast<double>(r.end_ms) : 0;
+        })));
+      }
+      by_verb.AddRow(std::move(row));
+    }
+    std::cout << "\n" << by_verb.Render();
+  }
+
+  // Why pods are pending at the end (the first seed's run).
+  for (const sim::VariantResult& v : results) {
+    if (v.reports.empty() || v.reports.front().pending == 0) continue;
+    std::string reasons;
+    for (const auto& [reason, n] : v.reports.front().pending_reasons) {
+      reasons += fmt::format("{}{} ({})", reasons.empty() ? "" : "; ", reason, n);
+    }
+    std::cout << fmt::format("\n{}: {} pending — {}", v.name, v.reports.front().pending, reasons);
+  }
+  std::cout << "\n";
+}
+
 int Run(const SimulateOptions& o) {
-  std::vector<std::pair<std::string, Policy>> policies;
-  std::stringstream list(o.policies);
-  for (std::string name; std::getline(list, name, ',');) {
-    Result<Policy> policy = PolicyNamed(name);
-    if (!policy.ok()) {
-      std::cerr << "devshare simulate: " << policy.status().message() << "\n";
+  if (o.list) {
+    for (std::string_view name : sim::BuiltinScenarioNames()) std::cout << name << "\n";
+    return 0;
+  }
+  if (!o.file.empty() && !o.scenario.empty()) {
+    std::cerr << "devshare simulate: give a scenario file or --scenario, not both\n";
+    return 2;
+  }
+  sim::LoadOptions load;
+  load.openb_dir = FindOpenb(o.openb);
+  load.read = [&load](const std::string& path) -> Result<std::string> {
+    Result<std::string> text = ReadFile(path);
+    if (!text.ok() && load.openb_dir.empty()) {
+      return Status::NotFound(fmt::format("{} (point --openb or DEVSHARE_OPENB at the openb traces)",
+                                          text.status().message()));
+    }
+    return text;
+  };
+  std::string yaml;
+  if (!o.file.empty()) {
+    Result<std::string> text = ReadFile(o.file);
+    if (!text.ok()) {
+      std::cerr << "devshare simulate: " << text.status().message() << "\n";
       return 1;
     }
-    policies.emplace_back(name, *policy);
-  }
-  Result<sim::Scenario> scenario = sim::SyntheticScenario(o.seed, o.nodes, o.demand);
-  std::string source = fmt::format("synthetic: {} nodes x 8 GPUs, openb-like pods", o.nodes);
-  if (!o.openb.empty()) {
-    Result<std::string> nodes = ReadFile(o.openb + "/openb_node_list_gpu_node.csv");
-    Result<std::string> pods = nodes.ok() ? ReadFile(o.openb + "/" + o.pods) : nodes;
-    if (!pods.ok()) {
-      std::cerr << "devshare simulate: " << pods.status().message() << "\n";
+    yaml = std::move(*text);
+    load.base_dir = std::filesystem::path(o.file).parent_path().string();
+    load.what = o.file;
+  } else {
+    const std::string name = o.scenario.empty() ? "default" : o.scenario;
+    Result<std::string_view> text = sim::BuiltinScenario(name);
+    if (!text.ok()) {
+      std::cerr << "devshare simulate: " << text.status().message() << "\n";
       return 1;
     }
-    scenario = sim::OpenbScenario(*nodes, *pods, o.demand, o.seed);
-    source = fmt::format("openb: {} with {}", o.openb, o.pods);
+    yaml = std::string(*text);
+    load.what = "scenario " + name;
   }
-  if (!scenario.ok()) {
-    std::cerr << "devshare simulate: " << scenario.status().message() << "\n";
+  if (o.print) {
+    std::cout << yaml;
+    return 0;
+  }
+  Result<sim::Experiment> experiment = sim::ParseExperiment(yaml, load);
+  if (!experiment.ok()) {
+    std::cerr << "devshare simulate: " << experiment.status().message() << "\n";
     return 1;
   }
-  std::cout << fmt::format("{}\n{} pods arriving until {:.0f} % of the GPUs are asked for; seed {}\n\n",
-                           source, scenario->pods.size(), o.demand * 100, o.seed);
+  if (!o.seeds.empty()) experiment->seeds = o.seeds;
+  std::cout << fmt::format("{}: {}\nseeds: {}\n\n", experiment->name, experiment->description,
+                           fmt::join(experiment->seeds, ", "));
   const bool terminal = isatty(STDERR_FILENO) != 0;
-  Table table({"POLICY", "BOUND", "UNSCHEDULABLE", "GPU ALLOCATED", "P50 BIND", "P99 BIND",
-               "API WRITES", "SECONDS"});
-  boost::json::array reports;
-  for (const auto& [name, policy] : policies) {
-    sim::Scenario s = *scenario;
-    s.engine.filter.node_policy = policy.node;
-    s.engine.filter.gpu_policy = policy.gpu;
-    s.engine.filter.reasons = false;
-    const auto start = std::chrono::steady_clock::now();
-    sim::Progress progress;
+  std::vector<sim::VariantResult> results;
+  std::vector<double> seconds;
+  for (const sim::Variant& variant : experiment->variants) {
+    sim::Experiment one = *experiment;
+    one.variants = {variant};
+    sim::ExperimentProgress progress;
     if (terminal) {
-      progress = [&name = name](std::uint64_t handled, std::uint64_t total) {
-        std::cerr << fmt::format("{}: {}/{} pods\r", name, handled, total) << std::flush;
+      progress = [timed = variant.scenario.settings.end_ms > 0](std::string_view name, std::uint64_t seed,
+                                                                std::uint64_t done, std::uint64_t total) {
+        std::cerr << fmt::format("\r{} seed {}: {}/{} {}   ", name, seed, done, total,
+                                 timed ? "simulated seconds" : "pods")
+                  << std::flush;
       };
     }
-    Result<sim::Report> r = sim::Run(s, o.seed, progress);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!r.ok()) {
-      std::cerr << "devshare simulate: " << r.status().message() << "\n";
+    const auto start = std::chrono::steady_clock::now();
+    Result<std::vector<sim::VariantResult>> run = sim::RunExperiment(one, progress);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (terminal) std::cerr << "\r" << std::string(72, ' ') << "\r";
+    if (!run.ok()) {
+      std::cerr << "devshare simulate: " << run.status().message() << "\n";
       return 1;
     }
-    std::uint64_t writes = 0;
-    boost::json::object calls;
-    for (const auto& [verb, n] : r->api_calls) {
-      writes += n;
-      calls[verb] = n;
-    }
-    table.AddRow({name, std::to_string(r->bound), std::to_string(r->pending),
-                  fmt::format("{:.2f} %", r->allocation_percent), fmt::format("{} ms", r->latency_p50_ms),
-                  fmt::format("{} ms", r->latency_p99_ms), std::to_string(writes),
-                  fmt::format("{:.1f}", seconds)});
-    reports.push_back(boost::json::object{{"policy", name},
-                                          {"pods", r->pods},
-                                          {"bound", r->bound},
-                                          {"unschedulable", r->pending},
-                                          {"gpuCapacity", r->gpu_capacity},
-                                          {"gpuAllocated", r->gpu_allocated},
-                                          {"allocationPercent", r->allocation_percent},
-                                          {"latencyP50Ms", r->latency_p50_ms},
-                                          {"latencyP99Ms", r->latency_p99_ms},
-                                          {"throttledMs", r->throttled_ms},
-                                          {"apiCalls", std::move(calls)},
-                                          {"wallSeconds", seconds}});
+    results.push_back(std::move(run->front()));
   }
-  if (terminal) std::cerr << std::string(40, ' ') << "\r";
-  std::cout << table.Render();
+  PrintSummary(*experiment, results, seconds);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
-    out << boost::json::serialize(reports) << "\n";
+    out << sim::ResultsJson(*experiment, results) << "\n";
     if (!out) {
       std::cerr << "devshare simulate: cannot write " << o.json << "\n";
       return 1;
@@ -140,15 +272,16 @@ int Run(const SimulateOptions& o) {
 
 void AddSimulateCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SimulateOptions>();
-  CLI::App* sub = app.add_subcommand("simulate", "compare scheduling policies on a simulated cluster");
-  sub->add_option("--openb", o->openb, "directory of the openb traces (default: a synthetic cluster)");
-  sub->add_option("--pods", o->pods, "pod list in that directory")->capture_default_str();
-  sub->add_option("--demand", o->demand, "GPU demand as a share of capacity")->capture_default_str();
-  sub->add_option("--seed", o->seed, "the one seed of every random choice")->capture_default_str();
-  sub->add_option("--policies", o->policies, "comma list of hami-default, binpack, spread, fgd")
-      ->capture_default_str();
-  sub->add_option("--nodes", o->nodes, "nodes of the synthetic cluster")->capture_default_str();
-  sub->add_option("--json", o->json, "also write the reports as JSON to this file");
+  CLI::App* sub = app.add_subcommand(
+      "simulate", "run the engine on a simulated cluster: a scenario file, or a shipped scenario (default: 'default')");
+  sub->add_option("file", o->file, "a scenario file (YAML)");
+  sub->add_option("--scenario", o->scenario, "a shipped scenario (see --list)");
+  sub->add_option("--seed", o->seeds, "run with this seed instead of the scenario's (repeatable)");
+  sub->add_option("--openb", o->openb,
+                  "directory of the openb traces (default: $DEVSHARE_OPENB, ../shared/data/openb, shared/data/openb)");
+  sub->add_option("--json", o->json, "also write every run's report as JSON to this file");
+  sub->add_flag("--print", o->print, "print the scenario's YAML instead of running it");
+  sub->add_flag("--list", o->list, "list the shipped scenarios");
   sub->callback([o, &exit_code] { exit_code = Run(*o); });
 }
 

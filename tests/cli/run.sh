@@ -39,10 +39,19 @@ check "explain spread" 0 '"chosen":"gpu-t4-1"' -- explain --json --node-policy s
 check "explain bad policy" 1 'unknown node policy' -- explain --node-policy best --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
-check "simulate compares policies" 0 'binpack +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate --nodes 20 --policies binpack,spread
-check "simulate writes JSON" 0 'spread' -- simulate --nodes 10 --policies spread --json /dev/stdout
-check "simulate rejects an unknown policy" 1 'unknown policy best' -- simulate --policies best
-check "simulate needs the traces it is pointed at" 1 'cannot read' -- simulate --openb /nonexistent
+check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"
+check "simulate writes JSON" 0 '"variants":\[\{"name":"binpack","runs":\[\{"seed":7' -- simulate "$here/examples/scenarios/small.yaml" --seed 7 --json /dev/stdout
+check "simulate lists the shipped scenarios" 0 'handshake-storm' -- simulate --list
+check "simulate prints a shipped scenario" 0 'kind: leader-crash' -- simulate --scenario failover --print
+check "simulate runs a shipped scenario" 0 'lock-free +128 +128' -- simulate --scenario lock-storm
+check "simulate names an unknown scenario" 1 "no scenario named 'best'" -- simulate --scenario best
+bad=$(mktemp)
+printf 'nodes:\n  - {count: 2, gpus: 4}\nengine: {policy: best}\n' >"$bad"
+check "simulate names the bad key and its line" 1 "engine.policy: 'best' is not one of .* \(line 3" -- simulate "$bad"
+printf 'nodes:\n  - {count: 2, gpu: 4}\n' >"$bad"
+check "simulate rejects an unknown key" 1 'nodes\[0\]\.gpu: unknown key \(line 2' -- simulate "$bad"
+rm -f "$bad"
+check "simulate needs the traces it is pointed at" 1 'cannot read /nonexistent/openb_node_list_gpu_node.csv' -- simulate --scenario openb --openb /nonexistent
 
 echo "cli: $passed passed, $failed failed"
 [ -n "$results" ] && echo "cli $passed $failed" >>"$results"

@@ -99,12 +99,38 @@ def test_bad_inputs_raise(make_node, make_pod):
 
 
 def test_simulate_is_deterministic_and_compares_policies():
-    a = devshare.simulate({"nodes": 20}, seed=3, policy="binpack")
-    b = devshare.simulate({"nodes": 20}, seed=3, policy="binpack")
-    assert a == b
-    assert a["bound"] + a["unschedulable"] == a["pods"]
-    assert 0 < a["allocation_percent"] <= 100
-    spread = devshare.simulate({"nodes": 20}, seed=3, policy="spread")
-    assert spread["allocation_percent"] <= a["allocation_percent"]
-    with pytest.raises(KeyError):
-        devshare.simulate("synthetic", policy="best")
+    small = {
+        "name": "tiny", "end": "5m",
+        "nodes": [{"count": 4, "gpus": 2, "model": "T4", "cpu": 32000, "memory": 131072}],
+        "pods": [{"name": "job", "every": "5s", "gpus": 1, "gpu_milli": 500, "duration": "2m"}],
+        "scheduler": {"retry_unschedulable": True},
+        "variants": [{"name": "binpack", "engine": {"policy": "binpack"}},
+                     {"name": "spread", "engine": {"policy": "spread"}}],
+    }
+    a = devshare.simulate(small, seed=3)
+    assert a == devshare.simulate(small, seed=3)
+    assert [v["name"] for v in a["variants"]] == ["binpack", "spread"]
+    run = a["variants"][0]["runs"][0]
+    assert run["seed"] == 3
+    assert run["bound"] + run["pending"] == run["pods"] > 0
+    assert len(run["latencyPercentilesMs"]) == 101
+    assert run["apiCalls"]["binding"] >= run["bound"]
+    two = devshare.simulate(small, seed=[1, 2])
+    assert [r["seed"] for r in two["variants"][1]["runs"]] == [1, 2]
+
+
+def test_simulate_runs_shipped_scenarios_and_files(tmp_path):
+    assert {"default", "handshake-storm", "lock-storm", "failover", "openb"} <= set(devshare.scenarios())
+    storm = devshare.simulate("lock-storm")
+    by_name = {v["name"]: v["runs"][0] for v in storm["variants"]}
+    assert by_name["lock-free"]["lockContention"] == 0
+    assert by_name["fixed-100ms"]["lockRetries"] > by_name["backoff-jitter"]["lockRetries"]
+    path = tmp_path / "one.yaml"
+    path.write_text("nodes:\n  - {count: 2, gpus: 1}\npods:\n  - {count: 3, gpus: 1}\n")
+    run = devshare.simulate(str(path))["variants"][0]["runs"][0]
+    assert (run["bound"], run["pending"]) == (2, 1)
+    path.write_text("nodes:\n  - {count: 2, gpus: 1}\nengine: {policy: best}\n")
+    with pytest.raises(devshare.ConfigError, match=r"engine.policy: 'best' is not one of .*line 3"):
+        devshare.simulate(str(path))
+    with pytest.raises(KeyError, match="no scenario named"):
+        devshare.simulate("best")

@@ -13,6 +13,7 @@ Errors: malformed annotations and objects raise ``DecodeError`` (a
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any, Mapping, Optional, Sequence
 
@@ -56,6 +57,7 @@ __all__ = [
     "encode_node_devices",
     "encode_pod_devices",
     "hami_scheduler_pass",
+    "scenarios",
     "simulate",
     "volcano_scheduler_pass",
 ]
@@ -196,30 +198,54 @@ class Cluster:
         return f"Cluster(nodes={len(self)}, pods={self._impl.pod_count()})"
 
 
-_POLICIES = {"hami-default": ("binpack", "spread"), "binpack": ("binpack", "binpack"),
-             "spread": ("spread", "spread"), "fgd": ("fgd", "fgd")}
+def scenarios() -> list:
+    """The names of the scenarios shipped with devshare."""
+    return _devshare._builtin_scenarios()
 
 
-def simulate(scenario: Any = "synthetic", seed: int = 0, policy: str = "hami-default") -> dict:
-    """Runs the engine on a simulated cluster and returns the report as a dict.
+def _openb_dir(given: Optional[str]) -> str:
+    if given:
+        return str(given)
+    if os.environ.get("DEVSHARE_OPENB"):
+        return os.environ["DEVSHARE_OPENB"]
+    for candidate in ("../shared/data/openb", "shared/data/openb"):
+        if os.path.exists(os.path.join(candidate, "openb_node_list_gpu_node.csv")):
+            return candidate
+    return ""
 
-    ``scenario`` is "synthetic" (an openb-like cluster of 200 nodes), a path
-    to a directory holding the openb traces, or a dict with ``openb`` (that
-    directory), ``pods`` (the pod list file name), ``nodes`` (synthetic
-    cluster size) and ``demand`` (default 1.3). ``policy`` is hami-default,
-    binpack, spread or fgd. The same seed gives the same report."""
-    if isinstance(scenario, str):
-        scenario = {} if scenario == "synthetic" else {"openb": scenario}
-    node_policy, gpu_policy = _POLICIES[policy]
-    nodes_csv = pods_csv = None
-    if scenario.get("openb"):
-        directory = scenario["openb"]
-        with open(f"{directory}/openb_node_list_gpu_node.csv") as f:
-            nodes_csv = f.read()
-        with open(f"{directory}/{scenario.get('pods', 'openb_pod_list_default.csv')}") as f:
-            pods_csv = f.read()
-    return _devshare._simulate(nodes_csv, pods_csv, int(scenario.get("nodes", 200)),
-                               float(scenario.get("demand", 1.3)), seed, node_policy, gpu_policy)
+
+def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = None) -> dict:
+    """Runs a scenario on the simulated cluster and returns the results.
+
+    ``scenario`` is the name of a shipped scenario (see ``scenarios()``), the
+    path of a scenario file (YAML), or a dict with the same keys as a file.
+    ``seed`` is a seed, a list of seeds, or None for the scenario's own.
+    ``openb`` is the directory of the openb traces for scenarios that use
+    them (default: $DEVSHARE_OPENB, ../shared/data/openb, shared/data/openb).
+
+    Returns {"name", "description", "variants": [{"name", "runs": [report,
+    one per seed]}]}; a report holds allocationPercent, latencyP50Ms,
+    latencyPercentilesMs (0..100 %), apiCalls by verb, pending and its
+    reasons, and the other figures of devshare simulate's table. The same
+    seed gives the same results. Errors: ValueError naming the key and line."""
+    base_dir = ""
+    if isinstance(scenario, Mapping):
+        text, what = json.dumps(scenario), "scenario"
+    elif isinstance(scenario, (str, os.PathLike)) and os.path.isfile(scenario):
+        with open(scenario, encoding="utf-8") as f:
+            text = f.read()
+        what, base_dir = str(scenario), os.path.dirname(os.fspath(scenario))
+    elif isinstance(scenario, str):
+        text, what = _devshare._builtin_scenario(scenario), f"scenario {scenario}"
+    else:
+        raise TypeError("scenario must be a shipped scenario's name, a file path or a dict")
+    if seed is None:
+        seeds = None
+    elif isinstance(seed, int):
+        seeds = [seed]
+    else:
+        seeds = [int(s) for s in seed]
+    return json.loads(_devshare._run_experiment(text, what, base_dir, _openb_dir(openb), seeds))
 
 
 def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,

@@ -157,7 +157,7 @@ void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int6
     impl_->pending.emplace(id, Impl::Release{});
     ++counters_.node_patches;
     ++counters_.registration_writes;
-    out.push_back(PatchNode{id, name, std::move(writes), {}});
+    out.push_back(PatchNode{id, name, std::move(writes), {}, true});
   }
   if (usable && (refresh || !memory.usable)) {
     snapshot_.AddNode(memory.object);
@@ -350,7 +350,8 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
   if (decision.write) {
     flow.step = BindFlow::Step::kLock;
     ++counters_.node_patches;
-    out.push_back(PatchNode{id, flow.node, {*decision.write}, node_memory->second.object.resource_version});
+    out.push_back(PatchNode{id, flow.node, {*decision.write},
+                            {AnnotationWrite{std::string(keys::kNodeLock), current}}, false});
   } else {  // re-entrant: straight to the bind phase
     flow.step = BindFlow::Step::kPhase;
     ++counters_.pod_patches;
@@ -413,7 +414,7 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, st
       const std::uint64_t release = NextId();
       impl_->pending.emplace(release, Impl::Release{});
       ++counters_.node_patches;
-      out.push_back(PatchNode{release, b->node, {AnnotationWrite{std::string(keys::kNodeLock), std::nullopt}}, {}});
+      out.push_back(PatchNode{release, b->node, {AnnotationWrite{std::string(keys::kNodeLock), std::nullopt}}, {}, false});
     }
     const std::uint64_t phase = NextId();
     impl_->pending.emplace(phase, Impl::Release{});

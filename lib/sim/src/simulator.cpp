@@ -48,6 +48,7 @@ constexpr std::int32_t kSlotsPerGpu = 100;  // slots never bind before memory an
 constexpr std::string_view kNamespace = "sim";
 constexpr std::string_view kLeaseName = "devshare-scheduler";
 constexpr std::string_view kLeaseNamespace = "kube-system";
+constexpr std::int64_t kSessionPeriodMs = 1000;  // Volcano's schedule period
 
 std::vector<Device> MakeDevices(const NodeSpec& spec) {
   std::vector<Device> devices;
@@ -232,6 +233,11 @@ class Simulation {
     std::int64_t refilled_at = 0;
     std::optional<std::int64_t> wake_at;
     Counters retired;  // counters of an engine lost in a crash
+    // Registration writes go one at a time, as HAMi's registration loop
+    // sends them; a newer write for a node replaces its queued one.
+    std::deque<std::string> registration_order;
+    std::unordered_map<std::string, PatchNode> registration_queued;
+    bool registration_busy = false;
   };
   struct Binding {
     std::size_t pod;
@@ -334,6 +340,11 @@ class Simulation {
     for (Command& command : commands) {
       std::visit([&](auto& c) { Handle(r, c); }, command);
     }
+    while (!replaced_.empty()) {
+      const std::uint64_t id = replaced_.back();
+      replaced_.pop_back();
+      Tell(r, id, false);
+    }
     Rearm(r);
   }
 
@@ -362,7 +373,29 @@ class Simulation {
         (!lease_ || lease_->holder != replicas_[static_cast<std::size_t>(r)].election.identity)) {
       ++report_.duplicate_registration_writes;
     }
-    Submit(Request{Verb::kPatchNode, r, std::move(c)});
+    if (!c.registration) return Submit(Request{Verb::kPatchNode, r, std::move(c)});
+    Replica& replica = replicas_[static_cast<std::size_t>(r)];
+    auto [queued, added] = replica.registration_queued.try_emplace(c.node);
+    ++registration_queued_;
+    if (added) {
+      replica.registration_order.push_back(c.node);
+    } else {
+      ++registration_done_;  // merged into the newer write
+      replaced_.push_back(queued->second.id);  // told to the engine as failed once this dispatch is done
+    }
+    queued->second = std::move(c);
+    SendRegistration(r);
+  }
+
+  void SendRegistration(int r) {
+    Replica& replica = replicas_[static_cast<std::size_t>(r)];
+    if (replica.registration_busy || replica.registration_order.empty()) return;
+    auto queued = replica.registration_queued.find(replica.registration_order.front());
+    replica.registration_order.pop_front();
+    PatchNode next = std::move(queued->second);
+    replica.registration_queued.erase(queued);
+    replica.registration_busy = true;
+    Submit(Request{Verb::kPatchNode, r, std::move(next)});
   }
   void Handle(int r, PatchPod& c) { Submit(Request{Verb::kPatchPod, r, std::move(c)}); }
   void Handle(int r, PostBinding& c) { Submit(Request{Verb::kBinding, r, std::move(c)}); }
@@ -436,13 +469,19 @@ class Simulation {
   void Apply(int r, PatchNode& c) {
     auto it = node_index_.find(c.node);
     bool ok = it != node_index_.end();
-    if (ok && !c.resource_version.empty() && c.resource_version != nodes_[it->second].object.resource_version) {
+    if (ok && !Holds(nodes_[it->second].object, c.preconditions)) {
       ++report_.conflicts_409;
       ok = false;
     }
     if (ok) WriteNode(it->second, c.writes, std::nullopt);
     Tell(r, c.id, ok);
     if (ok) NodeChanged(it->second);
+    if (c.registration) {
+      ++registration_done_;
+      if (session_barrier_ && registration_done_ >= *session_barrier_) Kick();
+      replicas_[static_cast<std::size_t>(r)].registration_busy = false;
+      if (replicas_[static_cast<std::size_t>(r)].alive) SendRegistration(r);
+    }
   }
 
   void Apply(int r, PatchPod& c) {
@@ -504,6 +543,15 @@ class Simulation {
     }
   }
 
+  // The adapter's read-check-write of a precondition (GET, then PATCH with
+  // its resourceVersion): atomic here, as the window between them is.
+  static bool Holds(const Node& node, const std::vector<AnnotationWrite>& preconditions) {
+    return std::all_of(preconditions.begin(), preconditions.end(), [&](const AnnotationWrite& p) {
+      const std::string* value = node.annotations.Find(p.key);
+      return p.value ? value != nullptr && *value == *p.value : value == nullptr;
+    });
+  }
+
   void WriteNode(std::size_t index, const std::vector<AnnotationWrite>& writes,
                  const std::optional<std::string>& gpu_allocatable) {
     NodeState& n = nodes_[index];
@@ -521,8 +569,17 @@ class Simulation {
     if (devices) truth_.AddNode(n.object);
   }
 
-  // Watch events reach every live replica.
+  // Watch events reach every live replica (under Volcano's protocol, at the
+  // next session).
   void NodeChanged(std::size_t index) {
+    if (Volcano()) {
+      session_nodes_.insert(index);
+      return;
+    }
+    DeliverNode(index);
+  }
+
+  void DeliverNode(std::size_t index) {
     for (std::size_t r = 0; r < replicas_.size(); ++r) {
       if (!replicas_[r].alive) continue;
       std::vector<Command> out;
@@ -581,7 +638,17 @@ class Simulation {
 
   // One scheduling cycle: NodeResourcesFit, then the extender's Filter.
   void StartCycle() {
-    if (cycle_busy_ || queue_.empty()) return;
+    if (cycle_busy_) return;
+    if (Volcano()) {
+      if (!SessionOpen()) return;
+      if (queue_.empty()) {  // the session ends; the next opens a period later
+        in_session_ = false;
+        cycle_kicked_ = true;
+        At(now_ + kSessionPeriodMs, Ev::kCycle);
+        return;
+      }
+    }
+    if (queue_.empty()) return;
     const int r = Leader();
     if (r < 0) return;  // resumes when a replica starts leading
     const std::size_t index = queue_.front();
@@ -616,6 +683,26 @@ class Simulation {
     std::vector<Command> out;
     replica.engine->Filter(cycle_request_, pod.object, candidates_, now_, out);
     Dispatch(r, std::move(out));
+  }
+
+  bool Volcano() const { return scenario_.engine.registration == RegistrationProtocol::kVolcano; }
+
+  // Volcano handles node events, and writes their handshakes, in the
+  // session that then schedules: a session takes the node events since the
+  // last one, opens once the handshake writes they caused are done, and
+  // schedules until the queue is empty; sessions start a second apart.
+  // kube-scheduler with an extender has no such coupling.
+  bool SessionOpen() {
+    if (in_session_) return true;
+    if (!session_barrier_) {
+      for (std::size_t index : session_nodes_) DeliverNode(index);
+      session_nodes_.clear();
+      session_barrier_ = registration_queued_;
+    }
+    if (registration_done_ < *session_barrier_) return false;  // resumed by the last of those writes
+    session_barrier_.reset();
+    in_session_ = true;
+    return true;
   }
 
   void FilterAnswered(int r, const FilterReply& reply) {
@@ -859,6 +946,8 @@ class Simulation {
     Replica& replica = replicas_[static_cast<std::size_t>(r)];
     replica.alive = false;
     replica.elector = Elector{};
+    replica.registration_order.clear();
+    replica.registration_queued.clear();
     const Counters& c = replica.engine->counters();
     Counters& sum = replica.retired;
     sum.filters_refused += c.filters_refused;
@@ -966,6 +1055,11 @@ class Simulation {
   std::optional<LeaseRecord> lease_;
   std::uint64_t lease_version_ = 0;
 
+  std::vector<std::uint64_t> replaced_;  // registration writes replaced by newer ones
+  std::uint64_t registration_queued_ = 0, registration_done_ = 0;
+  std::optional<std::uint64_t> session_barrier_;
+  bool in_session_ = false;
+  std::set<std::size_t> session_nodes_;  // nodes changed since the last session (Volcano)
   std::unordered_map<std::uint64_t, Request> requests_;
   std::uint64_t next_request_ = 1;
   std::int32_t inflight_ = 0;

@@ -76,7 +76,15 @@ struct PatchNode {
   std::uint64_t id = 0;
   std::string node;
   std::vector<AnnotationWrite> writes;
-  std::string resource_version;  // precondition (lock writes): a mismatch is a 409; empty: none
+  // What the write expects to replace: each key holds this value (nullopt:
+  // is absent) when written. An adapter makes the check and the write one
+  // step (a GET, then a PATCH carrying its resourceVersion, as HAMi's
+  // SetNodeLock) and reports a mismatch or a 409 as a failure.
+  std::vector<AnnotationWrite> preconditions;
+  // A registration (handshake) write. An adapter may send these one at a
+  // time, as HAMi's registration loop does, and replace a queued write for
+  // the same node with a newer one (reporting the replaced one as failed).
+  bool registration = false;
 };
 struct PatchPod {
   std::uint64_t id = 0;

@@ -133,6 +133,10 @@ using ExperimentProgress = std::function<void(std::string_view variant, std::uin
 Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment,
                                                  const ExperimentProgress& progress = {});
 
+// The results as JSON: {"name", "description", "variants": [{"name",
+// "runs": [{"seed", and every field of the Report in camelCase}]}]}.
+std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results);
+
 }  // namespace devshare::sim
 
 #endif  // DEVSHARE_SIM_EXPERIMENT_HPP_

@@ -1,0 +1,518 @@
+#include "devshare/sim/experiment.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "builtin_scenarios.hpp"
+#include "src/yaml_fields.hpp"
+
+namespace devshare::sim {
+
+namespace {
+
+using namespace devshare::internal::yaml;  // NOLINT: the field readers are this file's vocabulary
+
+// "500ms", "30s", "10m", "1h", or a number of milliseconds.
+Status ReadDuration(const YAML::Node& node, const std::string& path, std::int64_t& out) {
+  if (node.IsNull()) return Status();
+  const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string unit = text.substr(digits);
+  static const std::map<std::string, std::int64_t, std::less<>> kUnits = {
+      {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+  auto scale = kUnits.find(unit);
+  if (digits == 0 || digits > 12 || scale == kUnits.end()) {
+    return FieldError(path, node, fmt::format("expected a duration such as 500ms, 30s, 10m or 1h, got '{}'", text));
+  }
+  out = std::stoll(text.substr(0, digits)) * scale->second;
+  return Status();
+}
+
+FieldReader Duration(std::int64_t& out) {
+  return [&out](const YAML::Node& n, const std::string& p) { return ReadDuration(n, p, out); };
+}
+
+// A non-negative number.
+FieldReader Number(double& out) {
+  return [&out](const YAML::Node& n, const std::string& p) {
+    std::optional<double> value;
+    Status s = ReadOptionalDouble(n, p, value);
+    if (s.ok() && value) out = *value;
+    return s;
+  };
+}
+
+// A positive integer of type T.
+template <typename T>
+FieldReader Positive(T& out) {
+  return [&out](const YAML::Node& n, const std::string& p) {
+    std::int64_t value = out;
+    Status s = ReadInteger(n, p, 1, std::numeric_limits<T>::max(), value);
+    if (s.ok()) out = static_cast<T>(value);
+    return s;
+  };
+}
+
+template <typename T>
+FieldReader NonNegative(T& out) {
+  return [&out](const YAML::Node& n, const std::string& p) {
+    std::int64_t value = out;
+    Status s = ReadInteger(n, p, 0, std::numeric_limits<T>::max(), value);
+    if (s.ok()) out = static_cast<T>(value);
+    return s;
+  };
+}
+
+// One of the names of `choices`.
+template <typename T>
+FieldReader OneOf(T& out, std::vector<std::pair<std::string_view, T>> choices) {
+  return [&out, choices = std::move(choices)](const YAML::Node& n, const std::string& p) {
+    if (n.IsNull()) return Status();
+    std::string name;
+    Status s = ReadString(n, p, name);
+    if (!s.ok()) return s;
+    std::string names;
+    for (const auto& [choice, value] : choices) {
+      if (choice == name) {
+        out = value;
+        return Status();
+      }
+      names += names.empty() ? std::string(choice) : ", " + std::string(choice);
+    }
+    return FieldError(p, n, fmt::format("'{}' is not one of {}", name, names));
+  };
+}
+
+// A policy name: how devshare names HAMi's default and the policies.
+struct Policy {
+  std::string_view name, node, gpu;
+};
+constexpr Policy kPolicies[] = {
+    {"hami-default", "binpack", "spread"},
+    {"binpack", "binpack", "binpack"},
+    {"spread", "spread", "spread"},
+    {"fgd", "fgd", "fgd"},
+};
+
+FieldReader PolicyField(FilterOptions& filter) {
+  return [&filter](const YAML::Node& n, const std::string& p) {
+    std::vector<std::pair<std::string_view, const Policy*>> choices;
+    for (const Policy& policy : kPolicies) choices.emplace_back(policy.name, &policy);
+    const Policy* chosen = nullptr;
+    Status s = OneOf(chosen, choices)(n, p);
+    if (s.ok() && chosen != nullptr) {
+      filter.node_policy = std::string(chosen->node);
+      filter.gpu_policy = std::string(chosen->gpu);
+    }
+    return s;
+  };
+}
+
+Status ReadEngine(const YAML::Node& node, const std::string& path, engine::EngineOptions& e) {
+  using engine::BindMode;
+  using engine::LockRetry;
+  using engine::RegistrationProtocol;
+  return ReadMap(node, path,
+                 {{"registration", OneOf(e.registration, {{"hami", RegistrationProtocol::kHami},
+                                                          {"volcano", RegistrationProtocol::kVolcano},
+                                                          {"change-only", RegistrationProtocol::kChangeOnly}})},
+                  {"policy", PolicyField(e.filter)},
+                  {"bind", OneOf(e.bind_mode, {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}})},
+                  {"lock_retry", OneOf(e.lock_retry, {{"once", LockRetry::kOnce},
+                                                      {"fixed", LockRetry::kFixed},
+                                                      {"backoff", LockRetry::kBackoff}})},
+                  {"lock_retry_timeout", Duration(e.lock_retry_timeout_ms)},
+                  {"register_period", Duration(e.register_period_ms)}});
+}
+
+Status ReadApi(const YAML::Node& node, const std::string& path, ApiModel& a) {
+  Status s = ReadMap(node, path,
+                     {{"qps", Number(a.qps)},
+                      {"burst", Positive(a.burst)},
+                      {"latency", Duration(a.latency_ms)},
+                      {"jitter", Duration(a.jitter_ms)},
+                      {"max_inflight", Positive(a.max_inflight)},
+                      {"retry_after", Duration(a.retry_after_ms)},
+                      {"allocate", Duration(a.allocate_ms)}});
+  if (s.ok() && a.qps <= 0) return FieldError(path + ".qps", node["qps"], "must be above 0");
+  return s;
+}
+
+Status ReadPlugins(const YAML::Node& node, const std::string& path, PluginModel& m) {
+  Status s = ReadMap(node, path,
+                     {{"mode", OneOf(m.mode, {{"change-only", PluginModel::Mode::kChangeOnly},
+                                              {"legacy", PluginModel::Mode::kLegacy}})},
+                      {"heartbeat", Duration(m.heartbeat_ms)}});
+  if (s.ok() && m.heartbeat_ms <= 0) return FieldError(path + ".heartbeat", node["heartbeat"], "must be above 0");
+  return s;
+}
+
+Status ReadScheduler(const YAML::Node& node, const std::string& path, SchedulerModel& m) {
+  return ReadMap(node, path,
+                 {{"replicas", Positive(m.replicas)},
+                  {"retry_unschedulable", Bool(m.retry_unschedulable)},
+                  {"extender_timeout", Duration(m.extender_timeout_ms)},
+                  {"initial_backoff", Duration(m.initial_backoff_ms)},
+                  {"max_backoff", Duration(m.max_backoff_ms)}});
+}
+
+Status ReadFaults(const YAML::Node& node, const std::string& path, std::vector<Fault>& faults) {
+  if (node.IsNull()) return Status();
+  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
+  faults.clear();
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    Fault f;
+    const std::string item = fmt::format("{}[{}]", path, i);
+    Status s = ReadMap(node[i], item,
+                       {{"kind", OneOf(f.kind, {{"plugin-hang", Fault::Kind::kPluginHang},
+                                                {"plugin-crash", Fault::Kind::kPluginCrash},
+                                                {"device-unhealthy", Fault::Kind::kDeviceUnhealthy},
+                                                {"leader-crash", Fault::Kind::kLeaderCrash}})},
+                        {"node", String(f.node)},
+                        {"at", Duration(f.at_ms)},
+                        {"for", Duration(f.duration_ms)}});
+    if (!s.ok()) return s;
+    if (!node[i]["kind"]) return FieldError(item + ".kind", node[i], "required");
+    if (f.kind != Fault::Kind::kLeaderCrash && f.node.empty()) {
+      return FieldError(item + ".node", node[i], "required for this kind");
+    }
+    faults.push_back(std::move(f));
+  }
+  return Status();
+}
+
+Status ReadNodeGroups(const YAML::Node& node, const std::string& path, std::vector<NodeGroup>& groups) {
+  if (node.IsNull()) return Status();
+  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
+  groups.clear();
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    NodeGroup g;
+    g.shape.gpus = 8;
+    Status s = ReadMap(node[i], fmt::format("{}[{}]", path, i),
+                       {{"count", Positive(g.count)},
+                        {"prefix", String(g.prefix)},
+                        {"gpus", NonNegative(g.shape.gpus)},
+                        {"model", String(g.shape.model)},
+                        {"gpu_memory", Positive(g.shape.gpu_memory_mib)},
+                        {"cpu", NonNegative(g.shape.cpu_milli)},
+                        {"memory", NonNegative(g.shape.memory_mib)}});
+    if (!s.ok()) return s;
+    groups.push_back(std::move(g));
+  }
+  return Status();
+}
+
+Status ReadPodClasses(const YAML::Node& node, const std::string& path, std::vector<PodClass>& classes) {
+  if (node.IsNull()) return Status();
+  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
+  classes.clear();
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    PodClass c;
+    c.shape.gpus = 1;
+    c.shape.gpu_milli = 1000;
+    const std::string item = fmt::format("{}[{}]", path, i);
+    Status s = ReadMap(node[i], item,
+                       {{"name", String(c.shape.name)},
+                        {"count", NonNegative(c.count)},
+                        {"every", Duration(c.every_ms)},
+                        {"start", Duration(c.start_ms)},
+                        {"arrival", OneOf(c.arrival, {{"steady", PodClass::Arrival::kSteady},
+                                                      {"poisson", PodClass::Arrival::kPoisson}})},
+                        {"gpus", NonNegative(c.shape.gpus)},
+                        {"gpu_milli", Positive(c.shape.gpu_milli)},
+                        {"gpu_spec", String(c.shape.gpu_spec)},
+                        {"cpu", NonNegative(c.shape.cpu_milli)},
+                        {"memory", NonNegative(c.shape.memory_mib)},
+                        {"duration", Duration(c.shape.duration_ms)}});
+    if (!s.ok()) return s;
+    if (c.shape.name.empty()) c.shape.name = fmt::format("class{}", i);
+    if (c.shape.gpus > 8) return FieldError(item + ".gpus", node[i]["gpus"], "at most 8 devices");
+    if (c.shape.gpu_milli > 1000) return FieldError(item + ".gpu_milli", node[i]["gpu_milli"], "at most 1000");
+    if (c.every_ms <= 0) return FieldError(item + ".every", node[i]["every"], "must be above 0");
+    classes.push_back(std::move(c));
+  }
+  return Status();
+}
+
+std::string Joined(const std::string& dir, const std::string& path) {
+  if (dir.empty() || (!path.empty() && path.front() == '/')) return path;
+  return dir.back() == '/' ? dir + path : dir + "/" + path;
+}
+
+Status ReadOpenb(const YAML::Node& node, const std::string& path, const LoadOptions& options,
+                 std::optional<OpenbWorkload>& out) {
+  if (node.IsNull()) return Status();
+  OpenbWorkload w;
+  std::string dir, pods = "openb_pod_list_default.csv", nodes = "openb_node_list_gpu_node.csv";
+  Status s = ReadMap(node, path,
+                     {{"dir", String(dir)},
+                      {"nodes", String(nodes)},
+                      {"pods", String(pods)},
+                      {"mode", OneOf(w.mode, {{"inflate", OpenbWorkload::Mode::kInflate},
+                                              {"replay", OpenbWorkload::Mode::kReplay}})},
+                      {"demand", Number(w.demand)}});
+  if (!s.ok()) return s;
+  dir = !options.openb_dir.empty() ? options.openb_dir : Joined(options.base_dir, dir);
+  if (!options.read) return FieldError(path, node, "no way to read the trace files was given");
+  Result<std::string> nodes_csv = options.read(Joined(dir, nodes));
+  if (!nodes_csv.ok()) return nodes_csv.status();
+  Result<std::string> pods_csv = options.read(Joined(dir, pods));
+  if (!pods_csv.ok()) return pods_csv.status();
+  w.nodes_csv = std::move(*nodes_csv);
+  w.pods_csv = std::move(*pods_csv);
+  out = std::move(w);
+  return Status();
+}
+
+// The settings and workload of one variant (the merged document).
+Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::string& name, std::string& description,
+                    std::vector<std::uint64_t>& seeds, ScenarioTemplate& t) {
+  Scenario& s = t.settings;
+  std::vector<std::string> seed_texts;
+  return ReadMap(
+      root, "",
+      {{"name", String(name)},
+       {"description", String(description)},
+       {"seeds",
+        [&seeds](const YAML::Node& n, const std::string& p) {
+          if (n.IsNull()) return Status();
+          if (!n.IsSequence() || n.size() == 0) return FieldError(p, n, "expected a non-empty list of seeds");
+          seeds.clear();
+          for (std::size_t i = 0; i < n.size(); ++i) {
+            std::int64_t seed = 0;
+            Status st = ReadInteger(n[i], fmt::format("{}[{}]", p, i), 0, std::numeric_limits<std::int64_t>::max(), seed);
+            if (!st.ok()) return st;
+            seeds.push_back(static_cast<std::uint64_t>(seed));
+          }
+          return Status();
+        }},
+       {"end", Duration(s.end_ms)},
+       {"nodes", [&t](const YAML::Node& n, const std::string& p) { return ReadNodeGroups(n, p, t.node_groups); }},
+       {"pods", [&t](const YAML::Node& n, const std::string& p) { return ReadPodClasses(n, p, t.pod_classes); }},
+       {"openb", [&](const YAML::Node& n, const std::string& p) { return ReadOpenb(n, p, options, t.openb); }},
+       {"engine", [&s](const YAML::Node& n, const std::string& p) { return ReadEngine(n, p, s.engine); }},
+       {"api", [&s](const YAML::Node& n, const std::string& p) { return ReadApi(n, p, s.api); }},
+       {"plugins", [&s](const YAML::Node& n, const std::string& p) { return ReadPlugins(n, p, s.plugins); }},
+       {"scheduler", [&s](const YAML::Node& n, const std::string& p) { return ReadScheduler(n, p, s.scheduler); }},
+       {"faults", [&s](const YAML::Node& n, const std::string& p) { return ReadFaults(n, p, s.faults); }},
+       {"variants", [](const YAML::Node&, const std::string&) { return Status(); }}});
+}
+
+// `base` with the keys of `over`: mappings merge key by key, anything else
+// replaces.
+YAML::Node Merged(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& entry : over) {
+    const std::string key = entry.first.Scalar();
+    out[key] = out[key] ? Merged(out[key], entry.second) : YAML::Clone(entry.second);
+  }
+  return out;
+}
+
+Status InFile(const LoadOptions& options, const Status& s) {
+  return Status::InvalidConfig(fmt::format("{}: {}", options.what, s.message()), std::string(s.field()));
+}
+
+}  // namespace
+
+Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& options) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidConfig(fmt::format("{}: invalid YAML: {}", options.what, e.what()));
+  }
+  if (!root.IsMap()) return Status::InvalidConfig(fmt::format("{}: expected a mapping", options.what));
+  Experiment experiment;
+  try {
+    const YAML::Node variants = root["variants"];
+    std::vector<std::pair<std::string, YAML::Node>> documents;
+    if (!variants || variants.IsNull()) {
+      documents.emplace_back("default", root);
+    } else if (!variants.IsSequence() || variants.size() == 0) {
+      return InFile(options, FieldError("variants", variants, "expected a non-empty list"));
+    } else {
+      for (std::size_t i = 0; i < variants.size(); ++i) {
+        const YAML::Node v = variants[i];
+        const std::string path = fmt::format("variants[{}]", i);
+        if (!v.IsMap()) return InFile(options, FieldError(path, v, "expected a mapping"));
+        if (!v["name"] || !v["name"].IsScalar()) return InFile(options, FieldError(path + ".name", v, "required"));
+        for (const auto& entry : v) {
+          const std::string key = entry.first.Scalar();
+          if (key == "variants" || key == "seeds" || key == "description") {
+            return InFile(options, FieldError(path + "." + key, entry.first, "cannot be set by a variant"));
+          }
+        }
+        documents.emplace_back(v["name"].Scalar(), Merged(root, v));
+      }
+    }
+    for (auto& [variant_name, document] : documents) {
+      Variant variant;
+      variant.name = variant_name;
+      std::string ignored_name;
+      Status s = ReadTemplate(document, options, ignored_name, experiment.description, experiment.seeds,
+                              variant.scenario);
+      if (!s.ok()) return InFile(options, s);
+      if (variant.scenario.node_groups.empty() && !variant.scenario.openb) {
+        return InFile(options, FieldError("nodes", document, "no nodes: give nodes or openb"));
+      }
+      experiment.variants.push_back(std::move(variant));
+    }
+    if (root["name"] && root["name"].IsScalar()) experiment.name = root["name"].Scalar();
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidConfig(fmt::format("{}: {}", options.what, e.what()));
+  }
+  for (std::size_t i = 0; i < experiment.variants.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (experiment.variants[i].name == experiment.variants[j].name) {
+        return Status::InvalidConfig(
+            fmt::format("{}: two variants are named '{}'", options.what, experiment.variants[i].name), "variants");
+      }
+    }
+  }
+  return experiment;
+}
+
+Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed) {
+  Scenario scenario = t.settings;
+  if (t.openb) {
+    Result<Scenario> openb = t.openb->mode == OpenbWorkload::Mode::kReplay
+                                 ? OpenbReplay(t.openb->nodes_csv, t.openb->pods_csv)
+                                 : OpenbScenario(t.openb->nodes_csv, t.openb->pods_csv, t.openb->demand, seed);
+    if (!openb.ok()) return openb.status();
+    scenario.nodes = std::move(openb->nodes);
+    scenario.pods = std::move(openb->pods);
+  }
+  for (const NodeGroup& g : t.node_groups) {
+    const int width = std::max(1, static_cast<int>(std::to_string(g.count - 1).size()));
+    for (std::int32_t i = 0; i < g.count; ++i) {
+      NodeSpec n = g.shape;
+      n.name = fmt::format("{}{:0{}}", g.prefix, i, width);
+      scenario.nodes.push_back(std::move(n));
+    }
+  }
+  // Pod classes: arrivals from each class's start, steady or Poisson, until
+  // the class's count or the end.
+  std::mt19937_64 rng(seed);
+  const std::size_t before = scenario.pods.size();
+  for (const PodClass& c : t.pod_classes) {
+    if (c.count == 0 && scenario.end_ms <= 0) {
+      return Status::InvalidArgument(fmt::format("pod class {}: no count and no end time", c.shape.name));
+    }
+    std::exponential_distribution<double> gap(1.0 / static_cast<double>(c.every_ms));
+    double at = static_cast<double>(c.start_ms);
+    for (std::int32_t i = 0; c.count == 0 || i < c.count; ++i) {
+      if (c.arrival == PodClass::Arrival::kPoisson) at += gap(rng);
+      const auto arrive = static_cast<std::int64_t>(at);
+      if (scenario.end_ms > 0 && arrive > scenario.end_ms) break;
+      PodSpec p = c.shape;
+      p.name = fmt::format("{}-{}", c.shape.name, i);
+      p.arrive_ms = arrive;
+      scenario.pods.push_back(std::move(p));
+      if (c.arrival == PodClass::Arrival::kSteady) at += static_cast<double>(c.every_ms);
+    }
+  }
+  std::stable_sort(scenario.pods.begin() + static_cast<std::ptrdiff_t>(before), scenario.pods.end(),
+                   [](const PodSpec& a, const PodSpec& b) { return a.arrive_ms < b.arrive_ms; });
+  return scenario;
+}
+
+std::vector<std::string_view> BuiltinScenarioNames() {
+  std::vector<std::string_view> names;
+  for (const BuiltinScenarioText& s : kBuiltinScenarios) names.push_back(s.name);
+  return names;
+}
+
+Result<std::string_view> BuiltinScenario(std::string_view name) {
+  std::string names;
+  for (const BuiltinScenarioText& s : kBuiltinScenarios) {
+    if (s.name == name) return s.yaml;
+    names += names.empty() ? std::string(s.name) : ", " + std::string(s.name);
+  }
+  return Status::NotFound(fmt::format("no scenario named '{}' (shipped: {})", name, names));
+}
+
+Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment, const ExperimentProgress& progress) {
+  std::vector<VariantResult> results;
+  for (const Variant& variant : experiment.variants) {
+    VariantResult result;
+    result.name = variant.name;
+    for (std::uint64_t seed : experiment.seeds) {
+      Result<Scenario> scenario = Expand(variant.scenario, seed);
+      if (!scenario.ok()) {
+        return Status::InvalidArgument(
+            fmt::format("variant {}, seed {}: {}", variant.name, seed, scenario.status().message()));
+      }
+      Progress run_progress;
+      if (progress) {
+        run_progress = [&](std::uint64_t done, std::uint64_t total) { progress(variant.name, seed, done, total); };
+      }
+      Result<Report> report = Run(*scenario, seed, run_progress);
+      if (!report.ok()) {
+        std::string message = fmt::format("variant {}, seed {}: {}", variant.name, seed, report.status().message());
+        return report.status().code() == StatusCode::kInternal ? Status::Internal(std::move(message))
+                                                                : Status::InvalidArgument(std::move(message));
+      }
+      result.seeds.push_back(seed);
+      result.reports.push_back(std::move(*report));
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+namespace {
+
+boost::json::object ReportObject(std::uint64_t seed, const Report& r) {
+  boost::json::object calls, reasons;
+  for (const auto& [verb, n] : r.api_calls) calls[verb] = n;
+  for (const auto& [reason, n] : r.pending_reasons) reasons[reason] = n;
+  boost::json::array percentiles(r.latency_percentiles.begin(), r.latency_percentiles.end());
+  return boost::json::object{{"seed", seed},
+                             {"pods", r.pods},
+                             {"bound", r.bound},
+                             {"pending", r.pending},
+                             {"pendingReasons", std::move(reasons)},
+                             {"gpuCapacity", r.gpu_capacity},
+                             {"gpuAllocated", r.gpu_allocated},
+                             {"allocationPercent", r.allocation_percent},
+                             {"latencyP50Ms", r.latency_p50_ms},
+                             {"latencyP99Ms", r.latency_p99_ms},
+                             {"latencyPercentilesMs", std::move(percentiles)},
+                             {"throttledMs", r.throttled_ms},
+                             {"apiCalls", std::move(calls)},
+                             {"rejected429", r.rejected_429},
+                             {"conflicts409", r.conflicts_409},
+                             {"filtersRefused", r.filters_refused},
+                             {"extenderTimeouts", r.extender_timeouts},
+                             {"lockContention", r.lock_contention},
+                             {"lockRetries", r.lock_retries},
+                             {"bindsFailed", r.binds_failed},
+                             {"registrationWrites", r.registration_writes},
+                             {"nodesDropped", r.nodes_dropped},
+                             {"duplicateRegistrationWrites", r.duplicate_registration_writes},
+                             {"unavailableMs", r.unavailable_ms},
+                             {"endMs", r.end_ms}};
+}
+
+}  // namespace
+
+std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results) {
+  boost::json::array variants;
+  for (const VariantResult& v : results) {
+    boost::json::array runs;
+    for (std::size_t i = 0; i < v.reports.size(); ++i) runs.push_back(ReportObject(v.seeds[i], v.reports[i]));
+    variants.push_back(boost::json::object{{"name", v.name}, {"runs", std::move(runs)}});
+  }
+  return boost::json::serialize(boost::json::object{
+      {"name", experiment.name}, {"description", experiment.description}, {"variants", std::move(variants)}});
+}
+
+}  // namespace devshare::sim
