@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "devshare/sim/experiment.hpp"
 #include "devshare/sim/simulator.hpp"
 
 namespace {
@@ -62,6 +63,29 @@ void BM_Sim_OpenbBinpack(benchmark::State& s) { BM_Sim_Openb(s, "binpack", "binp
 void BM_Sim_OpenbFgd(benchmark::State& s) { BM_Sim_Openb(s, "fgd", "fgd"); }
 BENCHMARK(BM_Sim_OpenbBinpack)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Sim_OpenbFgd)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// A variant of a shipped scenario (one simulated hour of handshake-storm:
+// 200 nodes, legacy or change-only registration).
+void BM_Sim_Shipped(benchmark::State& state, const char* name, const char* variant) {
+  Result<std::string_view> yaml = sim::BuiltinScenario(name);
+  Result<sim::Experiment> experiment = yaml.ok() ? sim::ParseExperiment(*yaml, {}) : yaml.status();
+  if (!experiment.ok()) {
+    state.SkipWithError(std::string(experiment.status().message()).c_str());
+    return;
+  }
+  for (const sim::Variant& v : experiment->variants) {
+    if (v.name != variant) continue;
+    Result<sim::Scenario> scenario = sim::Expand(v.scenario, 0);
+    if (scenario.ok()) return RunScenario(state, *scenario);
+  }
+  state.SkipWithError("no such variant");
+}
+BENCHMARK_CAPTURE(BM_Sim_Shipped, HandshakeStormVolcanoLegacy, "handshake-storm", "volcano-legacy")
+    ->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_Sim_Shipped, HandshakeStormHamiLegacy, "handshake-storm", "hami-legacy")
+    ->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_Sim_Shipped, HandshakeStormChangeOnly, "handshake-storm", "change-only")
+    ->Unit(benchmark::kMillisecond)->Iterations(2);
 
 }  // namespace
 

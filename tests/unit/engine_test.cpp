@@ -203,3 +203,111 @@ TEST_CASE("engine: following a Lease gates Filter on leadership and a pass") {
   engine.Tick(kNowMs + 16000, out);  // not renewed: leadership lapses
   CHECK_FALSE(engine.Ready(kNowMs + 16000));
 }
+
+namespace {
+
+// An engine whose node n1 is locked by a pending pod "holder", with pod p
+// placed on n1 and bound by request 9.
+struct Contended {
+  explicit Contended(EngineOptions options) : f(std::move(options)) {
+    f.engine.PodObserved(MakePod("holder").Container(1));
+    std::vector<Command> ignored;
+    f.engine.NodeObserved(Locked(), kNowMs, ignored);
+    Pod pod = MakePod("p").Container(1, 1000, 10);
+    REQUIRE(!f.Place(pod).nodes.empty());
+    f.engine.PodObserved(pod);
+    f.engine.Bind(9, "default", "p", "uid-p", "n1", kNowMs, out);
+  }
+  static Node Locked() {
+    return MakeNode("n1").Gpus(2).Annotation(
+        "hami.io/mutex.lock", EncodeNodeLock(NodeLock{kNowMs / 1000 - 10, 0, true, "default", "holder"}));
+  }
+  Fixture f;
+  std::vector<Command> out;
+};
+
+}  // namespace
+
+TEST_CASE("engine: a held lock is retried every 100 ms until it is free") {
+  EngineOptions options;
+  options.lock_retry = LockRetry::kFixed;
+  Contended c(options);
+  CHECK(c.out.empty());  // no reply yet: waiting
+  REQUIRE(c.f.engine.NextWakeMs() == kNowMs + 100);
+  c.f.engine.Tick(kNowMs + 100, c.out);  // still held
+  CHECK(c.out.empty());
+  CHECK(c.f.engine.NextWakeMs() == kNowMs + 200);
+  c.f.engine.NodeObserved(MakeNode("n1").Gpus(2), kNowMs + 150, c.out);  // the plugin released it
+  c.f.engine.Tick(kNowMs + 200, c.out);
+  auto lock = Of<PatchNode>(c.out);
+  REQUIRE(lock.size() == 1);
+  CHECK(lock[0].writes.at(0).value->ends_with(",default,p"));
+  // The write expects the lock to be absent, as the engine last saw it.
+  REQUIRE(lock[0].preconditions.size() == 1);
+  CHECK(lock[0].preconditions[0] == AnnotationWrite{"hami.io/mutex.lock", std::nullopt});
+  CHECK(c.f.engine.counters().lock_contention == 2);
+  CHECK(c.f.engine.counters().lock_retries == 2);
+  CHECK_FALSE(c.f.engine.NextWakeMs().has_value());
+  SUBCASE("a write that loses the race (409) waits again") {
+    c.out.clear();
+    c.f.engine.ApiResult(lock[0].id, false, kNowMs + 220, c.out);
+    CHECK(c.out.empty());
+    CHECK(c.f.engine.NextWakeMs() == kNowMs + 320);
+  }
+}
+
+TEST_CASE("engine: lock retries stop at the timeout and release the reservation") {
+  EngineOptions options;
+  options.lock_retry = LockRetry::kFixed;
+  options.lock_retry_timeout_ms = 1000;
+  Contended c(options);
+  for (std::int64_t t = kNowMs + 100; t <= kNowMs + 1100 && c.out.empty(); t += 100) c.f.engine.Tick(t, c.out);
+  auto reply = Of<BindReply>(c.out);
+  REQUIRE(reply.size() == 1);
+  CHECK(reply[0].request == 9);
+  CHECK(reply[0].error.starts_with("timed out after 1s waiting for node n1 to be unlocked"));
+  CHECK_FALSE(c.f.engine.snapshot().PodUsageOf("uid-p").ok());
+}
+
+TEST_CASE("engine: backoff retries wait 100 ms x 2^k x (1 + 0.5u), deterministically") {
+  EngineOptions options;
+  options.lock_retry = LockRetry::kBackoff;
+  options.seed = 11;
+  Contended a(options), b(options);
+  std::vector<std::int64_t> waits;
+  std::int64_t now = kNowMs;
+  for (int k = 0; k < 5; ++k) {
+    const std::int64_t next = *a.f.engine.NextWakeMs();
+    CHECK(next == *b.f.engine.NextWakeMs());
+    waits.push_back(next - now);
+    now = next;
+    a.f.engine.Tick(now, a.out);
+    b.f.engine.Tick(now, b.out);
+  }
+  const std::int64_t low[] = {100, 200, 400, 800, 800};
+  for (std::size_t k = 0; k < waits.size(); ++k) {
+    CHECK(waits[k] >= low[k]);
+    CHECK(waits[k] < low[k] * 3 / 2);
+  }
+}
+
+TEST_CASE("engine: change-only registration follows node events without a periodic pass") {
+  Engine engine(EngineOptions{});
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  engine.NodeObserved(MakeNode("n2").Gpus(1), kNowMs, out);
+  CHECK(engine.counters().registration_passes == 1);  // the first pass; n2 registered by its event
+  CHECK(engine.snapshot().node_count() == 2);
+  CHECK_FALSE(engine.NextWakeMs().has_value());  // nothing to do until an event
+  engine.NodeObserved(MakeNode("n1").Gpus(3), kNowMs + 5, out);  // devices changed: applied at once
+  CHECK(engine.snapshot().NodeDevices("n1")->size() == 3);
+  EngineOptions hami;
+  hami.registration = RegistrationProtocol::kHami;
+  Engine periodic(hami);
+  periodic.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  CHECK(periodic.NextWakeMs() == kNowMs + 15000);
+  auto writes = Of<PatchNode>(out);
+  REQUIRE(!writes.empty());
+  CHECK(writes.back().registration);
+  CHECK(periodic.counters().registration_writes == 1);
+}

@@ -137,3 +137,165 @@ TEST_CASE("sim: the placement invariant catches what a faulty scheduler would do
     CHECK(violation("n9", "uid-ok") == "node n9 is not in the snapshot");
   }
 }
+
+namespace {
+
+// n nodes of 8 GPUs and a pod every `every_ms` for `end_ms`, each running
+// `duration_ms`, retried while unschedulable.
+Scenario Stream(int nodes, std::int64_t every_ms, std::int64_t end_ms, std::int64_t duration_ms) {
+  Scenario s;
+  for (int n = 0; n < nodes; ++n) s.nodes.push_back(NodeSpec{"node-" + std::to_string(n), 8, 40960, "A100", 0, 0});
+  for (std::int64_t t = 0, i = 0; t < end_ms; t += every_ms, ++i) {
+    s.pods.push_back(PodSpec{"p" + std::to_string(i), 1, 500, "", 0, 0, t, duration_ms});
+  }
+  s.end_ms = end_ms;
+  s.scheduler.retry_unschedulable = true;
+  return s;
+}
+
+std::uint64_t Reasons(const Report& r) {
+  std::uint64_t n = 0;
+  for (const auto& [reason, count] : r.pending_reasons) n += count;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("sim: a legacy handshake storm throttles the scheduler's client; change-only does not") {
+  Scenario legacy = Stream(60, 2000, 10 * 60000, 5 * 60000);
+  legacy.plugins.mode = PluginModel::Mode::kLegacy;
+  legacy.api.qps = 2;  // 60 nodes answering every 30 s outrun 2 writes a second
+  legacy.engine.registration = engine::RegistrationProtocol::kVolcano;
+  Scenario quiet = legacy;
+  quiet.plugins.mode = PluginModel::Mode::kChangeOnly;
+  quiet.engine.registration = engine::RegistrationProtocol::kChangeOnly;
+  Result<Report> storm = Run(legacy, 1);
+  Result<Report> calm = Run(quiet, 1);
+  REQUIRE(storm.ok());
+  REQUIRE(calm.ok());
+  CHECK(storm->registration_writes > 200);
+  CHECK(calm->registration_writes == 0);
+  CHECK(storm->throttled_ms > 60000);
+  CHECK(storm->latency_p99_ms > 10 * calm->latency_p99_ms);
+  CHECK(calm->latency_p99_ms < 1000);
+  CHECK(calm->pending <= 1);
+  CHECK(Reasons(*storm) == storm->pending);  // every pending pod says why
+}
+
+TEST_CASE("sim: lock-free binding takes no lock; jittered backoff retries less than a fixed poll") {
+  Scenario s;
+  s.nodes = {NodeSpec{"n0", 8, 40960, "A100", 0, 0}, NodeSpec{"n1", 8, 40960, "A100", 0, 0}};
+  for (int i = 0; i < 40; ++i) s.pods.push_back(PodSpec{"p" + std::to_string(i), 1, 250, "", 0, 0, i * 10, 0});
+  s.api.qps = 50;
+  s.api.burst = 100;
+  s.engine.filter.node_policy = "binpack";
+  s.end_ms = 5 * 60000;
+  s.scheduler.retry_unschedulable = true;
+  auto with = [&](engine::LockRetry retry, engine::BindMode mode) {
+    Scenario v = s;
+    v.engine.lock_retry = retry;
+    v.engine.bind_mode = mode;
+    Result<Report> r = Run(v, 2);
+    REQUIRE(r.ok());
+    CHECK(r->bound == 40);
+    return *r;
+  };
+  const Report fixed = with(engine::LockRetry::kFixed, engine::BindMode::kNodeLock);
+  const Report backoff = with(engine::LockRetry::kBackoff, engine::BindMode::kNodeLock);
+  const Report free = with(engine::LockRetry::kOnce, engine::BindMode::kLockFree);
+  CHECK(fixed.lock_contention > 0);
+  CHECK(fixed.lock_retries > backoff.lock_retries);
+  CHECK(free.lock_contention == 0);
+  CHECK(free.api_calls.count("patch-node") == 0);
+  CHECK(free.latency_p50_ms < backoff.latency_p50_ms);
+}
+
+TEST_CASE("sim: the leader dies; a follower takes over after the lease, with no double writes") {
+  Scenario s = Stream(10, 1000, 4 * 60000, 60000);
+  s.scheduler.replicas = 3;
+  s.faults = {Fault{Fault::Kind::kLeaderCrash, 60000, 60000, ""}};
+  Result<Report> r = Run(s, 4);
+  REQUIRE(r.ok());  // the invariants held: no placement before a pass, nothing allocated twice
+  CHECK(r->duplicate_registration_writes == 0);
+  CHECK(r->unavailable_ms >= 15000);  // the lease must expire first
+  CHECK(r->unavailable_ms < 30000);
+  CHECK(r->api_calls.at("lease") > 0);
+  CHECK(r->bound + 5 >= r->pods);  // the last arrivals may still be binding
+  s.engine.registration = engine::RegistrationProtocol::kHami;
+  s.plugins.mode = PluginModel::Mode::kLegacy;
+  Result<Report> hami = Run(s, 4);
+  REQUIRE(hami.ok());
+  CHECK(hami->registration_writes > 0);
+  CHECK(hami->duplicate_registration_writes == 0);
+}
+
+TEST_CASE("sim: plugin faults, as each protocol notices them") {
+  Scenario s = Stream(4, 3000, 10 * 60000, 60000);
+  s.faults = {Fault{Fault::Kind::kPluginCrash, 120000, 120000, "node-1"},
+              Fault{Fault::Kind::kPluginHang, 120000, 240000, "node-2"}};
+  Scenario hami = s;
+  hami.engine.registration = engine::RegistrationProtocol::kHami;
+  hami.plugins.mode = PluginModel::Mode::kLegacy;
+  Result<Report> change_only = Run(s, 5);
+  Result<Report> legacy = Run(hami, 5);
+  REQUIRE(change_only.ok());
+  REQUIRE(legacy.ok());
+  // The crash only: the kubelet reports no devices. A hung plugin whose
+  // devices the kubelet still reports stays in under both: HAMi falls back
+  // on the count when the handshake expires (spec §7).
+  CHECK(change_only->nodes_dropped == 1);
+  CHECK(legacy->nodes_dropped == 1);
+  CHECK(legacy->registration_writes > 0);
+  CHECK(change_only->registration_writes == 0);
+  CHECK(change_only->api_calls.at("kubelet-patch-node") == 2);
+}
+
+TEST_CASE("sim: the API server answers 429 beyond its concurrency and the clients retry") {
+  Scenario s = Stream(4, 100, 20000, 0);
+  s.api.qps = 1000;
+  s.api.burst = 1000;
+  Result<Report> open = Run(s, 6);
+  s.api.max_inflight = 1;
+  Result<Report> r = Run(s, 6);
+  REQUIRE(open.ok());
+  REQUIRE(r.ok());
+  CHECK(open->rejected_429 == 0);
+  CHECK(r->rejected_429 > 0);
+  CHECK(r->bound > 0);
+  CHECK(r->bound < open->bound);  // the retries cost time
+  CHECK(r->bound == r->pods - r->pending);
+}
+
+TEST_CASE("sim: scenarios that cannot run are refused with the reason") {
+  Scenario s = Small(1);
+  s.scheduler.retry_unschedulable = true;
+  CHECK(Run(s, 0).status().message().find("needs an end time") != std::string_view::npos);
+  s = Small(1);
+  s.nodes.push_back(s.nodes.front());
+  CHECK(Run(s, 0).status().message().find("named twice") != std::string_view::npos);
+  s = Small(1);
+  s.faults = {Fault{Fault::Kind::kPluginHang, 0, 0, "ghost"}};
+  CHECK(Run(s, 0).status().message().find("unknown node 'ghost'") != std::string_view::npos);
+}
+
+TEST_CASE("sim: openb replay follows creation and deletion times") {
+  constexpr std::string_view kNodes = "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,2,P100\n";
+  constexpr std::string_view kPods =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+      "a,1000,1024,1,1000,,LS,Running,100,200,100\n"
+      "b,1000,1024,2,1000,,LS,Running,150,400,150\n"
+      "c,1000,1024,0,0,,BE,Running,300,300,300\n";
+  Result<Scenario> s = OpenbReplay(kNodes, kPods);
+  REQUIRE(s.ok());
+  REQUIRE(s->pods.size() == 3);
+  CHECK(s->pods[0].arrive_ms == 0);
+  CHECK(s->pods[0].duration_ms == 100000);
+  CHECK(s->pods[1].arrive_ms == 50000);
+  CHECK(s->pods[2].duration_ms == 1);
+  Result<Report> r = Run(*s, 0);
+  REQUIRE(r.ok());
+  CHECK(r->bound == 2);  // b asks both GPUs while a holds one: given up
+  CHECK(r->pending_reasons.at("no device fits") == 1);
+  CHECK(OpenbReplay(kNodes, "name,num_gpu,creation_time,deletion_time\nx,1,50,10\n").status().message().find(
+            "deleted (10) before created (50)") != std::string_view::npos);
+}

@@ -317,7 +317,9 @@ YAML::Node Merged(const YAML::Node& base, const YAML::Node& over) {
 }
 
 Status InFile(const LoadOptions& options, const Status& s) {
-  return Status::InvalidConfig(fmt::format("{}: {}", options.what, s.message()), std::string(s.field()));
+  std::string message = fmt::format("{}: {}", options.what, s.message());
+  if (s.code() == StatusCode::kNotFound) return Status::NotFound(std::move(message));
+  return Status::InvalidConfig(std::move(message), std::string(s.field()));
 }
 
 }  // namespace

@@ -641,12 +641,13 @@ class Simulation {
     if (cycle_busy_) return;
     if (Volcano()) {
       if (!SessionOpen()) return;
-      if (queue_.empty()) {  // the session ends; the next opens a period later
+      if (session_left_ == 0 || queue_.empty()) {  // the session ends; the next opens a period later
         in_session_ = false;
         cycle_kicked_ = true;
         At(now_ + kSessionPeriodMs, Ev::kCycle);
         return;
       }
+      --session_left_;
     }
     if (queue_.empty()) return;
     const int r = Leader();
@@ -690,7 +691,7 @@ class Simulation {
   // Volcano handles node events, and writes their handshakes, in the
   // session that then schedules: a session takes the node events since the
   // last one, opens once the handshake writes they caused are done, and
-  // schedules until the queue is empty; sessions start a second apart.
+  // tries each pod queued when it opened; sessions start a second apart.
   // kube-scheduler with an extender has no such coupling.
   bool SessionOpen() {
     if (in_session_) return true;
@@ -702,6 +703,7 @@ class Simulation {
     if (registration_done_ < *session_barrier_) return false;  // resumed by the last of those writes
     session_barrier_.reset();
     in_session_ = true;
+    session_left_ = queue_.size();
     return true;
   }
 
@@ -1059,6 +1061,7 @@ class Simulation {
   std::uint64_t registration_queued_ = 0, registration_done_ = 0;
   std::optional<std::uint64_t> session_barrier_;
   bool in_session_ = false;
+  std::size_t session_left_ = 0;  // pods the open session has still to try
   std::set<std::size_t> session_nodes_;  // nodes changed since the last session (Volcano)
   std::unordered_map<std::uint64_t, Request> requests_;
   std::uint64_t next_request_ = 1;

@@ -103,9 +103,9 @@ struct LoadOptions {
   std::string what = "scenario";  // how errors name the file
 };
 
-// Parses an experiment. Errors: kMalformed (YAML syntax, unknown key, wrong
-// type, out-of-range value) naming `what`, the line and the key; kNotFound
-// for a file that cannot be read.
+// Parses an experiment. Errors: kInvalidConfig (YAML syntax, unknown key,
+// wrong type, out-of-range value) naming `what`, the key and the line;
+// kNotFound for a file that cannot be read.
 Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& options);
 
 // The scenario a variant runs with `seed`: node groups and the openb node
