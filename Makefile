@@ -19,7 +19,7 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test openb test-unit test-asan test-fuzz test-install test-python python fuzz bench clean
+.PHONY: setup build demo test openb plots test-unit test-asan test-fuzz test-install test-python python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -91,6 +91,13 @@ bench: setup $(BENCH_BUILD)/build.ninja python
 	@ninja -C $(BENCH_BUILD)
 	@for b in $(BENCH_BUILD)/bench/*_bench; do $$b --benchmark_min_time=0.5; done
 	@$(VENV_PY) bench/python_filter_overhead.py $(BENCH_BUILD)/bench/filter_bench
+
+# Plots allocation per policy and the handshake-storm latency CDF to PNG
+# (examples/python/plot_simulation.py; PLOT_SEEDS=10 for the paper's count).
+PLOT_SEEDS ?= 3
+plots: python
+	$(VENV_PY) -m pip install -q -r scripts/plot-requirements.txt
+	$(VENV_PY) examples/python/plot_simulation.py --out $(BUILD)/plots --seeds $(PLOT_SEEDS)
 
 # Fills the openb cluster with each policy from Python (examples/python).
 openb: python

@@ -34,7 +34,7 @@ if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 # Extra libFuzzer flags per target.
 extra_flags() {
   case $1 in
-    device_config) echo "-max_len=4096" ;;  # yaml-cpp is slow on large documents
+    device_config | scenario) echo "-max_len=4096" ;;  # yaml-cpp is slow on large documents
     *) echo "-max_len=8192" ;;
   esac
 }
