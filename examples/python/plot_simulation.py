@@ -46,6 +46,7 @@ def plot_allocation(out: str, seeds: int, openb: str | None) -> str:
     ax.bar(names, means, yerr=errors, color="tab:blue", capsize=4, label="devshare (simulated)")
     ax.bar([f"paper\n{k}" for k in PAPER], list(PAPER.values()), color="tab:gray", label="FGD paper (mean of 10)")
     ax.set_ylim(80, 100)
+    ax.tick_params(axis="x", labelsize=7)
     ax.set_ylabel("GPUs allocated (%)")
     ax.set_title(title)
     ax.legend(loc="lower right")

@@ -62,22 +62,29 @@ double Mean(const std::vector<sim::Report>& runs, const std::function<double(con
   return runs.empty() ? 0 : sum / static_cast<double>(runs.size());
 }
 
-// A column of the summary: shown when `always` or any variant has a value.
+// A column of the summary: shown always, when any variant has a value, or
+// never (a figure that means nothing for this scenario).
 struct Column {
+  enum class Show { kAlways, kIfAny, kNever };
   std::string title;
   std::function<double(const sim::Report&)> field;
   std::function<std::string(double)> format;
-  bool always = false;
+  Show show = Show::kIfAny;
 };
 
 std::string Count(double v) { return fmt::format("{:.0f}", v); }
 
 std::vector<Column> Columns(const sim::Experiment& experiment) {
+  using Show = Column::Show;
   bool replicas = false, timed = false;
   for (const sim::Variant& v : experiment.variants) {
     replicas = replicas || v.scenario.settings.scheduler.replicas > 1;
-    timed = timed || v.scenario.settings.end_ms > 0;
+    timed = timed || v.scenario.settings.end_ms > 0 ||
+            (v.scenario.openb && v.scenario.openb->mode == sim::OpenbWorkload::Mode::kReplay);
   }
+  const Show always = Show::kAlways, if_any = Show::kIfAny;
+  const Show if_timed = timed ? Show::kAlways : Show::kNever;
+  const Show if_replicas = replicas ? Show::kAlways : Show::kIfAny;
   auto scheduler_writes = [](const sim::Report& r) {
     double n = 0;
     for (const char* verb : {"patch-node", "patch-pod", "binding"}) {
@@ -87,26 +94,28 @@ std::vector<Column> Columns(const sim::Experiment& experiment) {
     return r.end_ms > 0 ? n * 60000.0 / static_cast<double>(r.end_ms) : 0;
   };
   return {
-      {"PODS", [](const sim::Report& r) { return r.pods; }, Count, true},
-      {"BOUND", [](const sim::Report& r) { return r.bound; }, Count, true},
-      {"PENDING", [](const sim::Report& r) { return r.pending; }, Count, true},
+      {"PODS", [](const sim::Report& r) { return r.pods; }, Count, always},
+      {"BOUND", [](const sim::Report& r) { return r.bound; }, Count, always},
+      {"PENDING", [](const sim::Report& r) { return r.pending; }, Count, always},
       {"GPU ALLOCATED", [](const sim::Report& r) { return r.allocation_percent; },
-       [](double v) { return fmt::format("{:.2f} %", v); }, true},
-      {"P50 TO BOUND", [](const sim::Report& r) { return r.latency_p50_ms; }, Millis, true},
-      {"P99 TO BOUND", [](const sim::Report& r) { return r.latency_p99_ms; }, Millis, true},
-      {"SCHEDULER WRITES/MIN", scheduler_writes, [](double v) { return fmt::format("{:.1f}", v); }, timed},
-      {"THROTTLED", [](const sim::Report& r) { return r.throttled_ms; }, Millis, false},
-      {"429", [](const sim::Report& r) { return r.rejected_429; }, Count, false},
-      {"409", [](const sim::Report& r) { return r.conflicts_409; }, Count, false},
-      {"TIMEOUTS", [](const sim::Report& r) { return r.extender_timeouts; }, Count, false},
-      {"REFUSED", [](const sim::Report& r) { return r.filters_refused; }, Count, replicas},
-      {"LOCK COLLISIONS", [](const sim::Report& r) { return r.lock_contention; }, Count, false},
-      {"LOCK RETRIES", [](const sim::Report& r) { return r.lock_retries; }, Count, false},
-      {"BINDS FAILED", [](const sim::Report& r) { return r.binds_failed; }, Count, false},
-      {"NODES DROPPED", [](const sim::Report& r) { return r.nodes_dropped; }, Count, false},
+       [](double v) { return fmt::format("{:.2f} %", v); }, always},
+      {"MEAN ALLOCATED", [](const sim::Report& r) { return r.allocation_mean_percent; },
+       [](double v) { return fmt::format("{:.2f} %", v); }, if_timed},
+      {"P50 TO BOUND", [](const sim::Report& r) { return r.latency_p50_ms; }, Millis, always},
+      {"P99 TO BOUND", [](const sim::Report& r) { return r.latency_p99_ms; }, Millis, always},
+      {"SCHEDULER WRITES/MIN", scheduler_writes, [](double v) { return fmt::format("{:.1f}", v); }, if_any},
+      {"THROTTLED", [](const sim::Report& r) { return r.throttled_ms; }, Millis, if_any},
+      {"429", [](const sim::Report& r) { return r.rejected_429; }, Count, if_any},
+      {"409", [](const sim::Report& r) { return r.conflicts_409; }, Count, if_any},
+      {"TIMEOUTS", [](const sim::Report& r) { return r.extender_timeouts; }, Count, if_any},
+      {"REFUSED", [](const sim::Report& r) { return r.filters_refused; }, Count, if_replicas},
+      {"LOCK COLLISIONS", [](const sim::Report& r) { return r.lock_contention; }, Count, if_any},
+      {"LOCK RETRIES", [](const sim::Report& r) { return r.lock_retries; }, Count, if_any},
+      {"BINDS FAILED", [](const sim::Report& r) { return r.binds_failed; }, Count, if_any},
+      {"NODES DROPPED", [](const sim::Report& r) { return r.nodes_dropped; }, Count, if_any},
       {"DUPLICATE HANDSHAKES", [](const sim::Report& r) { return r.duplicate_registration_writes; }, Count,
-       replicas},
-      {"UNAVAILABLE", [](const sim::Report& r) { return r.unavailable_ms; }, Millis, replicas},
+       if_replicas},
+      {"UNAVAILABLE", [](const sim::Report& r) { return r.unavailable_ms; }, Millis, if_replicas},
   };
 }
 
@@ -115,8 +124,10 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
   std::vector<Column> columns = Columns(experiment);
   std::vector<const Column*> shown;
   for (const Column& c : columns) {
-    bool any = c.always;
-    for (const sim::VariantResult& v : results) any = any || Mean(v.reports, c.field) != 0;
+    bool any = c.show == Column::Show::kAlways;
+    for (const sim::VariantResult& v : results) {
+      any = any || (c.show == Column::Show::kIfAny && Mean(v.reports, c.field) != 0);
+    }
     if (any) shown.push_back(&c);
   }
   std::vector<std::string> header = {"VARIANT"};

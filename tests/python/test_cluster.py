@@ -114,6 +114,7 @@ def test_simulate_is_deterministic_and_compares_policies():
     assert run["seed"] == 3
     assert run["bound"] + run["pending"] == run["pods"] > 0
     assert len(run["latencyPercentilesMs"]) == 101
+    assert 0 < run["allocationMeanPercent"] <= 100
     assert run["apiCalls"]["binding"] >= run["bound"]
     two = devshare.simulate(small, seed=[1, 2])
     assert [r["seed"] for r in two["variants"][1]["runs"]] == [1, 2]

@@ -485,6 +485,7 @@ boost::json::object ReportObject(std::uint64_t seed, const Report& r) {
                              {"gpuCapacity", r.gpu_capacity},
                              {"gpuAllocated", r.gpu_allocated},
                              {"allocationPercent", r.allocation_percent},
+                             {"allocationMeanPercent", r.allocation_mean_percent},
                              {"latencyP50Ms", r.latency_p50_ms},
                              {"latencyP99Ms", r.latency_p99_ms},
                              {"latencyPercentilesMs", std::move(percentiles)},

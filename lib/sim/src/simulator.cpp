@@ -797,6 +797,7 @@ class Simulation {
     pod.bound_at = now_;
     pod.reason.clear();
     ++report_.bound;
+    Hold(GpusOf(scenario_.pods[index]));
     if (!pod.given_up) Handled();
     const PodSpec& spec = scenario_.pods[index];
     if (spec.duration_ms > 0) At(now_ + spec.duration_ms, Ev::kDepart, index);
@@ -811,6 +812,14 @@ class Simulation {
     if (!cached.ok() || !annotated.ok() || *cached != *annotated) {
       return Violation(index, "the engine's cache disagrees with the pod's annotations");
     }
+  }
+
+  // GPUs held by running pods change by `delta` now: the time integral of
+  // the allocation moves forward first.
+  void Hold(double delta) {
+    held_integral_ += held_ * static_cast<double>(now_ - held_since_);
+    held_since_ = now_;
+    held_ += delta;
   }
 
   void Violation(std::size_t index, std::string_view what) {
@@ -830,6 +839,7 @@ class Simulation {
     PodState& pod = pods_[index];
     if (!pod.running) return;
     pod.running = false;
+    Hold(-GpusOf(scenario_.pods[index]));
     NodeState& n = nodes_[node_index_.at(pod.node)];
     n.cpu_used -= scenario_.pods[index].cpu_milli;
     n.memory_used -= scenario_.pods[index].memory_mib;
@@ -1002,6 +1012,10 @@ class Simulation {
                                                   : "waiting in the scheduling queue"];
     }
     report_.allocation_percent = report_.gpu_capacity > 0 ? 100.0 * report_.gpu_allocated / report_.gpu_capacity : 0;
+    Hold(0);
+    if (report_.gpu_capacity > 0 && now_ > 0) {
+      report_.allocation_mean_percent = 100.0 * held_integral_ / static_cast<double>(now_) / report_.gpu_capacity;
+    }
     std::sort(latencies.begin(), latencies.end());
     if (!latencies.empty()) {
       for (std::size_t p = 0; p <= 100; ++p) report_.latency_percentiles.push_back(Percentile(latencies, p));
@@ -1077,6 +1091,8 @@ class Simulation {
   std::optional<std::int64_t> crashed_at_;
 
   std::size_t arrived_ = 0, handled_ = 0;
+  double held_ = 0, held_integral_ = 0;  // GPUs held by running pods; their integral over time (GPU x ms)
+  std::int64_t held_since_ = 0;
   Report report_;
   std::optional<Status> violation_;
 };

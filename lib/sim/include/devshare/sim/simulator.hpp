@@ -129,6 +129,7 @@ struct Report {
   double gpu_capacity = 0;        // devices in the cluster
   double gpu_allocated = 0;       // GPUs held by running pods at the end
   double allocation_percent = 0;  // gpu_allocated / gpu_capacity
+  double allocation_mean_percent = 0;  // the same, averaged over the run's time
   // Creation to bound over the arrived pods not given up; a pod still
   // waiting counts with the time it has waited by the end (so a backlog
   // shows, not hides).
