@@ -8,7 +8,7 @@ packages=(
   # build
   g++ meson ninja-build pkg-config cmake
   # core and adapters (Boost must be the versioned 1.81 packages: 1.74 has no Boost.JSON)
-  libfmt-dev libboost1.81-dev libboost-json1.81-dev libyaml-cpp-dev
+  libfmt-dev libboost1.81-dev libboost-json1.81-dev libyaml-cpp-dev libssl-dev
   # tests, fuzzing, benchmarks
   doctest-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # python bindings

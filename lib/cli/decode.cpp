@@ -11,6 +11,7 @@
 #include "devshare/annotations.hpp"
 #include "devshare/node_codec.hpp"
 #include "devshare/pod_codec.hpp"
+#include "read_file.hpp"
 #include "table.hpp"
 
 namespace devshare::cli {
@@ -31,11 +32,9 @@ struct DecodeOptions {
 // trailing newline) when --file is given.
 Result<std::string> ReadValue(const DecodeOptions& o) {
   if (o.file.empty()) return o.value;
-  std::ifstream in(o.file, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read {}", o.file));
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string value = text.str();
+  Result<std::string> text = ReadFile(o.file);
+  if (!text.ok()) return text.status();
+  std::string value = std::move(*text);
   while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
   return value;
 }

@@ -14,6 +14,7 @@
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
 #include "objects_file.hpp"
+#include "read_file.hpp"
 #include "table.hpp"
 
 namespace devshare::cli {
@@ -49,17 +50,8 @@ std::string Devices(const PodDevices& devices) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
-Result<DeviceConfig> LoadConfig(const std::string& path) {
-  if (path.empty()) return DefaultDeviceConfig();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseDeviceConfig(text.str());
-}
-
 int Run(const ExplainOptions& o) {
-  Result<DeviceConfig> config = LoadConfig(o.device_config);
+  Result<DeviceConfig> config = LoadDeviceConfig(o.device_config);
   if (!config.ok()) {
     std::cerr << "devshare explain: " << config.status().message() << "\n";
     return 1;

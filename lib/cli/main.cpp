@@ -3,6 +3,7 @@
 
 #include "decode.hpp"
 #include "explain.hpp"
+#include "serve.hpp"
 #include "simulate.hpp"
 #include "devshare/version.hpp"
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   devshare::cli::AddDecodeCommand(app, exit_code);
   devshare::cli::AddExplainCommand(app, exit_code);
+  devshare::cli::AddServeCommand(app, exit_code);
   devshare::cli::AddSimulateCommand(app, exit_code);
   try {
     app.parse(argc, argv);

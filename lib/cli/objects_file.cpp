@@ -1,4 +1,5 @@
 #include "objects_file.hpp"
+#include "read_file.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -80,14 +81,12 @@ Status AddObject(const bj::value& v, const std::string& where, ObjectsFile& out)
 }  // namespace
 
 Result<ObjectsFile> ReadObjectsFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
   ObjectsFile out;
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(text.str());  // JSON is YAML too
+    documents = YAML::LoadAll(*text);  // JSON is YAML too
   } catch (const YAML::Exception& e) {
     return Status::Malformed(fmt::format("{}: {}", path, e.what()));
   }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "devshare/sim/experiment.hpp"
+#include "read_file.hpp"
 #include "table.hpp"
 
 namespace devshare::cli {
@@ -30,14 +31,6 @@ struct SimulateOptions {
   bool print = false;
   bool list = false;
 };
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Where the openb traces are when not told: $DEVSHARE_OPENB, then the
 // shared data next to or inside the working directory.

@@ -1,0 +1,181 @@
+#include "serve.hpp"
+
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "devshare/kube/service.hpp"
+#include "read_file.hpp"
+
+namespace devshare::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string kubeconfig;
+  std::string context;
+  std::string listen = "0.0.0.0:8443";
+  std::string tls_cert, tls_key;
+  std::string leader = "always";
+  std::string lease_namespace = "kube-system";
+  std::string lease_name = "kube-scheduler";
+  std::string hostname;
+  std::string scheduler_name = "devshare-scheduler";
+  std::string node_policy = "binpack";
+  std::string gpu_policy = "spread";
+  std::string registration = "change-only";
+  std::string bind = "node-lock";
+  std::string lock_retry = "once";
+  std::string device_config;
+  double qps = 5;
+  int burst = 10;
+};
+
+Result<kube::ClusterAccess> Access(const ServeOptions& o) {
+  const char* env = std::getenv("KUBECONFIG");
+  std::string path = !o.kubeconfig.empty() ? o.kubeconfig : env != nullptr ? env : "";
+  if (path.empty()) {
+    Result<kube::ClusterAccess> in_cluster =
+        kube::InClusterAccess([](const char* name) { return std::getenv(name); }, ReadFile);
+    if (in_cluster.ok() || in_cluster.status().code() != StatusCode::kNotFound) return in_cluster;
+    const char* home = std::getenv("HOME");
+    path = fmt::format("{}/.kube/config", home != nullptr ? home : "");
+  }
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return kube::ParseKubeconfig(*text, ReadFile, std::filesystem::path(path).parent_path().string(), o.context);
+}
+
+template <typename T>
+Status Choose(const std::string& name, const std::string& value, std::initializer_list<std::pair<const char*, T>> all,
+              T& out) {
+  std::string names;
+  for (const auto& [n, v] : all) {
+    if (value == n) {
+      out = v;
+      return Status();
+    }
+    names += names.empty() ? n : fmt::format(", {}", n);
+  }
+  return Status::InvalidArgument(fmt::format("--{} {}: want one of {}", name, value, names));
+}
+
+Result<kube::ServiceOptions> Options(const ServeOptions& o) {
+  kube::ServiceOptions s;
+  Result<DeviceConfig> config = LoadDeviceConfig(o.device_config);
+  if (!config.ok()) return config.status();
+  s.engine.config = *config;
+  s.engine.filter.node_policy = o.node_policy;
+  s.engine.filter.gpu_policy = o.gpu_policy;
+  using engine::BindMode;
+  using engine::LockRetry;
+  using engine::RegistrationProtocol;
+  using Leader = kube::ServiceOptions::Leader;
+  Status st = Choose<RegistrationProtocol>("registration", o.registration,
+                                           {{"hami", RegistrationProtocol::kHami},
+                                            {"volcano", RegistrationProtocol::kVolcano},
+                                            {"change-only", RegistrationProtocol::kChangeOnly}},
+                                           s.engine.registration);
+  if (st.ok()) st = Choose<BindMode>("bind", o.bind, {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}}, s.engine.bind_mode);
+  if (st.ok()) {
+    st = Choose<LockRetry>("lock-retry", o.lock_retry,
+                           {{"once", LockRetry::kOnce}, {"fixed", LockRetry::kFixed}, {"backoff", LockRetry::kBackoff}},
+                           s.engine.lock_retry);
+  }
+  if (st.ok()) {
+    st = Choose<Leader>("leader", o.leader, {{"always", Leader::kAlways}, {"follow", Leader::kFollow}, {"elect", Leader::kElect}},
+                        s.leader);
+  }
+  if (!st.ok()) return st;
+  const std::size_t colon = o.listen.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument(fmt::format("--listen {}: want ADDRESS:PORT", o.listen));
+  s.http.address = o.listen.substr(0, colon);
+  try {
+    s.http.port = static_cast<std::uint16_t>(std::stoi(o.listen.substr(colon + 1)));
+  } catch (...) {
+    return Status::InvalidArgument(fmt::format("--listen {}: the port is not a number", o.listen));
+  }
+  s.http.cert_file = o.tls_cert;
+  s.http.key_file = o.tls_key;
+  if (o.tls_cert.empty() != o.tls_key.empty()) return Status::InvalidArgument("--tls-cert and --tls-key go together");
+  s.api.qps = o.qps;
+  s.api.burst = o.burst;
+  s.admission.scheduler_name = o.scheduler_name;
+  s.lease_namespace = o.lease_namespace;
+  s.lease_name = o.lease_name;
+  s.hostname = o.hostname;
+  if (s.hostname.empty()) {
+    char host[256] = {};
+    if (const char* env = std::getenv("HOSTNAME"); env != nullptr && *env != '\0') {
+      s.hostname = env;
+    } else if (gethostname(host, sizeof(host) - 1) == 0) {
+      s.hostname = host;
+    }
+  }
+  return s;
+}
+
+int Run(const ServeOptions& o) {
+  Result<kube::ServiceOptions> options = Options(o);
+  Result<kube::ClusterAccess> access = options.ok() ? Access(o) : options.status();
+  if (!access.ok()) {
+    std::cerr << "devshare serve: " << access.status().message() << "\n";
+    return 1;
+  }
+  boost::asio::io_context io;
+  kube::Service service(io, *access, *options);
+  Status started = service.Start();
+  if (!started.ok()) {
+    std::cerr << "devshare serve: " << started.message() << "\n";
+    return 1;
+  }
+  std::cerr << fmt::format("devshare serve: listening on {}:{} ({}), leader mode {}\n", options->http.address,
+                           service.port(), o.tls_cert.empty() ? "http" : "https", o.leader);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    std::cerr << "devshare serve: stopping\n";
+    service.Stop();
+  });
+  io.run();
+  return 0;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand("serve", "serve kube-scheduler (extender) and the API server (webhook)");
+  sub->add_option("--kubeconfig", o->kubeconfig, "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  sub->add_option("--context", o->context, "kubeconfig context (default: current-context)");
+  sub->add_option("--listen", o->listen, "ADDRESS:PORT to serve on")->capture_default_str();
+  sub->add_option("--tls-cert", o->tls_cert, "PEM certificate (chain): serve HTTPS; reloaded when it changes");
+  sub->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
+  sub->add_option("--leader", o->leader, "always, follow (the Lease kube-scheduler holds) or elect")
+      ->capture_default_str();
+  sub->add_option("--lease-namespace", o->lease_namespace, "namespace of the Lease")->capture_default_str();
+  sub->add_option("--lease-name", o->lease_name, "name of the Lease")->capture_default_str();
+  sub->add_option("--hostname", o->hostname, "this replica's name in the Lease (default: the host name)");
+  sub->add_option("--scheduler-name", o->scheduler_name, "schedulerName the webhook writes into GPU pods")
+      ->capture_default_str();
+  sub->add_option("--node-policy", o->node_policy, "binpack, spread or fgd")->capture_default_str();
+  sub->add_option("--gpu-policy", o->gpu_policy, "spread, binpack, topology-aware, mutex, numa or fgd")
+      ->capture_default_str();
+  sub->add_option("--registration", o->registration, "hami, volcano or change-only")->capture_default_str();
+  sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
+  sub->add_option("--lock-retry", o->lock_retry, "once, fixed (100 ms) or backoff")->capture_default_str();
+  sub->add_option("--device-config", o->device_config, "HAMi device-config YAML (default: NVIDIA)");
+  sub->add_option("--qps", o->qps, "API client queries per second")->capture_default_str();
+  sub->add_option("--burst", o->burst, "API client burst")->capture_default_str();
+  sub->callback([o, &exit_code] { exit_code = Run(*o); });
+}
+
+}  // namespace devshare::cli

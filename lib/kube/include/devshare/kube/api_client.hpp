@@ -1,0 +1,114 @@
+// devshare/kube/api_client.hpp — the Kubernetes API client of `devshare
+// serve`: where the cluster is (kubeconfig or in-cluster), requests with
+// client-go's throttling and retries, and list+watch (spec/kubernetes-wire.md
+// §4).
+//
+// Contract:
+//   - Requests wait for a token bucket (QPS/burst, client-go's 5/10 by
+//     default), first come first served; watches are not throttled.
+//   - A 429 or 5xx carrying Retry-After is retried after that many seconds,
+//     at most 10 times, as client-go does; any other status is the caller's.
+//   - Watch lists (paginated), then watches from the list's resourceVersion
+//     with bookmarks; a watch that ends is resumed from the last version
+//     seen; a 410 (an ERROR event or an HTTP 410) relists and replaces the
+//     cache, with DELETED events for the objects that vanished; a failing
+//     connection backs off 800 ms doubling to 30 s.
+//
+// Thread-safety: everything runs on the io_context's thread.
+#ifndef DEVSHARE_KUBE_API_CLIENT_HPP_
+#define DEVSHARE_KUBE_API_CLIENT_HPP_
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "devshare/kube/metrics.hpp"
+#include "devshare/status.hpp"
+
+namespace devshare::kube {
+
+// Where the API server is and how to authenticate.
+struct ClusterAccess {
+  std::string host;
+  std::string port = "443";
+  bool https = true;
+  std::string ca_pem;       // empty: the system's trust store
+  std::string cert_pem;     // client certificate (with key_pem)
+  std::string key_pem;
+  std::string token;        // bearer token
+  bool insecure = false;    // insecure-skip-tls-verify
+  std::string tls_server_name;
+};
+
+// Reads a file the configuration names.
+using ReadFileFn = std::function<Result<std::string>(const std::string& path)>;
+
+// A kubeconfig (YAML): the current context (or `context` when given), its
+// cluster (server, certificate-authority[-data], insecure-skip-tls-verify,
+// tls-server-name) and user (client-certificate[-data], client-key[-data],
+// token, tokenFile). Relative file paths are resolved against `base_dir`.
+// Errors: kInvalidConfig naming what is missing or wrong.
+Result<ClusterAccess> ParseKubeconfig(std::string_view yaml, const ReadFileFn& read, const std::string& base_dir,
+                                      const std::string& context = {});
+
+// The in-cluster configuration: KUBERNETES_SERVICE_HOST/PORT from `getenv`,
+// the service account's token and CA. Errors: kNotFound when not in a pod.
+Result<ClusterAccess> InClusterAccess(const std::function<const char*(const char*)>& getenv, const ReadFileFn& read);
+
+struct ApiResponse {
+  int status = 0;          // HTTP status; 0 when the request never got an answer
+  std::string body;
+  std::string error;       // the transport error when status is 0
+  std::string retry_after; // the Retry-After header, if any
+};
+using ApiCallback = std::function<void(ApiResponse)>;
+
+struct WatchEvent {
+  std::string type;         // ADDED, MODIFIED, DELETED
+  boost::json::value object;
+};
+
+struct ApiClientOptions {
+  double qps = 5;
+  int burst = 10;
+  int max_retries = 10;
+  std::chrono::milliseconds timeout{30000};  // per request (not watches)
+};
+
+class ApiClient {
+ public:
+  ApiClient(boost::asio::io_context& io, ClusterAccess access, ApiClientOptions options, Metrics* metrics);
+  ~ApiClient();
+  ApiClient(const ApiClient&) = delete;
+  ApiClient& operator=(const ApiClient&) = delete;
+
+  // Checks the TLS material. Errors: kInvalidConfig.
+  Status Start();
+
+  // One request. `verb` names it in the metrics (for example "patch-node").
+  void Call(std::string verb, std::string method, std::string target, std::string content_type, std::string body,
+            ApiCallback done);
+
+  // Lists and watches `path` (for example "/api/v1/pods") with an optional
+  // field selector; `on_event` gets every change, `on_synced` is called after
+  // each complete list (the cache is whole).
+  void Watch(std::string path, std::string field_selector, std::function<void(const WatchEvent&)> on_event,
+             std::function<void()> on_synced);
+
+  void Stop();
+
+  struct Impl;  // opaque
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace devshare::kube
+
+#endif  // DEVSHARE_KUBE_API_CLIENT_HPP_

@@ -1,0 +1,406 @@
+#include "devshare/kube/service.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <random>
+#include <unordered_map>
+
+#include "devshare/kube/extender.hpp"
+#include "devshare/kube/metrics.hpp"
+
+namespace devshare::kube {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+
+namespace {
+
+constexpr const char* kMergePatch = "application/merge-patch+json";
+
+// The engine's clock: Unix milliseconds (handshake and bind-time stamps are
+// wall-clock times).
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bj::object AnnotationsPatch(const std::vector<AnnotationWrite>& writes) {
+  bj::object annotations;
+  for (const AnnotationWrite& w : writes) {
+    if (w.value) {
+      annotations[w.key] = *w.value;
+    } else {
+      annotations[w.key] = nullptr;
+    }
+  }
+  return annotations;
+}
+
+HttpResponse Json(int status, std::string body) { return HttpResponse{status, "application/json", std::move(body), {}}; }
+
+HttpResponse Error(int status, std::string_view message) {
+  return Json(status, bj::serialize(bj::object{{"error", message}}));
+}
+
+// The path's last segment: /scheduler/filter -> filter.
+std::string_view Route(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  while (target.size() > 1 && target.back() == '/') target.remove_suffix(1);
+  return target.substr(target.rfind('/') + 1);
+}
+
+}  // namespace
+
+struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
+  Impl(asio::io_context& io_context, ClusterAccess access, ServiceOptions o)
+      : io(io_context),
+        options(std::move(o)),
+        client(io, std::move(access), options.api, &metrics),
+        wake_timer(io),
+        elect_timer(io) {
+    engine::EngineOptions e = options.engine;
+    if (options.leader != ServiceOptions::Leader::kAlways) {
+      e.leadership = engine::Leadership::kFollowLease;
+      e.hostname = options.hostname;
+    }
+    if (options.leader == ServiceOptions::Leader::kElect && options.election.identity.empty()) {
+      std::random_device random;
+      options.election.identity = fmt::format("{}_{:08x}{:08x}", options.hostname, random(), random());
+    }
+    engine = std::make_unique<engine::Engine>(std::move(e));
+  }
+
+  // ---- the engine
+
+  void Execute(std::vector<engine::Command> commands) {
+    for (engine::Command& c : commands) std::visit([&](auto& command) { Run(command); }, c);
+    ScheduleWake();
+  }
+
+  void Outcome(std::uint64_t id, bool ok) {
+    std::vector<engine::Command> out;
+    engine->ApiResult(id, ok, NowMs(), out);
+    Execute(std::move(out));
+  }
+
+  void ScheduleWake() {
+    const std::optional<std::int64_t> wake = engine->NextWakeMs();
+    if (!wake) return;
+    wake_timer.expires_after(std::chrono::milliseconds(std::max<std::int64_t>(0, *wake - NowMs())));
+    wake_timer.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->stopping) return;
+      std::vector<engine::Command> out;
+      self->engine->Tick(NowMs(), out);
+      self->Execute(std::move(out));
+    });
+  }
+
+  void Run(engine::PatchNode& c) {
+    const std::string path = "/api/v1/nodes/" + c.node;
+    const std::uint64_t id = c.id;
+    auto self = shared_from_this();
+    if (c.preconditions.empty()) {
+      client.Call("patch-node", "PATCH", path, kMergePatch,
+                  bj::serialize(bj::object{{"metadata", bj::object{{"annotations", AnnotationsPatch(c.writes)}}}}),
+                  [self, id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+      return;
+    }
+    // Read the node, check what the write expects, then PATCH with the
+    // version read: a concurrent writer makes it a 409.
+    client.Call("get-node", "GET", path, "", "", [self, id, path, c](ApiResponse r) {
+      boost::system::error_code ec;
+      bj::value node = r.status == 200 ? bj::parse(r.body, ec) : bj::value();
+      const bj::value* meta = node.is_object() ? node.get_object().if_contains("metadata") : nullptr;
+      if (ec || meta == nullptr || !meta->is_object()) return self->Outcome(id, false);
+      const bj::value* annotations = meta->get_object().if_contains("annotations");
+      for (const AnnotationWrite& p : c.preconditions) {
+        const bj::value* v = annotations != nullptr && annotations->is_object()
+                                 ? annotations->get_object().if_contains(p.key)
+                                 : nullptr;
+        const bool holds = p.value ? (v != nullptr && v->is_string() && v->get_string() == *p.value) : v == nullptr;
+        if (!holds) return self->Outcome(id, false);
+      }
+      const bj::value* version = meta->get_object().if_contains("resourceVersion");
+      bj::object metadata{{"annotations", AnnotationsPatch(c.writes)}};
+      if (version != nullptr && version->is_string()) metadata["resourceVersion"] = version->get_string();
+      self->client.Call("patch-node", "PATCH", path, kMergePatch, bj::serialize(bj::object{{"metadata", metadata}}),
+                        [self, id](ApiResponse patched) { self->Outcome(id, patched.status / 100 == 2); });
+    });
+  }
+
+  void Run(engine::PatchPod& c) {
+    bj::object annotations;
+    for (const auto& [k, v] : c.annotations.entries()) annotations[k] = v;
+    const std::uint64_t id = c.id;
+    client.Call("patch-pod", "PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name),
+                kMergePatch, bj::serialize(bj::object{{"metadata", bj::object{{"annotations", annotations}}}}),
+                [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+  }
+
+  void Run(engine::PostBinding& c) {
+    bj::object metadata{{"name", c.name}, {"namespace", c.pod_namespace}, {"uid", c.uid}};
+    if (!c.annotations.entries().empty()) {
+      bj::object annotations;
+      for (const auto& [k, v] : c.annotations.entries()) annotations[k] = v;
+      metadata["annotations"] = std::move(annotations);
+    }
+    const bj::object binding{{"apiVersion", "v1"},
+                             {"kind", "Binding"},
+                             {"metadata", std::move(metadata)},
+                             {"target", bj::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", c.node}}}};
+    const std::uint64_t id = c.id;
+    client.Call("binding", "POST", fmt::format("/api/v1/namespaces/{}/pods/{}/binding", c.pod_namespace, c.name),
+                "application/json", bj::serialize(binding),
+                [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+  }
+
+  void Run(engine::FilterReply& reply) {
+    auto it = filters.find(reply.request);
+    if (it == filters.end()) return;
+    PendingFilter pending = std::move(it->second);
+    filters.erase(it);
+    const std::string_view outcome = !reply.error.empty() ? (reply.error.starts_with("not ready") ? "refused" : "error")
+                                     : reply.nodes.empty() ? "unschedulable"
+                                                           : "placed";
+    metrics.ObserveFilter(outcome, Seconds(pending.start));
+    pending.respond(Json(200, EncodeFilterResult(pending.args, reply)));
+  }
+
+  void Run(engine::BindReply& reply) {
+    auto it = binds.find(reply.request);
+    if (it == binds.end()) return;
+    auto [respond, start] = std::move(it->second);
+    binds.erase(it);
+    metrics.ObserveBind(reply.error.empty() ? "bound" : "failed", Seconds(start));
+    respond(Json(200, EncodeBindResult(reply.error)));
+  }
+
+  static double Seconds(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // ---- the watches
+
+  void OnNode(const WatchEvent& e) {
+    if (e.type == "DELETED") {
+      const bj::value* meta = e.object.is_object() ? e.object.get_object().if_contains("metadata") : nullptr;
+      const bj::value* name = meta != nullptr && meta->is_object() ? meta->get_object().if_contains("name") : nullptr;
+      if (name != nullptr && name->is_string()) engine->NodeDeleted(std::string(name->get_string()));
+      return;
+    }
+    Result<Node> node = DecodeNode(bj::serialize(e.object));
+    if (!node.ok()) return;  // not a node we can read: ignored, as the informer would fail it
+    std::vector<engine::Command> out;
+    engine->NodeObserved(*node, NowMs(), out);
+    Execute(std::move(out));
+  }
+
+  void OnPod(const WatchEvent& e) {
+    if (e.type == "DELETED") {
+      const bj::value* meta = e.object.is_object() ? e.object.get_object().if_contains("metadata") : nullptr;
+      const bj::value* uid = meta != nullptr && meta->is_object() ? meta->get_object().if_contains("uid") : nullptr;
+      if (uid != nullptr && uid->is_string()) engine->PodDeleted(std::string(uid->get_string()));
+      return;
+    }
+    Result<Pod> pod = DecodePod(bj::serialize(e.object));
+    if (pod.ok()) engine->PodObserved(*pod);
+  }
+
+  void OnLease(const WatchEvent& e) {
+    std::optional<LeaseRecord> lease;
+    if (e.type != "DELETED") {
+      Result<LeaseRecord> decoded = DecodeLease(bj::serialize(e.object));
+      if (!decoded.ok()) return;
+      lease = std::move(*decoded);
+    }
+    current_lease = lease;
+    std::vector<engine::Command> out;
+    engine->LeaseObserved(lease, NowMs(), out);
+    Execute(std::move(out));
+  }
+
+  // ---- the election (kElect)
+
+  std::string LeasePath(bool named) const {
+    return fmt::format("/apis/coordination.k8s.io/v1/namespaces/{}/leases{}", options.lease_namespace,
+                       named ? "/" + options.lease_name : "");
+  }
+
+  void Elect() {
+    auto self = shared_from_this();
+    client.Call("get-lease", "GET", LeasePath(true), "", "", [self](ApiResponse r) {
+      if (self->stopping) return;
+      std::optional<LeaseRecord> current;
+      if (r.status == 200) {
+        Result<LeaseRecord> decoded = DecodeLease(r.body);
+        if (decoded.ok()) current = std::move(*decoded);
+      }
+      if (r.status == 200 || r.status == 404) {
+        ElectionDecision d = TryAcquireOrRenew(self->elector, current, self->options.election,
+                                               self->options.lease_name, self->options.lease_namespace, NowMs());
+        const bool create = d.action == ElectionAction::kCreate;
+        if (create || d.action == ElectionAction::kAcquire || d.action == ElectionAction::kRenew) {
+          self->client.Call(create ? "create-lease" : "update-lease", create ? "POST" : "PUT",
+                            self->LeasePath(!create), "application/json", EncodeLease(d.lease),
+                            [self, d](ApiResponse w) {
+                              ElectionWriteResult(self->elector, d, w.status / 100 == 2, NowMs());
+                            });
+        }
+      }
+      self->elect_timer.expires_after(std::chrono::milliseconds(self->options.election.retry_period_ms));
+      self->elect_timer.async_wait([self](boost::system::error_code ec) {
+        if (!ec && !self->stopping) self->Elect();
+      });
+    });
+  }
+
+  // ---- HTTP
+
+  void Handle(HttpRequest request, Responder respond) {
+    const std::string_view route = Route(request.target);
+    const bool post = request.method == "POST";
+    if (route == "healthz" || route == "readyz" || route == "metrics") {
+      if (request.method != "GET") return respond(Error(405, "use GET"));
+      if (route == "healthz") return respond(HttpResponse{200, "text/plain", "ok", {}});
+      if (route == "readyz") {
+        return respond(Ready() ? HttpResponse{200, "text/plain", "ok", {}}
+                               : HttpResponse{503, "text/plain", "not ready: not leading, or not registered yet", {}});
+      }
+      const ClusterSnapshot& s = engine->snapshot();
+      std::uint64_t devices = 0;
+      for (const std::string& name : s.NodeNames()) {
+        if (Result<std::vector<DeviceView>> d = s.NodeDevices(name); d.ok()) devices += d->size();
+      }
+      metrics.SetState(Ready(), s.node_count(), devices, s.pod_count());
+      return respond(HttpResponse{200, "text/plain; version=0.0.4", metrics.Render(), {}});
+    }
+    if (route != "filter" && route != "prioritize" && route != "bind" && route != "webhook") {
+      return respond(Error(404, fmt::format("no route {}", request.target)));
+    }
+    if (!post) return respond(Error(405, "use POST"));
+    if (route == "webhook") {
+      Result<AdmissionDecision> d =
+          DecideAdmission(request.body, options.engine.config, options.admission, &engine->snapshot());
+      if (!d.ok()) return respond(Error(400, d.status().message()));
+      return respond(Json(200, EncodeAdmissionResponse(*d)));
+    }
+    if (route == "bind") {
+      Result<BindArgs> args = DecodeBindArgs(request.body);
+      if (!args.ok()) return respond(Error(400, args.status().message()));
+      const std::uint64_t id = next_request++;
+      binds.emplace(id, std::pair{std::move(respond), std::chrono::steady_clock::now()});
+      std::vector<engine::Command> out;
+      engine->Bind(id, args->pod_namespace, args->pod_name, args->pod_uid, args->node, NowMs(), out);
+      return Execute(std::move(out));
+    }
+    Result<ExtenderArgs> args = DecodeExtenderArgs(request.body);
+    if (!args.ok()) return respond(Error(400, args.status().message()));
+    if (route == "prioritize") return respond(Json(200, Prioritize(*args)));
+    if (!synced()) {
+      metrics.ObserveFilter("refused", 0);
+      engine::FilterReply refused{0, {}, {}, "not ready: the cluster cache is still syncing"};
+      return respond(Json(200, EncodeFilterResult(*args, refused)));
+    }
+    const std::uint64_t id = next_request++;
+    engine->PodObserved(args->pod);  // the scheduler's copy is at least as new as the watch's
+    std::vector<engine::Command> out;
+    engine->Filter(id, args->pod, args->nodes, NowMs(), out);
+    filters.emplace(id, PendingFilter{std::move(respond), std::move(*args), std::chrono::steady_clock::now()});
+    Execute(std::move(out));
+  }
+
+  std::string Prioritize(const ExtenderArgs& args) {
+    FilterOptions o = options.engine.filter;
+    o.reasons = false;
+    Result<FilterResult> r = devshare::Filter(engine->snapshot(), args.pod, args.nodes, NowMs() / 1000, o);
+    std::vector<NodeScore> scores;
+    if (!r.ok()) return EncodeHostPriorities(scores);
+    double best = 0;
+    for (const NodeScore& s : r->scores) best = std::max(best, s.score);
+    for (const NodeScore& s : r->scores) scores.push_back(NodeScore{s.node, best > 0 ? 10 * s.score / best : 0});
+    return EncodeHostPriorities(scores);
+  }
+
+  bool synced() const { return nodes_synced && pods_synced; }
+  bool Ready() const { return synced() && engine->Ready(NowMs()); }
+
+  struct PendingFilter {
+    Responder respond;
+    ExtenderArgs args;
+    std::chrono::steady_clock::time_point start;
+  };
+
+  asio::io_context& io;
+  ServiceOptions options;
+  Metrics metrics;
+  std::unique_ptr<engine::Engine> engine;
+  ApiClient client;
+  std::unique_ptr<HttpServer> server;
+  asio::steady_timer wake_timer, elect_timer;
+  std::uint64_t next_request = 1;
+  std::unordered_map<std::uint64_t, PendingFilter> filters;
+  std::unordered_map<std::uint64_t, std::pair<Responder, std::chrono::steady_clock::time_point>> binds;
+  Elector elector;
+  std::optional<LeaseRecord> current_lease;
+  bool nodes_synced = false, pods_synced = false, stopping = false;
+};
+
+Service::Service(asio::io_context& io, ClusterAccess access, ServiceOptions options)
+    : impl_(std::make_shared<Impl>(io, std::move(access), std::move(options))) {}
+
+Service::~Service() { Stop(); }
+
+Status Service::Start() {
+  Status s = impl_->client.Start();
+  if (!s.ok()) return s;
+  if (impl_->options.leader == ServiceOptions::Leader::kElect) {
+    s = ValidateElectionConfig(impl_->options.election);
+    if (!s.ok()) return s;
+  }
+  std::weak_ptr<Impl> weak = impl_;
+  impl_->server = std::make_unique<HttpServer>(impl_->io, impl_->options.http, [weak](HttpRequest r, Responder respond) {
+    if (auto self = weak.lock()) return self->Handle(std::move(r), std::move(respond));
+    respond(Error(503, "shutting down"));
+  });
+  s = impl_->server->Start();
+  if (!s.ok()) return s;
+  impl_->client.Watch(
+      "/api/v1/nodes", "", [weak](const WatchEvent& e) { if (auto self = weak.lock()) self->OnNode(e); },
+      [weak] { if (auto self = weak.lock()) self->nodes_synced = true; });
+  impl_->client.Watch(
+      "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed",
+      [weak](const WatchEvent& e) { if (auto self = weak.lock()) self->OnPod(e); },
+      [weak] { if (auto self = weak.lock()) self->pods_synced = true; });
+  if (impl_->options.leader != ServiceOptions::Leader::kAlways) {
+    impl_->client.Watch(
+        impl_->LeasePath(false), "metadata.name=" + impl_->options.lease_name,
+        [weak](const WatchEvent& e) { if (auto self = weak.lock()) self->OnLease(e); }, {});
+  }
+  if (impl_->options.leader == ServiceOptions::Leader::kElect) impl_->Elect();
+  return Status();
+}
+
+std::uint16_t Service::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+void Service::Stop() {
+  if (impl_->stopping) return;
+  impl_->stopping = true;
+  if (impl_->server) impl_->server->Stop();
+  impl_->wake_timer.cancel();
+  impl_->elect_timer.cancel();
+  if (impl_->elector.leading && impl_->current_lease) {
+    // ReleaseOnCancel: hand the Lease over at once.
+    LeaseRecord released = ReleaseLease(*impl_->current_lease, NowMs() * 1000);
+    auto self = impl_;
+    impl_->client.Call("update-lease", "PUT", impl_->LeasePath(true), "application/json", EncodeLease(released),
+                       [self](ApiResponse) { self->client.Stop(); });
+    return;
+  }
+  impl_->client.Stop();
+}
+
+}  // namespace devshare::kube
