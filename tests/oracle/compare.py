@@ -355,7 +355,9 @@ def compare_one(s: dict, ds: dict, hm: dict) -> dict[str, tuple[str, Optional[st
             label = classify(fn, s, a, b, None)
         else:
             label = None
-        a.pop("_scores", None) if isinstance(a, dict) else None
+        for side in (a, b):
+            if isinstance(side, dict):
+                side.pop("_scores", None)
         out[fn] = ("intentional" if label else "disagree", label, f"devshare {a!r} HAMi {b!r}")
     return out
 

@@ -208,6 +208,40 @@ func cds(pd device.PodSingleDevice) [][]cdJSON {
 	return out
 }
 
+// allocated is the NVIDIA part of the devices Filter wrote to the pod (the
+// merge patch HAMi sends to the API server), decoded by HAMi.
+func allocated(ctx context.Context, pod *corev1.Pod) [][]cdJSON {
+	got, err := client.KubeClient.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		fail("get pod: %v", err)
+	}
+	pd, _ := device.DecodePodDevices(map[string]string{nvidia: allocatedKey},
+		map[string]string{allocatedKey: got.Annotations[allocatedKey]})
+	return cds(pd[nvidia])
+}
+
+// reset undoes a successful Filter: HAMi cached the reservation and patched the
+// pod, and its informer would re-add the reservation from the patched pod at
+// any time. Deleting the pod (HAMi's onDelPod drops the reservation) and
+// creating it afresh, then waiting until the cache holds only the held pods,
+// makes the next Filter see the cluster as the scenario describes it.
+func reset(ctx context.Context, sched *scheduler.Scheduler, pod *corev1.Pod, held int) {
+	pods := client.KubeClient.CoreV1().Pods(pod.Namespace)
+	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		fail("delete pod: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sched.ListPodsInfo()) != held {
+		if time.Now().After(deadline) {
+			fail("pod cache holds %d pods, want %d", len(sched.ListPodsInfo()), held)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		fail("create pod: %v", err)
+	}
+}
+
 func filter(sched *scheduler.Scheduler, pod *corev1.Pod, names []string) (*extenderv1.ExtenderFilterResult, error) {
 	return sched.Filter(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
 }
@@ -281,18 +315,16 @@ func answer(s *scenario) map[string]any {
 		case err != nil:
 			fit[n.Name] = map[string]any{"fits": false, "reason": "error: " + err.Error(), "devices": [][]string{}}
 		case res.NodeNames != nil && len(*res.NodeNames) == 1:
-			p, _ := sched.PodInfo(pod) // the reservation Filter just cached
 			uuids := [][]string{}
-			if p != nil {
-				for _, c := range p.Devices[nvidia] {
-					ctr := []string{}
-					for _, d := range c {
-						ctr = append(ctr, d.UUID)
-					}
-					uuids = append(uuids, ctr)
+			for _, c := range allocated(ctx, pod) {
+				ctr := []string{}
+				for _, d := range c {
+					ctr = append(ctr, d.UUID)
 				}
+				uuids = append(uuids, ctr)
 			}
 			fit[n.Name] = map[string]any{"fits": true, "reason": "", "devices": uuids}
+			reset(ctx, sched, pod, len(held))
 		default:
 			fit[n.Name] = map[string]any{"fits": false, "reason": res.FailedNodes[n.Name], "devices": [][]string{}}
 		}
@@ -312,11 +344,9 @@ func answer(s *scenario) map[string]any {
 		chosen := (*res.NodeNames)[0]
 		f["node"] = chosen
 		got, _ := client.KubeClient.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		value := got.Annotations[allocatedKey]
-		f["annotation"] = value
-		pd, _ := device.DecodePodDevices(map[string]string{nvidia: allocatedKey}, map[string]string{allocatedKey: value})
+		f["annotation"] = got.Annotations[allocatedKey]
 		devices := [][]map[string]any{}
-		for _, c := range cds(pd[nvidia]) {
+		for _, c := range allocated(ctx, pod) {
 			ctr := []map[string]any{}
 			for _, d := range c {
 				ctr = append(ctr, map[string]any{"uuid": d.UUID, "type": d.Type, "usedmem": d.Usedmem, "usedcores": d.Usedcores})
@@ -366,6 +396,7 @@ func speed(s *scenario, repeat int) map[string]any {
 		}
 		if res.NodeNames != nil && len(*res.NodeNames) == 1 {
 			chosen = (*res.NodeNames)[0]
+			reset(context.Background(), sched, pod, len(held))
 		}
 	}
 	return map[string]any{"best_ms": float64(best.Nanoseconds()) / 1e6, "node": chosen}
