@@ -19,7 +19,7 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test openb plots test-unit test-asan test-fuzz test-install test-python python fuzz bench clean
+.PHONY: setup build demo test openb plots test-unit test-asan test-fuzz test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -35,8 +35,9 @@ demo: build
 
 test: build
 	@rm -f $(RESULTS)
-	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-python
-	@awk '{p += $$2; f += $$3} END {printf "make test: %d passed, %d failed\n", p, f; exit f > 0}' $(RESULTS)
+	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-python test-oracle
+	@awk '{p += $$2; f += $$3; s += $$4} END {printf "make test: %d passed, %d failed%s\n", p, f, \
+	  (s ? sprintf(", %d skipped", s) : ""); exit f > 0}' $(RESULTS)
 
 test-unit: build
 	@bash tests/run_unit.sh $(BUILD) unit $(RESULTS)
@@ -83,6 +84,30 @@ test-python: python
 	@mkdir -p $(dir $(RESULTS))
 	@$(VENV_PY) -m pytest tests/python -q -p no:cacheprovider | tee $(VENV)/pytest.log
 	@grep -Eo '[0-9]+ passed' $(VENV)/pytest.log | tail -1 | awk '{print "python", $$1, 0}' >>$(RESULTS)
+
+# The HAMi differential oracle (tests/oracle/README.md): devshare against HAMi's
+# own Go code on seeded scenarios. `make test` runs ORACLE_TEST_SCENARIOS of them;
+# `make oracle ORACLE_SCENARIOS=10000` the full comparison; `make oracle-speed`
+# Filter on 100, 1000 and 5000 nodes x 8 GPUs, HAMi's and devshare's, as a ratio.
+# Without a Go toolchain or HAMi's module the HAMi side is reported as skipped.
+ORACLE_TEST_SCENARIOS ?= 300
+ORACLE_SCENARIOS ?= 10000
+ORACLE_SEED ?= 1
+ORACLE_SPEED_NODES ?= 100,1000,5000
+
+test-oracle: python
+	@mkdir -p $(dir $(RESULTS))
+	@bash tests/oracle/build.sh
+	@$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_TEST_SCENARIOS) --seed $(ORACLE_SEED) \
+	  --results $(RESULTS) | tail -15
+
+oracle: python
+	@bash tests/oracle/build.sh
+	$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED)
+
+oracle-speed: python
+	@bash tests/oracle/build.sh
+	$(VENV_PY) tests/oracle/compare.py --speed $(ORACLE_SPEED_NODES)
 
 $(BENCH_BUILD)/build.ninja:
 	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release

@@ -1,0 +1,443 @@
+// Command hami-oracle answers devshare's oracle scenarios with HAMi's own code.
+//
+//	hami-oracle answer   < scenarios.jsonl > results.jsonl
+//	hami-oracle speed=N  < one-scenario.json > {"best_ms": ..., "node": ...}
+//
+// Scenarios and results are described in ../compare.py (RESULT_SCHEMA). Every
+// answer comes from HAMi's exported functions: the node and pod annotation
+// codecs of pkg/device, the NVIDIA device's GenerateResourceRequests, the node
+// score of pkg/scheduler/policy, and Filter of pkg/scheduler run against a
+// fake clientset (the scheduler's informers, pod cache and node registration
+// are HAMi's; only the API server is fake). Fit and the GPU policy ordering are
+// observed through Filter on one node at a time, which is how HAMi calls them.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/Project-HAMi/HAMi/pkg/device"
+	"github.com/Project-HAMi/HAMi/pkg/scheduler"
+	"github.com/Project-HAMi/HAMi/pkg/scheduler/config"
+	"github.com/Project-HAMi/HAMi/pkg/scheduler/policy"
+	"github.com/Project-HAMi/HAMi/pkg/util"
+	"github.com/Project-HAMi/HAMi/pkg/util/client"
+)
+
+const (
+	registerKey  = "hami.io/node-nvidia-register"
+	allocatedKey = "hami.io/vgpu-devices-allocated"
+	nvidia       = "NVIDIA"
+)
+
+type devJSON struct {
+	ID      string `json:"id"`
+	Index   uint   `json:"index"`
+	Count   int32  `json:"count"`
+	Devmem  int32  `json:"devmem"`
+	Devcore int32  `json:"devcore"`
+	Type    string `json:"type"`
+	Numa    int    `json:"numa"`
+	Mode    string `json:"mode"`
+	Health  bool   `json:"health"`
+}
+
+type cdJSON struct {
+	UUID      string `json:"uuid"`
+	Type      string `json:"type"`
+	Usedmem   int32  `json:"usedmem"`
+	Usedcores int32  `json:"usedcores"`
+}
+
+type scenario struct {
+	ID        int               `json:"id"`
+	Scheduler map[string]string `json:"scheduler"`
+	Nodes     []struct {
+		Name        string            `json:"name"`
+		Register    string            `json:"register"`
+		Devices     []devJSON         `json:"devices"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"nodes"`
+	Pods []struct {
+		Name      string     `json:"name"`
+		Namespace string     `json:"namespace"`
+		Node      string     `json:"node"`
+		Allocated string     `json:"allocated"`
+		Devices   [][]cdJSON `json:"devices"`
+	} `json:"pods"`
+	Pod struct {
+		Name        string            `json:"name"`
+		Namespace   string            `json:"namespace"`
+		UID         string            `json:"uid"`
+		Annotations map[string]string `json:"annotations"`
+		Containers  []struct {
+			Name   string            `json:"name"`
+			Limits map[string]string `json:"limits"`
+		} `json:"containers"`
+	} `json:"pod"`
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "hami-oracle: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+func limits(m map[string]string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for k, v := range m {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			fail("quantity %s=%q: %v", k, v, err)
+		}
+		out[corev1.ResourceName(k)] = q
+	}
+	return out
+}
+
+// objects builds the Kubernetes objects of a scenario, as compare.py does for devshare.
+func objects(s *scenario) ([]*corev1.Node, []*corev1.Pod, *corev1.Pod) {
+	var nodes []*corev1.Node
+	for _, n := range s.Nodes {
+		annos := map[string]string{registerKey: n.Register}
+		for k, v := range n.Annotations {
+			annos[k] = v
+		}
+		slots := int64(0)
+		for _, d := range n.Devices {
+			slots += int64(d.Count)
+		}
+		nodes = append(nodes, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: annos},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+				"nvidia.com/gpu": *resource.NewQuantity(slots, resource.DecimalSI)}},
+		})
+	}
+	var held []*corev1.Pod
+	for _, p := range s.Pods {
+		var ctrs []corev1.Container
+		for i, c := range p.Devices {
+			l := corev1.ResourceList{}
+			if len(c) > 0 {
+				l["nvidia.com/gpu"] = *resource.NewQuantity(int64(len(c)), resource.DecimalSI)
+			}
+			ctrs = append(ctrs, corev1.Container{Name: "c" + strconv.Itoa(i), Resources: corev1.ResourceRequirements{Limits: l}})
+		}
+		held = append(held, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: types.UID("uid-" + p.Name),
+				Annotations: map[string]string{util.AssignedNodeAnnotations: p.Node, allocatedKey: p.Allocated,
+					util.DeviceBindPhase: "success"}},
+			Spec:   corev1.PodSpec{NodeName: p.Node, Containers: ctrs},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		})
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: s.Pod.Name, Namespace: s.Pod.Namespace,
+		UID: types.UID(s.Pod.UID), Annotations: map[string]string{}}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	for k, v := range s.Pod.Annotations {
+		pod.Annotations[k] = v
+	}
+	for _, c := range s.Pod.Containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c.Name,
+			Resources: corev1.ResourceRequirements{Limits: limits(c.Limits)}})
+	}
+	return nodes, held, pod
+}
+
+// startScheduler runs HAMi's scheduler on a fake API server holding the scenario's
+// objects and waits until every node's devices are registered.
+func startScheduler(s *scenario, nodes []*corev1.Node, held []*corev1.Pod, pod *corev1.Pod) *scheduler.Scheduler {
+	cs := fake.NewSimpleClientset()
+	ctx := context.Background()
+	for _, n := range nodes {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			fail("create node: %v", err)
+		}
+	}
+	for _, p := range append(held, pod) {
+		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			fail("create pod: %v", err)
+		}
+	}
+	client.KubeClient = cs
+	config.NodeSchedulerPolicy = s.Scheduler["node_policy"]
+	config.GPUSchedulerPolicy = s.Scheduler["gpu_policy"]
+	sched := scheduler.NewScheduler()
+	sched.Start()
+	go sched.RegisterFromNodeAnnotations()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		registered, _ := sched.ListNodes()
+		if len(registered) >= len(nodes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			fail("scenario %d: %d of %d nodes registered after 30 s", s.ID, len(registered), len(nodes))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for len(sched.ListPodsInfo()) < len(held) {
+		if time.Now().After(deadline) {
+			fail("scenario %d: pod cache not synced", s.ID)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return sched
+}
+
+func cds(pd device.PodSingleDevice) [][]cdJSON {
+	out := [][]cdJSON{}
+	for _, c := range pd {
+		ctr := []cdJSON{}
+		for _, d := range c {
+			ctr = append(ctr, cdJSON{UUID: d.UUID, Type: d.Type, Usedmem: d.Usedmem, Usedcores: d.Usedcores})
+		}
+		out = append(out, ctr)
+	}
+	return out
+}
+
+// allocated is the NVIDIA part of the devices Filter wrote to the pod (the
+// merge patch HAMi sends to the API server), decoded by HAMi.
+func allocated(ctx context.Context, pod *corev1.Pod) [][]cdJSON {
+	got, err := client.KubeClient.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		fail("get pod: %v", err)
+	}
+	pd, _ := device.DecodePodDevices(map[string]string{nvidia: allocatedKey},
+		map[string]string{allocatedKey: got.Annotations[allocatedKey]})
+	return cds(pd[nvidia])
+}
+
+// reset undoes a successful Filter: HAMi cached the reservation and patched the
+// pod, and its informer would re-add the reservation from the patched pod at
+// any time. Deleting the pod (HAMi's onDelPod drops the reservation) and
+// creating it afresh, then waiting until the cache holds only the held pods,
+// makes the next Filter see the cluster as the scenario describes it.
+func reset(ctx context.Context, sched *scheduler.Scheduler, pod *corev1.Pod, held int) {
+	pods := client.KubeClient.CoreV1().Pods(pod.Namespace)
+	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		fail("delete pod: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sched.ListPodsInfo()) != held {
+		if time.Now().After(deadline) {
+			fail("pod cache holds %d pods, want %d", len(sched.ListPodsInfo()), held)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		fail("create pod: %v", err)
+	}
+}
+
+func filter(sched *scheduler.Scheduler, pod *corev1.Pod, names []string) (*extenderv1.ExtenderFilterResult, error) {
+	return sched.Filter(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+}
+
+func answer(s *scenario) map[string]any {
+	out := map[string]any{"id": s.ID}
+
+	nodeDecode, nodeEncode := map[string]any{}, map[string]string{}
+	for _, n := range s.Nodes {
+		devs, err := device.UnMarshalNodeDevices(n.Register)
+		if err != nil {
+			nodeDecode[n.Name] = map[string]string{"error": err.Error()}
+		} else {
+			list := []devJSON{}
+			for _, d := range devs {
+				list = append(list, devJSON{d.ID, d.Index, d.Count, d.Devmem, d.Devcore, d.Type, d.Numa, d.Mode, d.Health})
+			}
+			nodeDecode[n.Name] = list
+		}
+		var in []*device.DeviceInfo
+		for _, d := range n.Devices {
+			in = append(in, &device.DeviceInfo{ID: d.ID, Index: d.Index, Count: d.Count, Devmem: d.Devmem,
+				Devcore: d.Devcore, Type: d.Type, Numa: d.Numa, Mode: d.Mode, Health: d.Health})
+		}
+		nodeEncode[n.Name] = device.MarshalNodeDevices(in)
+	}
+	out["node_decode"], out["node_encode"] = nodeDecode, nodeEncode
+
+	podDecode, podEncode := map[string]any{}, map[string]string{}
+	for _, p := range s.Pods {
+		pd, err := device.DecodePodDevices(map[string]string{nvidia: allocatedKey}, map[string]string{allocatedKey: p.Allocated})
+		if err != nil {
+			podDecode[p.Name] = map[string]string{"error": err.Error()}
+		} else {
+			podDecode[p.Name] = cds(pd[nvidia])
+		}
+		var single device.PodSingleDevice
+		for _, c := range p.Devices {
+			ctr := device.ContainerDevices{}
+			for _, d := range c {
+				ctr = append(ctr, device.ContainerDevice{UUID: d.UUID, Type: d.Type, Usedmem: d.Usedmem, Usedcores: d.Usedcores})
+			}
+			single = append(single, ctr)
+		}
+		podEncode[p.Name] = device.EncodePodSingleDevice(single)
+	}
+	out["pod_decode"], out["pod_encode"] = podDecode, podEncode
+
+	nodes, held, pod := objects(s)
+	gpu := device.GetDevices()[nvidia]
+	reqs := []any{}
+	for i := range pod.Spec.Containers {
+		r := gpu.GenerateResourceRequests(&pod.Spec.Containers[i])
+		if r.Nums == 0 {
+			reqs = append(reqs, nil)
+			continue
+		}
+		reqs = append(reqs, map[string]any{"nums": r.Nums, "type": r.Type, "memreq": r.Memreq,
+			"mempercentage": r.MemPercentagereq, "coresreq": r.Coresreq})
+	}
+	out["requests"] = reqs
+
+	sched := startScheduler(s, nodes, held, pod)
+	defer sched.Stop()
+	ctx := context.Background()
+
+	fit := map[string]any{}
+	for _, n := range nodes {
+		res, err := filter(sched, pod, []string{n.Name})
+		switch {
+		case err != nil:
+			fit[n.Name] = map[string]any{"fits": false, "reason": "error: " + err.Error(), "devices": [][]string{}}
+		case res.NodeNames != nil && len(*res.NodeNames) == 1:
+			uuids := [][]string{}
+			for _, c := range allocated(ctx, pod) {
+				ctr := []string{}
+				for _, d := range c {
+					ctr = append(ctr, d.UUID)
+				}
+				uuids = append(uuids, ctr)
+			}
+			fit[n.Name] = map[string]any{"fits": true, "reason": "", "devices": uuids}
+			reset(ctx, sched, pod, len(held))
+		default:
+			fit[n.Name] = map[string]any{"fits": false, "reason": res.FailedNodes[n.Name], "devices": [][]string{}}
+		}
+	}
+	out["fit"] = fit
+
+	names := []string{}
+	for _, n := range nodes {
+		names = append(names, n.Name)
+	}
+	res, err := filter(sched, pod, names)
+	f := map[string]any{"node": nil, "devices": nil, "annotation": nil, "failed": map[string]string{}, "error": nil}
+	scores := map[string]float32{}
+	if err != nil {
+		f["error"] = err.Error()
+	} else if res.NodeNames != nil && len(*res.NodeNames) == 1 {
+		chosen := (*res.NodeNames)[0]
+		f["node"] = chosen
+		got, _ := client.KubeClient.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		f["annotation"] = got.Annotations[allocatedKey]
+		devices := [][]map[string]any{}
+		for _, c := range allocated(ctx, pod) {
+			ctr := []map[string]any{}
+			for _, d := range c {
+				ctr = append(ctr, map[string]any{"uuid": d.UUID, "type": d.Type, "usedmem": d.Usedmem, "usedcores": d.Usedcores})
+			}
+			devices = append(devices, ctr)
+		}
+		f["devices"] = devices
+		// Node scores: HAMi's ComputeDefaultScore on the usage snapshot this
+		// Filter built (before placement), for every node where the pod fits.
+		usage := *sched.InspectAllNodesUsage()
+		for name, v := range fit {
+			if v.(map[string]any)["fits"].(bool) {
+				ns := policy.NodeScore{NodeID: name}
+				ns.ComputeDefaultScore(usage[name].Devices)
+				scores[name] = ns.Score
+			}
+		}
+	} else if res.Error != "" {
+		f["error"] = res.Error
+	} else {
+		f["failed"] = res.FailedNodes
+	}
+	out["filter"] = f
+	out["score"] = scores
+	return out
+}
+
+func speed(s *scenario, repeat int) map[string]any {
+	nodes, held, pod := objects(s)
+	sched := startScheduler(s, nodes, held, pod)
+	defer sched.Stop()
+	names := []string{}
+	for _, n := range nodes {
+		names = append(names, n.Name)
+	}
+	best := time.Duration(1<<63 - 1)
+	chosen := ""
+	for i := 0; i < repeat; i++ {
+		t := time.Now()
+		res, err := filter(sched, pod, names)
+		d := time.Since(t)
+		if err != nil {
+			fail("speed filter: %v", err)
+		}
+		if d < best {
+			best = d
+		}
+		if res.NodeNames != nil && len(*res.NodeNames) == 1 {
+			chosen = (*res.NodeNames)[0]
+			reset(context.Background(), sched, pod, len(held))
+		}
+	}
+	return map[string]any{"best_ms": float64(best.Nanoseconds()) / 1e6, "node": chosen}
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fail("usage: hami-oracle answer|speed=N < scenarios.jsonl")
+	}
+	mode := os.Args[1]
+	config.InitDefaultDevices()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<30)
+	enc := json.NewEncoder(os.Stdout)
+	for in.Scan() {
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
+			continue
+		}
+		var s scenario
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			fail("scenario: %v", err)
+		}
+		var out map[string]any
+		switch {
+		case mode == "answer":
+			out = answer(&s)
+		case strings.HasPrefix(mode, "speed="):
+			n, err := strconv.Atoi(strings.TrimPrefix(mode, "speed="))
+			if err != nil || n < 1 {
+				fail("bad mode %q", mode)
+			}
+			out = speed(&s, n)
+		default:
+			fail("bad mode %q", mode)
+		}
+		if err := enc.Encode(out); err != nil {
+			fail("write: %v", err)
+		}
+	}
+	if err := in.Err(); err != nil {
+		fail("read: %v", err)
+	}
+}

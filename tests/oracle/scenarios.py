@@ -1,0 +1,203 @@
+"""Seeded scenario generator for the HAMi differential oracle.
+
+A scenario is plain JSON that both sides read: devshare (through the Python
+package) and the Go harness (through HAMi's exported functions). It holds the
+data, not Kubernetes objects, so neither side depends on the other's object
+builder:
+
+    {"id": 17,
+     "scheduler": {"node_policy": "binpack", "gpu_policy": "spread"},
+     "nodes": [{"name": "node-000",
+                "register": "<hami.io/node-nvidia-register value>",
+                "devices": [{"id", "index", "count", "devmem", "devcore", "type",
+                             "numa", "mode", "health"}, ...],
+                "annotations": {"hami.io/device-cordon": "..."}}],
+     "pods": [{"name", "namespace", "node", "allocated": "<vgpu-devices-allocated>",
+               "devices": [[{"uuid", "type", "usedmem", "usedcores"}], ...]}],
+     "pod": {"name", "namespace", "uid", "annotations": {...},
+             "containers": [{"name", "limits": {...}}]}}
+
+`register` is the same device list written with the variations HAMi's decoder
+accepts (key order, key case, extra keys), so decoding is tested on more than
+the encoder's own output. The same seed always gives the same scenarios.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+TYPES = ["NVIDIA", "NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA-H100", "NVIDIA-A10"]
+MEMORIES = [4096, 8000, 15360, 16384, 24576, 40960, 81920]
+SLOTS = [1, 2, 4, 10, 10, 10]
+MODES = ["hami-core", "hami-core", "hami-core", "", "mps"]
+GPU_POLICIES = ["spread", "binpack", "topology-aware", "mutex", "numa", "binpack,numa",
+                "spread, numa", "numa,binpack", "mutex,binpack", "topology-aware,spread", "unknown"]
+NODE_POLICIES = ["binpack", "spread"]
+
+# HAMi's DeviceInfo JSON keys in the order the device plugin writes them.
+DEVICE_KEYS = ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"]
+
+
+def _register_value(rng: random.Random, devices: list[dict]) -> str:
+    """The device list as a register annotation, with variations Go's
+    encoding/json accepts: keys in any order, any ASCII case, unknown keys."""
+    out = []
+    for d in devices:
+        keys = list(DEVICE_KEYS)
+        if rng.random() < 0.2:
+            rng.shuffle(keys)
+        entry: dict[str, Any] = {}
+        for k in keys:
+            name = k.upper() if rng.random() < 0.05 else (k.capitalize() if rng.random() < 0.05 else k)
+            entry[name] = d[k]
+        if rng.random() < 0.05:
+            entry["devicepairscore"] = {}
+        out.append(entry)
+    return json.dumps(out, separators=(",", ":") if rng.random() < 0.7 else (", ", ": "))
+
+
+def _node(rng: random.Random, i: int, node_type: str) -> dict:
+    name = f"node-{i:03d}"
+    n = rng.randint(1, 8)
+    mem = rng.choice(MEMORIES)
+    slots = rng.choice(SLOTS)
+    numa_split = rng.random() < 0.4
+    devices = []
+    for j in range(n):
+        devices.append({
+            "id": f"GPU-{i:03d}-{j}",
+            "index": j,
+            "count": slots,
+            "devmem": mem if rng.random() < 0.9 else rng.choice(MEMORIES),
+            "devcore": 100,
+            "type": node_type if rng.random() < 0.95 else rng.choice(TYPES),
+            "numa": (j * 2 // n) if numa_split else 0,
+            "mode": rng.choice(MODES),
+            "health": rng.random() < 0.95,
+        })
+    annotations = {}
+    if rng.random() < 0.08:
+        cordoned = rng.sample([d["id"] for d in devices], k=rng.randint(1, max(1, n // 2)))
+        annotations["hami.io/device-cordon"] = " , ".join(cordoned) + ("," if rng.random() < 0.3 else "")
+    return {"name": name, "devices": devices, "register": _register_value(rng, devices),
+            "annotations": annotations}
+
+
+def _usage(rng: random.Random, nodes: list[dict]) -> list[dict]:
+    """Pods holding devices: each takes 1-2 devices of one node, never more
+    memory or cores than remain (as a real scheduler would have placed them)."""
+    pods = []
+    left = {d["id"]: [d["count"], d["devmem"], d["devcore"]] for n in nodes for d in n["devices"]}
+    target = rng.choice([0.0, 0.1, 0.3, 0.6])
+    for node in nodes:
+        for _ in range(int(len(node["devices"]) * target * 3)):
+            k = 1 if rng.random() < 0.8 else 2
+            picks = rng.sample(node["devices"], k=min(k, len(node["devices"])))
+            container = []
+            for d in picks:
+                slot, mem, core = left[d["id"]]
+                if slot <= 0 or mem <= 0:
+                    continue
+                usedmem = rng.randint(1, mem) if rng.random() < 0.7 else min(mem, rng.choice([1024, 2048, 4096]))
+                usedcores = rng.choice([0, 0, 10, 20, 25, 50, 100]) if core > 0 else 0
+                usedcores = min(usedcores, core)
+                left[d["id"]] = [slot - 1, mem - usedmem, core - usedcores]
+                container.append({"uuid": d["id"], "type": "NVIDIA", "usedmem": usedmem, "usedcores": usedcores})
+            if not container:
+                continue
+            devices = [container]
+            if rng.random() < 0.1:
+                devices.append([])  # a second container without devices
+            allocated = "".join(
+                "".join(f"{cd['uuid']},{cd['type']},{cd['usedmem']},{cd['usedcores']}:" for cd in c) + ";"
+                for c in devices)
+            pods.append({"name": f"held-{len(pods):04d}", "namespace": "default", "node": node["name"],
+                         "allocated": allocated, "devices": devices})
+    return pods
+
+
+def _limits(rng: random.Random) -> dict:
+    limits: dict[str, str] = {"nvidia.com/gpu": str(rng.choice([1, 1, 1, 1, 2, 2, 3, 4, 8, 9]))}
+    r = rng.random()
+    if r < 0.45:
+        limits["nvidia.com/gpumem"] = str(rng.choice([256, 1000, 2048, 3000, 4096, 8000, 10240, 20000, 40000]))
+    elif r < 0.75:
+        limits["nvidia.com/gpumem-percentage"] = str(rng.choice([1, 10, 25, 50, 75, 100]))
+    if rng.random() < 0.6:
+        limits["nvidia.com/gpucores"] = str(rng.choice([0, 5, 10, 25, 30, 50, 75, 100, 120]))
+    return limits
+
+
+def _pod(rng: random.Random, sid: int, nodes: list[dict]) -> dict:
+    containers = []
+    for c in range(rng.choice([1, 1, 1, 2, 3])):
+        if c > 0 and rng.random() < 0.3:
+            containers.append({"name": f"c{c}", "limits": {"cpu": "1"}})
+        else:
+            containers.append({"name": f"c{c}", "limits": _limits(rng)})
+    ann: dict[str, str] = {}
+    all_devices = [d for n in nodes for d in n["devices"]]
+    if rng.random() < 0.3:
+        ann["hami.io/gpu-scheduler-policy"] = rng.choice(GPU_POLICIES)
+    if rng.random() < 0.2:
+        ann["hami.io/node-scheduler-policy"] = rng.choice(NODE_POLICIES + ["Spread", "other"])
+    if rng.random() < 0.15:
+        ann["nvidia.com/numa-bind"] = rng.choice(["true", "1", "false", "T", "yes"])
+    if rng.random() < 0.1:
+        ann["nvidia.com/use-gputype"] = rng.choice(["A100", "t4,h100", "nvidia", "A10,", "V100"])
+    if rng.random() < 0.08:
+        ann["nvidia.com/nouse-gputype"] = rng.choice(["A100", "T4", "h100", ",A10"])
+    if rng.random() < 0.06:
+        chosen = rng.sample(all_devices, k=min(len(all_devices), rng.randint(1, 4)))
+        ann["nvidia.com/use-gpuuuid"] = ",".join(d["id"] for d in chosen)
+    if rng.random() < 0.06:
+        chosen = rng.sample(all_devices, k=min(len(all_devices), rng.randint(1, 4)))
+        ann["nvidia.com/nouse-gpuuuid"] = ", ".join(d["id"] for d in chosen)
+    if rng.random() < 0.06:
+        ann["nvidia.com/vgpu-mode"] = rng.choice(["hami-core", "mps", "hami-core,mps"])
+    if rng.random() < 0.1:
+        ann["hami.io/device-scoring-weights"] = rng.choice(
+            ["slot=1,core=1,memory=1", "slot=1,core=1,memory=3", "core=3, slot=1 ,memory=1", "slot=0,core=0,memory=2"])
+    return {"name": f"pod-{sid}", "namespace": "default", "uid": f"uid-{sid}",
+            "annotations": ann, "containers": containers}
+
+
+def generate(seed: int, sid: int, max_nodes: int = 50) -> dict:
+    """Scenario number `sid` of the stream seeded by `seed`."""
+    rng = random.Random(f"{seed}:{sid}")
+    node_type = rng.choice(TYPES)
+    nodes = [_node(rng, i, node_type) for i in range(rng.randint(1, max_nodes))]
+    return {
+        "id": sid,
+        "scheduler": {"node_policy": rng.choice(NODE_POLICIES),
+                      "gpu_policy": rng.choice(["spread", "binpack", "topology-aware", "mutex"])},
+        "nodes": nodes,
+        "pods": _usage(rng, nodes),
+        "pod": _pod(rng, sid, nodes),
+    }
+
+
+def speed_cluster(nodes: int, gpus: int = 8) -> dict:
+    """The cluster of the speed comparison: `nodes` nodes x `gpus` GPUs
+    (10 slots, 40960 MiB, 100 cores), a quarter of the GPUs half used, and a
+    pod asking for one GPU with 4000 MiB and 20 cores."""
+    rng = random.Random(nodes)
+    out = []
+    pods = []
+    for i in range(nodes):
+        devices = [{"id": f"GPU-{i:05d}-{j}", "index": j, "count": 10, "devmem": 40960, "devcore": 100,
+                    "type": "NVIDIA", "numa": j // 4, "mode": "hami-core", "health": True} for j in range(gpus)]
+        out.append({"name": f"node-{i:05d}", "devices": devices,
+                    "register": json.dumps(devices, separators=(",", ":")), "annotations": {}})
+        for d in devices:
+            if rng.random() < 0.25:
+                cd = {"uuid": d["id"], "type": "NVIDIA", "usedmem": 20480, "usedcores": 50}
+                pods.append({"name": f"held-{len(pods):06d}", "namespace": "default", "node": out[-1]["name"],
+                             "allocated": f"{d['id']},NVIDIA,20480,50:;", "devices": [[cd]]})
+    pod = {"name": "speed", "namespace": "default", "uid": "uid-speed", "annotations": {},
+           "containers": [{"name": "c0", "limits": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000",
+                                                    "nvidia.com/gpucores": "20"}}]}
+    return {"id": -nodes, "scheduler": {"node_policy": "binpack", "gpu_policy": "spread"},
+            "nodes": out, "pods": pods, "pod": pod}
