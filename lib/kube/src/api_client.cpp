@@ -79,7 +79,7 @@ Status ParseServer(const std::string& server, ClusterAccess& access) {
 }
 
 const YAML::Node* Named(const YAML::Node& list, const std::string& name, std::vector<YAML::Node>& keep) {
-  if (!list.IsSequence()) return nullptr;
+  if (!list || !list.IsSequence()) return nullptr;
   for (const YAML::Node& item : list) {
     if (item.IsMap() && item["name"] && item["name"].IsScalar() && item["name"].Scalar() == name) {
       keep.push_back(item);
@@ -251,14 +251,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (!access_.insecure) {
       // Names are checked by OpenSSL against the certificate (IP or DNS).
       X509_VERIFY_PARAM* param = SSL_get0_param(tls->native_handle());
-      boost::system::error_code ec;
-      const auto ip = asio::ip::make_address(name, ec);
-      if (!ec) {
+      boost::system::error_code not_an_address;
+      asio::ip::make_address(name, not_an_address);
+      if (!not_an_address) {
         X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
       } else {
         X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
       }
-      (void)ip;
     }
     tls->async_handshake(ssl::stream_base::client, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->Fail("TLS handshake", ec);

@@ -1,0 +1,220 @@
+// The Kubernetes adapter's pure parts (extender wire format, kubeconfig) and
+// its HTTP server on loopback.
+#include <doctest/doctest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "devshare/kube/api_client.hpp"
+#include "devshare/kube/extender.hpp"
+#include "devshare/kube/http_server.hpp"
+#include "devshare/kube/metrics.hpp"
+
+using namespace devshare;
+using namespace devshare::kube;
+
+namespace {
+
+constexpr std::string_view kPod =
+    R"({"metadata":{"name":"p","namespace":"ns","uid":"u1"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})";
+
+}  // namespace
+
+TEST_CASE("kube: ExtenderArgs with NodeNames, and the filter result lists every rejected node") {
+  Result<ExtenderArgs> args =
+      DecodeExtenderArgs(fmt::format(R"({{"Pod":{},"Nodes":null,"NodeNames":["a","b","c","d"]}})", kPod));
+  REQUIRE(args.ok());
+  CHECK(args->pod.uid == "u1");
+  CHECK(args->node_names);
+  CHECK(args->nodes == std::vector<std::string>{"a", "b", "c", "d"});
+  engine::FilterReply reply{1, {"b"}, {NodeFailure{"a", "1/2 CardInsufficientMemory"}}, ""};
+  CHECK(EncodeFilterResult(*args, reply) ==
+        R"({"Nodes":null,"NodeNames":["b"],"FailedNodes":{"a":"1/2 CardInsufficientMemory",)"
+        R"("c":"not chosen: b is preferred","d":"not chosen: b is preferred"},)"
+        R"("FailedAndUnresolvableNodes":{},"Error":""})");
+  engine::FilterReply refused{2, {}, {}, "not ready"};
+  CHECK(EncodeFilterResult(*args, refused) ==
+        R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"not ready"})");
+}
+
+TEST_CASE("kube: ExtenderArgs with full Nodes (nodeCacheCapable false) echo the kept objects") {
+  Result<ExtenderArgs> args = DecodeExtenderArgs(fmt::format(
+      R"({{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{{"metadata":{{"name":"a"}}}},{{"metadata":{{"name":"b"}},"spec":{{}}}}]}},"NodeNames":null}})",
+      kPod));
+  REQUIRE(args.ok());
+  CHECK_FALSE(args->node_names);
+  CHECK(args->nodes == std::vector<std::string>{"a", "b"});
+  const std::string out = EncodeFilterResult(*args, engine::FilterReply{1, {"b"}, {}, ""});
+  CHECK(out.starts_with(R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"b"},"spec":{}}]},"NodeNames":null,)"));
+}
+
+TEST_CASE("kube: malformed extender requests are named") {
+  auto error = [](std::string_view json) {
+    Result<ExtenderArgs> r = DecodeExtenderArgs(json);
+    CHECK(r.status().code() == StatusCode::kMalformed);
+    return std::string(r.status().message());
+  };
+  CHECK(error("{").starts_with("extender request: not JSON"));
+  CHECK(error("[]") == "extender request: not a JSON object");
+  CHECK(error(R"({"NodeNames":[]})") == "extender request: Pod is missing or not an object");
+  CHECK(error(fmt::format(R"({{"Pod":{}}})", kPod)) == "extender request: neither NodeNames nor Nodes is given");
+  CHECK(error(fmt::format(R"({{"Pod":{},"NodeNames":["a",1]}})", kPod)) ==
+        "extender request: NodeNames[1] is not a string");
+  CHECK(error(R"({"Pod":{"metadata":7},"NodeNames":[]})").starts_with("extender request: Pod: "));
+}
+
+TEST_CASE("kube: binding args and results, priorities clamped to 0..10") {
+  Result<BindArgs> b =
+      DecodeBindArgs(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"n"})");
+  REQUIRE(b.ok());
+  CHECK(*b == BindArgs{"p", "ns", "u", "n"});
+  CHECK(DecodeBindArgs(R"({"PodName":"p","PodNamespace":"ns","Node":"n"})").status().message() ==
+        "extender request: PodUID is missing or not a string");
+  CHECK(EncodeBindResult("") == R"({"Error":""})");
+  CHECK(EncodeHostPriorities({NodeScore{"a", 12.4}, NodeScore{"b", 4.6}, NodeScore{"c", -1}}) ==
+        R"([{"Host":"a","Score":10},{"Host":"b","Score":5},{"Host":"c","Score":0}])");
+}
+
+TEST_CASE("kube: kubeconfig — current context, data fields, files and tokens") {
+  constexpr std::string_view kConfig = R"(
+apiVersion: v1
+kind: Config
+current-context: dev
+contexts:
+- name: dev
+  context: {cluster: local, user: admin}
+- name: other
+  context: {cluster: remote, user: robot}
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: Q0EtUEVN}
+- name: remote
+  cluster: {server: "https://[::1]", insecure-skip-tls-verify: true, certificate-authority: ca.crt}
+users:
+- name: admin
+  user: {client-certificate-data: Q0VSVA==, client-key-data: S0VZ}
+- name: robot
+  user: {tokenFile: token}
+)";
+  std::vector<std::string> read;
+  ReadFileFn files = [&](const std::string& path) -> Result<std::string> {
+    read.push_back(path);
+    if (path == "/etc/kube/token") return std::string("secret\n");
+    if (path == "/etc/kube/ca.crt") return std::string("CA-FILE");
+    return Status::NotFound("cannot read " + path);
+  };
+  Result<ClusterAccess> dev = ParseKubeconfig(kConfig, files, "/etc/kube");
+  REQUIRE(dev.ok());
+  CHECK(dev->host == "127.0.0.1");
+  CHECK(dev->port == "6443");
+  CHECK(dev->ca_pem == "CA-PEM");
+  CHECK(dev->cert_pem == "CERT");
+  CHECK(dev->key_pem == "KEY");
+  Result<ClusterAccess> other = ParseKubeconfig(kConfig, files, "/etc/kube", "other");
+  REQUIRE(other.ok());
+  CHECK(other->host == "::1");
+  CHECK(other->port == "443");
+  CHECK(other->insecure);
+  CHECK(other->token == "secret");
+  CHECK(other->ca_pem == "CA-FILE");
+  CHECK(ParseKubeconfig(kConfig, files, "", "missing").status().message() ==
+        "kubeconfig: no context named 'missing'");
+  CHECK(ParseKubeconfig("current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n", files, "")
+            .status()
+            .message() == "kubeconfig: context 'x' names the unknown cluster 'c'");
+  CHECK(ParseKubeconfig("clusters: [", files, "").status().code() == StatusCode::kInvalidConfig);
+}
+
+TEST_CASE("kube: in-cluster configuration comes from the environment and the service account") {
+  auto env = [](const char* name) -> const char* {
+    if (std::string_view(name) == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
+    if (std::string_view(name) == "KUBERNETES_SERVICE_PORT") return "443";
+    return nullptr;
+  };
+  ReadFileFn files = [](const std::string& path) -> Result<std::string> {
+    return path.ends_with("token") ? std::string("tok\n") : std::string("CA");
+  };
+  Result<ClusterAccess> a = InClusterAccess(env, files);
+  REQUIRE(a.ok());
+  CHECK(a->host == "10.0.0.1");
+  CHECK(a->token == "tok");
+  CHECK(InClusterAccess([](const char*) -> const char* { return nullptr; }, files).status().code() ==
+        StatusCode::kNotFound);
+}
+
+TEST_CASE("kube: metrics render as Prometheus text") {
+  Metrics m;
+  m.ObserveFilter("placed", 0.002);
+  m.CountApiRequest("patch-pod", 200);
+  m.SetState(true, 3, 24, 5);
+  const std::string text = m.Render();
+  CHECK(text.find("devshare_filter_duration_seconds_bucket{outcome=\"placed\",le=\"0.0025\"} 1\n") != std::string::npos);
+  CHECK(text.find("devshare_filter_duration_seconds_bucket{outcome=\"placed\",le=\"0.001\"} 0\n") != std::string::npos);
+  CHECK(text.find("devshare_api_requests_total{verb=\"patch-pod\",code=\"200\"} 1\n") != std::string::npos);
+  CHECK(text.find("devshare_leader 1\n") != std::string::npos);
+  CHECK(text.find("devshare_devices 24\n") != std::string::npos);
+}
+
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+
+// One request over a fresh connection, from another thread.
+std::pair<int, std::string> Send(std::uint16_t port, http::verb method, const std::string& target, std::string body) {
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req(method, target, 11);
+  req.set(http::field::host, "localhost");
+  req.body() = std::move(body);
+  req.prepare_payload();
+  http::write(socket, req);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  beast::error_code ec;
+  http::read(socket, buffer, res, ec);
+  return {ec ? 0 : static_cast<int>(res.result_int()), res.body()};
+}
+
+}  // namespace
+
+TEST_CASE("kube: the HTTP server answers later, limits bodies, and stops") {
+  boost::asio::io_context io;
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.body_limit = 64;
+  std::vector<Responder> later;
+  HttpServer server(io, options, [&](HttpRequest r, Responder respond) {
+    if (r.target == "/later") {
+      later.push_back(std::move(respond));
+      boost::asio::post(io, [&] { later.back()(HttpResponse{200, "text/plain", "late", {}}); });
+      return;
+    }
+    respond(HttpResponse{201, "text/plain", r.method + " " + r.body, {}});
+  });
+  REQUIRE(server.Start().ok());
+  const std::uint16_t port = server.port();
+  std::vector<std::pair<int, std::string>> got;
+  std::thread client([&] {
+    got.push_back(Send(port, http::verb::post, "/echo", "hello"));
+    got.push_back(Send(port, http::verb::post, "/later", ""));
+    got.push_back(Send(port, http::verb::post, "/echo", std::string(100, 'x')));
+    boost::asio::post(io, [&] { server.Stop(); });
+  });
+  io.run();
+  client.join();
+  REQUIRE(got.size() == 3);
+  CHECK(got[0] == std::pair<int, std::string>{201, "POST hello"});
+  CHECK(got[1] == std::pair<int, std::string>{200, "late"});
+  CHECK(got[2].first == 413);
+  CHECK(got[2].second.find("over 64 bytes") != std::string::npos);
+}
