@@ -1,0 +1,104 @@
+"""A stand-in Kubernetes API server for load-testing `devshare serve`.
+
+It serves what devshare's API client asks for, from memory: a NodeList of
+N nodes with 8 GPUs each (HAMi's register annotation and allocatable
+counts), an empty PodList, watches that stay open without events, and 200
+to every PATCH and Binding. No authentication, plain HTTP. It is not a
+conformance model; the end-to-end test uses a real kube-apiserver.
+
+Usage: python3 fake_apiserver.py --port 18080 --nodes 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+def node(i: int) -> dict:
+    name = f"node-{i:05d}"
+    devices = [{"id": f"GPU-{i:05d}-{g}", "index": g, "count": 10, "devmem": 81920, "devcore": 100,
+                "type": "NVIDIA-A100", "numa": g // 4, "mode": "hami-core", "health": True} for g in range(8)]
+    return {"kind": "Node", "apiVersion": "v1",
+            "metadata": {"name": name, "resourceVersion": "1", "labels": {"kubernetes.io/hostname": name},
+                         "annotations": {"hami.io/node-nvidia-register": json.dumps(devices, separators=(",", ":"))}},
+            "status": {"allocatable": {"cpu": "128", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": "80"}}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    nodes: list = []
+    calls: dict = {}
+    lock = threading.Lock()
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def reply(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def count(self, what: str) -> None:
+        with self.lock:
+            self.calls[what] = self.calls.get(what, 0) + 1
+
+    def do_GET(self) -> None:
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        if query.get("watch"):
+            self.count("watch")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            deadline = time.time() + int(query.get("timeoutSeconds", ["300"])[0])
+            try:
+                while time.time() < deadline:
+                    time.sleep(1)
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                pass
+            return
+        if url.path == "/api/v1/nodes":
+            self.count("list-nodes")
+            return self.reply(200, {"kind": "NodeList", "apiVersion": "v1",
+                                    "metadata": {"resourceVersion": "1"}, "items": self.nodes})
+        if url.path == "/api/v1/pods":
+            self.count("list-pods")
+            return self.reply(200, {"kind": "PodList", "apiVersion": "v1",
+                                    "metadata": {"resourceVersion": "1"}, "items": []})
+        self.reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+
+    def do_PATCH(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.count("patch")
+        self.reply(200, {})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.count("post")
+        self.reply(201, {"kind": "Status", "status": "Success", "code": 201})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=18080)
+    parser.add_argument("--nodes", type=int, default=5000)
+    args = parser.parse_args()
+    Handler.nodes = [node(i) for i in range(args.nodes)]
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
