@@ -19,7 +19,7 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test openb plots test-unit test-asan test-fuzz test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test openb plots load test-serve test-unit test-asan test-fuzz test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -35,7 +35,7 @@ demo: build
 
 test: build
 	@rm -f $(RESULTS)
-	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-python test-oracle
+	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-serve test-python test-oracle
 	@awk '{p += $$2; f += $$3; s += $$4} END {printf "make test: %d passed, %d failed%s\n", p, f, \
 	  (s ? sprintf(", %d skipped", s) : ""); exit f > 0}' $(RESULTS)
 
@@ -64,6 +64,16 @@ test-fuzz: setup $(FUZZ_BUILD)/build.ninja
 
 # Longer fuzzing: make fuzz FUZZ_SECONDS=600
 fuzz: test-fuzz
+
+# devshare serve end to end against the stand-in API server (tests/e2e).
+test-serve: build
+	@$(PYTHON) tests/e2e/serve_check.py $(DEVSHARE) $(RESULTS)
+
+# /filter under load with a 5,000-node cache (wrk; tests/e2e/load.sh).
+LOAD_NODES ?= 5000
+LOAD_SECONDS ?= 20
+load: build
+	@bash tests/e2e/load.sh $(DEVSHARE) $(LOAD_NODES) $(LOAD_SECONDS)
 
 test-install: build
 	@rm -rf $(STAGE)

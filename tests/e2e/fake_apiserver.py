@@ -68,6 +68,13 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if url.path.startswith("/api/v1/nodes/"):
+            self.count("get-node")
+            name = url.path.rsplit("/", 1)[1]
+            found = [n for n in self.nodes if n["metadata"]["name"] == name]
+            if found:
+                return self.reply(200, found[0])
+            return self.reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
         if url.path == "/api/v1/nodes":
             self.count("list-nodes")
             return self.reply(200, {"kind": "NodeList", "apiVersion": "v1",
