@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# devshare serve against a real kube-apiserver and kube-scheduler (the control
+# plane of control-plane.sh, started with scheduler-devshare.yaml and
+# E2E_EXTENDER_URL=https://127.0.0.1:$DEVSHARE_PROXY_PORT). Two devshare
+# replicas elect a leader on a Lease; ready_proxy.py sends kube-scheduler and
+# the API server to the ready one, as a Service would; plugin_standin.py
+# plays the device plugins' part after Allocate (bind-phase success, lock
+# released), as there is no kubelet. Checks:
+#   - the webhook moves GPU pods to schedulerName devshare-scheduler;
+#   - pods are bound to the node `devshare explain` predicts, with device
+#     annotations on devices of that node;
+#   - a pod that fits nowhere gets a FailedScheduling event with the reasons;
+#   - the leader is killed: the other replica takes over after the Lease
+#     expires, pods are bound again, and no device is over its memory.
+# Prints "e2e-devshare: N passed, N failed" last.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/lib.sh"
+: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run}"
+: "${DEVSHARE:?set DEVSHARE to the devshare executable}"
+: "${DEVSHARE_PROXY_PORT:?set DEVSHARE_PROXY_PORT to the port of E2E_EXTENDER_URL}"
+
+passed=0 failed=0
+check() {  # check DESCRIPTION COMMAND...
+  local what=$1; shift
+  if "$@" >/dev/null; then passed=$((passed + 1)); echo "ok: $what"
+  else failed=$((failed + 1)); echo "FAILED: $what"; fi
+}
+ns=/api/v1/namespaces/default
+port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port_a=$(port) port_b=$(port)
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done' EXIT
+
+replica() {  # replica NAME PORT: starts devshare serve, prints its pid
+  "$DEVSHARE" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$2" \
+    --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --leader elect --hostname "$1" \
+    --lease-namespace default --lease-name devshare --scheduler-name devshare-scheduler \
+    --node-policy binpack --gpu-policy spread --qps 50 --burst 100 \
+    >"$E2E_DIR/logs/devshare-$1.log" 2>&1 &
+  echo $!
+}
+ready() { curl -sfk "https://127.0.0.1:$1/readyz" >/dev/null; }
+
+# Nodes: two with 2 GPUs of 40 GiB, one with 1 GPU of 16 GiB (10 slots each).
+for spec in "gpu-a 2 40960" "gpu-b 2 40960" "gpu-c 1 16384"; do
+  set -- $spec
+  check "create node $1 ($2 GPUs, $3 MiB)" create_node "$(gpu_node_json "$1" "$2" 10 "$3")"
+done
+
+pid_a=$(replica a "$port_a"); pids+=("$pid_a")
+pid_b=$(replica b "$port_b"); pids+=("$pid_b")
+python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
+  >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
+pids+=($!)
+python3 "$here/ready_proxy.py" --listen "$DEVSHARE_PROXY_PORT" --backend "127.0.0.1:$port_a" \
+  --backend "127.0.0.1:$port_b" --ca "$KUBE_CA" >"$E2E_DIR/logs/ready-proxy.log" 2>&1 &
+pids+=($!)
+check "one replica leads and is ready" wait_until 60 bash -c "curl -sfk https://127.0.0.1:$port_a/readyz || curl -sfk https://127.0.0.1:$port_b/readyz"
+leader=a; leader_pid=$pid_a; other_port=$port_b
+ready "$port_b" && { leader=b; leader_pid=$pid_b; other_port=$port_a; }
+check "the other replica is not ready (a follower)" bash -c "! curl -sfk https://127.0.0.1:$other_port/readyz"
+
+webhook=$(cat <<EOF
+{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration",
+ "metadata":{"name":"devshare"},
+ "webhooks":[{"name":"pods.devshare.e2e","clientConfig":{"url":"https://127.0.0.1:$DEVSHARE_PROXY_PORT/webhook","caBundle":"$CA_BUNDLE"},
+   "rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}],
+   "namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"default"}},
+   "failurePolicy":"Fail","sideEffects":"None","admissionReviewVersions":["v1"],"timeoutSeconds":10}]}
+EOF
+)
+check "register the webhook" kapi POST /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations "$webhook"
+gpu_pod() {  # gpu_pod NAME GPUS MEM_MIB
+  pod_json "$1" "{\"cpu\":\"100m\",\"nvidia.com/gpu\":\"$2\",\"nvidia.com/gpumem\":\"$3\"}"
+}
+mutated() {
+  [ "$(kapi POST "$ns/pods?dryRun=All" "$(gpu_pod probe 1 1000)" | jfield spec.schedulerName)" = devshare-scheduler ]
+}
+check "the webhook moves GPU pods to devshare-scheduler" wait_until 30 mutated
+
+# predict POD_JSON: the node devshare explain chooses on the cluster as it is.
+predict() {
+  kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
+  kapi GET "$ns/pods" >"$E2E_DIR/pods.json"
+  python3 - "$E2E_DIR" <<'PY' >"$E2E_DIR/cluster.json"
+import json, sys
+d = sys.argv[1]
+items = json.load(open(f"{d}/nodes.json"))["items"] + [
+    p for p in json.load(open(f"{d}/pods.json"))["items"] if p.get("spec", {}).get("nodeName")]
+for item in items:
+    item.setdefault("apiVersion", "v1")
+    item.setdefault("kind", "Node" if "nodeName" not in item.get("spec", {}) else "Pod")
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+PY
+  printf '%s' "$1" >"$E2E_DIR/pod.json"
+  "$DEVSHARE" explain --json --node-policy binpack --gpu-policy spread --cluster "$E2E_DIR/cluster.json" \
+    --pod "$E2E_DIR/pod.json" | jfield chosen
+}
+bound_to() { [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$2" ]; }
+bound() { [ -n "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" ]; }
+devices_on_node() {  # the pod's device annotation names GPUs of its node
+  local pod node devices
+  pod=$(kapi GET "$ns/pods/$1")
+  node=$(jfield spec.nodeName <<<"$pod")
+  devices=$(jfield 'metadata.annotations["hami.io/vgpu-devices-allocated"]' <<<"$pod")
+  [ -n "$devices" ] && grep -q "GPU-$node-" <<<"$devices"
+}
+
+for p in "p1 1 30000" "p2 1 30000" "p3 1 20000" "p4 2 10000"; do
+  set -- $p
+  body=$(gpu_pod "$1" "$2" "$3")
+  want=$(predict "$body")
+  check "$1 ($2 GPU x $3 MiB): created, devshare explain predicts ${want:-nothing}" kapi POST "$ns/pods" "$body"
+  check "$1 is bound to ${want:-?}" wait_until 60 bound_to "$1" "$want"
+  check "$1 carries devices of its node" devices_on_node "$1"
+  check "$1 was moved to devshare-scheduler" bash -c "[ \"\$1\" = devshare-scheduler ]" _ \
+    "$(kapi GET "$ns/pods/$1" | jfield spec.schedulerName)"
+done
+
+check "create a pod asking 8 GPUs (fits nowhere)" kapi POST "$ns/pods" "$(gpu_pod big 8 1000)"
+reasons() {
+  kapi GET "$ns/events?fieldSelector=involvedObject.name=big,reason=FailedScheduling" |
+    jfield 'items[0].message' | grep -q 'NodeInsufficientDevice'
+}
+check "its FailedScheduling event carries devshare's reasons" wait_until 60 reasons
+
+# Failover: kill the leader without letting it release the Lease.
+kill -9 "$leader_pid"
+t_kill=$SECONDS
+check "the other replica takes over" wait_until 60 ready "$other_port"
+echo "failover: the follower was ready $((SECONDS - t_kill)) s after the leader died"
+for p in "q1 1 30000" "q2 1 8000"; do
+  set -- $p
+  check "$1 is created after the failover" kapi POST "$ns/pods" "$(gpu_pod "$1" "$2" "$3")"
+  check "$1 is bound by the new leader" wait_until 90 bound "$1"
+done
+no_overuse() {  # sum the memory every pod's annotation takes from each GPU
+  kapi GET "$ns/pods" | python3 -c '
+import json, sys
+used, cap = {}, {"gpu-a": 40960, "gpu-b": 40960, "gpu-c": 16384}
+for p in json.load(sys.stdin)["items"]:
+    value = p["metadata"].get("annotations", {}).get("hami.io/vgpu-devices-allocated", "")
+    for container in value.split(";"):
+        for dev in filter(None, container.split(":")):
+            uuid, _, mem, _ = dev.split(",")[:4]
+            used[uuid] = used.get(uuid, 0) + int(mem)
+over = {u: m for u, m in used.items() if m > cap[u.split("GPU-")[1].rsplit("-", 1)[0]]}
+print(used, over)
+sys.exit(1 if over or not used else 0)'
+}
+check "no GPU holds more memory than it has (no double allocation)" no_overuse
+
+echo "e2e-devshare: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
