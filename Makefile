@@ -9,6 +9,7 @@ BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
 BENCH_BUILD ?= build-bench
+E2E_BUILD   ?= build-e2e
 STAGE       ?= $(CURDIR)/build-stage
 FUZZ_SECONDS ?= 10
 # One interpreter builds the Python module and runs pytest: the venv's.
@@ -19,7 +20,7 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test openb plots test-unit test-asan test-fuzz test-install test-python python fuzz bench clean
+.PHONY: setup build demo test openb plots test-unit test-asan test-fuzz test-install test-python python fuzz bench clean e2e-cluster
 
 setup:
 	@bash scripts/setup.sh
@@ -103,5 +104,15 @@ plots: python
 openb: python
 	$(VENV_PY) examples/python/openb_fill.py
 
+# A real control plane on loopback (etcd, kube-apiserver, kube-scheduler) and its
+# smoke test; not part of `make test`: the first build of the Kubernetes
+# binaries is long (tests/e2e/README.md), later runs reuse the cache.
+e2e-cluster:
+	@mkdir -p $(E2E_BUILD)
+	@bash scripts/k8s-binaries.sh >$(E2E_BUILD)/k8s-binaries.env || \
+	  { echo "e2e-cluster: FAILED: the Kubernetes binaries could not be provided (see above)"; exit 1; }
+	@E2E_BIN_ENV=$(CURDIR)/$(E2E_BUILD)/k8s-binaries.env E2E_DIR=$(CURDIR)/$(E2E_BUILD)/cluster \
+	  bash tests/e2e/control-plane.sh run -- bash tests/e2e/smoke.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(STAGE) $(VENV) build-py
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py

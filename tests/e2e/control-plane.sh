@@ -246,7 +246,7 @@ cmd_start() {
     --client-ca-file "$pki/ca.crt" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 \
+    --service-cluster-ip-range 10.0.0.0/24 --endpoint-reconciler-type none \
     --authorization-mode RBAC \
     --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook,TaintNodesByCondition \
     --disable-admission-plugins ServiceAccount \
