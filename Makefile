@@ -108,11 +108,7 @@ openb: python
 # smoke test; not part of `make test`: the first build of the Kubernetes
 # binaries is long (tests/e2e/README.md), later runs reuse the cache.
 e2e-cluster:
-	@mkdir -p $(E2E_BUILD)
-	@bash scripts/k8s-binaries.sh >$(E2E_BUILD)/k8s-binaries.env || \
-	  { echo "e2e-cluster: FAILED: the Kubernetes binaries could not be provided (see above)"; exit 1; }
-	@E2E_BIN_ENV=$(CURDIR)/$(E2E_BUILD)/k8s-binaries.env E2E_DIR=$(CURDIR)/$(E2E_BUILD)/cluster \
-	  bash tests/e2e/control-plane.sh run -- bash tests/e2e/smoke.sh
+	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) bash tests/e2e/run.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py

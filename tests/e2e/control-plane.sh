@@ -40,28 +40,34 @@ free_port() {
 }
 
 # --- certificates ------------------------------------------------------------
+# quiet COMMAND...: shows COMMAND's output only when it fails.
+quiet() {
+  local o
+  o=$("$@" 2>&1) || { echo "$o" >&2; return 1; }
+}
+
 # sign NAME SUBJECT EXT: key + certificate signed by the CA, EXT an openssl
 # extension section body (keyUsage, extendedKeyUsage, subjectAltName).
 sign() {
   local name=$1 subj=$2 ext=$3 d=$E2E_DIR/pki
-  openssl genrsa -out "$d/$name.key" 2048 2>/dev/null
-  openssl req -new -key "$d/$name.key" -subj "$subj" -out "$d/$name.csr" 2>/dev/null
+  quiet openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/$name.key"
+  quiet openssl req -new -key "$d/$name.key" -subj "$subj" -out "$d/$name.csr"
   printf '[ext]\n%s\n' "$ext" > "$d/$name.ext"
-  openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
-    -days 30 -sha256 -extfile "$d/$name.ext" -extensions ext -out "$d/$name.crt" 2>/dev/null
+  quiet openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+    -days 30 -sha256 -extfile "$d/$name.ext" -extensions ext -out "$d/$name.crt"
   rm -f "$d/$name.csr" "$d/$name.ext"
 }
 
 make_pki() {
   local d=$E2E_DIR/pki
   mkdir -p "$d"
-  openssl genrsa -out "$d/ca.key" 2048 2>/dev/null
-  openssl req -x509 -new -key "$d/ca.key" -subj "/CN=devshare-e2e-ca" -days 30 -sha256 \
+  quiet openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/ca.key"
+  quiet openssl req -x509 -new -key "$d/ca.key" -subj "/CN=devshare-e2e-ca" -days 30 -sha256 \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-    -out "$d/ca.crt" 2>/dev/null
-  local server="keyUsage=critical,digitalSignature,keyEncipherment
+    -out "$d/ca.crt"
+  local server="keyUsage=critical,digitalSignature
 extendedKeyUsage=serverAuth"
-  local client="keyUsage=critical,digitalSignature,keyEncipherment
+  local client="keyUsage=critical,digitalSignature
 extendedKeyUsage=clientAuth"
   # 10.0.0.1: the `kubernetes` Service's address in --service-cluster-ip-range.
   sign apiserver "/CN=kube-apiserver" "$server
@@ -75,8 +81,8 @@ subjectAltName=IP:127.0.0.1,DNS:localhost"
   sign admin "/O=system:masters/CN=devshare-e2e-admin" "$client"
   sign serve-client "/O=system:masters/CN=devshare-serve" "$client"
   sign scheduler "/CN=system:kube-scheduler" "$client"
-  openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+  quiet openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/sa.key"
+  quiet openssl pkey -in "$d/sa.key" -pubout -out "$d/sa.pub"
 }
 
 # kubeconfig FILE USER: a kubeconfig with the certificates embedded.
