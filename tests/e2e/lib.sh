@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for end-to-end tests against the control plane of control-plane.sh:
 # source this file after the env file's variables are exported (control-plane.sh
 # run does that). Needs curl and python3 (standard library only).

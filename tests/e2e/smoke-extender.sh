@@ -50,6 +50,9 @@ webhook_active() {
 bound_to() {
   [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$2" ]
 }
+mutated() {
+  [ "$(kapi GET "$ns/pods/$1" | jfield 'metadata.annotations["devshare.test/mutated"]')" = true ]
+}
 called() {  # called VERB POD
   grep -q "\"call\": \"$1\", \"pod\": \"$2\"" "$calls"
 }
@@ -66,8 +69,7 @@ check "create a pod asking for 9 nvidia.com/gpu" \
 check "the pod is bound to $node" wait_until 60 bound_to ext-gpu $node
 check "kube-scheduler called the extender's filter" called filter ext-gpu
 check "kube-scheduler called the extender's bind" called bind ext-gpu
-check "the pod was mutated by the webhook" \
-  bash -c '[ "$1" = true ]' _ "$(kapi GET "$ns/pods/ext-gpu" | jfield 'metadata.annotations["devshare.test/mutated"]')"
+check "the pod was mutated by the webhook" mutated ext-gpu
 
 kapi DELETE "$ns/pods/ext-gpu?gracePeriodSeconds=0" >/dev/null || true
 echo "e2e-extender: $passed passed, $failed failed"

@@ -45,7 +45,8 @@ check "node allocatable nvidia.com/gpu is 8" node_has 'status.allocatable["nvidi
 check "node condition Ready=True" node_has 'status.conditions[0].status' True
 check "node has no taints left" node_has spec.taints ""
 check "node carries the HAMi register annotation" \
-  bash -c '[ -n "$1" ]' _ "$(kapi GET /api/v1/nodes/$node | jfield 'metadata.annotations["hami.io/node-nvidia-register"]')"
+  node_has 'metadata.annotations["hami.io/node-nvidia-register"]' \
+  "$(gpu_node_json $node 2 4 40960 | jfield 'metadata.annotations["hami.io/node-nvidia-register"]')"
 
 t_bind=$SECONDS
 check "create a plain pod" kapi POST "$ns/pods" "$(pod_json smoke-plain)"
