@@ -42,9 +42,13 @@ check_go() {
 go_build() {
   local dir=$1 name=$2 version=$3 ldflags=$4; shift 4
   local key bindir tmp start spec cmd
+  # Static, reproducible binaries; no VCS stamp (the main module is this
+  # repository, whose commit does not change the binaries).
+  local flags=(-trimpath -buildvcs=false)
   check_go "$name $version" "$dir"
   # The key covers everything that changes the binaries.
-  key=$( { cat "$dir/go.mod" "$dir/go.sum"; go env GOVERSION GOOS GOARCH; echo "$ldflags $*"; } | sha256sum | cut -c1-12)
+  key=$( { cat "$dir/go.mod" "$dir/go.sum"; go env GOVERSION GOOS GOARCH
+           echo "CGO_ENABLED=0 ${flags[*]} $ldflags $*"; } | sha256sum | cut -c1-12)
   bindir=$cache/bin/$name-$version-$key
   if [ -f "$bindir/.complete" ]; then
     log "cached: $bindir"
@@ -63,7 +67,7 @@ go_build() {
     cmd=${spec%%=*}
     if ! (cd "$dir" && GOMODCACHE=$cache/gomod GOCACHE=$cache/gobuild GOFLAGS=-mod=readonly \
             GOTOOLCHAIN=local CGO_ENABLED=0 \
-            go build -p "$jobs" -trimpath -ldflags "$ldflags" -o "$tmp/$cmd" "${spec#*=}") >&2; then
+            go build -p "$jobs" "${flags[@]}" -ldflags "$ldflags" -o "$tmp/$cmd" "${spec#*=}") >&2; then
       rm -rf "$tmp"
       fail "go build ${spec#*=} failed"
     fi
