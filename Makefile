@@ -9,6 +9,7 @@ BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
 BENCH_BUILD ?= build-bench
+E2E_BUILD   ?= build-e2e
 STAGE       ?= $(CURDIR)/build-stage
 FUZZ_SECONDS ?= 10
 # One interpreter builds the Python module and runs pytest: the venv's.
@@ -19,7 +20,7 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test openb plots load test-serve test-unit test-asan test-fuzz test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test openb plots load e2e test-serve test-unit test-asan test-fuzz test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -138,5 +139,11 @@ plots: python
 openb: python
 	$(VENV_PY) examples/python/openb_fill.py
 
+# A real control plane on loopback (etcd, kube-apiserver, kube-scheduler) and its
+# smoke test; not part of `make test`: the first build of the Kubernetes
+# binaries is long (tests/e2e/README.md), later runs reuse the cache.
+e2e: build
+	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) bash tests/e2e/run.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(STAGE) $(VENV) build-py
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Installs or builds what the Kubernetes end-to-end test runs, into a cache:
+#   kube-apiserver, kube-scheduler  built from k8s.io/kubernetes (tests/e2e/k8s/go.mod)
+#   etcd                            Debian's etcd-server package, or built from
+#                                   go.etcd.io/etcd/server/v3 (tests/e2e/k8s/etcd/go.mod)
+# Idempotent: a second run with the same go.mod, go.sum and Go toolchain only
+# checks the cache and prints the paths. Prints KEY=VALUE lines on stdout
+# (K8S_VERSION, K8S_BIN_DIR, KUBE_APISERVER, KUBE_SCHEDULER, ETCD) so callers can
+# `eval "$(scripts/k8s-binaries.sh)"`; progress goes to stderr. Exits non-zero
+# with a message naming what could not be had.
+#
+# Environment:
+#   DEVSHARE_CACHE   cache root (default $HOME/.cache/devshare); this script uses
+#                    $DEVSHARE_CACHE/k8s-e2e/{gomod,gobuild,bin}
+#   K8S_BUILD_JOBS   parallel compile jobs, go build -p (default 2)
+#   K8S_ETCD         auto (default): Debian's etcd, installed with apt-get if
+#                    missing, else built with Go; debian: Debian's only; go: built
+#   K8S_NO_INSTALL=1 never run apt-get
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+moddir=$root/tests/e2e/k8s
+cache=${DEVSHARE_CACHE:-$HOME/.cache/devshare}/k8s-e2e
+jobs=${K8S_BUILD_JOBS:-2}
+etcd_mode=${K8S_ETCD:-auto}
+
+log() { echo "k8s-binaries: $*" >&2; }
+fail() { echo "k8s-binaries: CANNOT PROVIDE THE KUBERNETES BINARIES: $*" >&2; exit 1; }
+
+check_go() {
+  command -v go >/dev/null || fail "no Go toolchain on PATH (needed to build $1)"
+  local need have
+  need=$(awk '$1=="go"{print $2; exit}' "$2/go.mod")
+  have=$(go env GOVERSION | sed 's/^go//')
+  if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
+    fail "$1 needs Go >= $need, this machine has go$have"
+  fi
+}
+
+# go_build MODDIR NAME VERSION LDFLAGS CMD=PACKAGE...: builds each PACKAGE of
+# MODDIR's module graph into $cache/bin/NAME-VERSION-KEY/CMD, unless that
+# directory is complete already; prints the directory.
+go_build() {
+  local dir=$1 name=$2 version=$3 ldflags=$4; shift 4
+  local key bindir tmp start spec cmd
+  # Static, reproducible binaries; no VCS stamp (the main module is this
+  # repository, whose commit does not change the binaries).
+  local flags=(-trimpath -buildvcs=false)
+  check_go "$name $version" "$dir"
+  # The key covers everything that changes the binaries.
+  key=$( { cat "$dir/go.mod" "$dir/go.sum"; go env GOVERSION GOOS GOARCH
+           echo "CGO_ENABLED=0 ${flags[*]} $ldflags $*"; } | sha256sum | cut -c1-12)
+  bindir=$cache/bin/$name-$version-$key
+  if [ -f "$bindir/.complete" ]; then
+    log "cached: $bindir"
+    echo "$bindir"
+    return 0
+  fi
+  mkdir -p "$cache/gomod" "$cache/gobuild" "$cache/bin"
+  tmp=$(mktemp -d "$cache/bin/.build.XXXXXX")
+  start=$SECONDS
+  log "building $name $version with $(go env GOVERSION) (-p $jobs); a first build takes long, later ones come from $cache"
+  if ! (cd "$dir" && GOMODCACHE=$cache/gomod GOFLAGS=-mod=readonly GOTOOLCHAIN=local go mod download) >&2; then
+    rm -rf "$tmp"
+    fail "could not download the modules of $dir/go.mod from the Go module proxy"
+  fi
+  for spec in "$@"; do
+    cmd=${spec%%=*}
+    if ! (cd "$dir" && GOMODCACHE=$cache/gomod GOCACHE=$cache/gobuild GOFLAGS=-mod=readonly \
+            GOTOOLCHAIN=local CGO_ENABLED=0 \
+            go build -p "$jobs" "${flags[@]}" -ldflags "$ldflags" -o "$tmp/$cmd" "${spec#*=}") >&2; then
+      rm -rf "$tmp"
+      fail "go build ${spec#*=} failed"
+    fi
+    log "built $cmd after $(( SECONDS - start ))s"
+  done
+  chmod 755 "$tmp"
+  touch "$tmp/.complete"
+  rm -rf "$bindir"
+  mv "$tmp" "$bindir"
+  # Binaries of other versions or recipes are not used any more.
+  find "$cache/bin" -mindepth 1 -maxdepth 1 -name "$name-*" ! -path "$bindir" -exec rm -rf {} +
+  log "built $name in $(( SECONDS - start ))s into $bindir"
+  echo "$bindir"
+}
+
+# --- etcd ----------------------------------------------------------------------
+debian_etcd() {
+  if [ ! -x /usr/bin/etcd ]; then
+    [ "${K8S_NO_INSTALL:-0}" = 1 ] && { log "Debian's etcd-server is not installed (K8S_NO_INSTALL=1)"; return 1; }
+    command -v apt-get >/dev/null || { log "no apt-get to install Debian's etcd-server"; return 1; }
+    local sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo -n)
+    log "installing Debian's etcd-server"
+    { DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends etcd-server; } >&2 ||
+      { log "apt-get install etcd-server failed"; return 1; }
+  fi
+  [ -x /usr/bin/etcd ] || { log "etcd-server is installed but /usr/bin/etcd is missing"; return 1; }
+  echo /usr/bin/etcd
+}
+
+go_etcd() {
+  local dir=$moddir/etcd version
+  version=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2} $1=="require" && $2=="go.etcd.io/etcd/server/v3"{print $3}' "$dir/go.mod" | head -1)
+  [ -n "$version" ] || fail "no go.etcd.io/etcd/server/v3 version in $dir/go.mod"
+  local bindir
+  bindir=$(go_build "$dir" etcd "$version" "-s -w" etcd=go.etcd.io/etcd/server/v3) || exit 1
+  echo "$bindir/etcd"
+}
+
+case $etcd_mode in
+  debian) etcd_bin=$(debian_etcd) || fail "Debian's etcd-server is not available (K8S_ETCD=debian)" ;;
+  go) etcd_bin=$(go_etcd) ;;
+  auto)
+    if ! etcd_bin=$(debian_etcd); then
+      log "falling back to building etcd from the Go module proxy"
+      etcd_bin=$(go_etcd)
+    fi ;;
+  *) fail "K8S_ETCD must be auto, debian or go, not '$etcd_mode'" ;;
+esac
+
+# --- kube-apiserver and kube-scheduler -------------------------------------------
+k8s_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes"{print $3} $1=="k8s.io/kubernetes" && $2 ~ /^v1\./{print $2}' "$moddir/go.mod" | head -1)
+[ -n "$k8s_version" ] || fail "no k8s.io/kubernetes version in $moddir/go.mod"
+minor=$(echo "$k8s_version" | cut -d. -f2)
+check_go "kubernetes $k8s_version" "$moddir"
+# The release's commit and date, as the proxy records them.
+mkdir -p "$cache/gomod"
+info=$(cd "$moddir" && GOMODCACHE=$cache/gomod GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
+         go mod download -json "k8s.io/kubernetes@$k8s_version" 2>&1) ||
+  fail "could not download k8s.io/kubernetes@$k8s_version from the Go module proxy: $info"
+commit=$(sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' <<<"$info" | head -1)
+infofile=$(sed -n 's/^[[:space:]]*"Info": "\([^"]*\)".*/\1/p' <<<"$info" | head -1)
+date=$(sed -n 's/.*"Time": *"\([^"]*\)".*/\1/p' "$infofile" 2>/dev/null | head -1)
+# What the release's own build stamps into the binaries (kube-apiserver's
+# /version, the compatibility version both components derive from it).
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  [ -n "$commit" ] && ldflags+=" -X $pkg.gitCommit=$commit"
+  [ -n "$date" ] && ldflags+=" -X $pkg.buildDate=$date"
+done
+bindir=$(go_build "$moddir" kubernetes "$k8s_version" "$ldflags" \
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler)
+
+echo "K8S_VERSION=$k8s_version"
+echo "K8S_BIN_DIR=$bindir"
+echo "KUBE_APISERVER=$bindir/kube-apiserver"
+echo "KUBE_SCHEDULER=$bindir/kube-scheduler"
+echo "ETCD=$etcd_bin"

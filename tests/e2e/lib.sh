@@ -1,0 +1,109 @@
+# shellcheck shell=bash
+# Helpers for end-to-end tests against the control plane of control-plane.sh:
+# source this file after the env file's variables are exported (control-plane.sh
+# run does that). Needs curl and python3 (standard library only).
+
+# kapi METHOD PATH [BODY [CONTENT-TYPE]]: calls the API server with the admin
+# client certificate; prints the response body; fails on HTTP >= 400 or no answer.
+kapi() {
+  local method=$1 path=$2 body=${3:-} ctype=${4:-application/json}
+  local out code args
+  out=$(mktemp)
+  args=(-sS -o "$out" -w '%{http_code}' --max-time 30 -X "$method"
+        --cacert "$KUBE_CA" --cert "$KUBE_CLIENT_CERT" --key "$KUBE_CLIENT_KEY"
+        -H 'Accept: application/json')
+  [ -n "$body" ] && args+=(-H "Content-Type: $ctype" --data-binary "$body")
+  if ! code=$(curl "${args[@]}" "$KUBE_SERVER$path"); then
+    rm -f "$out"
+    echo "kapi: $method $path: no answer from $KUBE_SERVER" >&2
+    return 1
+  fi
+  cat "$out"
+  if [ "$code" -ge 400 ]; then
+    echo "kapi: $method $path -> HTTP $code: $(head -c 400 "$out")" >&2
+    rm -f "$out"
+    return 1
+  fi
+  rm -f "$out"
+}
+
+# jfield PATH: reads JSON on stdin, prints the value at a dotted path
+# (e.g. spec.nodeName, status.allocatable.nvidia\.com/gpu is written
+# 'status.allocatable["nvidia.com/gpu"]'); empty when absent. Objects and lists
+# are printed as JSON.
+jfield() {
+  python3 -c '
+import json, re, sys
+v = json.load(sys.stdin)
+for part in re.findall(r"\[\"([^\"]*)\"\]|\[(\d+)\]|([^.\[\]]+)", sys.argv[1]):
+    key = part[0] or part[2]
+    if part[1]:
+        i = int(part[1]); v = v[i] if isinstance(v, list) and i < len(v) else None
+    else:
+        v = v.get(key) if isinstance(v, dict) else None
+    if v is None:
+        break
+print("" if v is None else v if isinstance(v, str) else json.dumps(v))
+' "$1"
+}
+
+# gpu_node_json NAME GPUS SLOTS MEM_MIB [TYPE]: a Node whose NVIDIA GPUs are
+# registered as HAMi's device plugin does (hami.io/node-nvidia-register, JSON
+# form, and a "Reported" handshake), with allocatable cpu, memory, pods and
+# nvidia.com/gpu = GPUS * SLOTS.
+gpu_node_json() {
+  python3 - "$@" <<'EOF'
+import json, sys, time
+name, gpus, slots, mem = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+gtype = sys.argv[5] if len(sys.argv) > 5 else "NVIDIA A100-SXM4-40GB"
+devices = [{"id": f"GPU-{name}-{i}", "index": i, "count": slots, "devmem": mem, "devcore": 100,
+            "type": gtype, "numa": 0, "mode": "hami-core", "health": True} for i in range(gpus)]
+resources = {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": str(gpus * slots)}
+print(json.dumps({
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": name,
+                 "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "gpu": "on"},
+                 "annotations": {
+                     "hami.io/node-nvidia-register": json.dumps(devices, separators=(",", ":")),
+                     "hami.io/node-handshake": "Reported " + time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}},
+    "spec": {},
+    "status": {"capacity": resources, "allocatable": resources}}))
+EOF
+}
+
+# node_ready_patch: the status a kubelet would report: Ready with a fresh heartbeat.
+node_ready_patch() {
+  local now
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  printf '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"set by the e2e test","lastHeartbeatTime":"%s","lastTransitionTime":"%s"}]}}' "$now" "$now"
+}
+
+# create_node NODE_JSON: creates the Node, marks it Ready through the status
+# subresource, and removes the node.kubernetes.io/not-ready taint that the
+# TaintNodesByCondition admission plugin puts on every new Node (with no
+# controller manager nothing else would take it off).
+create_node() {
+  local json=$1 name
+  name=$(jfield metadata.name <<<"$json")
+  kapi POST /api/v1/nodes "$json" >/dev/null
+  kapi PATCH "/api/v1/nodes/$name/status" "$(node_ready_patch)" application/merge-patch+json >/dev/null
+  kapi PATCH "/api/v1/nodes/$name" '{"spec":{"taints":null}}' application/merge-patch+json >/dev/null
+}
+
+# pod_json NAME [RESOURCES_JSON]: a pod with one container whose requests and
+# limits are RESOURCES_JSON (default {"cpu":"100m"}); it is never run (no kubelet).
+pod_json() {
+  local name=$1 res=${2:-'{"cpu":"100m"}'}
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":%s,"limits":%s}}]}}' \
+    "$name" "$res" "$res"
+}
+
+# wait_until SECONDS COMMAND...: reruns COMMAND every 0.2 s until it succeeds;
+# fails after SECONDS.
+wait_until() {
+  local limit=$1 t0=$SECONDS; shift
+  until "$@" 2>/dev/null; do
+    (( SECONDS - t0 < limit )) || return 1
+    sleep 0.2
+  done
+}

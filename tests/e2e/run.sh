@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The end-to-end run of `make e2e`: provides the binaries
+# (scripts/k8s-binaries.sh, cached), then starts a control plane for each
+# suite and stops it after:
+#   smoke.sh           kube-scheduler alone binds pods to a HAMi-registered node
+#   smoke-extender.sh  kube-scheduler with an extender and the API server with a
+#                      mutating webhook, both served by fake_serve.py
+#   devshare.sh        devshare serve itself: two replicas, webhook, placements,
+#                      reasons, failover (DEVSHARE names the executable)
+# Prints the time of each step and "e2e-cluster: N passed, N failed" last.
+# If the binaries cannot be provided it says so and reports the run as
+# skipped (never as passed).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+: "${DEVSHARE:?set DEVSHARE to the devshare executable (make e2e does)}"
+root=$(cd "$here/../.." && pwd)
+out=${E2E_BUILD:-$root/build-e2e}
+mkdir -p "$out"
+
+t0=$SECONDS
+if ! bash "$root/scripts/k8s-binaries.sh" >"$out/k8s-binaries.env"; then
+  echo "e2e-cluster: SKIPPED: the Kubernetes binaries could not be built or installed on this machine (see above);"
+  echo "e2e-cluster: nothing was tested against a real control plane"
+  echo "e2e-cluster: 0 passed, 0 failed, 1 skipped"
+  exit 0
+fi
+echo "e2e-cluster: binaries ready in $((SECONDS - t0))s"
+export E2E_BIN_ENV=$out/k8s-binaries.env
+
+passed=0 failed=0
+suite() {  # suite NAME LOG CONTROL-PLANE-ARGS...
+  local name=$1 logf=$2 t=$SECONDS rc; shift 2
+  E2E_DIR=$out/$name bash "$here/control-plane.sh" run "$@" 2>&1 | tee "$logf"
+  rc=${PIPESTATUS[0]}
+  local line p f
+  line=$(grep -E '^e2e-[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$logf" | tail -1)
+  if [ -n "$line" ]; then
+    p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
+    f=$(sed -E 's/.* ([0-9]+) failed$/\1/' <<<"$line")
+  else
+    p=0 f=1
+  fi
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  passed=$((passed + p)) failed=$((failed + f))
+  echo "e2e-cluster: $name took $((SECONDS - t))s (exit $rc)"
+}
+
+suite smoke "$out/smoke.log" -- bash "$here/smoke.sh"
+
+ext_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
+  suite extender "$out/extender.log" --scheduler-config "$here/scheduler-extender.yaml" -- bash "$here/smoke-extender.sh"
+
+proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port DEVSHARE=$DEVSHARE \
+  suite devshare "$out/devshare.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/devshare.sh"
+
+echo "e2e-cluster: all done in $((SECONDS - t0))s"
+echo "e2e-cluster: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
