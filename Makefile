@@ -139,9 +139,9 @@ plots: python
 openb: python
 	$(VENV_PY) examples/python/openb_fill.py
 
-# A real control plane on loopback (etcd, kube-apiserver, kube-scheduler) and its
-# smoke test; not part of `make test`: the first build of the Kubernetes
-# binaries is long (tests/e2e/README.md), later runs reuse the cache.
+# devshare serve against a real control plane on loopback (etcd, kube-apiserver,
+# kube-scheduler; tests/e2e/README.md); not part of `make test`: the first build
+# of the Kubernetes binaries is long, later runs reuse the cache. .ci/run runs it.
 e2e: build
 	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) bash tests/e2e/run.sh
 
