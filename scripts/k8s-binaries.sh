@@ -51,12 +51,28 @@ go_build() {
            echo "CGO_ENABLED=0 ${flags[*]} $ldflags $*"; } | sha256sum | cut -c1-12)
   bindir=$cache/bin/$name-$version-$key
   if [ -f "$bindir/.complete" ]; then
+    touch "$bindir/.complete"  # marks it in use, see the pruning below
     log "cached: $bindir"
     echo "$bindir"
     return 0
   fi
   mkdir -p "$cache/gomod" "$cache/gobuild" "$cache/bin"
-  tmp=$(mktemp -d "$cache/bin/.build.XXXXXX")
+  # One build of NAME at a time (two work trees, or two make runs); whoever
+  # waited finds the other's result.
+  local lock
+  exec {lock}>"$cache/bin/.$name.lock"
+  if ! flock -n "$lock"; then
+    log "waiting for another build of $name to finish"
+    flock "$lock"
+  fi
+  if [ -f "$bindir/.complete" ]; then
+    log "cached: $bindir"
+    echo "$bindir"
+    return 0
+  fi
+  # Leftovers of builds that were killed.
+  find "$cache/bin" -mindepth 1 -maxdepth 1 -name ".build.$name.*" -exec rm -rf {} +
+  tmp=$(mktemp -d "$cache/bin/.build.$name.XXXXXX")
   start=$SECONDS
   log "building $name $version with $(go env GOVERSION) (-p $jobs); a first build takes long, later ones come from $cache"
   if ! (cd "$dir" && GOMODCACHE=$cache/gomod GOFLAGS=-mod=readonly GOTOOLCHAIN=local go mod download) >&2; then
@@ -77,8 +93,12 @@ go_build() {
   touch "$tmp/.complete"
   rm -rf "$bindir"
   mv "$tmp" "$bindir"
-  # Binaries of other versions or recipes are not used any more.
-  find "$cache/bin" -mindepth 1 -maxdepth 1 -name "$name-*" ! -path "$bindir" -exec rm -rf {} +
+  # Binaries of other versions or recipes that no run has asked for in 14 days.
+  # (Not sooner: other work trees of the repository may share the cache with
+  # another go.mod, and a running cluster may still use them.)
+  find "$cache/bin" -mindepth 2 -maxdepth 2 -path "$cache/bin/$name-*/.complete" -mtime +14 -printf '%h\0' |
+    xargs -0 -r rm -rf
+  exec {lock}>&-
   log "built $name in $(( SECONDS - start ))s into $bindir"
   echo "$bindir"
 }

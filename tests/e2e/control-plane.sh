@@ -185,7 +185,7 @@ render_config() {
   if grep -q '@[A-Z_]*@' "$dst"; then
     die "unknown placeholder in $src: $(grep -o '@[A-Z_]*@' "$dst" | sort -u | tr '\n' ' ')"
   fi
-  if grep -q '^[[:space:]]*urlPrefix:[[:space:]]*"\{0,1\}$' "$dst"; then
+  if grep -Eq 'urlPrefix:[[:space:]]*("")?[[:space:]]*$' "$dst"; then
     die "$src has an extender with an empty urlPrefix: set E2E_EXTENDER_URL"
   fi
 }
