@@ -8,6 +8,7 @@
 #include <functional>
 #include <queue>
 #include <random>
+#include <tuple>
 #include <unordered_map>
 
 #include "devshare/annotations.hpp"
@@ -62,6 +63,8 @@ Node MakeNode(const NodeSpec& spec) {
   }
   node.annotations.Set("hami.io/node-nvidia-register", EncodeNodeDevices(devices, RegisterFormat::kJson));
   node.allocatable.Set("nvidia.com/gpu", std::to_string(spec.gpus * kSlotsPerGpu));
+  if (spec.cpu_milli > 0) node.allocatable.Set("cpu", fmt::format("{}m", spec.cpu_milli));
+  if (spec.memory_mib > 0) node.allocatable.Set("memory", fmt::format("{}Mi", spec.memory_mib));
   return node;
 }
 
@@ -94,18 +97,21 @@ double GpusOf(const PodSpec& spec) {
 }
 
 // The engine's options, with the scenario's own request mix as the workload
-// fgd expects when none is given.
+// fgd expects when none is given: one class per distinct (gpus, gpu_milli,
+// CPU, memory) of the scenario's GPU pods, weighted by its count.
 engine::EngineOptions WithWorkload(const Scenario& scenario) {
   engine::EngineOptions options = scenario.engine;
   if (!options.filter.workload.empty()) return options;
-  std::map<std::pair<std::int32_t, std::int32_t>, double> mix;  // (gpus, milli) -> count
+  using Shape = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::int64_t>;
+  std::map<Shape, double> mix;  // (gpus, milli, cpu, memory) -> count
   for (const PodSpec& p : scenario.pods) {
     if (p.gpus == 0) continue;
     const bool fraction = p.gpus == 1 && p.gpu_milli > 0 && p.gpu_milli < 1000;
-    mix[{fraction ? 0 : p.gpus, fraction ? p.gpu_milli : 0}] += 1;
+    mix[{fraction ? 0 : p.gpus, fraction ? p.gpu_milli : 0, p.cpu_milli, p.memory_mib}] += 1;
   }
   for (const auto& [shape, count] : mix) {
-    options.filter.workload.push_back(WorkloadClass{count, shape.first, shape.second});
+    const auto& [gpus, milli, cpu, memory] = shape;
+    options.filter.workload.push_back(WorkloadClass{count, gpus, milli, cpu, memory});
   }
   return options;
 }
@@ -378,11 +384,15 @@ class Simulation {
       Finish(false);
       return;
     }
-    if (spec.gpus == 0) {  // no device: kube-scheduler binds it without the extender
-      NodeState& state = nodes_.at(candidates.front());
+    if (spec.gpus == 0) {  // no device: kube-scheduler binds it itself
+      const std::string node = CpuOnlyNode(candidates);
+      NodeState& state = nodes_.at(node);
       state.cpu_used += spec.cpu_milli;
       state.memory_used += spec.memory_mib;
-      bound_node_[waiting_] = candidates.front();
+      bound_node_[waiting_] = node;
+      Pod& pod = pods_.at(waiting_);
+      pod.node_name = node;
+      engine_.PodObserved(pod);  // the engine counts its CPU and memory
       latencies_.push_back(now_ - spec.arrive_ms);
       running_[pods_.at(waiting_).uid] = waiting_;
       if (spec.duration_ms > 0) At(now_ + spec.duration_ms, [this, i = waiting_] { Depart(i); });
@@ -392,6 +402,18 @@ class Simulation {
     std::vector<Command> out;
     engine_.Filter(next_request_++, pods_.at(waiting_), candidates, now_, out);
     Dispatch(out);
+  }
+
+  // The node for a pod without devices: the extender's preference when it
+  // names one node (fgd), else kube-scheduler's first fitting node.
+  std::string CpuOnlyNode(const std::vector<std::string>& candidates) {
+    std::vector<Command> out;
+    engine_.Filter(next_request_++, pods_.at(waiting_), candidates, now_, out);
+    for (const Command& command : out) {
+      const auto* reply = std::get_if<FilterReply>(&command);
+      if (reply != nullptr && reply->error.empty() && reply->nodes.size() == 1) return reply->nodes.front();
+    }
+    return candidates.front();
   }
 
   // Pods live in one namespace in the simulation; names are unique.
