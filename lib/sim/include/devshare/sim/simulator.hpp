@@ -13,7 +13,10 @@
 //   scheduler    kube-scheduler places one pod at a time in arrival order:
 //                NodeResourcesFit on CPU and memory, then the engine's Filter
 //                and Bind as an extender; a pod that fits nowhere is counted
-//                unschedulable.
+//                unschedulable. A pod without devices is bound by
+//                kube-scheduler itself, on the node the Filter names when it
+//                names one (fgd), else on the first node that fits.
+//   nodes        report their CPU and memory as allocatable cpu and memory.
 //   kubelet      after the Binding, Allocate runs and the device plugin
 //                reports bind-phase success and releases the node lock.
 //   pods         run for their duration (forever when 0) and are deleted.
