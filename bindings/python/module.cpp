@@ -376,13 +376,16 @@ PYBIND11_MODULE(_devshare, m) {
   py::class_<Cluster>(m, "_Cluster")
       .def(py::init([](const std::optional<std::string>& config, const std::string& node_policy,
                        const std::string& gpu_policy,
-                       const std::vector<std::tuple<double, std::int32_t, std::int32_t>>& workload,
+                       const std::vector<std::tuple<double, std::int32_t, std::int32_t, std::int64_t,
+                                                    std::int64_t>>& workload,
                        bool reasons) {
              FilterOptions o;
              o.reasons = reasons;
              o.node_policy = node_policy;
              o.gpu_policy = gpu_policy;
-             for (const auto& [weight, gpus, gpu_milli] : workload) o.workload.push_back({weight, gpus, gpu_milli});
+             for (const auto& [weight, gpus, gpu_milli, cpu_milli, memory_mib] : workload) {
+               o.workload.push_back({weight, gpus, gpu_milli, cpu_milli, memory_mib});
+             }
              return Cluster(config, o);
            }),
            py::arg("config"), py::arg("node_policy"), py::arg("gpu_policy"), py::arg("workload"),

@@ -130,6 +130,10 @@ int Run(const ExplainOptions& o) {
   }
   if (!result->has_requests) {
     std::cout << "It asks for no device: every node passes.\n";
+    if (result->node) {
+      std::cout << "fgd prefers " << *result->node
+                << ", where its CPU and memory leave the fewest GPUs unusable.\n";
+    }
     return 0;
   }
   std::cout << fmt::format("\nNode policy {}, GPU policy {} (pod annotations override).\n\n",

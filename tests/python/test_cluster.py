@@ -98,6 +98,28 @@ def test_bad_inputs_raise(make_node, make_pod):
         devshare.Cluster({"scheduler": {"node_policy": "best"}}).filter(make_pod("q"))
 
 
+def test_fgd_counts_cpu_and_memory(make_node, make_pod):
+    cluster = devshare.Cluster({"scheduler": {"node_policy": "fgd", "gpu_policy": "fgd", "workload": [
+        {"weight": 1, "gpus": 1, "cpu_milli": 4000, "memory_mib": 1024}]}})
+    for name, cpu in (("node1", "8"), ("node2", "16")):
+        node = make_node(name, 2)
+        node["status"]["allocatable"].update({"cpu": cpu, "memory": "64Gi"})
+        cluster.add_node(node)
+    gpu_pod = make_pod("p", cores=100, pct=100)
+    gpu_pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "5", "memory": "1Gi"}
+    # On node1, 3 cores would be left: too few for the class, its other GPU stranded.
+    assert cluster.filter(gpu_pod).node == "node2"
+    # A pod without devices bound to node2 takes the cores that made the difference.
+    cpu_pod = {"metadata": {"name": "cpu", "namespace": "default", "uid": "uid-cpu"},
+               "spec": {"nodeName": "node2",
+                        "containers": [{"name": "c", "resources": {"requests": {"cpu": "9"}}}]},
+               "status": {"phase": "Running"}}
+    cluster.add_pod(cpu_pod)
+    assert cluster.filter(gpu_pod).node == "node1"
+    assert cluster.remove_pod("default", "cpu")
+    assert cluster.filter(gpu_pod).node == "node2"
+
+
 def test_simulate_is_deterministic_and_compares_policies():
     small = {
         "name": "tiny", "end": "5m",

@@ -87,6 +87,25 @@ TEST_CASE("engine: Filter reserves, patches the pod, then replies") {
   }
 }
 
+TEST_CASE("engine: a pod without devices keeps every node, or fgd's choice") {
+  auto reply = [](EngineOptions options) {
+    Engine engine(std::move(options));
+    std::vector<Command> out;
+    engine.NodeObserved(MakeNode("a").Gpus(2).Cpu("8"), kNowMs, out);
+    engine.NodeObserved(MakeNode("b").Gpus(2).Cpu("16"), kNowMs, out);
+    engine.Tick(kNowMs, out);
+    out.clear();
+    engine.Filter(3, MakePod("cpu").Container(0).Requests(6000, 0), {"a", "b"}, kNowMs, out);
+    REQUIRE(Of<PatchPod>(out).empty());  // nothing to reserve
+    return Of<FilterReply>(out).at(0);
+  };
+  CHECK(reply(EngineOptions{}).nodes == std::vector<std::string>{"a", "b"});
+  EngineOptions fgd;
+  fgd.filter.node_policy = "fgd";
+  fgd.filter.workload = {{1, 1, 0, 4000, 0}};
+  CHECK(reply(fgd).nodes == std::vector<std::string>{"b"});  // on a, 2 cores would strand both GPUs
+}
+
 TEST_CASE("engine: Bind with the node lock, step by step") {
   Fixture f;
   Pod pod = MakePod("p").Container(1, 1000, 10);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "devshare/filter.hpp"
 #include "devshare/pod_codec.hpp"
@@ -334,6 +335,118 @@ TEST_CASE("fgd: prefers the placement that fragments the cluster least") {
   CHECK(MustFilter(two, MakePod("q").Container(1, -1, 50, 50), o).node == "b");
 }
 
+TEST_CASE("fgd: a class the node's free CPU or memory cannot host counts all its free GPU as fragment") {
+  // One node of two free GPUs; the pod is placed there. The node score is
+  // floor(100 * sigmoid(decrease in fragmentation, in GPUs)): 50 when the
+  // placement changes nothing, 26 when it strands one more GPU (-1), 73
+  // when it uses a GPU that was stranded (+1).
+  struct Row {
+    const char* name;
+    std::vector<WorkloadClass> workload;
+    const char* cpu;          // allocatable, or nullptr
+    const char* memory;       // allocatable, or nullptr
+    std::int64_t other_cpu;   // requested by a pod already bound there
+    int cores;                // the pod's share of one GPU, percent
+    std::int64_t pod_cpu, pod_memory_mib;
+    double score;
+  };
+  const Row rows[] = {
+      {"the class fits before and after", {{1, 1, 0, 4000, 0}}, "8", nullptr, 0, 100, 1000, 0, 50},
+      {"the pod's CPU strands the other GPU", {{1, 1, 0, 4000, 0}}, "8", nullptr, 0, 100, 5000, 0, 26},
+      {"the pod takes a GPU that CPU had stranded", {{1, 1, 0, 4000, 0}}, "8", nullptr, 7000, 100, 1000, 0, 73},
+      {"unknown CPU capacity is unlimited", {{1, 1, 0, 4000, 0}}, nullptr, nullptr, 0, 100, 50000, 0, 50},
+      {"a class asking no CPU fits any node", {{1, 1, 0, 0, 0}}, "8", nullptr, 0, 100, 8000, 0, 50},
+      {"memory strands as CPU does", {{1, 1, 0, 0, 4096}}, nullptr, "8Gi", 0, 100, 0, 5120, 26},
+      {"memory that still fits", {{1, 1, 0, 0, 4096}}, nullptr, "8Gi", 0, 100, 0, 4096, 50},
+      {"a fractional class: all 1.5 free GPUs stranded", {{1, 0, 500, 4000, 0}}, "8", nullptr, 0, 50, 5000, 0, 18},
+      {"a fractional class that still fits", {{1, 0, 500, 4000, 0}}, "8", nullptr, 0, 50, 1000, 0, 50},
+      {"classes weigh by their share: 3/4 of one GPU", {{3, 1, 0, 4000, 0}, {1, 1, 0, 0, 0}}, "8", nullptr, 0, 100,
+       5000, 0, 32},
+  };
+  for (const Row& row : rows) {
+    const std::string name = row.name;
+    CAPTURE(name);
+    MakeNode node("n");
+    node.Gpus(2, 10, 1000, 100);
+    if (row.cpu != nullptr) node.Cpu(row.cpu);
+    if (row.memory != nullptr) node.Memory(row.memory);
+    ClusterSnapshot s;
+    REQUIRE(s.AddNode(node).ok());
+    if (row.other_cpu > 0) REQUIRE(s.AddPod(MakePod("other").Requests(row.other_cpu, 0).BoundTo("n")).ok());
+    FilterOptions o;
+    o.node_policy = "fgd";
+    o.gpu_policy = "fgd";
+    o.workload = row.workload;
+    FilterResult r = MustFilter(s, MakePod("p").Container(1, -1, row.cores, row.cores).Requests(row.pod_cpu, row.pod_memory_mib), o);
+    REQUIRE(r.node == "n");
+    REQUIRE(r.scores.size() == 1);
+    CHECK(r.scores[0].score == row.score);
+  }
+}
+
+TEST_CASE("fgd: prefers the node whose CPU keeps its other GPUs usable") {
+  FilterOptions o;
+  o.node_policy = "fgd";
+  o.gpu_policy = "fgd";
+  o.workload = {{1, 1, 0, 4000, 0}};
+  const Pod pod = MakePod("p").Container(1, -1, 100, 100).Requests(5000, 0);
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(MakeNode("a").Gpus(2, 10, 1000, 100).Cpu("8")).ok());
+  REQUIRE(s.AddNode(MakeNode("b").Gpus(2, 10, 1000, 100).Cpu("16")).ok());
+  FilterResult r = MustFilter(s, pod, o);
+  CHECK(r.node == "b");  // on a, 3 cores would be left: too few for the class
+  CHECK(r.scores == std::vector<NodeScore>{{"a", 26}, {"b", 50}});
+  // Knowing no CPU capacity, the nodes are alike and the first name wins.
+  ClusterSnapshot blind;
+  REQUIRE(blind.AddNode(MakeNode("a").Gpus(2, 10, 1000, 100)).ok());
+  REQUIRE(blind.AddNode(MakeNode("b").Gpus(2, 10, 1000, 100)).ok());
+  CHECK(MustFilter(blind, pod, o).node == "a");
+  // CPU already taken on b by a pod without devices turns the choice.
+  REQUIRE(s.AddPod(MakePod("cpu").Requests(9000, 0).BoundTo("b")).ok());
+  CHECK(MustFilter(s, pod, o).node == "a");
+  // As a GPU policy under binpack, the node comes from binpack.
+  o.node_policy = "binpack";
+  CHECK(MustFilter(s, pod, o).node == "a");
+}
+
+TEST_CASE("fgd: a pod without devices goes where its CPU strands the least GPU") {
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(MakeNode("a").Gpus(2, 10, 1000, 100).Cpu("8")).ok());
+  REQUIRE(s.AddNode(MakeNode("b").Gpus(2, 10, 1000, 100).Cpu("16")).ok());
+  REQUIRE(s.AddNode(MakeNode("c").Gpus(2, 10, 1000, 100).Cpu("8")).ok());
+  Load(s, "c-gpu0", "c", 1, 1000, 100);
+  Load(s, "c-gpu1", "c", 1, 1000, 100);
+  FilterOptions o;
+  o.node_policy = "fgd";
+  o.gpu_policy = "fgd";
+  o.workload = {{1, 1, 0, 4000, 0}};
+  const Pod pod = MakePod("cpu").Container(0).Requests(5000, 0);
+  FilterResult r = MustFilter(s, pod, o);
+  CHECK_FALSE(r.has_requests);
+  CHECK(r.annotations.empty());
+  CHECK(r.devices.empty());
+  // a: both free GPUs stranded (-2); b and c: nothing stranded, and among
+  // equal scores the node with the fewest free GPUs wins.
+  CHECK(r.scores == std::vector<NodeScore>{{"a", 11}, {"b", 50}, {"c", 50}});
+  CHECK(r.node == "c");
+  // Other node policies leave such a pod to kube-scheduler.
+  o.node_policy = "binpack";
+  FilterResult binpack = MustFilter(s, pod, o);
+  CHECK_FALSE(binpack.has_requests);
+  CHECK_FALSE(binpack.node.has_value());
+  CHECK(binpack.scores.empty());
+}
+
+TEST_CASE("fgd: workload classes with negative CPU or memory are refused") {
+  ClusterSnapshot s;
+  FilterOptions o;
+  o.node_policy = "fgd";
+  o.workload = {{1, 1, 0, -1, 0}};
+  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
+  o.workload = {{1, 1, 0, 0, -1}};
+  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("properties over random clusters and request sequences") {
   Gen gen(42);
   for (int round = 0; round < 30; ++round) {
@@ -346,15 +459,39 @@ TEST_CASE("properties over random clusters and request sequences") {
         node.Gpu(static_cast<std::int32_t>(gen.Int(1, 10)), static_cast<std::int32_t>(gen.Int(1, 8) * 4096),
                  100, static_cast<std::int32_t>(gen.Int(0, 1)));
       }
+      if (gen.Bool()) node.Cpu(std::to_string(gen.Int(8, 64)));
+      if (gen.Bool()) node.Memory(std::to_string(gen.Int(16, 256)) + "Gi");
       REQUIRE(s.AddNode(node).ok());
     }
     const ClusterSnapshot empty = s;
     FilterOptions options;
     options.node_policy = gen.Bool() ? "binpack" : (gen.Bool() ? "spread" : "fgd");
     options.gpu_policy = gen.Bool() ? "spread" : (gen.Bool() ? "binpack" : "fgd");
+    for (int c = static_cast<int>(gen.Int(0, 6)); c > 0; --c) {
+      const bool fraction = gen.Bool();
+      options.workload.push_back(WorkloadClass{static_cast<double>(gen.Int(1, 5)), fraction ? 0 : static_cast<std::int32_t>(gen.Int(1, 4)),
+                                               fraction ? static_cast<std::int32_t>(gen.Int(1, 999)) : 0,
+                                               gen.Int(0, 3) * 4000, gen.Int(0, 3) * 8192});
+    }
     std::vector<std::string> placed;
+    std::map<std::string, std::int64_t> cpu_on;  // node -> CPU the placed pods request
     for (int p = 0; p < 60; ++p) {
       MakePod pod("p" + std::to_string(p));
+      const std::int64_t cpu = gen.Int(0, 8) * 1000;
+      const std::int64_t memory_mib = gen.Int(0, 8) * 1024;
+      pod.Requests(cpu, memory_mib);
+      if (gen.Int(0, 5) == 0) {  // a pod without devices, bound where kube-scheduler put it
+        const std::vector<std::string> names = s.NodeNames();
+        const std::string node = names[static_cast<std::size_t>(gen.Int(0, static_cast<std::int64_t>(names.size()) - 1))];
+        Pod cpu_only = pod.Container(0).BoundTo(node);
+        FilterResult r = MustFilter(s, cpu_only, options);
+        CHECK_FALSE(r.has_requests);
+        CHECK(r.node.has_value() == (options.node_policy == "fgd"));
+        REQUIRE(s.AddPod(cpu_only).ok());
+        if (cpu > 0 || memory_mib > 0) placed.push_back(cpu_only.uid);  // else nothing is held
+        cpu_on[node] += cpu;
+        continue;
+      }
       pod.Container(static_cast<int>(gen.Int(1, 3)), gen.Bool() ? static_cast<int>(gen.Int(1, 20000)) : -1,
                     static_cast<int>(gen.Int(0, 100)), gen.Bool() ? static_cast<int>(gen.Int(1, 100)) : -1);
       if (gen.Int(0, 3) == 0) pod.Annotation("nvidia.com/numa-bind", "true");
@@ -373,6 +510,10 @@ TEST_CASE("properties over random clusters and request sequences") {
       for (const auto& [key, value] : first.annotations.entries()) built.annotations.Set(key, value);
       REQUIRE(s.AddPod(built).ok());
       placed.push_back(built.uid);
+      cpu_on[*first.node] += cpu;
+      for (const std::string& name : s.NodeNames()) {
+        CHECK(s.NodeCpuMemoryOf(name)->cpu_requested_milli == cpu_on[name]);
+      }
       // No device over its slots, memory or cores.
       for (const std::string& name : s.NodeNames()) {
         Result<std::vector<DeviceView>> devices = s.NodeDevices(name);
@@ -391,6 +532,7 @@ TEST_CASE("properties over random clusters and request sequences") {
       auto b = *empty.NodeDevices(name);
       REQUIRE(a.size() == b.size());
       for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].usage == b[i].usage);
+      CHECK(*s.NodeCpuMemoryOf(name) == *empty.NodeCpuMemoryOf(name));
     }
   }
 }

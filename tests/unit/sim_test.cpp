@@ -73,6 +73,30 @@ TEST_CASE("sim: NodeResourcesFit on CPU and memory, and departures free capacity
   CHECK(r->allocation_percent == doctest::Approx(100));
 }
 
+TEST_CASE("sim: fgd places pods without devices too, and sees the CPU they take") {
+  // a: 2 GPUs, 12 cores; b: 1 GPU, 14 cores. A 12-core pod without devices
+  // fits both; on a it would strand both GPUs. Then a 1-core GPU pod and two
+  // 6-core ones: all three GPUs can be used only if the 1-core pod takes b's
+  // GPU, the one the 12-core pod left 2 cores for.
+  Scenario s;
+  s.nodes = {NodeSpec{"a", 2, 16384, "T4", 12000, 0}, NodeSpec{"b", 1, 16384, "T4", 14000, 0}};
+  s.pods = {PodSpec{"cpu", 0, 0, "", 12000, 0, 0, 0}, PodSpec{"small", 1, 1000, "", 1000, 0, 1000, 0},
+            PodSpec{"big1", 1, 1000, "", 6000, 0, 2000, 0}, PodSpec{"big2", 1, 1000, "", 6000, 0, 3000, 0}};
+  s.engine.filter.node_policy = "fgd";
+  s.engine.filter.gpu_policy = "fgd";
+  Result<Report> fgd = Run(s, 1);
+  REQUIRE(fgd.ok());
+  CHECK(fgd->bound == 4);
+  CHECK(fgd->allocation_percent == doctest::Approx(100));
+  // kube-scheduler's first fitting node for the CPU pod (a) strands a's GPUs.
+  s.engine.filter.node_policy = "binpack";
+  s.engine.filter.gpu_policy = "binpack";
+  Result<Report> binpack = Run(s, 1);
+  REQUIRE(binpack.ok());
+  CHECK(binpack->bound == 2);
+  CHECK(binpack->allocation_percent == doctest::Approx(100.0 / 3));
+}
+
 TEST_CASE("sim: HAMi's handshake writes to nodes, the change-only protocol does not") {
   Scenario s = Small(2);
   s.end_ms = 120000;

@@ -1,6 +1,8 @@
 // The incremental cluster snapshot (spec/hami-behaviour.md §4.3, §4.8, §9).
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "devshare/snapshot.hpp"
 #include "testutil.hpp"
 
@@ -148,4 +150,158 @@ TEST_CASE("snapshot: a copy is independent of the original") {
   CHECK(UsageOf(*copy, "n1", 0) == DeviceUsage{1, 1000, 10});
   CHECK(copy->RemovePod("uid-p"));
   CHECK(UsageOf(*copy, "n1", 0) == DeviceUsage{});
+}
+
+namespace {
+NodeCpuMemory CpuMemoryOf(const ClusterSnapshot& s, const std::string& node) {
+  Result<NodeCpuMemory> r = s.NodeCpuMemoryOf(node);
+  REQUIRE(r.ok());
+  return *r;
+}
+constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kGiB = 1024 * kMiB;
+}  // namespace
+
+TEST_CASE("snapshot: CPU and memory capacity come from allocatable; unknown when absent") {
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(MakeNode("n1").Gpus(1).Cpu("8").Memory("16Gi")).ok());
+  REQUIRE(s.AddNode(MakeNode("n2").Gpus(1).Cpu("7500m").Memory("1024Mi")).ok());
+  REQUIRE(s.AddNode(MakeNode("n3").Gpus(1)).ok());
+  REQUIRE(s.AddNode(MakeNode("n4").Gpus(1).Cpu("lots").Memory("-1")).ok());
+  CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{8000, 16 * kGiB, 0, 0});
+  CHECK(CpuMemoryOf(s, "n2") == NodeCpuMemory{7500, 1024 * kMiB, 0, 0});
+  CHECK(CpuMemoryOf(s, "n3") == NodeCpuMemory{NodeCpuMemory::kUnknown, NodeCpuMemory::kUnknown, 0, 0});
+  CHECK(CpuMemoryOf(s, "n4") == NodeCpuMemory{NodeCpuMemory::kUnknown, NodeCpuMemory::kUnknown, 0, 0});
+  CHECK(s.NodeCpuMemoryOf("ghost").status().code() == StatusCode::kNotFound);
+  // Re-registration reads the new capacity.
+  REQUIRE(s.AddNode(MakeNode("n3").Gpus(1).Cpu("2")).ok());
+  CHECK(CpuMemoryOf(s, "n3").cpu_milli == 2000);
+  CHECK(CpuMemoryOf(s, "n3").memory_bytes == NodeCpuMemory::kUnknown);
+}
+
+TEST_CASE("snapshot: placed pods count their CPU and memory, with devices or without") {
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(MakeNode("n1").Gpus(2).Cpu("16").Memory("64Gi")).ok());
+  REQUIRE(s.AddNode(MakeNode("n2").Gpus(2).Cpu("16").Memory("64Gi")).ok());
+  // Without devices: bound by spec.nodeName only; not cached for devices.
+  Pod cpu_only = MakePod("cpu").Requests(2000, 4096).BoundTo("n1");
+  REQUIRE(s.AddPod(cpu_only).ok());
+  CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{16000, 64 * kGiB, 2000, 4 * kGiB});
+  CHECK(s.pod_count() == 0);
+  // With devices: counted once however often it is observed.
+  Pod gpu = MakePod("gpu").Container(1).Requests(1000, 1024).Holding("n1", "n1-gpu0,NVIDIA,1000,10:;");
+  REQUIRE(s.AddPod(gpu).ok());
+  REQUIRE(s.AddPod(gpu).ok());
+  CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{16000, 64 * kGiB, 3000, 5 * kGiB});
+  CHECK(s.pod_count() == 1);
+  CHECK(CpuMemoryOf(s, "n2").cpu_requested_milli == 0);
+
+  SUBCASE("a pod only reserved (hami.io/vgpu-node, no spec.nodeName) counts on its reserved node") {
+    Pod reserved = MakePod("r").Container(1).Requests(500, 0).Annotation("hami.io/vgpu-node", "n2");
+    REQUIRE(s.AddPod(reserved).ok());
+    CHECK(CpuMemoryOf(s, "n2").cpu_requested_milli == 500);
+    reserved.node_name = "n2";  // then bound there: still once
+    REQUIRE(s.AddPod(reserved).ok());
+    CHECK(CpuMemoryOf(s, "n2").cpu_requested_milli == 500);
+  }
+  SUBCASE("an update moves or changes what is counted") {
+    Pod moved = cpu_only;
+    moved.node_name = "n2";
+    moved.cpu_milli = 3000;
+    REQUIRE(s.AddPod(moved).ok());
+    CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{16000, 64 * kGiB, 1000, 1 * kGiB});
+    CHECK(CpuMemoryOf(s, "n2") == NodeCpuMemory{16000, 64 * kGiB, 3000, 4 * kGiB});
+  }
+  SUBCASE("a stale update without a node keeps what is counted") {
+    REQUIRE(s.AddPod(MakePod("cpu").Requests(2000, 4096)).ok());
+    CHECK(CpuMemoryOf(s, "n1").cpu_requested_milli == 3000);
+  }
+  SUBCASE("removing restores the counts; a finished pod is dropped") {
+    CHECK(s.RemovePod("uid-cpu"));
+    CHECK_FALSE(s.RemovePod("uid-cpu"));
+    CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{16000, 64 * kGiB, 1000, 1 * kGiB});
+    Pod done = gpu;
+    done.phase = "Succeeded";
+    REQUIRE(s.AddPod(done).ok());
+    CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{16000, 64 * kGiB, 0, 0});
+    CHECK(s.pod_count() == 0);
+  }
+  SUBCASE("a pod whose devices do not decode still counts its CPU and memory") {
+    Pod bad = MakePod("bad").Container(1).Requests(700, 0).Holding("n2", "n2-gpu0,NVIDIA,lots,0:;");
+    CHECK(s.AddPod(bad).code() == StatusCode::kMalformed);
+    CHECK(CpuMemoryOf(s, "n2").cpu_requested_milli == 700);
+  }
+}
+
+TEST_CASE("snapshot: CPU and memory of a pod may arrive before its node and survive node updates") {
+  ClusterSnapshot s;
+  REQUIRE(s.AddPod(MakePod("p").Requests(1500, 2048).BoundTo("n1")).ok());
+  REQUIRE(s.AddNode(MakeNode("n1").Gpus(1).Cpu("4")).ok());
+  CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{4000, NodeCpuMemory::kUnknown, 1500, 2 * kGiB});
+  CHECK(s.RemoveNode("n1"));
+  REQUIRE(s.AddPod(MakePod("q").Requests(500, 0).BoundTo("n1")).ok());  // while the node is away
+  REQUIRE(s.AddNode(MakeNode("n1").Gpus(2).Cpu("8")).ok());
+  CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{8000, NodeCpuMemory::kUnknown, 2000, 2 * kGiB});
+  ClusterSnapshot copy = s;
+  CHECK(s.RemovePod("uid-p"));
+  CHECK(s.RemovePod("uid-q"));
+  CHECK(CpuMemoryOf(s, "n1").cpu_requested_milli == 0);
+  CHECK(CpuMemoryOf(copy, "n1").cpu_requested_milli == 2000);  // the copy is independent
+}
+
+TEST_CASE("snapshot: CPU and memory sums match a recount over random adds, updates and removals") {
+  testing::Gen gen(5);
+  ClusterSnapshot s;
+  const std::vector<std::string> nodes = {"n0", "n1", "n2", "n3"};
+  for (const std::string& n : nodes) REQUIRE(s.AddNode(MakeNode(n).Gpus(1).Cpu("64").Memory("256Gi")).ok());
+  struct Live {
+    std::string node;
+    std::int64_t cpu = 0, memory = 0;
+  };
+  std::map<std::string, Live> live;  // by UID: what the snapshot should count
+  for (int step = 0; step < 400; ++step) {
+    const std::string name = "p" + std::to_string(gen.Int(0, 30));
+    MakePod pod(name);
+    const std::int64_t cpu = gen.Int(0, 4) * 250;
+    const std::int64_t memory_mib = gen.Int(0, 4) * 512;
+    pod.Requests(cpu, memory_mib);
+    const int what = static_cast<int>(gen.Int(0, 4));
+    if (what == 0) {
+      s.RemovePod("uid-" + name);
+      live.erase("uid-" + name);
+    } else if (what == 1) {  // finished
+      Pod done = pod.BoundTo(nodes[static_cast<std::size_t>(gen.Int(0, 3))]);
+      done.phase = "Failed";
+      REQUIRE(s.AddPod(done).ok());
+      live.erase("uid-" + name);
+    } else if (what == 2) {  // unplaced update: keeps what is counted
+      REQUIRE(s.AddPod(pod).ok());
+    } else {  // placed, bound or only reserved
+      const std::string node = nodes[static_cast<std::size_t>(gen.Int(0, 3))];
+      if (what == 3) {
+        pod.BoundTo(node);
+      } else {
+        pod.Annotation("hami.io/vgpu-node", node);
+      }
+      REQUIRE(s.AddPod(pod).ok());
+      if (cpu == 0 && memory_mib == 0) {
+        live.erase("uid-" + name);
+      } else {
+        live["uid-" + name] = Live{node, cpu, memory_mib * kMiB};
+      }
+    }
+    for (const std::string& n : nodes) {
+      std::int64_t cpu_sum = 0, memory_sum = 0;
+      for (const auto& [uid, l] : live) {
+        if (l.node != n) continue;
+        cpu_sum += l.cpu;
+        memory_sum += l.memory;
+      }
+      const NodeCpuMemory got = CpuMemoryOf(s, n);
+      CHECK(got.cpu_requested_milli == cpu_sum);
+      CHECK(got.memory_requested_bytes == memory_sum);
+    }
+  }
+  for (const auto& [uid, l] : live) CHECK(s.RemovePod(uid));
+  for (const std::string& n : nodes) CHECK(CpuMemoryOf(s, n) == NodeCpuMemory{64000, 256 * kGiB, 0, 0});
 }

@@ -82,6 +82,15 @@ class MakeNode {
     node_.annotations.Set(key, value);
     return *this;
   }
+  // Allocatable CPU and memory as quantities, e.g. "8" or "8000m", "16Gi".
+  MakeNode& Cpu(std::string quantity) {
+    node_.allocatable.Set("cpu", quantity);
+    return *this;
+  }
+  MakeNode& Memory(std::string quantity) {
+    node_.allocatable.Set("memory", quantity);
+    return *this;
+  }
   Node Build() const {
     Node n = node_;
     n.annotations.Set("hami.io/node-nvidia-register",
@@ -126,6 +135,17 @@ class MakePod {
     return *this;
   }
   MakePod& Uid(std::string uid) { pod_.uid = std::move(uid); return *this; }
+  // The CPU (millicores) and memory (MiB) the pod requests.
+  MakePod& Requests(std::int64_t cpu_milli, std::int64_t memory_mib) {
+    pod_.cpu_milli = cpu_milli;
+    pod_.memory_bytes = memory_mib * 1024 * 1024;
+    return *this;
+  }
+  // Bound to `node` (spec.nodeName) without devices.
+  MakePod& BoundTo(std::string node) {
+    pod_.node_name = std::move(node);
+    return *this;
+  }
   Pod Build() const { return pod_; }
   operator Pod() const { return pod_; }  // NOLINT: builder
 

@@ -132,7 +132,11 @@ class Cluster:
     ``config`` is the device-config YAML (text or dict), optionally with a
     ``scheduler`` section: ``{"node_policy": "binpack", "gpu_policy": "spread"}``,
     and for the fgd policy the expected ``workload``: a list of
-    ``{"weight": w, "gpus": n}`` or ``{"weight": w, "gpu_milli": m}`` classes.
+    ``{"weight": w, "gpus": n}`` or ``{"weight": w, "gpu_milli": m}`` classes,
+    each optionally with the ``"cpu_milli"`` and ``"memory_mib"`` it asks
+    (a node whose free CPU or memory cannot host a class strands all its free
+    GPU for that class; nodes report them as allocatable ``cpu`` and
+    ``memory``, pods with ``spec.nodeName`` count their requests).
     ``"reasons": False`` skips building each rejected node's reason (faster,
     for simulations).
     """
@@ -143,7 +147,8 @@ class Cluster:
         if isinstance(config, Mapping):
             scheduler = config.get("scheduler", {})
             device_config = {k: v for k, v in config.items() if k != "scheduler"} or None
-        workload = [(float(c.get("weight", 1.0)), int(c.get("gpus", 0)), int(c.get("gpu_milli", 0)))
+        workload = [(float(c.get("weight", 1.0)), int(c.get("gpus", 0)), int(c.get("gpu_milli", 0)),
+                     int(c.get("cpu_milli", 0)), int(c.get("memory_mib", 0)))
                     for c in scheduler.get("workload", [])]
         self._impl = _devshare._Cluster(_config(device_config),
                                         scheduler.get("node_policy", "binpack"),
@@ -163,11 +168,14 @@ class Cluster:
         return self._impl.remove_node(name)
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
-        """Adds or updates a Pod (a dict). Pods with hami.io/vgpu-node hold devices."""
+        """Adds or updates a Pod (a dict). Pods with hami.io/vgpu-node hold devices;
+        pods with a node (spec.nodeName or hami.io/vgpu-node) count their CPU and
+        memory requests there."""
         self._impl.add_pod(_json(pod))
 
     def remove_pod(self, namespace: str, name: str) -> bool:
-        """Removes a pod; returns False when it was not cached."""
+        """Removes a pod; returns False when the cluster held neither its devices
+        nor its CPU and memory."""
         return self._impl.remove_pod(namespace, name)
 
     def set_quota(self, namespace: str, name: str, hard: Mapping[str, str]) -> None:

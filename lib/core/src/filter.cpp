@@ -143,6 +143,8 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
   return p;
 }
 
+constexpr std::int64_t kMaxClassMemoryMib = std::int64_t{1} << 40;  // bytes stay within int64
+
 Status ValidateOptions(const FilterOptions& options) {
   if (options.node_policy != "binpack" && options.node_policy != "spread" &&
       options.node_policy != "fgd") {
@@ -169,6 +171,10 @@ Status ValidateOptions(const FilterOptions& options) {
       return Status::InvalidArgument(
           "workload class: want weight >= 0 and either gpus > 0 or gpu_milli in 1..999");
     }
+    if (c.cpu_milli < 0 || c.memory_mib < 0 || c.memory_mib > kMaxClassMemoryMib) {
+      return Status::InvalidArgument(
+          "workload class: want cpu_milli >= 0 and memory_mib in 0..2^40");
+    }
   }
   return status;
 }
@@ -190,6 +196,36 @@ struct Selectors {
   std::vector<std::string> use_type, nouse_type;  // upper-cased
   bool has_mode = false;
   std::string mode;
+};
+
+// The workload of the fgd policy prepared for one Filter call. Classes are
+// grouped by GPU shape (gpus, gpu_milli); what depends on a node's CPU and
+// memory is only which classes fit there, so the weight of the fitting
+// classes per shape is tabulated by free CPU: row r holds the classes whose
+// CPU ask is at most cpu_steps[r - 1] (row 0: the classes asking no CPU).
+// A row serves a node directly when its free memory covers the row's largest
+// memory ask; otherwise the classes are checked one by one.
+struct FgdShape {
+  std::int32_t gpus = 0;
+  std::int32_t gpu_milli = 0;
+  float need = 0;  // gpu_milli / 1000 (fractional shapes)
+};
+
+struct FgdClass {
+  std::uint32_t shape = 0;
+  std::int64_t cpu_milli = 0;     // 0: any node
+  std::int64_t memory_bytes = 0;  // 0: any node
+  double weight = 0;
+};
+
+struct FgdModel {
+  std::vector<FgdShape> shapes;
+  std::vector<FgdClass> classes;
+  std::vector<std::int64_t> cpu_steps;   // ascending distinct CPU asks (> 0)
+  std::vector<double> rows;              // (cpu_steps + 1) rows x shapes: fitting weight
+  std::vector<double> row_unfit;         // per row: weight of the classes that do not fit
+  std::vector<std::int64_t> row_memory;  // per row: largest memory ask of a fitting class
+  double total = 0;                      // Σ weight
 };
 
 struct PodPlan {
@@ -215,8 +251,12 @@ struct PodPlan {
   bool reasons = true;  // FilterOptions::reasons
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;
-  const std::vector<WorkloadClass>* workload = nullptr;
-  double workload_weight = 0;
+  // fgd: the workload as fit tables, and the CPU and memory the pod asks
+  // (released where it already holds them, like `previous`).
+  FgdModel fgd;
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_bytes = 0;
+  const internal::PodRequestsEntry* previous_requests = nullptr;
   // Quota: effective limits for this pod's namespace, per vendor (-1: none).
   std::vector<std::int64_t> mem_limit, core_limit, mem_used, core_used;
   bool any_quota = false;
@@ -258,10 +298,17 @@ using OrderKey = std::array<float, 4>;
 constexpr float kWholeDevice = 0.999f;
 
 struct FragState {
-  std::vector<double> below;  // per fractional class: Σ free of the devices below its need
+  std::vector<double> below;  // per fractional shape: Σ free of the devices below its need
   double all = 0;             // Σ free
   double partial = 0;         // Σ free of the devices not fully free
   std::int32_t whole = 0;     // fully free devices
+};
+
+// The classes that fit one node by CPU and memory: the weight per shape
+// (`fit`, one per FgdModel shape) and the weight of the others.
+struct FitWeights {
+  const double* fit = nullptr;
+  double unfit = 0;
 };
 
 struct Scratch {
@@ -270,8 +317,21 @@ struct Scratch {
   std::vector<OrderKey> keys;
   std::vector<Pick> picked;
   std::vector<ContainerPicks> placement;
+  // fgd: the free share of each working device and the sums over them;
+  // frag_valid when they match the working devices (kept in step with the
+  // picks), and device scores already computed per (free, share).
   std::vector<float> frag_free;
   FragState frag, frag_changed;
+  bool frag_valid = false;
+  struct ScoreMemo {
+    float free, share, score;
+  };
+  std::vector<ScoreMemo> memo;
+  // fgd: the classes fitting the node being evaluated, as it is (before)
+  // and with the pod placed (after); own storage for rows computed class
+  // by class.
+  FitWeights before, after;
+  std::vector<double> before_fit, after_fit;
 };
 
 void CopyDevices(const std::vector<WorkDevice>& from, std::vector<WorkDevice>& to) {
@@ -385,18 +445,17 @@ float FreeShare(const WorkDevice& d) {
 
 // Expected fragmentation of a node (FGD, Weng et al. ATC'23): for each
 // workload class, the free GPU share that class cannot use, weighted by the
-// class's share. A fractional class r cannot use a device with less than r
-// free; a k-GPU class can use only fully free devices, and nothing at all
-// when fewer than k are fully free.
+// class's share. A class the node's free CPU or memory cannot host can use
+// none of it. Otherwise a fractional class r cannot use a device with less
+// than r free; a k-GPU class can use only fully free devices, and nothing at
+// all when fewer than k are fully free.
 //
 // The sums behind it are kept in a FragState so that changing one device's
-// free share costs O(classes), not O(devices x classes).
+// free share costs O(shapes), not O(devices x classes).
 void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
-  const std::vector<WorkloadClass>& classes = *plan.workload;
-  for (std::size_t k = 0; k < classes.size(); ++k) {
-    if (classes[k].gpu_milli > 0 && f < static_cast<float>(classes[k].gpu_milli) / 1000.0f) {
-      s.below[k] += sign * f;
-    }
+  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
+  for (std::size_t g = 0; g < shapes.size(); ++g) {
+    if (shapes[g].gpu_milli > 0 && f < shapes[g].need) s.below[g] += sign * f;
   }
   s.all += sign * f;
   if (f >= kWholeDevice) {
@@ -407,35 +466,163 @@ void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
 }
 
 void Measure(const std::vector<float>& free, const PodPlan& plan, FragState& s) {
-  s.below.assign(plan.workload->size(), 0.0);
+  s.below.assign(plan.fgd.shapes.size(), 0.0);
   s.all = s.partial = 0;
   s.whole = 0;
   for (float f : free) AddDevice(s, f, plan, +1);
 }
 
-double Fragmentation(const FragState& s, const PodPlan& plan) {
-  const std::vector<WorkloadClass>& classes = *plan.workload;
-  double total = 0;
-  for (std::size_t k = 0; k < classes.size(); ++k) {
-    const WorkloadClass& c = classes[k];
-    const double frag = c.gpu_milli > 0 ? s.below[k] : (s.whole >= c.gpus ? s.partial : s.all);
-    total += c.weight * frag;
+double Fragmentation(const FragState& s, const PodPlan& plan, const FitWeights& w) {
+  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
+  double total = w.unfit * s.all;
+  for (std::size_t g = 0; g < shapes.size(); ++g) {
+    const FgdShape& shape = shapes[g];
+    const double frag = shape.gpu_milli > 0 ? s.below[g] : (s.whole >= shape.gpus ? s.partial : s.all);
+    total += w.fit[g] * frag;
   }
-  return plan.workload_weight > 0 ? total / plan.workload_weight : 0;
+  return plan.fgd.total > 0 ? total / plan.fgd.total : 0;
 }
 
-double NodeFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch) {
+// Measures the working devices into scratch.frag unless it matches them.
+void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch) {
+  if (scratch.frag_valid) return;
   scratch.frag_free.resize(devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) scratch.frag_free[i] = FreeShare(devices[i]);
   Measure(scratch.frag_free, plan, scratch.frag);
-  return Fragmentation(scratch.frag, plan);
+  scratch.frag_valid = true;
+}
+
+// Keeps scratch.frag in step with picks just applied to the devices.
+void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked, const PodPlan& plan,
+                Scratch& scratch) {
+  if (!scratch.frag_valid) return;
+  for (const Pick& p : picked) {
+    const float was = scratch.frag_free[p.device];
+    const float now = FreeShare(devices[p.device]);
+    if (now == was) continue;
+    AddDevice(scratch.frag, was, plan, -1);
+    AddDevice(scratch.frag, now, plan, +1);
+    scratch.frag_free[p.device] = now;
+  }
+}
+
+// The fgd node score from the decrease in fragmentation (GPUs) a placement
+// brings, on kube-scheduler's scale as the FGD authors' scheduler plugin
+// computes it: 100 * sigmoid(decrease), rounded down. Placements whose
+// decreases differ by less than about 0.04 GPU (more for large changes)
+// score the same, and the first name wins among them.
+// The decrease is first rounded to a millionth of a GPU, so that summation
+// noise in equal fragmentations cannot cross a step.
+double FgdNodeScore(double decrease) {
+  const double rounded = std::nearbyint(decrease * 1e6) / 1e6;
+  return std::floor(100.0 / (1.0 + std::exp(-rounded)));
+}
+
+// Free CPU (millicores) and memory (bytes) of a node, the pod's own
+// placement released first; unknown capacity is unlimited.
+struct Room {
+  std::int64_t cpu = 0;
+  std::int64_t memory = 0;
+};
+constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
+
+Room NodeRoom(const NodeState& node, const PodPlan& plan) {
+  Room room{node.cpu_capacity < 0 ? kUnlimited : node.cpu_capacity - node.cpu_requested,
+            node.memory_capacity < 0 ? kUnlimited : node.memory_capacity - node.memory_requested};
+  const internal::PodRequestsEntry* previous = plan.previous_requests;
+  if (previous != nullptr && previous->node == node.name) {
+    if (room.cpu != kUnlimited) room.cpu += previous->requests.cpu_milli;
+    if (room.memory != kUnlimited) room.memory += previous->requests.memory_bytes;
+  }
+  return room;
+}
+
+Room Less(Room room, const PodPlan& plan) {
+  if (room.cpu != kUnlimited) room.cpu -= plan.cpu_milli;
+  if (room.memory != kUnlimited) room.memory -= plan.memory_bytes;
+  return room;
+}
+
+// The weights of the classes that fit `room`: a table row when the row's
+// memory asks fit too, else summed class by class into `storage`. Both sum
+// the fitting classes in ascending CPU order and the others in descending
+// order, so that equal sets of classes give equal sums to the last bit (and
+// no class left out gives exactly 0).
+FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage) {
+  const auto row = static_cast<std::size_t>(
+      std::upper_bound(m.cpu_steps.begin(), m.cpu_steps.end(), room.cpu) - m.cpu_steps.begin());
+  const std::size_t n = m.shapes.size();
+  if (m.row_memory[row] <= room.memory) return FitWeights{m.rows.data() + row * n, m.row_unfit[row]};
+  auto fits = [&](const FgdClass& c) {
+    return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) && (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
+  };
+  storage.assign(n, 0.0);
+  for (const FgdClass& c : m.classes) {
+    if (fits(c)) storage[c.shape] += c.weight;
+  }
+  double unfit = 0;
+  for (auto c = m.classes.rbegin(); c != m.classes.rend(); ++c) {
+    if (!fits(*c)) unfit += c->weight;
+  }
+  return FitWeights{storage.data(), unfit};
+}
+
+// Prepares the fgd tables for one Filter call: O(classes log classes +
+// CPU steps x shapes).
+FgdModel MakeFgdModel(const std::vector<WorkloadClass>& workload) {
+  FgdModel m;
+  for (const WorkloadClass& c : workload) {
+    const std::int32_t gpus = c.gpu_milli > 0 ? 0 : c.gpus;
+    auto shape = std::find_if(m.shapes.begin(), m.shapes.end(), [&](const FgdShape& s) {
+      return s.gpus == gpus && s.gpu_milli == c.gpu_milli;
+    });
+    if (shape == m.shapes.end()) {
+      shape = m.shapes.insert(m.shapes.end(), FgdShape{gpus, c.gpu_milli,
+                                                        static_cast<float>(c.gpu_milli) / 1000.0f});
+    }
+    m.classes.push_back(FgdClass{static_cast<std::uint32_t>(shape - m.shapes.begin()), c.cpu_milli,
+                                 c.memory_mib * 1024 * 1024, c.weight});
+    m.total += c.weight;
+    if (c.cpu_milli > 0) m.cpu_steps.push_back(c.cpu_milli);
+  }
+  std::stable_sort(m.classes.begin(), m.classes.end(),
+                   [](const FgdClass& a, const FgdClass& b) { return a.cpu_milli < b.cpu_milli; });
+  std::sort(m.cpu_steps.begin(), m.cpu_steps.end());
+  m.cpu_steps.erase(std::unique(m.cpu_steps.begin(), m.cpu_steps.end()), m.cpu_steps.end());
+  const std::size_t n = m.shapes.size();
+  const std::size_t rows = m.cpu_steps.size() + 1;
+  m.rows.assign(rows * n, 0.0);
+  m.row_unfit.assign(rows, 0.0);
+  m.row_memory.assign(rows, 0);
+  // unfit_from[i]: the weight of classes i.. (summed from the last one).
+  std::vector<double> unfit_from(m.classes.size() + 1, 0.0);
+  for (std::size_t i = m.classes.size(); i > 0; --i) unfit_from[i - 1] = unfit_from[i] + m.classes[i - 1].weight;
+  // Row r extends row r - 1 by the classes asking exactly cpu_steps[r - 1].
+  std::size_t next = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double* row = m.rows.data() + r * n;
+    if (r > 0) {
+      std::copy(row - n, row, row);
+      m.row_memory[r] = m.row_memory[r - 1];
+    }
+    const std::int64_t cpu = r == 0 ? 0 : m.cpu_steps[r - 1];
+    for (; next < m.classes.size() && m.classes[next].cpu_milli <= cpu; ++next) {
+      const FgdClass& c = m.classes[next];
+      row[c.shape] += c.weight;
+      m.row_memory[r] = std::max(m.row_memory[r], c.memory_bytes);
+    }
+    m.row_unfit[r] = unfit_from[next];
+  }
+  return m;
 }
 
 // fgd as a GPU policy: the increase in node fragmentation if `request`'s
 // share of one device were placed on each device (lower is better).
 void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
                      const PodPlan& plan, Scratch& scratch) {
-  const double before = NodeFragmentation(devices, plan, scratch);
+  EnsureMeasured(devices, plan, scratch);
+  const double before = Fragmentation(scratch.frag, plan, scratch.after);
+  scratch.memo.clear();
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const internal::HotDevice& info = devices[i];
     if (info.devcore <= 0 || info.devmem <= 0) {
@@ -450,11 +637,20 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
         std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) / static_cast<float>(info.devcore),
                  static_cast<float>(mem) / static_cast<float>(info.devmem));
     const float f = scratch.frag_free[i];
+    // Devices with the same free share and ask score the same.
+    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const Scratch::ScoreMemo& m) {
+      return m.free == f && m.share == share;
+    });
+    if (memo != scratch.memo.end()) {
+      devices[i].score = memo->score;
+      continue;
+    }
     FragState& changed = scratch.frag_changed;
     changed = scratch.frag;
     AddDevice(changed, f, plan, -1);
     AddDevice(changed, std::max(0.0f, f - share), plan, +1);
-    devices[i].score = static_cast<float>(Fragmentation(changed, plan) - before);
+    devices[i].score = static_cast<float>(Fragmentation(changed, plan, scratch.after) - before);
+    if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, devices[i].score});
   }
 }
 
@@ -842,6 +1038,7 @@ bool AddUsage(std::vector<WorkDevice>& devices, std::vector<Pick>& picked, std::
 struct NodeVerdict {
   bool fits = false;
   double score = 0;
+  double free_gpus = 0;  // fgd: the node's free GPU share before the placement
   std::string reason;
 };
 
@@ -882,6 +1079,7 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.placement, container, slot};
     if (!Fit(ctx, request, vendor, scratch.picked, reason)) return false;
     if (!AddUsage(devices, scratch.picked, reason)) return false;
+    TrackPicks(devices, scratch.picked, plan, scratch);
     picks[slot].insert(picks[slot].end(), scratch.picked.begin(), scratch.picked.end());
   }
   return true;
@@ -941,6 +1139,12 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   }
   scratch.placement.resize(plan.requests.size());
   for (ContainerPicks& c : scratch.placement) c.resize(plan.vendors.size());
+  if (plan.node_fgd || plan.gpu.fgd) {
+    // Devices are scored with the pod's CPU and memory placed on the node.
+    const Room room = NodeRoom(node, plan);
+    scratch.before = FitFor(plan.fgd, room, scratch.before_fit);
+    scratch.after = FitFor(plan.fgd, Less(room, plan), scratch.after_fit);
+  }
   // Init containers run one at a time, each on the node as it is; the
   // unchanged node is kept in `base` only when there are any.
   if (plan.init_requests) {
@@ -948,20 +1152,27 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     for (std::size_t c = 0; c < plan.init_containers; ++c) {
       if (plan.requests[c].empty()) continue;
       CopyDevices(scratch.base, scratch.work);
+      scratch.frag_valid = false;
       if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
     }
     CopyDevices(scratch.base, scratch.work);
   } else {
     LoadNode(s, node, plan, scratch.work);
   }
+  scratch.frag_valid = false;
   double before = 0;
-  if (plan.node_fgd) before = NodeFragmentation(scratch.work, plan, scratch);
+  if (plan.node_fgd) {
+    EnsureMeasured(scratch.work, plan, scratch);
+    before = Fragmentation(scratch.frag, plan, scratch.before);
+    verdict.free_gpus = scratch.frag.all;
+  }
   for (std::size_t c = plan.init_containers; c < plan.requests.size(); ++c) {
     if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
   }
   verdict.fits = true;
   if (plan.node_fgd) {
-    verdict.score = before - NodeFragmentation(scratch.work, plan, scratch);  // higher is better
+    EnsureMeasured(scratch.work, plan, scratch);
+    verdict.score = FgdNodeScore(before - Fragmentation(scratch.frag, plan, scratch.after));
   } else {
     verdict.score = NodeBaseScore(node, plan);
   }
@@ -1030,7 +1241,14 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
   if (auto it = s.pods.find(pod.uid); it != s.pods.end() && !pod.uid.empty()) {
     plan.previous = &it->second;
   }
-  plan.workload = options.workload.empty() ? &DefaultWorkload() : &options.workload;
+  if (plan.node_fgd || plan.gpu.fgd) {
+    plan.fgd = MakeFgdModel(options.workload.empty() ? DefaultWorkload() : options.workload);
+    plan.cpu_milli = std::max<std::int64_t>(pod.cpu_milli, 0);
+    plan.memory_bytes = std::max<std::int64_t>(pod.memory_bytes, 0);
+    if (auto it = s.requests.find(pod.uid); it != s.requests.end() && !pod.uid.empty()) {
+      plan.previous_requests = &it->second;
+    }
+  }
   plan.reasons = options.reasons;
   std::size_t request_count = 0;
   for (std::size_t c = 0; c < plan.requests.size(); ++c) {
@@ -1040,7 +1258,6 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
       plan.simple_index = r;
     }
   }
-  for (const WorkloadClass& c : *plan.workload) plan.workload_weight += c.weight;
 
   const std::size_t vendors = s.config.vendors.size();
   plan.mem_limit.assign(vendors, -1);
@@ -1087,7 +1304,9 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   FilterResult result;
   if (!HasRequests(plan.requests)) {
     result.has_requests = false;
-    return result;
+    // fgd places a pod without devices too: its CPU and memory can leave a
+    // node's GPUs unusable.
+    if (!plan.node_fgd) return result;
   }
 
   // Candidates: the given names (deduplicated), or every node; by name.
@@ -1114,6 +1333,7 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   Scratch scratch;
   const NodeState* best = nullptr;
   double best_score = 0;
+  double best_free_gpus = 0;
   result.scores.reserve(nodes.size());
   for (const NodeState* node : nodes) {
     NodeVerdict v = EvaluateNode(s, plan, *node, scratch, /*need_devices=*/false);
@@ -1125,10 +1345,16 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
     result.scores.push_back(NodeScore{node->name, v.score});
     // Names ascend, so a strictly better score is needed to replace: ties go
     // to the first name.
-    const bool better = best == nullptr || (plan.node_spread ? v.score < best_score : v.score > best_score);
+    bool better = best == nullptr || (plan.node_spread ? v.score < best_score : v.score > best_score);
+    // A pod without devices: among equal scores, the node with the fewest
+    // free GPUs, which its CPU and memory can strand the least later.
+    if (!result.has_requests && !better && v.score == best_score && v.free_gpus < best_free_gpus) {
+      better = true;
+    }
     if (better) {
       best = node;
       best_score = v.score;
+      best_free_gpus = v.free_gpus;
     }
   }
   // Unregistered candidates were listed first; merge them into name order.
@@ -1137,6 +1363,10 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
     std::stable_sort(result.failed.begin(), result.failed.end(), by_name);
   }
   if (best == nullptr) return result;
+  if (!result.has_requests) {
+    result.node = best->name;
+    return result;
+  }
 
   // Materialise the winner's placement.
   EvaluateNode(s, plan, *best, scratch, /*need_devices=*/true);  // fills scratch.placement

@@ -311,6 +311,91 @@ Status RegisterDevices(const DeviceConfig& config, NodeState& state) {
 
 bool IsTerminated(const Pod& pod) { return pod.phase == "Succeeded" || pod.phase == "Failed"; }
 
+// A node's allocatable CPU (millicores) and memory (bytes); unknown when
+// absent or not a quantity.
+void ReadCapacity(NodeState& state) {
+  const StringMap& allocatable = state.object.allocatable;
+  state.cpu_capacity = state.memory_capacity = NodeState::kUnknown;
+  if (const std::string* cpu = allocatable.Find("cpu")) {
+    state.cpu_capacity = QuantityMilliValue(*cpu).value_or(NodeState::kUnknown);
+  }
+  if (const std::string* memory = allocatable.Find("memory")) {
+    state.memory_capacity = QuantityValue(*memory).value_or(NodeState::kUnknown);
+  }
+  if (state.cpu_capacity < 0) state.cpu_capacity = NodeState::kUnknown;
+  if (state.memory_capacity < 0) state.memory_capacity = NodeState::kUnknown;
+}
+
+// Adds (sign = +1) or removes (-1) one pod's CPU and memory on `node`: the
+// per-name sums, and the node's copy when it is known.
+void ApplyRequests(SnapshotState& s, std::string_view node, const internal::Requested& r, int sign) {
+  auto sums = s.requested.find(node);
+  if (sums == s.requested.end()) sums = s.requested.emplace(std::string(node), internal::Requested{}).first;
+  sums->second.cpu_milli += sign * r.cpu_milli;
+  sums->second.memory_bytes += sign * r.memory_bytes;
+  const internal::Requested now = sums->second;
+  if (now.cpu_milli == 0 && now.memory_bytes == 0) s.requested.erase(sums);
+  if (auto it = s.node_index.find(node); it != s.node_index.end()) {
+    NodeState& state = s.nodes[it->second];
+    state.cpu_requested = now.cpu_milli;
+    state.memory_requested = now.memory_bytes;
+  }
+}
+
+bool RemoveRequests(SnapshotState& s, std::string_view uid) {
+  auto it = s.requests.find(uid);
+  if (it == s.requests.end()) return false;
+  ApplyRequests(s, it->second.node, it->second.requests, -1);
+  s.requests.erase(it);
+  return true;
+}
+
+// Counts a live pod's CPU and memory on its node: spec.nodeName, else the
+// node it is reserved on. A pod with neither keeps what is counted (a stale
+// update), as the device cache does.
+void UpdateRequests(SnapshotState& s, const Pod& pod, const std::string* reserved_node) {
+  const std::string_view node = !pod.node_name.empty() ? std::string_view(pod.node_name)
+                                : reserved_node != nullptr ? std::string_view(*reserved_node)
+                                                           : std::string_view();
+  if (node.empty()) return;
+  const internal::Requested requests{std::max<std::int64_t>(pod.cpu_milli, 0),
+                                     std::max<std::int64_t>(pod.memory_bytes, 0)};
+  auto it = s.requests.find(pod.uid);
+  if (it != s.requests.end()) {
+    const internal::PodRequestsEntry& old = it->second;
+    if (old.node == node && old.requests.cpu_milli == requests.cpu_milli &&
+        old.requests.memory_bytes == requests.memory_bytes) {
+      return;
+    }
+    RemoveRequests(s, pod.uid);
+  }
+  if (requests.cpu_milli == 0 && requests.memory_bytes == 0) return;
+  s.requests.emplace(pod.uid, internal::PodRequestsEntry{std::string(node), requests});
+  ApplyRequests(s, node, requests, +1);
+}
+
+// Removes a pod's device entry (not its CPU and memory).
+bool RemoveDevicePod(SnapshotState& s, std::string_view uid) {
+  auto it = s.pods.find(uid);
+  if (it == s.pods.end()) return false;
+  const PodEntry& entry = it->second;
+  if (auto n = s.node_index.find(entry.node); n != s.node_index.end() && s.nodes[n->second].present) {
+    ApplyPod(s, s.nodes[n->second], entry, -1);
+  }
+  ApplyQuota(s, entry, -1);
+  if (auto pods = s.pods_by_node.find(entry.node); pods != s.pods_by_node.end()) {
+    std::vector<const PodEntry*>& list = pods->second;
+    auto at = std::find(list.begin(), list.end(), &entry);
+    if (at != list.end()) {
+      *at = list.back();
+      list.pop_back();
+    }
+    if (list.empty()) s.pods_by_node.erase(pods);
+  }
+  s.pods.erase(it);
+  return true;
+}
+
 }  // namespace
 
 ClusterSnapshot::ClusterSnapshot(DeviceConfig config)
@@ -353,6 +438,13 @@ Status ClusterSnapshot::AddNode(const Node& node) {
   state.present = true;
   state.object = node;
   Status status = RegisterDevices(s.config, state);
+  ReadCapacity(state);
+  if (auto sums = s.requested.find(node.name); sums != s.requested.end()) {
+    state.cpu_requested = sums->second.cpu_milli;
+    state.memory_requested = sums->second.memory_bytes;
+  } else {
+    state.cpu_requested = state.memory_requested = 0;
+  }
   PlaceHot(s, state);
   if (auto pods = s.pods_by_node.find(node.name); pods != s.pods_by_node.end()) {
     for (const PodEntry* pod : pods->second) ApplyPod(s, state, *pod, +1);
@@ -376,9 +468,10 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
   const std::string* node_name = pod.annotations.Find(keys::kVgpuNode);
   auto existing = s.pods.find(pod.uid);
   if (IsTerminated(pod)) {
-    if (existing != s.pods.end()) RemovePod(pod.uid);
+    RemovePod(pod.uid);
     return Status();
   }
+  UpdateRequests(s, pod, node_name);
   // Only pods placed by a scheduler hold devices. An update that lacks the
   // annotation (a stale watch event racing the Filter's PATCH) keeps what
   // is cached, as HAMi's informer does.
@@ -414,7 +507,7 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
     }
     entry.mig = std::move(*decoded);
   }
-  if (existing != s.pods.end()) RemovePod(pod.uid);
+  if (existing != s.pods.end()) RemoveDevicePod(s, pod.uid);
   if (auto it = s.node_index.find(entry.node); it != s.node_index.end() && s.nodes[it->second].present) {
     ApplyPod(s, s.nodes[it->second], entry, +1);
   }
@@ -428,25 +521,9 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
 }
 
 bool ClusterSnapshot::RemovePod(std::string_view uid) {
-  SnapshotState& s = *state_;
-  auto it = s.pods.find(uid);
-  if (it == s.pods.end()) return false;
-  const PodEntry& entry = it->second;
-  if (auto n = s.node_index.find(entry.node); n != s.node_index.end() && s.nodes[n->second].present) {
-    ApplyPod(s, s.nodes[n->second], entry, -1);
-  }
-  ApplyQuota(s, entry, -1);
-  if (auto pods = s.pods_by_node.find(entry.node); pods != s.pods_by_node.end()) {
-    std::vector<const PodEntry*>& list = pods->second;
-    auto at = std::find(list.begin(), list.end(), &entry);
-    if (at != list.end()) {
-      *at = list.back();
-      list.pop_back();
-    }
-    if (list.empty()) s.pods_by_node.erase(pods);
-  }
-  s.pods.erase(it);
-  return true;
+  const bool devices = RemoveDevicePod(*state_, uid);
+  const bool requests = RemoveRequests(*state_, uid);
+  return devices || requests;
 }
 
 void ClusterSnapshot::SetQuota(std::string_view pod_namespace, std::string_view quota_name,
@@ -518,6 +595,13 @@ Result<std::vector<PodUsage>> ClusterSnapshot::PodUsageOf(std::string_view uid) 
   std::vector<PodUsage> out;
   for (const PodUsageItem& item : it->second.usage) out.push_back(item.usage);
   return out;
+}
+
+Result<NodeCpuMemory> ClusterSnapshot::NodeCpuMemoryOf(std::string_view node) const {
+  const NodeState* state = state_->FindNode(node);
+  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  return NodeCpuMemory{state->cpu_capacity, state->memory_capacity, state->cpu_requested,
+                       state->memory_requested};
 }
 
 std::int64_t ClusterSnapshot::QuotaLimit(std::string_view pod_namespace,

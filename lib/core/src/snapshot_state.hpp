@@ -67,6 +67,26 @@ struct NodeState {
   // Aggregates over all devices (spec §5.1), kept up to date incrementally.
   std::int64_t total_slots = 0, total_cores = 0, total_mem = 0;
   std::int64_t used_slots = 0, used_cores = 0, used_mem = 0;
+  // Allocatable CPU (millicores) and memory (bytes); kUnknown when the node
+  // does not report them, which the fgd policy reads as unlimited.
+  static constexpr std::int64_t kUnknown = -1;
+  std::int64_t cpu_capacity = kUnknown, memory_capacity = kUnknown;
+  // CPU and memory requested by the pods on the node: a copy of
+  // SnapshotState::requested for this name, kept up to date incrementally.
+  std::int64_t cpu_requested = 0, memory_requested = 0;
+};
+
+// CPU and memory requested on one node, summed over its pods.
+struct Requested {
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_bytes = 0;
+};
+
+// The CPU and memory one pod requests, counted on `node`: the node it is
+// bound to (spec.nodeName), else the node it is reserved on (hami.io/vgpu-node).
+struct PodRequestsEntry {
+  std::string node;
+  Requested requests;
 };
 
 struct PodUsageItem {
@@ -122,6 +142,10 @@ struct SnapshotState {
   StringKeyMap<PodEntry> pods;  // by UID; entries never move
   StringKeyMap<std::vector<const PodEntry*>> pods_by_node;
   StringKeyMap<NamespaceQuota> quotas;  // by namespace
+  // CPU and memory: every placed pod with a request, devices or not, by UID;
+  // and the sums per node name, nodes not (or no longer) registered included.
+  StringKeyMap<PodRequestsEntry> requests;
+  StringKeyMap<Requested> requested;
 
   const HotDevice* Hot(const NodeState& node) const { return hot.data() + node.hot_begin; }
   HotDevice* Hot(const NodeState& node) { return hot.data() + node.hot_begin; }

@@ -253,8 +253,8 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
     out.push_back(FilterReply{request, {}, {}, std::string(result.status().message())});
     return;
   }
-  if (!result->has_requests) {
-    out.push_back(FilterReply{request, nodes, {}, ""});
+  if (!result->has_requests) {  // every node passes; fgd still names the one it prefers
+    out.push_back(FilterReply{request, result->node ? std::vector<std::string>{*result->node} : nodes, {}, ""});
     return;
   }
   if (!result->node) {

@@ -9,6 +9,7 @@
 #include <queue>
 #include <random>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "devshare/annotations.hpp"
@@ -100,18 +101,21 @@ double GpusOf(const PodSpec& spec) {
 }
 
 // The engine's options, with the scenario's own request mix as the workload
-// fgd expects when none is given.
+// fgd expects when none is given: one class per distinct (gpus, gpu_milli,
+// CPU, memory) of the scenario's GPU pods, weighted by its count.
 engine::EngineOptions WithWorkload(const Scenario& scenario) {
   engine::EngineOptions options = scenario.engine;
   if (!options.filter.workload.empty()) return options;
-  std::map<std::pair<std::int32_t, std::int32_t>, double> mix;  // (gpus, milli) -> count
+  using Shape = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::int64_t>;
+  std::map<Shape, double> mix;  // (gpus, milli, cpu, memory) -> count
   for (const PodSpec& p : scenario.pods) {
     if (p.gpus == 0) continue;
     const bool fraction = p.gpus == 1 && p.gpu_milli > 0 && p.gpu_milli < 1000;
-    mix[{fraction ? 0 : p.gpus, fraction ? p.gpu_milli : 0}] += 1;
+    mix[{fraction ? 0 : p.gpus, fraction ? p.gpu_milli : 0, p.cpu_milli, p.memory_mib}] += 1;
   }
   for (const auto& [shape, count] : mix) {
-    options.filter.workload.push_back(WorkloadClass{count, shape.first, shape.second});
+    const auto& [gpus, milli, cpu, memory] = shape;
+    options.filter.workload.push_back(WorkloadClass{count, gpus, milli, cpu, memory});
   }
   return options;
 }
@@ -668,8 +672,8 @@ class Simulation {
       Unschedulable(index, "no node has enough CPU and memory", !scenario_.scheduler.retry_unschedulable);
       return Kick();
     }
-    if (spec.gpus == 0) {  // no device: kube-scheduler binds it without the extender
-      Assume(index, candidates_.front());
+    if (spec.gpus == 0) {  // no device: kube-scheduler binds it itself
+      Assume(index, CpuOnlyNode(r, pod));
       pod.object.node_name = pod.node;
       Bound(pod, pod.node, r);
       PodChanged(pod);
@@ -705,6 +709,19 @@ class Simulation {
     in_session_ = true;
     session_left_ = queue_.size();
     return true;
+  }
+
+  // The node for a pod without devices: the extender's preference when it
+  // names one node (fgd scores such pods), else kube-scheduler's first
+  // fitting node. Such a Filter writes nothing.
+  std::string CpuOnlyNode(int r, const PodState& pod) {
+    std::vector<Command> out;
+    replicas_[static_cast<std::size_t>(r)].engine->Filter(0, pod.object, candidates_, now_, out);
+    for (const Command& command : out) {
+      const auto* reply = std::get_if<FilterReply>(&command);
+      if (reply != nullptr && reply->error.empty() && reply->nodes.size() == 1) return reply->nodes.front();
+    }
+    return candidates_.front();
   }
 
   void FilterAnswered(int r, const FilterReply& reply) {

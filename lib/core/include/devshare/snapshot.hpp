@@ -14,6 +14,15 @@
 // usage comes from each vendor's `...-devices-allocated` annotation collapsed
 // over init and app containers.
 //
+// CPU and memory (for the fgd policy): a node's capacity is its allocatable
+// `cpu` and `memory` (unknown, read as unlimited, when absent or not a
+// quantity); every pod placed on a node — bound (spec.nodeName), else
+// reserved (`hami.io/vgpu-node`) — counts its Pod::cpu_milli and
+// Pod::memory_bytes there, whether or not it holds devices. The same rules
+// apply as for devices: O(1) per pod, exact on removal, a pod may arrive
+// before its node, an update without a node keeps what is counted, and
+// Succeeded/Failed pods are dropped.
+//
 // Thread-safety: not internally synchronised. Concurrent const use (Filter)
 // is safe; mutation needs exclusive access.
 #ifndef DEVSHARE_SNAPSHOT_HPP_
@@ -55,6 +64,17 @@ struct PodUsage {
   friend bool operator==(const PodUsage&, const PodUsage&) = default;
 };
 
+// A node's CPU and memory: allocatable (kUnknown when not reported) and
+// requested by the pods placed on it.
+struct NodeCpuMemory {
+  static constexpr std::int64_t kUnknown = -1;
+  std::int64_t cpu_milli = kUnknown;     // allocatable "cpu", in millicores
+  std::int64_t memory_bytes = kUnknown;  // allocatable "memory"
+  std::int64_t cpu_requested_milli = 0;
+  std::int64_t memory_requested_bytes = 0;
+  friend bool operator==(const NodeCpuMemory&, const NodeCpuMemory&) = default;
+};
+
 class DEVSHARE_EXPORT ClusterSnapshot {
  public:
   explicit ClusterSnapshot(DeviceConfig config = DefaultDeviceConfig());
@@ -77,12 +97,14 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   bool RemoveNode(std::string_view name);
 
   // Adds or updates a pod (see the class comment). A Succeeded/Failed pod is
-  // removed; a pod without `hami.io/vgpu-node` is not cached, and an update
-  // without it leaves a cached entry as it is. Errors:
-  // an allocation annotation that does not decode (the pod is not cached,
-  // as in HAMi).
+  // removed; a pod without `hami.io/vgpu-node` holds no devices here, and an
+  // update without it leaves a cached entry as it is. A pod with a node
+  // (spec.nodeName or `hami.io/vgpu-node`) counts its CPU and memory there,
+  // devices or not. Errors: an allocation annotation that does not decode
+  // (the pod holds no devices, as in HAMi; its CPU and memory still count).
   Status AddPod(const Pod& pod);
-  // Removes a pod by UID; returns false when it was not cached.
+  // Removes a pod by UID, its devices and its CPU and memory; returns false
+  // when the snapshot held neither.
   bool RemovePod(std::string_view uid);
 
   // Sets the hard limits of one ResourceQuota object (`limits.<resource>`
@@ -94,6 +116,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
 
   // Read access.
   std::size_t node_count() const;
+  // Pods cached for their devices (those with `hami.io/vgpu-node`); pods
+  // counted for CPU and memory only are not included.
   std::size_t pod_count() const;
   // Node names in ascending order.
   std::vector<std::string> NodeNames() const;
@@ -101,6 +125,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   Result<std::vector<DeviceView>> NodeDevices(std::string_view node) const;
   // The usage a cached pod holds, or NotFound.
   Result<std::vector<PodUsage>> PodUsageOf(std::string_view uid) const;
+  // The CPU and memory of `node`, or NotFound.
+  Result<NodeCpuMemory> NodeCpuMemoryOf(std::string_view node) const;
   // Quota: the effective limit (or -1 when unset) and usage of `resource`
   // (for example "nvidia.com/gpumem") in `pod_namespace`.
   std::int64_t QuotaLimit(std::string_view pod_namespace, std::string_view resource) const;

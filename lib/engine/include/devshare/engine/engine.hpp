@@ -103,7 +103,8 @@ struct PostBinding {
 struct FilterReply {
   std::uint64_t request = 0;
   std::vector<std::string> nodes;        // the nodes kept: the chosen one, or all for a pod
-                                         // asking no device
+                                         // asking no device (under the fgd node policy,
+                                         // the one it prefers)
   std::vector<NodeFailure> failed;
   std::string error;                     // non-empty: the extender's Error field
 };

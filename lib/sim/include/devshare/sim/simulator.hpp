@@ -19,7 +19,10 @@
 //                engine's Filter as an extender (30 s timeout); the Bind runs
 //                asynchronously while the next cycle starts. A pod that fits
 //                nowhere is given up (the FGD paper's experiment) or retried
-//                with kube-scheduler's backoff (1 s doubling to 10 s).
+//                with kube-scheduler's backoff (1 s doubling to 10 s). A pod
+//                without devices is bound by kube-scheduler itself, on the
+//                node the Filter names when it names one (fgd), else on the
+//                first node that fits.
 //                With several replicas, their kube-schedulers elect a leader
 //                through a Lease (client-go's 15 s / 10 s / 2 s) and each
 //                replica's engine follows it.
