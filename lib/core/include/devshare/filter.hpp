@@ -84,7 +84,10 @@ struct NodeFailure {
 };
 
 struct FilterResult {
-  // The chosen node, or nullopt when no node fits or the pod asks nothing.
+  // The chosen node, or nullopt when no node fits or the pod asks for no
+  // device (except under the fgd node policy, which places such a pod too:
+  // where its CPU and memory strand the least GPU, among equal scores the
+  // node with the fewest free GPUs; no annotations or devices then).
   std::optional<std::string> node;
   // The devices per vendor and container (init containers first), every
   // container present for every requested vendor (W1 fixed).
@@ -96,7 +99,8 @@ struct FilterResult {
   std::vector<NodeFailure> failed;
   // Every feasible node's score, by node name.
   std::vector<NodeScore> scores;
-  // False when the pod asks for no device (every node passes).
+  // False when the pod asks for no device (every node passes; under fgd,
+  // `node` and `scores` are still given).
   bool has_requests = true;
 };
 
