@@ -5,10 +5,16 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/http.hpp>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "devshare/kube/api_client.hpp"
@@ -217,4 +223,110 @@ TEST_CASE("kube: the HTTP server answers later, limits bodies, and stops") {
   CHECK(got[1] == std::pair<int, std::string>{200, "late"});
   CHECK(got[2].first == 413);
   CHECK(got[2].second.find("over 64 bytes") != std::string::npos);
+}
+
+namespace {
+
+// Two self-signed P-256 certificates (CN cert-a, cert-b), valid for 100 years.
+constexpr std::string_view kCertA = R"pem(-----BEGIN CERTIFICATE-----
+MIIBejCCAR+gAwIBAgIUevWO1wFtiptZbCEmTPrIL6TmoqAwCgYIKoZIzj0EAwIw
+ETEPMA0GA1UEAwwGY2VydC1hMCAXDTI2MTEyMTIwMDAwOFoYDzIxMjYxMDI4MjAw
+MDA4WjARMQ8wDQYDVQQDDAZjZXJ0LWEwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC
+AASp7K1dD3Xu0Ny+EmjL5caLg0pos1txhYredg+yMTvo+aQmUc3k8r6iFBIPhTbc
+TMTkMcNJxGoO9iOQsCzSgnUGo1MwUTAdBgNVHQ4EFgQUCtPh4YmcjYMY8hcfrJzF
+/476FsMwHwYDVR0jBBgwFoAUCtPh4YmcjYMY8hcfrJzF/476FsMwDwYDVR0TAQH/
+BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEA8Le9kTwNJyB1o+2MqXGpmi4VBycD
+yoOpf3MqnIckrGgCIQDyq7hhIz6Qj/Bk4kS7jdljqwrYywHrfLqj0w2Su1q0TQ==
+-----END CERTIFICATE-----
+)pem";
+constexpr std::string_view kKeyA = R"pem(-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgqb5tMCyCXsLq2fDD
+ms/2VF1pQBMjf+vHMsNgUqdFpDGhRANCAASp7K1dD3Xu0Ny+EmjL5caLg0pos1tx
+hYredg+yMTvo+aQmUc3k8r6iFBIPhTbcTMTkMcNJxGoO9iOQsCzSgnUG
+-----END PRIVATE KEY-----
+)pem";
+constexpr std::string_view kCertB = R"pem(-----BEGIN CERTIFICATE-----
+MIIBeTCCAR+gAwIBAgIUEUZhjIkIIpONehg7cRQwtvdhfWcwCgYIKoZIzj0EAwIw
+ETEPMA0GA1UEAwwGY2VydC1iMCAXDTI2MTEyMTIwMDAwOFoYDzIxMjYxMDI4MjAw
+MDA4WjARMQ8wDQYDVQQDDAZjZXJ0LWIwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC
+AATzk22KS9Dwz9KfIXC8MI4fkzHj258Cnb6qVMawlu7X2DzmoJDyhihY9LT3RObV
+HKFqLWhOlt1/gyxE0sCCwIMMo1MwUTAdBgNVHQ4EFgQU6i1zsTIA0oURl1XK/O0n
+DjXTxm0wHwYDVR0jBBgwFoAU6i1zsTIA0oURl1XK/O0nDjXTxm0wDwYDVR0TAQH/
+BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEAnRv/54+V4N+275toJ9Slkdlzp0Kl
+do7o8kwKAq603wwCIC6NDTLMAaR7E+ltSEo0dCNNHBq9POFzsM328Qyv7SDW
+-----END CERTIFICATE-----
+)pem";
+constexpr std::string_view kKeyB = R"pem(-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgI7yEix9X14TBOgjg
+bhaWzXicxqp9tB2qKz4PxO4mJiChRANCAATzk22KS9Dwz9KfIXC8MI4fkzHj258C
+nb6qVMawlu7X2DzmoJDyhihY9LT3RObVHKFqLWhOlt1/gyxE0sCCwIMM
+-----END PRIVATE KEY-----
+)pem";
+
+void WriteFile(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// The common name of the certificate a TLS server on `port` presents, and
+// the protocol ALPN settled on when the client offered h2 and http/1.1.
+std::pair<std::string, std::string> Presented(std::uint16_t port) {
+  boost::asio::io_context io;
+  boost::asio::ssl::context context(boost::asio::ssl::context::tls_client);
+  context.set_verify_mode(boost::asio::ssl::verify_none);
+  boost::asio::ssl::stream<tcp::socket> stream(io, context);
+  static constexpr unsigned char kProtocols[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  SSL_set_alpn_protos(stream.native_handle(), kProtocols, sizeof(kProtocols));
+  stream.next_layer().connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  stream.handshake(boost::asio::ssl::stream_base::client);
+  X509* peer = SSL_get1_peer_certificate(stream.native_handle());
+  char name[64] = {};
+  X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, name, sizeof(name));
+  X509_free(peer);
+  const unsigned char* alpn = nullptr;
+  unsigned int alpn_length = 0;
+  SSL_get0_alpn_selected(stream.native_handle(), &alpn, &alpn_length);
+  boost::system::error_code ignored;
+  stream.shutdown(ignored);
+  return {name, std::string(reinterpret_cast<const char*>(alpn), alpn_length)};
+}
+
+}  // namespace
+
+TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("devshare-tls-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/tls.crt", kCertA);
+  WriteFile(dir + "/tls.key", kKeyA);
+  boost::asio::io_context io;
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.cert_file = dir + "/tls.crt";
+  options.key_file = dir + "/tls.key";
+  options.cert_check_period = std::chrono::milliseconds(20);
+  HttpServer server(io, options, [](HttpRequest, Responder respond) { respond(HttpResponse{}); });
+  REQUIRE(server.Start().ok());
+  std::pair<std::string, std::string> before, after;
+  std::thread client([&] {
+    before = Presented(server.port());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    WriteFile(dir + "/tls.key", kKeyB);  // a new pair, written as a secret update would
+    WriteFile(dir + "/tls.crt", kCertB);
+    std::filesystem::last_write_time(dir + "/tls.crt",
+                                     std::filesystem::last_write_time(dir + "/tls.crt") + std::chrono::seconds(1));
+    for (int i = 0; i < 200 && after.first != "cert-b"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      after = Presented(server.port());
+    }
+    boost::asio::post(io, [&] { server.Stop(); });
+  });
+  io.run();
+  client.join();
+  std::filesystem::remove_all(dir);
+  CHECK(before == std::pair<std::string, std::string>{"cert-a", "http/1.1"});
+  CHECK(after == std::pair<std::string, std::string>{"cert-b", "http/1.1"});
+  CHECK(HttpServer(io, HttpServerOptions{"127.0.0.1", 0, "/nonexistent.crt", "/nonexistent.key"}, {})
+            .Start()
+            .code() == StatusCode::kInvalidConfig);
 }
