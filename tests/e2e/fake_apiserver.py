@@ -3,7 +3,9 @@
 It serves what devshare's API client asks for, from memory: a NodeList of
 N nodes with 8 GPUs each (HAMi's register annotation and allocatable
 counts), an empty PodList, watches that stay open without events, and 200
-to every PATCH and Binding. No authentication, plain HTTP. It is not a
+to every PATCH and Binding (the first --throttle PATCHes get 429 with
+Retry-After, as API priority and fairness answers; the first --expire
+watches end with a 410 ERROR event, as an expired resourceVersion does). No authentication, plain HTTP. It is not a
 conformance model; the end-to-end test uses a real kube-apiserver.
 
 Usage: python3 fake_apiserver.py --port 18080 --nodes 5000
@@ -33,6 +35,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     nodes: list = []
     calls: dict = {}
+    throttle = 0  # PATCHes still to answer with 429
+    expire = 0    # watches still to end with a 410 ERROR event
     lock = threading.Lock()
 
     def log_message(self, *args) -> None:  # quiet
@@ -59,6 +63,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            with self.lock:
+                expire = Handler.expire > 0
+                Handler.expire -= 1 if expire else 0
+            if expire:  # the version is too old: one ERROR event, then the stream ends
+                event = json.dumps({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
+                                    "status": "Failure", "reason": "Expired", "code": 410,
+                                    "message": "too old resource version: 1 (2)"}}).encode() + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event))
+                return
             self.wfile.flush()
             deadline = time.time() + int(query.get("timeoutSeconds", ["300"])[0])
             try:
@@ -88,6 +101,18 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.count("patch")
+        with self.lock:
+            throttled = Handler.throttle > 0
+            Handler.throttle -= 1 if throttled else 0
+        if throttled:  # as API priority and fairness answers: plain text, Retry-After
+            data = b"Too many requests, please try again later."
+            self.send_response(429)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         self.reply(200, {})
 
     def do_POST(self) -> None:
@@ -100,7 +125,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=18080)
     parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--throttle", type=int, default=0, help="answer the first N PATCHes with 429")
+    parser.add_argument("--expire", type=int, default=0, help="end the first N watches with a 410 ERROR event")
     args = parser.parse_args()
+    Handler.throttle = args.throttle
+    Handler.expire = args.expire
     Handler.nodes = [node(i) for i in range(args.nodes)]
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True

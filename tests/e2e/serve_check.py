@@ -2,7 +2,8 @@
 
 Starts fake_apiserver.py (20 nodes of 8 GPUs) and `devshare serve`, then
 checks every route: /readyz, /filter (placement, the reasons of the nodes
-not kept), /bind (lock, bind phase, Binding through the API), /prioritize,
+not kept; its pod PATCH first answered 429 with Retry-After; the first
+watch ended by a 410, so a relist), /bind (lock, bind phase, Binding through the API), /prioritize,
 /webhook (AdmissionReview with the schedulerName patch), /metrics, and the
 errors: 400 for malformed JSON, 404 for an unknown path, 405 for a wrong
 method, 413 for a body over 1 MiB. Prints "serve: N passed, M failed".
@@ -64,7 +65,7 @@ clusters: [{{name: t, cluster: {{server: "http://127.0.0.1:{api_port}"}}}}]
 users: [{{name: t, user: {{}}}}]
 """)
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "fake_apiserver.py"), "--port", str(api_port),
-                              "--nodes", "20"])]
+                              "--nodes", "20", "--throttle", "1", "--expire", "1"])]
     procs.append(subprocess.Popen([devshare, "serve", "--kubeconfig", kubeconfig, "--listen", f"127.0.0.1:{port}",
                                    "--node-policy", "binpack"], stderr=subprocess.PIPE))
     passed = failed = 0
@@ -121,6 +122,11 @@ users: [{{name: t, user: {{}}}}]
         check("metrics count the Filter and the API calls",
               status == 200 and 'devshare_filter_duration_seconds_count{outcome="placed"} 1' in text
               and 'devshare_api_requests_total{verb="binding",code="201"} 1' in text, text[:400])
+        check("a watch ended by a 410 ERROR event was followed by a relist (3 lists: nodes twice, pods)",
+              'devshare_api_requests_total{verb="list",code="200"} 3' in text, text[-800:])
+        check("a 429 with Retry-After was retried (the Filter above still placed its pod)",
+              'devshare_api_requests_total{verb="patch-pod",code="429"} 1' in text
+              and 'devshare_api_requests_total{verb="patch-pod",code="200"}' in text, text[-800:])
         status, body = call(port, "POST", "/filter", b"{not json")
         check("malformed JSON is a 400 with the reason", status == 400 and b"not JSON" in body, (status, body))
         status, _ = call(port, "GET", "/nothing")
