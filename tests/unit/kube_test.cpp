@@ -330,3 +330,28 @@ TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") 
             .Start()
             .code() == StatusCode::kInvalidConfig);
 }
+
+TEST_CASE("kube: a client that sends nothing is disconnected after the read timeout") {
+  boost::asio::io_context io;
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.read_timeout = std::chrono::milliseconds(100);
+  HttpServer server(io, options, [](HttpRequest, Responder respond) { respond(HttpResponse{}); });
+  REQUIRE(server.Start().ok());
+  bool closed = false;
+  std::thread client([&] {
+    boost::asio::io_context client_io;
+    tcp::socket socket(client_io);
+    socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), server.port()));
+    socket.write_some(boost::asio::buffer(std::string_view("POST /filter HTTP/1.1\r\n")));  // and then nothing
+    char byte = 0;
+    boost::system::error_code ec;
+    socket.read_some(boost::asio::buffer(&byte, 1), ec);  // returns when the server closes (else hangs)
+    closed = ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
+    boost::asio::post(io, [&] { server.Stop(); });
+  });
+  io.run();
+  client.join();
+  CHECK(closed);
+}
