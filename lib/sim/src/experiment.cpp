@@ -48,25 +48,23 @@ FieldReader Number(double& out) {
   };
 }
 
-// A positive integer of type T.
+// An integer of type T, at least `min`.
 template <typename T>
-FieldReader Positive(T& out) {
-  return [&out](const YAML::Node& n, const std::string& p) {
+FieldReader AtLeast(std::int64_t min, T& out) {
+  return [min, &out](const YAML::Node& n, const std::string& p) {
     std::int64_t value = out;
-    Status s = ReadInteger(n, p, 1, std::numeric_limits<T>::max(), value);
+    Status s = ReadInteger(n, p, min, std::numeric_limits<T>::max(), value);
     if (s.ok()) out = static_cast<T>(value);
     return s;
   };
 }
-
+template <typename T>
+FieldReader Positive(T& out) {
+  return AtLeast(1, out);
+}
 template <typename T>
 FieldReader NonNegative(T& out) {
-  return [&out](const YAML::Node& n, const std::string& p) {
-    std::int64_t value = out;
-    Status s = ReadInteger(n, p, 0, std::numeric_limits<T>::max(), value);
-    if (s.ok()) out = static_cast<T>(value);
-    return s;
-  };
+  return AtLeast(0, out);
 }
 
 // One of the names of `choices`.

@@ -931,13 +931,19 @@ class Simulation {
         Submit(Request{Verb::kKubeletNode, -1, NodeWrite{node, {}, std::string("0")}});
         break;
       case Fault::Kind::kDeviceUnhealthy:
-        if (!n.devices.empty()) n.devices.front().health = false;
-        n.encoded = EncodeNodeDevices(n.devices, RegisterFormat::kJson);
-        PluginWrites(node);
+        SetFirstDeviceHealth(node, false);
         break;
       case Fault::Kind::kLeaderCrash:
         break;
     }
+  }
+
+  // The plugin reports its first device (un)healthy.
+  void SetFirstDeviceHealth(std::size_t node, bool healthy) {
+    NodeState& n = nodes_[node];
+    if (!n.devices.empty()) n.devices.front().health = healthy;
+    n.encoded = EncodeNodeDevices(n.devices, RegisterFormat::kJson);
+    PluginWrites(node);
   }
 
   void EndFault(const Fault& f) {
@@ -960,9 +966,7 @@ class Simulation {
         n.waiting_allocate.clear();
         break;
       case Fault::Kind::kDeviceUnhealthy:
-        if (!n.devices.empty()) n.devices.front().health = true;
-        n.encoded = EncodeNodeDevices(n.devices, RegisterFormat::kJson);
-        PluginWrites(node);
+        SetFirstDeviceHealth(node, true);
         break;
       case Fault::Kind::kLeaderCrash:
         break;
@@ -977,14 +981,7 @@ class Simulation {
     replica.elector = Elector{};
     replica.registration_order.clear();
     replica.registration_queued.clear();
-    const Counters& c = replica.engine->counters();
-    Counters& sum = replica.retired;
-    sum.filters_refused += c.filters_refused;
-    sum.lock_contention += c.lock_contention;
-    sum.lock_retries += c.lock_retries;
-    sum.binds_failed += c.binds_failed;
-    sum.registration_writes += c.registration_writes;
-    sum.nodes_dropped += c.nodes_dropped;
+    AddCounters(replica.retired, replica.engine->counters());
     crashed_at_ = now_;
     if (cycle_busy_) {
       cycle_busy_ = false;
@@ -1006,6 +1003,16 @@ class Simulation {
   }
 
   // ---- the report
+
+  // The engine counters the report sums over replicas.
+  static void AddCounters(Counters& sum, const Counters& c) {
+    sum.filters_refused += c.filters_refused;
+    sum.lock_contention += c.lock_contention;
+    sum.lock_retries += c.lock_retries;
+    sum.binds_failed += c.binds_failed;
+    sum.registration_writes += c.registration_writes;
+    sum.nodes_dropped += c.nodes_dropped;
+  }
 
   Report Finish() {
     report_.end_ms = now_;
@@ -1042,15 +1049,7 @@ class Simulation {
     if (crashed_at_) report_.unavailable_ms += now_ - *crashed_at_;
     for (const Replica& replica : replicas_) {
       Counters c = replica.retired;
-      if (replica.alive) {
-        const Counters& live = replica.engine->counters();
-        c.filters_refused += live.filters_refused;
-        c.lock_contention += live.lock_contention;
-        c.lock_retries += live.lock_retries;
-        c.binds_failed += live.binds_failed;
-        c.registration_writes += live.registration_writes;
-        c.nodes_dropped += live.nodes_dropped;
-      }
+      if (replica.alive) AddCounters(c, replica.engine->counters());
       report_.filters_refused += c.filters_refused;
       report_.lock_contention += c.lock_contention;
       report_.lock_retries += c.lock_retries;
