@@ -22,11 +22,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${DEVSHARE_PROXY_PORT:?set DEVSHARE_PROXY_PORT to the port of E2E_EXTENDER_URL}"
 
 passed=0 failed=0
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@" >/dev/null; then passed=$((passed + 1)); echo "ok: $what"
-  else failed=$((failed + 1)); echo "FAILED: $what"; fi
-}
 ns=/api/v1/namespaces/default
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port_a=$(port) port_b=$(port)

@@ -107,3 +107,11 @@ wait_until() {
     sleep 0.2
   done
 }
+
+# check DESCRIPTION COMMAND...: runs COMMAND quietly, prints "ok: ..." or
+# "FAILED: ..." and counts it in the caller's `passed` and `failed`.
+check() {
+  local what=$1; shift
+  if "$@" >/dev/null; then passed=$((passed + 1)); echo "ok: $what"
+  else failed=$((failed + 1)); echo "FAILED: $what"; fi
+}

@@ -14,11 +14,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${FAKE_EXTENDER_PORT:?set FAKE_EXTENDER_PORT to the port of E2E_EXTENDER_URL}"
 
 passed=0 failed=0
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@" >/dev/null; then passed=$((passed + 1)); echo "ok: $what"
-  else failed=$((failed + 1)); echo "FAILED: $what"; fi
-}
 
 node=ext-gpu-1
 ns=/api/v1/namespaces/default

@@ -12,11 +12,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run, or source its env file}"
 
 passed=0 failed=0
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@" >/dev/null; then passed=$((passed + 1)); echo "ok: $what"
-  else failed=$((failed + 1)); echo "FAILED: $what"; fi
-}
 
 node=smoke-gpu-1
 ns=/api/v1/namespaces/default

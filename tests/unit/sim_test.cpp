@@ -177,6 +177,13 @@ Scenario Stream(int nodes, std::int64_t every_ms, std::int64_t end_ms, std::int6
   return s;
 }
 
+// The same scenario with legacy plugins and `protocol`'s handshake.
+Scenario Legacy(Scenario s, engine::RegistrationProtocol protocol) {
+  s.plugins.mode = PluginModel::Mode::kLegacy;
+  s.engine.registration = protocol;
+  return s;
+}
+
 std::uint64_t Reasons(const Report& r) {
   std::uint64_t n = 0;
   for (const auto& [reason, count] : r.pending_reasons) n += count;
@@ -186,13 +193,9 @@ std::uint64_t Reasons(const Report& r) {
 }  // namespace
 
 TEST_CASE("sim: a legacy handshake storm throttles the scheduler's client; change-only does not") {
-  Scenario legacy = Stream(60, 2000, 10 * 60000, 5 * 60000);
-  legacy.plugins.mode = PluginModel::Mode::kLegacy;
-  legacy.api.qps = 2;  // 60 nodes answering every 30 s outrun 2 writes a second
-  legacy.engine.registration = engine::RegistrationProtocol::kVolcano;
-  Scenario quiet = legacy;
-  quiet.plugins.mode = PluginModel::Mode::kChangeOnly;
-  quiet.engine.registration = engine::RegistrationProtocol::kChangeOnly;
+  Scenario quiet = Stream(60, 2000, 10 * 60000, 5 * 60000);
+  quiet.api.qps = 2;  // 60 nodes answering every 30 s outrun 2 writes a second
+  const Scenario legacy = Legacy(quiet, engine::RegistrationProtocol::kVolcano);
   Result<Report> storm = Run(legacy, 1);
   Result<Report> calm = Run(quiet, 1);
   REQUIRE(storm.ok());
@@ -245,9 +248,7 @@ TEST_CASE("sim: the leader dies; a follower takes over after the lease, with no 
   CHECK(r->unavailable_ms < 30000);
   CHECK(r->api_calls.at("lease") > 0);
   CHECK(r->bound + 5 >= r->pods);  // the last arrivals may still be binding
-  s.engine.registration = engine::RegistrationProtocol::kHami;
-  s.plugins.mode = PluginModel::Mode::kLegacy;
-  Result<Report> hami = Run(s, 4);
+  Result<Report> hami = Run(Legacy(s, engine::RegistrationProtocol::kHami), 4);
   REQUIRE(hami.ok());
   CHECK(hami->registration_writes > 0);
   CHECK(hami->duplicate_registration_writes == 0);
@@ -257,11 +258,8 @@ TEST_CASE("sim: plugin faults, as each protocol notices them") {
   Scenario s = Stream(4, 3000, 10 * 60000, 60000);
   s.faults = {Fault{Fault::Kind::kPluginCrash, 120000, 120000, "node-1"},
               Fault{Fault::Kind::kPluginHang, 120000, 240000, "node-2"}};
-  Scenario hami = s;
-  hami.engine.registration = engine::RegistrationProtocol::kHami;
-  hami.plugins.mode = PluginModel::Mode::kLegacy;
   Result<Report> change_only = Run(s, 5);
-  Result<Report> legacy = Run(hami, 5);
+  Result<Report> legacy = Run(Legacy(s, engine::RegistrationProtocol::kHami), 5);
   REQUIRE(change_only.ok());
   REQUIRE(legacy.ok());
   // The crash only: the kubelet reports no devices. A hung plugin whose

@@ -160,82 +160,85 @@ Status ReadScheduler(const YAML::Node& node, const std::string& path, SchedulerM
                   {"max_backoff", Duration(m.max_backoff_ms)}});
 }
 
-Status ReadFaults(const YAML::Node& node, const std::string& path, std::vector<Fault>& faults) {
+// A list (null: left as it is) whose items `read_item(item, path, index, T&)`
+// fills, each starting from `initial`; it replaces `out`.
+template <typename T, typename ItemReader>
+Status ReadList(const YAML::Node& node, const std::string& path, const T& initial, ItemReader read_item,
+                std::vector<T>& out) {
   if (node.IsNull()) return Status();
   if (!node.IsSequence()) return FieldError(path, node, "expected a list");
-  faults.clear();
+  out.clear();
   for (std::size_t i = 0; i < node.size(); ++i) {
-    Fault f;
-    const std::string item = fmt::format("{}[{}]", path, i);
-    Status s = ReadMap(node[i], item,
-                       {{"kind", OneOf(f.kind, {{"plugin-hang", Fault::Kind::kPluginHang},
-                                                {"plugin-crash", Fault::Kind::kPluginCrash},
-                                                {"device-unhealthy", Fault::Kind::kDeviceUnhealthy},
-                                                {"leader-crash", Fault::Kind::kLeaderCrash}})},
-                        {"node", String(f.node)},
-                        {"at", Duration(f.at_ms)},
-                        {"for", Duration(f.duration_ms)}});
+    T item = initial;
+    Status s = read_item(node[i], fmt::format("{}[{}]", path, i), i, item);
     if (!s.ok()) return s;
-    if (!node[i]["kind"]) return FieldError(item + ".kind", node[i], "required");
-    if (f.kind != Fault::Kind::kLeaderCrash && f.node.empty()) {
-      return FieldError(item + ".node", node[i], "required for this kind");
-    }
-    faults.push_back(std::move(f));
+    out.push_back(std::move(item));
   }
   return Status();
 }
 
-Status ReadNodeGroups(const YAML::Node& node, const std::string& path, std::vector<NodeGroup>& groups) {
-  if (node.IsNull()) return Status();
-  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
-  groups.clear();
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    NodeGroup g;
-    g.shape.gpus = 8;
-    Status s = ReadMap(node[i], fmt::format("{}[{}]", path, i),
-                       {{"count", Positive(g.count)},
-                        {"prefix", String(g.prefix)},
-                        {"gpus", NonNegative(g.shape.gpus)},
-                        {"model", String(g.shape.model)},
-                        {"gpu_memory", Positive(g.shape.gpu_memory_mib)},
-                        {"cpu", NonNegative(g.shape.cpu_milli)},
-                        {"memory", NonNegative(g.shape.memory_mib)}});
-    if (!s.ok()) return s;
-    groups.push_back(std::move(g));
+Status ReadFault(const YAML::Node& node, const std::string& path, std::size_t, Fault& f) {
+  Status s = ReadMap(node, path,
+                     {{"kind", OneOf(f.kind, {{"plugin-hang", Fault::Kind::kPluginHang},
+                                              {"plugin-crash", Fault::Kind::kPluginCrash},
+                                              {"device-unhealthy", Fault::Kind::kDeviceUnhealthy},
+                                              {"leader-crash", Fault::Kind::kLeaderCrash}})},
+                      {"node", String(f.node)},
+                      {"at", Duration(f.at_ms)},
+                      {"for", Duration(f.duration_ms)}});
+  if (!s.ok()) return s;
+  if (!node["kind"]) return FieldError(path + ".kind", node, "required");
+  if (f.kind != Fault::Kind::kLeaderCrash && f.node.empty()) {
+    return FieldError(path + ".node", node, "required for this kind");
   }
   return Status();
 }
 
-Status ReadPodClasses(const YAML::Node& node, const std::string& path, std::vector<PodClass>& classes) {
-  if (node.IsNull()) return Status();
-  if (!node.IsSequence()) return FieldError(path, node, "expected a list");
-  classes.clear();
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    PodClass c;
-    c.shape.gpus = 1;
-    c.shape.gpu_milli = 1000;
-    const std::string item = fmt::format("{}[{}]", path, i);
-    Status s = ReadMap(node[i], item,
-                       {{"name", String(c.shape.name)},
-                        {"count", NonNegative(c.count)},
-                        {"every", Duration(c.every_ms)},
-                        {"start", Duration(c.start_ms)},
-                        {"arrival", OneOf(c.arrival, {{"steady", PodClass::Arrival::kSteady},
-                                                      {"poisson", PodClass::Arrival::kPoisson}})},
-                        {"gpus", NonNegative(c.shape.gpus)},
-                        {"gpu_milli", Positive(c.shape.gpu_milli)},
-                        {"gpu_spec", String(c.shape.gpu_spec)},
-                        {"cpu", NonNegative(c.shape.cpu_milli)},
-                        {"memory", NonNegative(c.shape.memory_mib)},
-                        {"duration", Duration(c.shape.duration_ms)}});
-    if (!s.ok()) return s;
-    if (c.shape.name.empty()) c.shape.name = fmt::format("class{}", i);
-    if (c.shape.gpus > 8) return FieldError(item + ".gpus", node[i]["gpus"], "at most 8 devices");
-    if (c.shape.gpu_milli > 1000) return FieldError(item + ".gpu_milli", node[i]["gpu_milli"], "at most 1000");
-    if (c.every_ms <= 0) return FieldError(item + ".every", node[i]["every"], "must be above 0");
-    classes.push_back(std::move(c));
-  }
+Status ReadNodeGroup(const YAML::Node& node, const std::string& path, std::size_t, NodeGroup& g) {
+  return ReadMap(node, path,
+                 {{"count", Positive(g.count)},
+                  {"prefix", String(g.prefix)},
+                  {"gpus", NonNegative(g.shape.gpus)},
+                  {"model", String(g.shape.model)},
+                  {"gpu_memory", Positive(g.shape.gpu_memory_mib)},
+                  {"cpu", NonNegative(g.shape.cpu_milli)},
+                  {"memory", NonNegative(g.shape.memory_mib)}});
+}
+
+Status ReadPodClass(const YAML::Node& node, const std::string& path, std::size_t index, PodClass& c) {
+  Status s = ReadMap(node, path,
+                     {{"name", String(c.shape.name)},
+                      {"count", NonNegative(c.count)},
+                      {"every", Duration(c.every_ms)},
+                      {"start", Duration(c.start_ms)},
+                      {"arrival", OneOf(c.arrival, {{"steady", PodClass::Arrival::kSteady},
+                                                    {"poisson", PodClass::Arrival::kPoisson}})},
+                      {"gpus", NonNegative(c.shape.gpus)},
+                      {"gpu_milli", Positive(c.shape.gpu_milli)},
+                      {"gpu_spec", String(c.shape.gpu_spec)},
+                      {"cpu", NonNegative(c.shape.cpu_milli)},
+                      {"memory", NonNegative(c.shape.memory_mib)},
+                      {"duration", Duration(c.shape.duration_ms)}});
+  if (!s.ok()) return s;
+  if (c.shape.name.empty()) c.shape.name = fmt::format("class{}", index);
+  if (c.shape.gpus > 8) return FieldError(path + ".gpus", node["gpus"], "at most 8 devices");
+  if (c.shape.gpu_milli > 1000) return FieldError(path + ".gpu_milli", node["gpu_milli"], "at most 1000");
+  if (c.every_ms <= 0) return FieldError(path + ".every", node["every"], "must be above 0");
   return Status();
+}
+
+// The defaults of a list item the file leaves out.
+NodeGroup DefaultNodeGroup() {
+  NodeGroup g;
+  g.shape.gpus = 8;
+  return g;
+}
+
+PodClass DefaultPodClass() {
+  PodClass c;
+  c.shape.gpus = 1;
+  c.shape.gpu_milli = 1000;
+  return c;
 }
 
 std::string Joined(const std::string& dir, const std::string& path) {
@@ -291,14 +294,18 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
           return Status();
         }},
        {"end", Duration(s.end_ms)},
-       {"nodes", [&t](const YAML::Node& n, const std::string& p) { return ReadNodeGroups(n, p, t.node_groups); }},
-       {"pods", [&t](const YAML::Node& n, const std::string& p) { return ReadPodClasses(n, p, t.pod_classes); }},
+       {"nodes", [&t](const YAML::Node& n, const std::string& p) {
+          return ReadList(n, p, DefaultNodeGroup(), ReadNodeGroup, t.node_groups);
+        }},
+       {"pods", [&t](const YAML::Node& n, const std::string& p) {
+          return ReadList(n, p, DefaultPodClass(), ReadPodClass, t.pod_classes);
+        }},
        {"openb", [&](const YAML::Node& n, const std::string& p) { return ReadOpenb(n, p, options, t.openb); }},
        {"engine", [&s](const YAML::Node& n, const std::string& p) { return ReadEngine(n, p, s.engine); }},
        {"api", [&s](const YAML::Node& n, const std::string& p) { return ReadApi(n, p, s.api); }},
        {"plugins", [&s](const YAML::Node& n, const std::string& p) { return ReadPlugins(n, p, s.plugins); }},
        {"scheduler", [&s](const YAML::Node& n, const std::string& p) { return ReadScheduler(n, p, s.scheduler); }},
-       {"faults", [&s](const YAML::Node& n, const std::string& p) { return ReadFaults(n, p, s.faults); }},
+       {"faults", [&s](const YAML::Node& n, const std::string& p) { return ReadList(n, p, Fault{}, ReadFault, s.faults); }},
        {"variants", [](const YAML::Node&, const std::string&) { return Status(); }}});
 }
 
