@@ -114,6 +114,17 @@ BENCHMARK(BM_Filter_10000Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_5000NodesFgd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_5000NodesFull)->Unit(benchmark::kMicrosecond);
 
+// The cluster's fragmentation for the default workload (what the simulator
+// measures at every 10 % of demand): 5000 nodes x 8 GPUs, half in use.
+void BM_Fragmentation_5000Nodes(benchmark::State& state) {
+  const ClusterSnapshot snapshot = MakeCluster(5000);
+  for (auto _ : state) {
+    Result<ClusterFragmentation> f = MeasureFragmentation(snapshot);
+    benchmark::DoNotOptimize(f);
+  }
+}
+BENCHMARK(BM_Fragmentation_5000Nodes)->Unit(benchmark::kMicrosecond);
+
 // Adding and then removing one pod (a 2-GPU allocation) on a 1000-node cluster.
 void BM_Snapshot_AddRemovePod(benchmark::State& state) {
   ClusterSnapshot snapshot = MakeCluster(1000);

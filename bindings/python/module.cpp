@@ -127,6 +127,21 @@ class Cluster {
     }
     return PyFilterResult{Unwrap(std::move(r))};
   }
+  py::dict Fragmentation() const {
+    ClusterFragmentation f = Unwrap(MeasureFragmentation(snapshot_, options_.workload));
+    py::dict nodes;
+    for (const NodeFragmentation& n : f.nodes) {
+      py::dict node;
+      node["free_gpus"] = n.free_gpus;
+      node["fragmented_gpus"] = n.fragmented_gpus;
+      nodes[py::str(n.node)] = std::move(node);
+    }
+    py::dict out;
+    out["free_gpus"] = f.free_gpus;
+    out["fragmented_gpus"] = f.fragmented_gpus;
+    out["nodes"] = std::move(nodes);
+    return out;
+  }
   std::vector<std::string> NodeNames() const { return snapshot_.NodeNames(); }
   std::size_t pod_count() const { return snapshot_.pod_count(); }
   std::vector<DeviceView> NodeDevices(const std::string& node) const {
@@ -397,6 +412,7 @@ PYBIND11_MODULE(_devshare, m) {
       .def("set_quota", &Cluster::SetQuota)
       .def("filter", &Cluster::Filter)
       .def("node_names", &Cluster::NodeNames)
+      .def("fragmentation", &Cluster::Fragmentation)
       .def("pod_count", &Cluster::pod_count)
       .def("node_devices", &Cluster::NodeDevices);
 

@@ -66,6 +66,17 @@ struct Column {
 };
 
 std::string Count(double v) { return fmt::format("{:.0f}", v); }
+std::string Gpus(double v) { return fmt::format("{:.1f}", v); }
+
+// Fragmented GPUs when the arrived pods first asked 90 % of the cluster's
+// GPUs (0 when they never did): where the FGD paper's policies differ most
+// before the cluster fills and every free GPU is left as fragment.
+double FragmentedAt90(const sim::Report& r) {
+  for (const sim::FragmentationSample& f : r.fragmentation_curve) {
+    if (f.demand_percent == 90) return f.gpu_fragmented;
+  }
+  return 0;
+}
 
 std::vector<Column> Columns(const sim::Experiment& experiment) {
   using Show = Column::Show;
@@ -94,6 +105,8 @@ std::vector<Column> Columns(const sim::Experiment& experiment) {
        [](double v) { return fmt::format("{:.2f} %", v); }, always},
       {"MEAN ALLOCATED", [](const sim::Report& r) { return r.allocation_mean_percent; },
        [](double v) { return fmt::format("{:.2f} %", v); }, if_timed},
+      {"FREE GPUS", [](const sim::Report& r) { return r.gpu_free; }, Gpus, always},
+      {"FRAGMENTED AT 90 %", FragmentedAt90, Gpus, if_any},
       {"P50 TO BOUND", [](const sim::Report& r) { return r.latency_p50_ms; }, Millis, always},
       {"P99 TO BOUND", [](const sim::Report& r) { return r.latency_p99_ms; }, Millis, always},
       {"SCHEDULER WRITES/MIN", scheduler_writes, [](double v) { return fmt::format("{:.1f}", v); }, if_any},

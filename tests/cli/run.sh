@@ -40,6 +40,7 @@ check "explain bad policy" 1 'unknown node policy' -- explain --node-policy best
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
 check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"
+check "simulate reports fragmentation" 0 '"gpuFree":[0-9.E+-]+,"gpuFragmented":[0-9.E+-]+,"fragmentationPercent":[0-9.E+-]+,"fragmentationCurve":\[\{"demandPercent":1E1' -- simulate "$here/examples/scenarios/small.yaml" --json /dev/stdout
 check "simulate writes JSON" 0 '"variants":\[\{"name":"binpack","runs":\[\{"seed":7' -- simulate "$here/examples/scenarios/small.yaml" --seed 7 --json /dev/stdout
 check "simulate lists the shipped scenarios" 0 'handshake-storm' -- simulate --list
 check "simulate prints a shipped scenario" 0 'kind: leader-crash' -- simulate --scenario failover --print

@@ -118,6 +118,15 @@ def test_fgd_counts_cpu_and_memory(make_node, make_pod):
     assert cluster.filter(gpu_pod).node == "node1"
     assert cluster.remove_pod("default", "cpu")
     assert cluster.filter(gpu_pod).node == "node2"
+    # Fragmentation for the same class: node2's 9 cores taken leave 7, still
+    # enough; 13 taken would strand both of its GPUs.
+    assert cluster.fragmentation() == {"free_gpus": 4.0, "fragmented_gpus": 0.0, "nodes": {
+        "node1": {"free_gpus": 2.0, "fragmented_gpus": 0.0}, "node2": {"free_gpus": 2.0, "fragmented_gpus": 0.0}}}
+    cpu_pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "13"
+    cluster.add_pod(cpu_pod)
+    frag = cluster.fragmentation()
+    assert (frag["free_gpus"], frag["fragmented_gpus"]) == (4.0, 2.0)
+    assert frag["nodes"]["node2"] == {"free_gpus": 2.0, "fragmented_gpus": 2.0}
 
 
 def test_simulate_is_deterministic_and_compares_policies():
@@ -138,6 +147,8 @@ def test_simulate_is_deterministic_and_compares_policies():
     assert len(run["latencyPercentilesMs"]) == 101
     assert 0 < run["allocationMeanPercent"] <= 100
     assert run["apiCalls"]["binding"] >= run["bound"]
+    assert 0 <= run["gpuFragmented"] <= run["gpuFree"] <= run["gpuCapacity"]
+    assert [p["demandPercent"] for p in run["fragmentationCurve"]][:3] == [10, 20, 30]
     two = devshare.simulate(small, seed=[1, 2])
     assert [r["seed"] for r in two["variants"][1]["runs"]] == [1, 2]
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "devshare/filter.hpp"
@@ -445,6 +446,115 @@ TEST_CASE("fgd: workload classes with negative CPU or memory are refused") {
   CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
   o.workload = {{1, 1, 0, 0, -1}};
   CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("fragmentation of a cluster: fgd's measure, node by node") {
+  // One node of two GPUs (1000 MiB, 100 cores each), GPU 1 half used unless
+  // said; the free GPUs the workload cannot use, as a weighted mean.
+  struct Row {
+    const char* name;
+    std::vector<WorkloadClass> workload;
+    int used_cores;          // on GPU 1 (memory in the same share)
+    std::int64_t other_cpu;  // requested on the node (8 cores allocatable)
+    double free, fragmented;
+  };
+  const Row rows[] = {
+      {"whole GPUs, all free: nothing fragmented", {{1, 1, 0, 0, 0}}, 0, 0, 2, 0},
+      {"a whole-GPU class cannot use half a GPU", {{1, 1, 0, 0, 0}}, 50, 0, 1.5, 0.5},
+      {"a half-GPU class can", {{1, 0, 500, 0, 0}}, 50, 0, 1.5, 0},
+      {"a 0.6-GPU class cannot", {{1, 0, 600, 0, 0}}, 50, 0, 1.5, 0.5},
+      {"a 2-GPU class with one whole GPU free: all of it", {{1, 2, 0, 0, 0}}, 50, 0, 1.5, 1.5},
+      {"a 2-GPU class with two free: none", {{1, 2, 0, 0, 0}}, 0, 0, 2, 0},
+      {"a class the free CPU cannot host: all of it", {{1, 1, 0, 4000, 0}}, 0, 7000, 2, 2},
+      {"a class the free CPU still hosts", {{1, 1, 0, 4000, 0}}, 0, 4000, 2, 0},
+      {"classes weigh by their share", {{3, 1, 0, 4000, 0}, {1, 1, 0, 0, 0}}, 0, 7000, 2, 1.5},
+      {"the default mix: the 4- and 8-GPU classes (5 % each)", {}, 0, 0, 2, 0.2},
+  };
+  for (const Row& row : rows) {
+    const std::string name = row.name;
+    CAPTURE(name);
+    ClusterSnapshot s;
+    REQUIRE(s.AddNode(MakeNode("n").Gpus(2, 10, 1000, 100).Cpu("8")).ok());
+    if (row.used_cores > 0) Load(s, "n-gpu1", "n", 1, row.used_cores * 10, row.used_cores);
+    if (row.other_cpu > 0) REQUIRE(s.AddPod(MakePod("other").Requests(row.other_cpu, 0).BoundTo("n")).ok());
+    Result<ClusterFragmentation> f = MeasureFragmentation(s, row.workload);
+    REQUIRE(f.ok());
+    CHECK(f->free_gpus == doctest::Approx(row.free));
+    CHECK(f->fragmented_gpus == doctest::Approx(row.fragmented));
+    REQUIRE(f->nodes.size() == 1);
+    CHECK(f->nodes[0] == NodeFragmentation{"n", f->free_gpus, f->fragmented_gpus});
+  }
+}
+
+TEST_CASE("fragmentation of a cluster: sums over every node, by name; bad workloads refused") {
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(MakeNode("b").Gpus(2, 10, 1000, 100)).ok());
+  REQUIRE(s.AddNode(MakeNode("a").Gpus(1, 10, 1000, 100)).ok());
+  REQUIRE(s.AddNode(MakeNode("c")).ok());  // no devices
+  Load(s, "b-gpu0", "b", 1, 250, 25);
+  const std::vector<WorkloadClass> whole = {{1, 1, 0, 0, 0}};
+  Result<ClusterFragmentation> f = MeasureFragmentation(s, whole);
+  REQUIRE(f.ok());
+  CHECK(f->nodes == std::vector<NodeFragmentation>{{"a", 1, 0}, {"b", 1.75, 0.75}, {"c", 0, 0}});
+  CHECK(f->free_gpus == doctest::Approx(2.75));
+  CHECK(f->fragmented_gpus == doctest::Approx(0.75));
+  CHECK(MeasureFragmentation(ClusterSnapshot{})->nodes.empty());
+  const std::vector<WorkloadClass> invalid[] = {{{1, 0, 0, 0, 0}}, {{1, 1, 500, 0, 0}}, {{-1, 1, 0, 0, 0}},
+                                                {{1, 0, 1000, 0, 0}}, {{1, 1, 0, -1, 0}}};
+  for (const auto& workload : invalid) {
+    CHECK(MeasureFragmentation(s, workload).status().code() == StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("fragmentation of a cluster: fgd's node score is the decrease it measures") {
+  // Over random clusters, every fgd placement's score is floor(100 *
+  // sigmoid(fragmentation of the node before - after)), as measured here.
+  Gen gen(7);
+  for (int round = 0; round < 20; ++round) {
+    CAPTURE(round);
+    ClusterSnapshot s;
+    for (int n = 0, nodes = static_cast<int>(gen.Int(1, 8)); n < nodes; ++n) {
+      MakeNode node("node" + std::to_string(n));
+      for (auto g = gen.Int(1, 8); g > 0; --g) node.Gpu(10, static_cast<std::int32_t>(gen.Int(1, 4) * 4096), 100);
+      node.Cpu(std::to_string(gen.Int(8, 64)));
+      REQUIRE(s.AddNode(node).ok());
+    }
+    FilterOptions o;
+    o.node_policy = "fgd";
+    o.gpu_policy = "fgd";
+    for (int c = static_cast<int>(gen.Int(1, 5)); c > 0; --c) {
+      const bool fraction = gen.Bool();
+      o.workload.push_back(WorkloadClass{static_cast<double>(gen.Int(1, 5)),
+                                         fraction ? 0 : static_cast<std::int32_t>(gen.Int(1, 4)),
+                                         fraction ? static_cast<std::int32_t>(gen.Int(1, 999)) : 0,
+                                         gen.Int(0, 3) * 4000, 0});
+    }
+    for (int p = 0; p < 40; ++p) {
+      const int cores = static_cast<int>(gen.Int(1, 100));
+      Pod pod = MakePod("p" + std::to_string(p))
+                    .Container(cores == 100 ? static_cast<int>(gen.Int(1, 3)) : 1, -1, cores, cores)
+                    .Requests(gen.Int(0, 8) * 1000, 0);
+      FilterResult r = MustFilter(s, pod, o);
+      if (!r.node) continue;
+      auto node_fragmentation = [&] {
+        Result<ClusterFragmentation> f = MeasureFragmentation(s, o.workload);
+        REQUIRE(f.ok());
+        CHECK(f->fragmented_gpus <= f->free_gpus + 1e-9);
+        for (const NodeFragmentation& n : f->nodes) {
+          if (n.node == *r.node) return n.fragmented_gpus;
+        }
+        FAIL("node not measured");
+        return 0.0;
+      };
+      const double before = node_fragmentation();
+      for (const auto& [key, value] : r.annotations.entries()) pod.annotations.Set(key, value);
+      REQUIRE(s.AddPod(pod).ok());
+      const double after = node_fragmentation();
+      double score = 0;
+      for (const NodeScore& n : r.scores) score = n.node == *r.node ? n.score : score;
+      CHECK(score == std::floor(100.0 / (1.0 + std::exp(-std::nearbyint((before - after) * 1e6) / 1e6))));
+    }
+  }
 }
 
 TEST_CASE("properties over random clusters and request sequences") {

@@ -95,6 +95,32 @@ TEST_CASE("sim: fgd places pods without devices too, and sees the CPU they take"
   REQUIRE(binpack.ok());
   CHECK(binpack->bound == 2);
   CHECK(binpack->allocation_percent == doctest::Approx(100.0 / 3));
+
+  // Fragmentation for the scenario's mix (1-core and 6-core one-GPU pods,
+  // 1:2): binpack ends with a's two GPUs free and stranded by its CPU.
+  CHECK(binpack->gpu_free == doctest::Approx(2));
+  CHECK(binpack->gpu_fragmented == doctest::Approx(2));
+  CHECK(binpack->fragmentation_percent == doctest::Approx(100));
+  CHECK(fgd->gpu_free == doctest::Approx(0));
+  CHECK(fgd->fragmentation_percent == 0);
+  // The curve: a point per 10 % of the 3 GPUs asked, taken as the pod that
+  // reaches it arrives (small: 10-30 %, big1: 40-60 %, big2: 70-100 %).
+  auto point = [](const Report& r, double demand) {
+    for (const FragmentationSample& f : r.fragmentation_curve) {
+      if (f.demand_percent == demand) return f;
+    }
+    FAIL("no point at " << demand);
+    return FragmentationSample{};
+  };
+  REQUIRE(binpack->fragmentation_curve.size() == 10);
+  CHECK(binpack->fragmentation_curve.back().demand_percent == 100);
+  // small arrives: the CPU pod alone, on a (binpack) or on b (fgd, where
+  // its 2 cores left serve the 1-core class only: 2/3 of b's GPU).
+  CHECK(point(*binpack, 30) == FragmentationSample{30, 0, 3, 2});
+  CHECK(point(*fgd, 30).gpu_fragmented == doctest::Approx(2.0 / 3));
+  // big1 arrives: small holds b's GPU under binpack.
+  CHECK(point(*binpack, 60).allocation_percent == doctest::Approx(100.0 / 3));
+  CHECK(point(*binpack, 60).gpu_fragmented == doctest::Approx(2));
 }
 
 TEST_CASE("sim: HAMi's handshake writes to nodes, the change-only protocol does not") {
@@ -298,6 +324,9 @@ TEST_CASE("sim: scenarios that cannot run are refused with the reason") {
   s = Small(1);
   s.faults = {Fault{Fault::Kind::kPluginHang, 0, 0, "ghost"}};
   CHECK(Run(s, 0).status().message().find("unknown node 'ghost'") != std::string_view::npos);
+  s = Small(1);
+  s.pods[0].cpu_milli = -1;
+  CHECK(Run(s, 0).status().message().find("pod p0 has a negative size") != std::string_view::npos);
 }
 
 TEST_CASE("sim: openb replay follows creation and deletion times") {

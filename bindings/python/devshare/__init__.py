@@ -191,6 +191,14 @@ class Cluster:
         return self._impl.filter(_json(pod), list(nodes or []),
                                  int(time.time()) if now is None else int(now))
 
+    def fragmentation(self) -> dict:
+        """The fragmentation of the cluster as the fgd policy measures it, for
+        the cluster's ``workload`` (a default mix when none was given):
+        ``{"free_gpus", "fragmented_gpus", "nodes": {name: {"free_gpus",
+        "fragmented_gpus"}}}`` — of the free GPUs, the part the workload is
+        expected not to be able to use (a node's free CPU or memory counts)."""
+        return self._impl.fragmentation()
+
     def node_names(self) -> list[str]:
         """Node names in ascending order."""
         return self._impl.node_names()

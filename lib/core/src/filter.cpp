@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "devshare/annotations.hpp"
@@ -145,6 +146,21 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
 
 constexpr std::int64_t kMaxClassMemoryMib = std::int64_t{1} << 40;  // bytes stay within int64
 
+Status ValidateWorkload(std::span<const WorkloadClass> workload) {
+  for (const WorkloadClass& c : workload) {
+    if (!(c.weight >= 0) || c.gpus < 0 || c.gpu_milli < 0 || c.gpu_milli >= 1000 ||
+        (c.gpus == 0) == (c.gpu_milli == 0)) {
+      return Status::InvalidArgument(
+          "workload class: want weight >= 0 and either gpus > 0 or gpu_milli in 1..999");
+    }
+    if (c.cpu_milli < 0 || c.memory_mib < 0 || c.memory_mib > kMaxClassMemoryMib) {
+      return Status::InvalidArgument(
+          "workload class: want cpu_milli >= 0 and memory_mib in 0..2^40");
+    }
+  }
+  return Status();
+}
+
 Status ValidateOptions(const FilterOptions& options) {
   if (options.node_policy != "binpack" && options.node_policy != "spread" &&
       options.node_policy != "fgd") {
@@ -165,18 +181,8 @@ Status ValidateOptions(const FilterOptions& options) {
     }
     return true;
   });
-  for (const WorkloadClass& c : options.workload) {
-    if (!(c.weight >= 0) || c.gpus < 0 || c.gpu_milli < 0 || c.gpu_milli >= 1000 ||
-        (c.gpus == 0) == (c.gpu_milli == 0)) {
-      return Status::InvalidArgument(
-          "workload class: want weight >= 0 and either gpus > 0 or gpu_milli in 1..999");
-    }
-    if (c.cpu_milli < 0 || c.memory_mib < 0 || c.memory_mib > kMaxClassMemoryMib) {
-      return Status::InvalidArgument(
-          "workload class: want cpu_milli >= 0 and memory_mib in 0..2^40");
-    }
-  }
-  return status;
+  if (!status.ok()) return status;
+  return ValidateWorkload(options.workload);
 }
 
 const std::vector<WorkloadClass>& DefaultWorkload() {
@@ -569,7 +575,7 @@ FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage) {
 
 // Prepares the fgd tables for one Filter call: O(classes log classes +
 // CPU steps x shapes).
-FgdModel MakeFgdModel(const std::vector<WorkloadClass>& workload) {
+FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
   FgdModel m;
   for (const WorkloadClass& c : workload) {
     const std::int32_t gpus = c.gpu_milli > 0 ? 0 : c.gpus;
@@ -1318,8 +1324,11 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
     }
   } else {
     std::vector<std::string_view> names(candidates.begin(), candidates.end());
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
+    // Sorted and deduplicated, unless they already ascend strictly.
+    if (std::adjacent_find(names.begin(), names.end(), std::greater_equal<>()) != names.end()) {
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+    }
     for (std::string_view name : names) {  // ascending, so nodes are by name too
       const NodeState* node = s.FindNode(name);
       if (node == nullptr) {
@@ -1395,6 +1404,31 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   }
   result.annotations.Set(keys::kVgpuNode, best->name);
   result.annotations.Set(keys::kVgpuTime, std::to_string(now));
+  return result;
+}
+
+Result<ClusterFragmentation> MeasureFragmentation(const ClusterSnapshot& snapshot,
+                                                  std::span<const WorkloadClass> workload) {
+  Status valid = ValidateWorkload(workload);
+  if (!valid.ok()) return valid;
+  const SnapshotState& s = snapshot.state();
+  PodPlan plan;  // no pod: nothing released, no CPU or memory placed
+  plan.fgd = MakeFgdModel(workload.empty() ? std::span<const WorkloadClass>(DefaultWorkload()) : workload);
+  Scratch scratch;
+  ClusterFragmentation result;
+  result.nodes.reserve(s.by_name.size());
+  for (std::uint32_t i : s.by_name) {
+    const NodeState& node = s.nodes[i];
+    if (!node.present) continue;
+    LoadNode(s, node, plan, scratch.work);
+    scratch.frag_valid = false;
+    EnsureMeasured(scratch.work, plan, scratch);
+    const FitWeights fit = FitFor(plan.fgd, NodeRoom(node, plan), scratch.before_fit);
+    NodeFragmentation n{node.name, scratch.frag.all, Fragmentation(scratch.frag, plan, fit)};
+    result.free_gpus += n.free_gpus;
+    result.fragmented_gpus += n.fragmented_gpus;
+    result.nodes.push_back(std::move(n));
+  }
   return result;
 }
 

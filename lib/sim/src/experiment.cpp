@@ -482,6 +482,13 @@ boost::json::object ReportObject(std::uint64_t seed, const Report& r) {
   for (const auto& [verb, n] : r.api_calls) calls[verb] = n;
   for (const auto& [reason, n] : r.pending_reasons) reasons[reason] = n;
   boost::json::array percentiles(r.latency_percentiles.begin(), r.latency_percentiles.end());
+  boost::json::array curve;
+  for (const FragmentationSample& f : r.fragmentation_curve) {
+    curve.push_back(boost::json::object{{"demandPercent", f.demand_percent},
+                                        {"allocationPercent", f.allocation_percent},
+                                        {"gpuFree", f.gpu_free},
+                                        {"gpuFragmented", f.gpu_fragmented}});
+  }
   return boost::json::object{{"seed", seed},
                              {"pods", r.pods},
                              {"bound", r.bound},
@@ -491,6 +498,10 @@ boost::json::object ReportObject(std::uint64_t seed, const Report& r) {
                              {"gpuAllocated", r.gpu_allocated},
                              {"allocationPercent", r.allocation_percent},
                              {"allocationMeanPercent", r.allocation_mean_percent},
+                             {"gpuFree", r.gpu_free},
+                             {"gpuFragmented", r.gpu_fragmented},
+                             {"fragmentationPercent", r.fragmentation_percent},
+                             {"fragmentationCurve", std::move(curve)},
                              {"latencyP50Ms", r.latency_p50_ms},
                              {"latencyP99Ms", r.latency_p99_ms},
                              {"latencyPercentilesMs", std::move(percentiles)},

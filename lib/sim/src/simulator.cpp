@@ -629,6 +629,17 @@ class Simulation {
     pod.arrived = true;
     pod_by_name_.emplace(pod.object.name, index);
     ++arrived_;
+    arrived_gpus_ += GpusOf(scenario_.pods[index]);
+    // The curve's next points: the cluster before this pod is placed.
+    while (report_.gpu_capacity > 0 &&
+           arrived_gpus_ >= report_.gpu_capacity * kCurveStepPercent * next_curve_point_ / 100.0) {
+      std::optional<ClusterFragmentation> f = Fragmentation();
+      if (!f) return;
+      report_.fragmentation_curve.push_back(FragmentationSample{
+          kCurveStepPercent * next_curve_point_, 100.0 * held_ / report_.gpu_capacity, f->free_gpus,
+          f->fragmented_gpus});
+      ++next_curve_point_;
+    }
     PodChanged(pod);
     queue_.push_back(index);
     Kick();
@@ -818,8 +829,8 @@ class Simulation {
     if (!pod.given_up) Handled();
     const PodSpec& spec = scenario_.pods[index];
     if (spec.duration_ms > 0) At(now_ + spec.duration_ms, Ev::kDepart, index);
+    truth_.AddPod(pod.object);  // devices, CPU and memory
     if (spec.gpus == 0) return;
-    truth_.AddPod(pod.object);
     Status placement = CheckPlacement(truth_, node, pod.object.uid);
     if (!placement.ok()) return Violation(index, std::string(placement.message()));
     const Replica& replica = replicas_[static_cast<std::size_t>(r)];
@@ -829,6 +840,16 @@ class Simulation {
     if (!cached.ok() || !annotated.ok() || *cached != *annotated) {
       return Violation(index, "the engine's cache disagrees with the pod's annotations");
     }
+  }
+
+  // The cluster's fragmentation as its API objects say, for the workload
+  // fgd is given (the scenario's own mix by default). An invalid workload
+  // ends the run with its error.
+  std::optional<ClusterFragmentation> Fragmentation() {
+    Result<ClusterFragmentation> f = MeasureFragmentation(truth_, workload_options_.filter.workload);
+    if (f.ok()) return std::move(*f);
+    if (!violation_) violation_ = f.status();
+    return std::nullopt;
   }
 
   // GPUs held by running pods change by `delta` now: the time integral of
@@ -1014,7 +1035,7 @@ class Simulation {
     sum.nodes_dropped += c.nodes_dropped;
   }
 
-  Report Finish() {
+  Result<Report> Finish() {
     report_.end_ms = now_;
     report_.pods = arrived_;
     std::vector<std::int64_t> latencies;
@@ -1036,6 +1057,12 @@ class Simulation {
                                                   : "waiting in the scheduling queue"];
     }
     report_.allocation_percent = report_.gpu_capacity > 0 ? 100.0 * report_.gpu_allocated / report_.gpu_capacity : 0;
+    std::optional<ClusterFragmentation> fragmentation = Fragmentation();
+    if (!fragmentation) return *violation_;
+    report_.gpu_free = fragmentation->free_gpus;
+    report_.gpu_fragmented = fragmentation->fragmented_gpus;
+    report_.fragmentation_percent =
+        fragmentation->free_gpus > 0 ? 100.0 * fragmentation->fragmented_gpus / fragmentation->free_gpus : 0;
     Hold(0);
     if (report_.gpu_capacity > 0 && now_ > 0) {
       report_.allocation_mean_percent = 100.0 * held_integral_ / static_cast<double>(now_) / report_.gpu_capacity;
@@ -1107,6 +1134,9 @@ class Simulation {
   std::optional<std::int64_t> crashed_at_;
 
   std::size_t arrived_ = 0, handled_ = 0;
+  double arrived_gpus_ = 0;  // asked by the arrived pods
+  static constexpr double kCurveStepPercent = 10;
+  int next_curve_point_ = 1;
   double held_ = 0, held_integral_ = 0;  // GPUs held by running pods; their integral over time (GPU x ms)
   std::int64_t held_since_ = 0;
   Report report_;
@@ -1328,6 +1358,9 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     if (p.gpus < 0 || p.gpus > 8) return invalid(fmt::format("pod {} asks {} devices (0..8)", p.name, p.gpus));
     if (!pods.insert(p.name).second) return invalid(fmt::format("pod {} is named twice", p.name));
     if (p.arrive_ms < 0 || p.duration_ms < 0) return invalid(fmt::format("pod {} has a negative time", p.name));
+    if (p.gpu_milli < 0 || p.cpu_milli < 0 || p.memory_mib < 0) {
+      return invalid(fmt::format("pod {} has a negative size", p.name));
+    }
   }
   for (const Fault& f : scenario.faults) {
     if (f.kind != Fault::Kind::kLeaderCrash && nodes.count(f.node) == 0) {

@@ -114,6 +114,33 @@ DEVSHARE_EXPORT Result<FilterResult> Filter(const ClusterSnapshot& snapshot, con
                                             std::span<const std::string> candidates,
                                             std::int64_t now, const FilterOptions& options = {});
 
+// One node's fragmentation under fgd's measure (see WorkloadClass): of its
+// free GPUs (the free share of every healthy device with a free slot,
+// summed), the part the workload is expected not to be able to use, as the
+// weighted mean over the classes.
+struct NodeFragmentation {
+  std::string node;
+  double free_gpus = 0;
+  double fragmented_gpus = 0;
+  friend bool operator==(const NodeFragmentation&, const NodeFragmentation&) = default;
+};
+
+struct ClusterFragmentation {
+  double free_gpus = 0;        // Σ over the nodes
+  double fragmented_gpus = 0;  // Σ over the nodes; at most free_gpus
+  std::vector<NodeFragmentation> nodes;  // every node, by name
+  friend bool operator==(const ClusterFragmentation&, const ClusterFragmentation&) = default;
+};
+
+// Measures the snapshot's fragmentation for `workload` (the default mix of
+// FilterOptions::workload when empty), with each node's free CPU and memory
+// deciding which classes it can host, as the fgd policy scores placements
+// (Weng et al., ATC '23, where fragmented / free is the cluster's
+// fragmentation rate). O(devices + nodes x classes).
+// Errors: kInvalidArgument for a workload class FilterOptions refuses.
+DEVSHARE_EXPORT Result<ClusterFragmentation> MeasureFragmentation(
+    const ClusterSnapshot& snapshot, std::span<const WorkloadClass> workload = {});
+
 }  // namespace devshare
 
 #endif  // DEVSHARE_FILTER_HPP_

@@ -124,6 +124,17 @@ struct Scenario {
   std::int64_t end_ms = 0;  // 0: when every pod is bound or given up
 };
 
+// The cluster when the GPUs asked by the arrived pods first reach
+// `demand_percent` of its GPUs (sampled as the pod reaching it arrives,
+// before it is placed): the FGD paper's fragmentation over arrived workload.
+struct FragmentationSample {
+  double demand_percent = 0;
+  double allocation_percent = 0;  // GPUs held by running pods / cluster GPUs
+  double gpu_free = 0;
+  double gpu_fragmented = 0;
+  friend bool operator==(const FragmentationSample&, const FragmentationSample&) = default;
+};
+
 struct Report {
   std::uint64_t pods = 0;           // arrived
   std::uint64_t bound = 0;          // bound at some point
@@ -133,6 +144,15 @@ struct Report {
   double gpu_allocated = 0;       // GPUs held by running pods at the end
   double allocation_percent = 0;  // gpu_allocated / gpu_capacity
   double allocation_mean_percent = 0;  // the same, averaged over the run's time
+  // Fragmentation at the end (MeasureFragmentation of the cluster as its API
+  // objects say, for the scenario's own mix of GPU pods, or the engine's
+  // workload when it names one): the free GPUs, the part of them those pods
+  // could not use, and that part as a share of the free GPUs (the FGD
+  // paper's fragmentation rate).
+  double gpu_free = 0;
+  double gpu_fragmented = 0;
+  double fragmentation_percent = 0;
+  std::vector<FragmentationSample> fragmentation_curve;  // every 10 % of demand
   // Creation to bound over the arrived pods not given up; a pod still
   // waiting counts with the time it has waited by the end (so a backlog
   // shows, not hides).
