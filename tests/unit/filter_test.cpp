@@ -300,6 +300,13 @@ TEST_CASE("W10 and W15: ties go to the first node name; no candidates means ever
   Pod pod = MakePod("p").Container(1, 100);
   CHECK(MustFilter(s, pod).node == "n1");
   CHECK(MustFilter(s, pod, {}, {"n3", "n2", "n3"}).node == "n2");
+  // Candidates in any order, repeated or not, give the same result, by name.
+  FilterResult ascending = MustFilter(s, pod, {}, {"ghost", "n2", "n3"});
+  FilterResult jumbled = MustFilter(s, pod, {}, {"n3", "ghost", "n2", "n2"});
+  CHECK(ascending.node == "n2");
+  CHECK(ascending.scores == jumbled.scores);
+  CHECK(ascending.failed == jumbled.failed);
+  CHECK(ascending.scores == std::vector<NodeScore>{{"n2", 0}, {"n3", 0}});
   FilterResult unknown = MustFilter(s, pod, {}, {"ghost"});
   CHECK_FALSE(unknown.node.has_value());
   CHECK(ReasonFor(unknown, "ghost") == "node unregistered");
