@@ -240,9 +240,11 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
     them (default: $DEVSHARE_OPENB, ../shared/data/openb, shared/data/openb).
 
     Returns {"name", "description", "variants": [{"name", "runs": [report,
-    one per seed]}]}; a report holds allocationPercent, latencyP50Ms,
-    latencyPercentilesMs (0..100 %), apiCalls by verb, pending and its
-    reasons, and the other figures of devshare simulate's table. The same
+    one per seed]}]}; a report holds allocationPercent, gpuFree and
+    gpuFragmented at the end, fragmentationCurve (a point per 10 % of the
+    GPUs asked: demandPercent, allocationPercent, gpuFree, gpuFragmented),
+    latencyP50Ms, latencyPercentilesMs (0..100 %), apiCalls by verb, pending
+    and its reasons, and the other figures of devshare simulate's table. The same
     seed gives the same results. Errors: ValueError naming the key and line."""
     base_dir = ""
     if isinstance(scenario, Mapping):
