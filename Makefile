@@ -128,8 +128,9 @@ bench: setup $(BENCH_BUILD)/build.ninja python
 	@for b in $(BENCH_BUILD)/bench/*_bench; do $$b --benchmark_min_time=0.5; done
 	@$(VENV_PY) bench/python_filter_overhead.py $(BENCH_BUILD)/bench/filter_bench
 
-# Plots allocation per policy and the handshake-storm latency CDF to PNG
-# (examples/python/plot_simulation.py; PLOT_SEEDS=10 for the paper's count).
+# Plots allocation per policy, fragmentation over demand and the handshake-storm
+# latency CDF to PNG (examples/python/plot_simulation.py; PLOT_SEEDS=10 for the
+# paper's count).
 PLOT_SEEDS ?= 3
 plots: python
 	$(VENV_PY) -m pip install -q -r scripts/plot-requirements.txt
