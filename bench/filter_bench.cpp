@@ -1,13 +1,17 @@
-// Filter and snapshot maintenance on synthetic clusters: N nodes x 8 GPUs,
-// about half of the devices in use, a mix of request shapes.
+// Filter, the extender's /filter path and snapshot maintenance on synthetic
+// clusters: N nodes x 8 GPUs, about half of the devices in use, a mix of
+// request shapes.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <random>
+#include <variant>
 #include <string>
 #include <vector>
 
+#include "devshare/engine/engine.hpp"
 #include "devshare/filter.hpp"
+#include "devshare/kube/extender.hpp"
 #include "devshare/node_codec.hpp"
 #include "devshare/snapshot.hpp"
 
@@ -33,6 +37,7 @@ Node MakeNode(int n) {
     devices.push_back(d);
   }
   node.annotations.Set("hami.io/node-nvidia-register", EncodeNodeDevices(devices, RegisterFormat::kJson));
+  node.allocatable.Set("nvidia.com/gpu", "80");  // the device plugin's count: 8 x 10 slots
   return node;
 }
 
@@ -51,25 +56,37 @@ Pod MakeRequest(const std::string& name, int gpus, int mem, int cores, int pct) 
   return pod;
 }
 
-// A cluster of `nodes` nodes where a share `busy` (in 1/8) of the GPUs
-// carry a pod.
-ClusterSnapshot MakeCluster(int nodes, unsigned busy = 4) {
-  ClusterSnapshot s;
+// The objects of a cluster of `nodes` nodes where a share `busy` (in 1/8)
+// of the GPUs carry a pod.
+struct ClusterObjects {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+};
+
+ClusterObjects MakeObjects(int nodes, unsigned busy = 4) {
+  ClusterObjects c;
   std::mt19937 rng(7);
   for (int n = 0; n < nodes; ++n) {
-    Node node = MakeNode(n);
-    s.AddNode(node);
+    c.nodes.push_back(MakeNode(n));
     for (int g = 0; g < 8; ++g) {
       if (rng() % 8 >= busy) continue;
       const int mem = 4096 * static_cast<int>(1 + rng() % 6);
       const int cores = 10 * static_cast<int>(1 + rng() % 6);
       Pod pod = MakeRequest(fmt::format("load-{}-{}", n, g), 1, mem, cores, 0);
-      pod.annotations.Set("hami.io/vgpu-node", node.name);
+      pod.annotations.Set("hami.io/vgpu-node", c.nodes.back().name);
       pod.annotations.Set("hami.io/vgpu-devices-allocated",
                           fmt::format("GPU-{:05}-{}-7c3b1f52-0b1e-4a49-9e1f,NVIDIA,{},{}:;", n, g, mem, cores));
-      s.AddPod(pod);
+      c.pods.push_back(std::move(pod));
     }
   }
+  return c;
+}
+
+ClusterSnapshot MakeCluster(int nodes, unsigned busy = 4) {
+  ClusterSnapshot s;
+  ClusterObjects c = MakeObjects(nodes, busy);
+  for (const Node& node : c.nodes) s.AddNode(node);
+  for (const Pod& pod : c.pods) s.AddPod(pod);
   return s;
 }
 
@@ -124,6 +141,53 @@ void BM_Fragmentation_5000Nodes(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Fragmentation_5000Nodes)->Unit(benchmark::kMicrosecond);
+
+// The extender's /filter without the network (what `make load` drives over
+// HTTP): the ExtenderArgs of a quarter-GPU pod with 5,000 NodeNames decoded,
+// the engine's Filter with its pod PATCH reported done, and the
+// ExtenderFilterResult encoded (the chosen node, 4,999 FailedNodes).
+void BM_Extender_Filter5000Nodes(benchmark::State& state) {
+  engine::Engine engine{engine::EngineOptions{}};
+  std::vector<engine::Command> out;
+  ClusterObjects c = MakeObjects(5000);
+  for (const Node& node : c.nodes) engine.NodeObserved(node, 0, out);
+  for (const Pod& pod : c.pods) engine.PodObserved(pod);
+  engine.Tick(0, out);
+  if (!engine.Ready(0)) return state.SkipWithError("the engine is not ready");
+  std::string names;
+  for (const Node& node : c.nodes) names += fmt::format("{}\"{}\"", names.empty() ? "" : ",", node.name);
+  const std::string body = fmt::format(
+      R"({{"Pod":{{"metadata":{{"name":"load","namespace":"default","uid":"load-uid"}},"spec":{{"containers":)"
+      R"([{{"name":"c","resources":{{"limits":{{"nvidia.com/gpu":"1","nvidia.com/gpumem-percentage":"25",)"
+      R"("nvidia.com/gpucores":"25"}}}}}}]}}}},"Nodes":null,"NodeNames":[{}]}})",
+      names);
+  std::uint64_t request = 0;
+  std::size_t reply_bytes = 0;
+  for (auto _ : state) {
+    Result<kube::ExtenderArgs> args = kube::DecodeExtenderArgs(body);
+    if (!args.ok()) return state.SkipWithError(std::string(args.status().message()).c_str());
+    out.clear();
+    engine.Filter(++request, args->pod, args->nodes, 0, out);
+    const auto* patch = out.empty() ? nullptr : std::get_if<engine::PatchPod>(&out.front());
+    if (patch == nullptr) {
+      const auto* early = out.empty() ? nullptr : std::get_if<engine::FilterReply>(&out.front());
+      return state.SkipWithError(fmt::format("no pod PATCH: {}", early == nullptr ? "no reply"
+                                                                 : !early->error.empty() ? early->error
+                                                                 : "no node fits").c_str());
+    }
+    const std::uint64_t id = patch->id;
+    out.clear();
+    engine.ApiResult(id, true, 0, out);
+    const auto* reply = out.empty() ? nullptr : std::get_if<engine::FilterReply>(&out.front());
+    if (reply == nullptr || reply->nodes.size() != 1) return state.SkipWithError("no reply keeping one node");
+    const std::string encoded = kube::EncodeFilterResult(*args, *reply);
+    reply_bytes = encoded.size();
+    benchmark::DoNotOptimize(encoded);
+  }
+  state.counters["request_kB"] = static_cast<double>(body.size()) / 1000;
+  state.counters["reply_kB"] = static_cast<double>(reply_bytes) / 1000;
+}
+BENCHMARK(BM_Extender_Filter5000Nodes)->Unit(benchmark::kMillisecond);
 
 // Adding and then removing one pod (a 2-GPU allocation) on a 1000-node cluster.
 void BM_Snapshot_AddRemovePod(benchmark::State& state) {
