@@ -156,6 +156,11 @@ TEST_CASE("sim: the openb scenario reader") {
   CHECK(OpenbScenario(kNodes, "name,num_gpu,gpu_milli\np,1,2000\n", 1.3, 5).status().message().find("row 1") !=
         std::string_view::npos);
   CHECK(OpenbScenario("sn,gpu\nn,x\n", kPods, 1.3, 5).status().code() == StatusCode::kMalformed);
+  // A GPU model without a memory in the table is an error naming it; a node
+  // without GPUs needs no model.
+  CHECK(OpenbScenario("sn,gpu,model\nn,2,H100\n", kPods, 1.3, 5).status().message() ==
+        "node list: row 1: GPU model 'H100' has no known memory (V100M16, V100M32, P100, T4, A10, G1, G2, G3)");
+  CHECK(OpenbScenario("sn,gpu,model\nn,2,T4\ncpu,0,\n", kPods, 1.3, 5).ok());
 }
 
 TEST_CASE("sim: the placement invariant catches what a faulty scheduler would do") {

@@ -1219,13 +1219,15 @@ Result<PodSpec> PodRow(const std::map<std::string, std::string>& row, std::size_
 }
 
 // GPU memory per model; the traces do not give it (V100M16/V100M32 by name;
-// the undisclosed G1/G2 assumed 16 GiB and G3 32 GiB).
-std::int32_t ModelMemory(const std::string& model) {
+// the undisclosed G1/G2 assumed 16 GiB and G3 32 GiB). lib/sim/README.md
+// states the table. nullopt: a model not in it.
+std::optional<std::int32_t> ModelMemory(const std::string& model) {
   static const std::map<std::string, std::int32_t> kMemory = {
       {"V100M16", 16384}, {"V100M32", 32768}, {"P100", 16384}, {"T4", 16384},
       {"A10", 24576},     {"G1", 16384},      {"G2", 16384},   {"G3", 32768}};
   auto it = kMemory.find(model);
-  return it == kMemory.end() ? 16384 : it->second;
+  if (it == kMemory.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace
@@ -1244,13 +1246,19 @@ Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods
     n.name = row.count("sn") ? row.at("sn") : "";
     if (n.name.empty()) return Status::Malformed(fmt::format("node list: row {}: no sn", i + 1));
     n.model = row.count("model") ? row.at("model") : "";
-    n.gpu_memory_mib = ModelMemory(n.model);
     Result<std::int64_t> gpus = IntField(row, "gpu", "node list", i, 0);
     Result<std::int64_t> cpu = IntField(row, "cpu_milli", "node list", i, 0);
     Result<std::int64_t> mem = IntField(row, "memory_mib", "node list", i, 0);
     if (!gpus.ok()) return gpus.status();
     if (!cpu.ok()) return cpu.status();
     if (!mem.ok()) return mem.status();
+    const std::optional<std::int32_t> model_memory = ModelMemory(n.model);
+    if (*gpus > 0 && !model_memory) {
+      return Status::Malformed(fmt::format(
+          "node list: row {}: GPU model '{}' has no known memory (V100M16, V100M32, P100, T4, A10, G1, G2, G3)",
+          i + 1, n.model));
+    }
+    n.gpu_memory_mib = model_memory.value_or(0);
     n.gpus = static_cast<std::int32_t>(*gpus);
     n.cpu_milli = *cpu;
     n.memory_mib = *mem;
@@ -1316,7 +1324,7 @@ Scenario SyntheticScenario(std::uint64_t seed, std::int32_t nodes, double demand
   std::mt19937_64 rng(seed);
   for (std::int32_t n = 0; n < nodes; ++n) {
     const std::string model = kModels[static_cast<std::size_t>(n) % 4];
-    s.nodes.push_back(NodeSpec{fmt::format("node-{:04}", n), 8, ModelMemory(model), model, 96000, 786432});
+    s.nodes.push_back(NodeSpec{fmt::format("node-{:04}", n), 8, *ModelMemory(model), model, 96000, 786432});
   }
   // (weight, gpus, milli, cpu_milli, memory_mib): a mix like openb's.
   struct Shape {
