@@ -307,6 +307,12 @@ TEST_CASE("W10 and W15: ties go to the first node name; no candidates means ever
   CHECK(ascending.scores == jumbled.scores);
   CHECK(ascending.failed == jumbled.failed);
   CHECK(ascending.scores == std::vector<NodeScore>{{"n2", 0}, {"n3", 0}});
+  // A removed node is unregistered, in either order.
+  REQUIRE(s.RemoveNode("n3"));
+  CHECK(ReasonFor(MustFilter(s, pod, {}, {"n1", "n3"}), "n3") == "node unregistered");
+  CHECK(ReasonFor(MustFilter(s, pod, {}, {"n3", "n1"}), "n3") == "node unregistered");
+  CHECK(MustFilter(s, pod, {}, {"n1", "n3", "n4"}).failed ==
+        std::vector<NodeFailure>{{"n3", "node unregistered"}, {"n4", "node unregistered"}});
   FilterResult unknown = MustFilter(s, pod, {}, {"ghost"});
   CHECK_FALSE(unknown.node.has_value());
   CHECK(ReasonFor(unknown, "ghost") == "node unregistered");

@@ -1329,12 +1329,16 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
       std::sort(names.begin(), names.end());
       names.erase(std::unique(names.begin(), names.end()), names.end());
     }
-    for (std::string_view name : names) {  // ascending, so nodes are by name too
-      const NodeState* node = s.FindNode(name);
-      if (node == nullptr) {
-        result.failed.push_back(NodeFailure{std::string(name), "node unregistered"});
+    // Both ascend: one merge walk with the snapshot's nodes by name.
+    nodes.reserve(names.size());
+    auto known = s.by_name.begin();
+    for (std::string_view name : names) {
+      while (known != s.by_name.end() && s.nodes[*known].name < name) ++known;
+      const bool found = known != s.by_name.end() && s.nodes[*known].name == name && s.nodes[*known].present;
+      if (found) {
+        nodes.push_back(&s.nodes[*known]);
       } else {
-        nodes.push_back(node);
+        result.failed.push_back(NodeFailure{std::string(name), "node unregistered"});
       }
     }
   }
