@@ -1025,8 +1025,10 @@ class Simulation {
 
   // ---- the report
 
-  // The engine counters the report sums over replicas.
-  static void AddCounters(Counters& sum, const Counters& c) {
+  // The engine counters the report sums over replicas, into Counters or
+  // the Report (the same field names).
+  template <typename Sum>
+  static void AddCounters(Sum& sum, const Counters& c) {
     sum.filters_refused += c.filters_refused;
     sum.lock_contention += c.lock_contention;
     sum.lock_retries += c.lock_retries;
@@ -1075,14 +1077,8 @@ class Simulation {
     }
     if (crashed_at_) report_.unavailable_ms += now_ - *crashed_at_;
     for (const Replica& replica : replicas_) {
-      Counters c = replica.retired;
-      if (replica.alive) AddCounters(c, replica.engine->counters());
-      report_.filters_refused += c.filters_refused;
-      report_.lock_contention += c.lock_contention;
-      report_.lock_retries += c.lock_retries;
-      report_.binds_failed += c.binds_failed;
-      report_.registration_writes += c.registration_writes;
-      report_.nodes_dropped += c.nodes_dropped;
+      AddCounters(report_, replica.retired);
+      if (replica.alive) AddCounters(report_, replica.engine->counters());
     }
     return report_;
   }
