@@ -397,6 +397,12 @@ def run_compare(args) -> int:
     spec_tally: dict[str, Counter] = {fn: Counter() for fn in FUNCTIONS}
     hami_tally: dict[str, Counter] = {fn: Counter() for fn in FUNCTIONS}
     examples: dict[str, list[str]] = defaultdict(list)
+
+    def example(key: str, scenario: dict, text: str) -> None:
+        """Keeps the first five disagreements of each kind to print."""
+        if len(examples[key]) < 5:
+            examples[key].append(f"scenario {scenario['id']}: {text}")
+
     spec_passed = spec_failed = hami_passed = hami_failed = 0
     t0 = time.time()
     batch: list[dict] = []
@@ -414,8 +420,7 @@ def run_compare(args) -> int:
             for fn in FUNCTIONS:
                 spec_tally[fn]["disagree" if fn in bad_fns else "agree"] += 1
             for fn, msg in bad:
-                if len(examples[f"spec {fn}"]) < 5:
-                    examples[f"spec {fn}"].append(f"scenario {s['id']}: {msg}")
+                example(f"spec {fn}", s, msg)
             if bad:
                 spec_failed += 1
             else:
@@ -427,8 +432,7 @@ def run_compare(args) -> int:
                     hami_tally[fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
                     if verdict in ("disagree", "missing"):
                         ok = False
-                        if len(examples[f"HAMi {fn}"]) < 5:
-                            examples[f"HAMi {fn}"].append(f"scenario {s['id']}: {detail[:600]}")
+                        example(f"HAMi {fn}", s, detail[:600])
                 if ok:
                     hami_passed += 1
                 else:
