@@ -17,8 +17,10 @@ import argparse
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
+
+from json_http import JsonHandler
 
 
 def node(i: int) -> dict:
@@ -31,24 +33,13 @@ def node(i: int) -> dict:
             "status": {"allocatable": {"cpu": "128", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": "80"}}}
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     protocol_version = "HTTP/1.1"
     nodes: list = []
     calls: dict = {}
     throttle = 0  # PATCHes still to answer with 429
     expire = 0    # watches still to end with a 410 ERROR event
     lock = threading.Lock()
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def reply(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def count(self, what: str) -> None:
         with self.lock:

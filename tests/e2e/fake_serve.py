@@ -19,7 +19,9 @@ import sys
 import threading
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from json_http import JsonHandler
 
 
 def api_context():
@@ -32,17 +34,7 @@ def log(kind, **fields):
     print(json.dumps({"call": kind, **fields}), flush=True)
 
 
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):  # quiet: calls are logged as JSON lines
-        pass
-
-    def reply(self, body, code=200):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class Handler(JsonHandler):  # calls are logged as JSON lines
 
     def do_POST(self):
         args = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
@@ -51,7 +43,7 @@ class Handler(BaseHTTPRequestHandler):
             names = args.get("NodeNames") or args.get("nodenames") or []
             pod = args.get("Pod") or args.get("pod") or {}
             log("filter", pod=pod.get("metadata", {}).get("name"), nodes=names)
-            self.reply({"NodeNames": names, "FailedNodes": {}, "Error": ""})
+            self.reply(200, {"NodeNames": names, "FailedNodes": {}, "Error": ""})
         elif path.endswith("/bind"):
             binding = {"apiVersion": "v1", "kind": "Binding",
                        "metadata": {"name": args["PodName"], "namespace": args["PodNamespace"],
@@ -67,7 +59,7 @@ class Handler(BaseHTTPRequestHandler):
             except Exception as e:  # the extender reports it to kube-scheduler
                 error = str(e)
             log("bind", pod=args["PodName"], node=args["Node"], error=error)
-            self.reply({"Error": error})
+            self.reply(200, {"Error": error})
         elif path.endswith("/webhook"):
             request = args["request"]
             patch = [{"op": "add", "path": "/metadata/annotations", "value": {}}] \
@@ -75,11 +67,11 @@ class Handler(BaseHTTPRequestHandler):
             patch.append({"op": "add", "path": "/metadata/annotations/devshare.test~1mutated",
                           "value": "true"})
             log("webhook", pod=request["object"]["metadata"].get("name"), operation=request["operation"])
-            self.reply({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            self.reply(200, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                         "response": {"uid": request["uid"], "allowed": True, "patchType": "JSONPatch",
                                      "patch": base64.b64encode(json.dumps(patch).encode()).decode()}})
         else:
-            self.reply({"Error": f"unknown path {self.path}"}, 404)
+            self.reply(404, {"Error": f"unknown path {self.path}"})
 
 
 def main():
