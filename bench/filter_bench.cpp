@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include <random>
-#include <variant>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "devshare/engine/engine.hpp"

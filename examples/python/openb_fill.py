@@ -96,7 +96,8 @@ def workload_of(pods):
 
 
 def fill(nodes, pods, policy, demand, seed):
-    scheduler = dict(POLICIES[policy], reasons=False, workload=workload_of(pods))  # only the placement is needed
+    # Rejections need no reasons here: only the placement is used.
+    scheduler = dict(POLICIES[policy], reasons=False, workload=workload_of(pods))
     cluster = devshare.Cluster({"scheduler": scheduler})
     for node in nodes:
         cluster.add_node(node)
