@@ -52,6 +52,11 @@ Result<NodeLock> DecodeNodeLock(std::string_view value) {
                     kLockWhat, Quote(parts[0])),
         "time", 0);
   }
+  if (const std::string_view violation = internal::RangeViolation(lock.unix_seconds);
+      !violation.empty()) {
+    return Status::Malformed(
+        fmt::format("{}: time {} {}", kLockWhat, Quote(parts[0]), violation), "time", 0);
+  }
   if (n == 3) {
     lock.has_owner = true;
     lock.pod_namespace.assign(parts[1]);
@@ -93,6 +98,20 @@ Status HandshakeTimeError(std::string_view value, std::size_t offset, std::strin
                            "time", offset);
 }
 
+// Sets `out`'s instant, or says which bound of devshare's time range the
+// time at value[offset...] crosses.
+Status SetHandshakeTime(std::string_view value, std::size_t offset, std::int64_t unix_seconds,
+                        Handshake& out) {
+  if (const std::string_view violation = internal::RangeViolation(unix_seconds);
+      !violation.empty()) {
+    return Status::Malformed(fmt::format("{}: time {} {} at byte {}", kHandshakeWhat,
+                                         Quote(value.substr(offset)), violation, offset),
+                             "time", offset);
+  }
+  out.unix_seconds = unix_seconds;
+  return Status();
+}
+
 // "<State>_<time>" with HAMi's "2006-01-02 15:04:05" or Volcano's
 // "2006.01.02 15:04:05" layout.
 Status DecodeStampedTime(std::string_view value, std::size_t offset,
@@ -102,8 +121,8 @@ Status DecodeStampedTime(std::string_view value, std::size_t offset,
     auto civil = internal::ParseCivil(text, sep, ' ');
     if (civil && civil->length == text.size()) {
       out.dialect = sep == '-' ? HandshakeDialect::kHami : HandshakeDialect::kVolcano;
-      out.unix_seconds = internal::ToUnixSeconds(civil->time, zone_offset_seconds);
-      return Status();
+      return SetHandshakeTime(value, offset,
+                              internal::ToUnixSeconds(civil->time, zone_offset_seconds), out);
     }
   }
   return HandshakeTimeError(value, offset,
@@ -143,8 +162,7 @@ Status DecodeGoTimeString(std::string_view value, std::size_t offset, Handshake&
       if (!((c >= '0' && c <= '9') || c == '.')) return HandshakeTimeError(value, offset, kLayout);
     }
   }
-  out.unix_seconds = internal::ToUnixSeconds(civil->time, zone->seconds);
-  return Status();
+  return SetHandshakeTime(value, offset, internal::ToUnixSeconds(civil->time, zone->seconds), out);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "devshare/time_range.hpp"
+
 namespace devshare::internal {
 
 namespace {
@@ -110,6 +112,12 @@ std::optional<ParsedOffset> ParseOffset(std::string_view s, bool colon, bool all
   if (!mm || *hh > 23 || *mm > 59) return std::nullopt;
   const std::int32_t seconds = (*hh * 3600 + *mm * 60) * (s[0] == '-' ? -1 : 1);
   return ParsedOffset{seconds, pos + 2};
+}
+
+std::string_view RangeViolation(std::int64_t unix_seconds) {
+  if (unix_seconds < kEarliestUnixSeconds) return "is before 0000-01-01T00:00:00Z in UTC";
+  if (unix_seconds > kLatestUnixSeconds) return "is after 9999-12-31T23:59:59Z in UTC";
+  return {};
 }
 
 std::string FormatCivil(const CivilTime& t, char date_sep, char mid) {

@@ -44,6 +44,12 @@ struct ParsedOffset {
 };
 std::optional<ParsedOffset> ParseOffset(std::string_view s, bool colon, bool allow_z);
 
+// Empty when `unix_seconds` is within devshare's time range
+// (devshare/time_range.hpp); otherwise the words for the bound it crosses,
+// "is before 0000-01-01T00:00:00Z in UTC" or "is after 9999-12-31T23:59:59Z
+// in UTC", for an error message that quotes the value first.
+std::string_view RangeViolation(std::int64_t unix_seconds);
+
 // Formats "YYYY<sep>MM<sep>DD<mid>hh:mm:ss".
 std::string FormatCivil(const CivilTime& t, char date_sep, char mid);
 // Formats "Z" for 0, else "+hh:mm" (colon) or "+hhmm".

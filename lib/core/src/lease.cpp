@@ -58,7 +58,13 @@ Result<std::int64_t> DecodeMicroTime(std::string_view text) {
   }
   auto offset = internal::ParseOffset(text.substr(26), /*colon=*/true, /*allow_z=*/true);
   if (!offset || 26 + offset->length != text.size()) return fail();
-  return internal::ToUnixSeconds(civil->time, offset->seconds) * 1000000 + micros;
+  const std::int64_t seconds = internal::ToUnixSeconds(civil->time, offset->seconds);
+  if (const std::string_view violation = internal::RangeViolation(seconds); !violation.empty()) {
+    return Status::Malformed(
+        fmt::format("MicroTime {} {}: Kubernetes writes years 0000-9999 in UTC",
+                    internal::Quote(text), violation));
+  }
+  return seconds * 1000000 + micros;
 }
 
 Result<LeaseRecord> DecodeLease(std::string_view json) {

@@ -68,7 +68,8 @@ struct NodeLock {
 
 // Decodes "<RFC3339>,<namespace>,<name>" or the legacy "<RFC3339>".
 // Errors: not exactly 1 or 3 comma-separated parts, a time that is not
-// RFC 3339 (fractional seconds are accepted and dropped).
+// RFC 3339 (fractional seconds are accepted and dropped), an instant outside
+// devshare/time_range.hpp's range.
 DEVSHARE_EXPORT Result<NodeLock> DecodeNodeLock(std::string_view value);
 // Encodes with the lock's zone ("Z" when the offset is 0), as Go's RFC3339.
 DEVSHARE_EXPORT std::string EncodeNodeLock(const NodeLock& lock);
@@ -102,7 +103,8 @@ DEVSHARE_EXPORT std::string_view HandshakeStateName(HandshakeState state);
 // Decodes a handshake value. Times without a zone are read at
 // `zone_offset_seconds` east of UTC (default UTC); "Reported" times carry
 // their own offset. Errors: a Requesting/Deleted/Reported value whose time
-// does not parse.
+// does not parse, or whose instant is outside devshare/time_range.hpp's range
+// (a Requesting value with a time of year 0000 read at a zone east of UTC).
 DEVSHARE_EXPORT Result<Handshake> DecodeHandshake(std::string_view value,
                                                  std::int32_t zone_offset_seconds = 0);
 // Encodes `Requesting_<t>` or `Deleted_<t>` in the dialect's layout, or

@@ -29,6 +29,7 @@
 
 #include "devshare/export.hpp"
 #include "devshare/status.hpp"
+#include "devshare/time_range.hpp"
 
 namespace devshare {
 
@@ -47,12 +48,16 @@ struct LeaseRecord {
 };
 
 // Decodes a Lease object. Errors: not JSON, a field of the wrong type, a
-// MicroTime without exactly 6 fractional digits.
+// MicroTime without exactly 6 fractional digits or outside
+// devshare/time_range.hpp's range.
 DEVSHARE_EXPORT Result<LeaseRecord> DecodeLease(std::string_view json);
 // Encodes the Lease for a PUT or POST: apiVersion, kind, metadata (name,
 // namespace, resourceVersion when set) and the spec fields client-go writes.
 DEVSHARE_EXPORT std::string EncodeLease(const LeaseRecord& lease);
 // MicroTime: "2006-01-02T15:04:05.000000Z" (UTC, exactly 6 fractional digits).
+// The decoder reads any offset ("Z07:00") and refuses instants outside
+// devshare/time_range.hpp's range, so every decoded value encodes and reads
+// back equal. REQUIRES (encoder): InTimeRange(floor(unix_us / 1e6)).
 DEVSHARE_EXPORT std::string EncodeMicroTime(std::int64_t unix_us);
 DEVSHARE_EXPORT Result<std::int64_t> DecodeMicroTime(std::string_view text);
 
