@@ -11,7 +11,13 @@ FUZZ_BUILD  ?= build-fuzz
 BENCH_BUILD ?= build-bench
 E2E_BUILD   ?= build-e2e
 STAGE       ?= $(CURDIR)/build-stage
-FUZZ_SECONDS ?= 10
+# `make test` fuzzes repeatably: the committed corpus, then FUZZ_RUNS inputs
+# per target from FUZZ_SEED. `make fuzz` explores: random seeds, FUZZ_SECONDS
+# per target, FUZZ_JOBS targets at a time.
+FUZZ_RUNS    ?= 200000
+FUZZ_SEED    ?= 1
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 2
 # One interpreter builds the Python module and runs pytest: the venv's.
 PYTHON      ?= python3
 VENV        ?= build-venv
@@ -20,7 +26,7 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test openb plots load e2e test-serve test-unit test-asan test-fuzz test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test openb plots load e2e test-serve test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -56,15 +62,19 @@ $(FUZZ_BUILD)/build.ninja:
 	CC=clang-14 CXX=clang++-14 meson setup $(FUZZ_BUILD) -Dfuzz=enabled -Dtests=disabled \
 	  -Db_sanitize=address,undefined -Db_lundef=false -Ddefault_library=static
 
-test-fuzz: setup $(FUZZ_BUILD)/build.ninja
+fuzz-build: setup $(FUZZ_BUILD)/build.ninja
 	@ninja -C $(FUZZ_BUILD)
+
+test-fuzz: fuzz-build
 	@mkdir -p $(dir $(RESULTS))
-	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) | tee $(FUZZ_BUILD)/fuzz.log
+	@bash tests/fuzz/run.sh $(FUZZ_BUILD) --runs $(FUZZ_RUNS) --seed $(FUZZ_SEED) \
+	  --jobs $(FUZZ_JOBS) | tee $(FUZZ_BUILD)/fuzz.log
 	@grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' $(FUZZ_BUILD)/fuzz.log | tail -1 | \
 	  sed -E 's/fuzz: ([0-9]+) passed, ([0-9]+) failed/fuzz \1 \2/' >>$(RESULTS)
 
-# Longer fuzzing: make fuzz FUZZ_SECONDS=600
-fuzz: test-fuzz
+# Exploration from random seeds: make fuzz FUZZ_SECONDS=600 FUZZ_JOBS=2
+fuzz: fuzz-build
+	@bash tests/fuzz/run.sh $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
 
 # devshare serve end to end against the stand-in API server (tests/e2e).
 test-serve: build

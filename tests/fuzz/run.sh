@@ -1,26 +1,61 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target for a bounded time.
+# Runs the libFuzzer targets, repeatably (a fixed input count from a fixed
+# seed) or exploring (random seed, bounded in time).
 #
-#   tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET...]
+#   tests/fuzz/run.sh BUILD_DIR --runs N [--seed S] [--jobs J] [TARGET...]
+#   tests/fuzz/run.sh BUILD_DIR --seconds N [--jobs J] [TARGET...]
 #
 # BUILD_DIR is a meson build configured with -Dfuzz=enabled (see
-# `make test-fuzz`); SECONDS is the time per target; TARGETs are names like
-# node_json (default: all). Each target runs on a temporary copy of
-# tests/fuzz/corpus/<target> (the repository's corpus is never written).
-# Crash, leak, timeout and OOM inputs go to tests/fuzz/artifacts/<run>/
-# (git-ignored; override the root with FUZZ_ARTIFACTS). Exits 1 if any
-# target fails; the last line is "fuzz: N passed, M failed".
+# `make test-fuzz`); TARGETs are names like node_json (default: all).
+#
+# --runs: every committed input of tests/fuzz/corpus/<target> is run first
+#   (in name order), then libFuzzer mutates from seed S (default 1) until N
+#   inputs have run in all, with address-space randomisation off. The same
+#   commit runs the same inputs on every machine, so a pass or a failure
+#   repeats. This is what `make test` runs.
+# --seconds: libFuzzer picks a random seed and runs for N seconds from the
+#   committed corpus: exploration (`make fuzz`). The seed is printed, so a
+#   finding can be replayed.
+# --jobs: targets run J at a time (default 1); each target is one process.
+#
+# Each target writes new inputs to a temporary directory (the repository's
+# corpus is never written). Crash, leak, timeout and OOM inputs go to
+# tests/fuzz/artifacts/<run>/ (git-ignored; override the root with
+# FUZZ_ARTIFACTS). One line per target (inputs run, inputs per second of
+# wall time, corpus size, seed, result); exits 1 if any target fails; the last line is
+# "fuzz: N passed, M failed".
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 BUILD_DIR SECONDS [TARGET...]" >&2
+  echo "usage: $0 BUILD_DIR (--runs N [--seed S] | --seconds N) [--jobs J] [TARGET...]" >&2
   exit 2
 }
-[ $# -ge 2 ] || usage
+positive() {  # positive NAME VALUE
+  [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: $1 must be a positive integer, got '$2'" >&2; usage; }
+}
+
+[ $# -ge 1 ] || usage
 build_dir=$1
-seconds=$2
-shift 2
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: SECONDS must be a positive integer" >&2; usage; }
+shift
+runs=""
+seconds=""
+seed=1
+jobs=1
+targets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) [ $# -ge 2 ] || usage; positive --runs "$2"; runs=$2; shift 2 ;;
+    --seconds) [ $# -ge 2 ] || usage; positive --seconds "$2"; seconds=$2; shift 2 ;;
+    --seed) [ $# -ge 2 ] || usage; positive --seed "$2"; seed=$2; shift 2 ;;
+    --jobs) [ $# -ge 2 ] || usage; positive --jobs "$2"; jobs=$2; shift 2 ;;
+    -*) echo "run.sh: unknown option $1" >&2; usage ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+if { [ -n "$runs" ] && [ -n "$seconds" ]; } || { [ -z "$runs" ] && [ -z "$seconds" ]; }; then
+  echo "run.sh: give exactly one of --runs and --seconds" >&2
+  usage
+fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Every target the build made (tests/fuzz/meson.build is the one list).
@@ -29,7 +64,18 @@ for exe in "$build_dir"/tests/fuzz/fuzz_*; do
   [ -f "$exe" ] && [ -x "$exe" ] && all_targets+=("${exe##*/fuzz_}")
 done
 [ ${#all_targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build_dir/tests/fuzz" >&2; exit 1; }
-if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+
+# How to start a process without address-space randomisation (util-linux's
+# setarch), for the repeatable mode.
+no_aslr=()
+if [ -n "$runs" ]; then
+  if setarch "$(uname -m)" -R true 2>/dev/null; then
+    no_aslr=(setarch "$(uname -m)" -R)
+  else
+    echo "run.sh: setarch -R is not available: runs from one seed may differ between machines" >&2
+  fi
+fi
 
 # Extra libFuzzer flags per target.
 extra_flags() {
@@ -45,7 +91,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/devshare-fuzz.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+pids=()
+cleanup() {
+  [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 artifacts_root=${FUZZ_ARTIFACTS:-$here/artifacts}
 mkdir -p "$artifacts_root"
 run_dir=$(mktemp -d "$artifacts_root/run-$(date +%Y%m%d-%H%M%S)-XXXX")
@@ -67,62 +118,121 @@ hex_dump() {  # at most 512 bytes
   if [ "$n" -gt 512 ]; then echo "  ... ($n bytes)"; fi
 }
 
-passed=0
-failed=0
-for name in "${targets[@]}"; do
-  exe="$build_dir/tests/fuzz/fuzz_$name"
+# Runs one target; writes its report to $work/<name>.report and "ok" or
+# "failed" to $work/<name>.result.
+run_target() {
+  local name=$1
+  local exe="$build_dir/tests/fuzz/fuzz_$name"
+  local report="$work/$name.report"
   if [ ! -x "$exe" ]; then
-    printf '%-22s %12s  FAILED (no executable %s)\n' "fuzz_$name" "-" "$exe"
-    failed=$((failed + 1))
-    continue
+    printf '%-22s %12s  FAILED (no executable %s)\n' "fuzz_$name" "-" "$exe" >"$report"
+    echo failed >"$work/$name.result"
+    return
   fi
-  corpus="$work/corpus-$name"
-  mkdir -p "$corpus"
-  if [ -d "$here/corpus/$name" ]; then
-    cp -R "$here/corpus/$name/." "$corpus/"
+  # The target runs in a directory of its own with short relative paths, a
+  # fixed environment and, when repeatable, address-space randomisation off:
+  # libFuzzer also mutates with the operands of recent comparisons, some of
+  # them pointers (into the heap, and the stack, whose addresses depend on
+  # the environment and argument sizes), so anything else would let two runs
+  # from one seed drift apart.
+  local dir="$work/$name.d"
+  local corpus="$dir/corpus"
+  local artifacts="$run_dir/$name"
+  mkdir -p "$corpus" "$dir/seeds" "$artifacts"
+  ln -s "$(cd "$(dirname "$exe")" && pwd)/fuzz_$name" "$dir/fuzz"
+  ln -s "$artifacts" "$dir/artifacts"
+  local mode_flags=() launcher=()
+  if [ -n "$runs" ]; then
+    launcher=("${no_aslr[@]}")
+    # The committed inputs, in name order, are libFuzzer's seed inputs; new
+    # inputs go to the empty corpus directory. No reload: nothing else
+    # writes there, and a reload is driven by the clock.
+    if [ -d "$here/corpus/$name" ]; then cp -R "$here/corpus/$name/." "$dir/seeds/"; fi
+    (cd "$dir" && find seeds -type f | LC_ALL=C sort | paste -sd, >seeds.txt)
+    [ -s "$dir/seeds.txt" ] && mode_flags+=("-seed_inputs=@seeds.txt")
+    mode_flags+=("-runs=$runs" "-seed=$seed" "-reload=0")
+  else
+    if [ -d "$here/corpus/$name" ]; then cp -R "$here/corpus/$name/." "$corpus/"; fi
+    mode_flags+=("-max_total_time=$seconds")
   fi
-  artifacts="$run_dir/$name"
-  mkdir -p "$artifacts"
-  log="$work/$name.log"
-  rc=0
+  local log="$work/$name.log"
+  local rc=0 started
+  started=$(date +%s%N)
   # shellcheck disable=SC2046  # extra_flags is a list of words
-  "$exe" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" $(extra_flags "$name") \
+  (cd "$dir" && env -i PATH=/usr/lib/llvm-14/bin:/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
+    "${launcher[@]}" ./fuzz corpus "${mode_flags[@]}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix=artifacts/ $(extra_flags "$name")) \
     >"$log" 2>&1 || rc=$?
 
-  runs=$(stat_value number_of_executed_units "$log")
-  rate=$(stat_value average_exec_per_sec "$log")
+  local executed rate units used_seed elapsed_ms
+  elapsed_ms=$(( ($(date +%s%N) - started) / 1000000 ))
+  executed=$(stat_value number_of_executed_units "$log")
+  rate="?"
+  [[ $executed =~ ^[0-9]+$ ]] && rate=$(( executed * 1000 / (elapsed_ms > 0 ? elapsed_ms : 1) ))
   units=$(find "$corpus" -type f | wc -l)
+  used_seed=$(sed -n 's/^INFO: Seed: \([0-9]*\).*/\1/p' "$log" | head -n 1)
+  local found
   mapfile -t found < <(find "$artifacts" -type f | sort)
   if [ "$rc" -eq 0 ] && [ ${#found[@]} -eq 0 ]; then
-    printf '%-22s %12s runs %9s/s %6s corpus  ok\n' "fuzz_$name" "$runs" "$rate" "$units"
-    passed=$((passed + 1))
+    printf '%-22s %12s runs %9s/s %6s corpus  seed %-10s ok\n' \
+      "fuzz_$name" "$executed" "$rate" "$units" "${used_seed:-?}" >"$report"
+    echo ok >"$work/$name.result"
     rmdir "$artifacts"
-    continue
+    return
   fi
 
-  failed=$((failed + 1))
-  printf '%-22s %12s runs %9s/s %6s corpus  FAILED (exit %s)\n' \
-    "fuzz_$name" "$runs" "$rate" "$units" "$rc"
-  cp "$log" "$artifacts/fuzz_$name.log"
-  echo "  log: $artifacts/fuzz_$name.log"
-  # The report: a property violation ("<name>: ...", printed by the target)
-  # or the sanitizer/libFuzzer error with the top of its stack, and a summary.
-  first=$(grep -n -m 1 -E "^$name: |==[0-9]+==ERROR|runtime error:|^ALARM|out-of-memory" "$log" \
-    | cut -d: -f1 || true)
-  if [ -n "$first" ]; then
-    sed -n "${first},$((first + 30))p" "$log" | sed 's/^/  | /'
-    { grep -E '^SUMMARY:' "$log" || true; } | sed 's/^/  | /'
-  else
-    tail -n 30 "$log" | sed 's/^/  | /'
-  fi
-  for f in "${found[@]}"; do
-    [[ $f == *.log ]] && continue
-    echo "  input: $f"
-    echo "  reproduce: UBSAN_OPTIONS=$UBSAN_OPTIONS $exe $f"
-    hex_dump "$f" | sed 's/^/    /'
+  echo failed >"$work/$name.result"
+  {
+    printf '%-22s %12s runs %9s/s %6s corpus  seed %-10s FAILED (exit %s)\n' \
+      "fuzz_$name" "$executed" "$rate" "$units" "${used_seed:-?}" "$rc"
+    cp "$log" "$artifacts/fuzz_$name.log"
+    echo "  log: $artifacts/fuzz_$name.log"
+    # The report: a property violation ("<name>: ...", printed by the target)
+    # or the sanitizer/libFuzzer error with the top of its stack, and a summary.
+    local first
+    first=$(grep -n -m 1 -E "^$name: |==[0-9]+==ERROR|runtime error:|^ALARM|out-of-memory" "$log" \
+      | cut -d: -f1 || true)
+    if [ -n "$first" ]; then
+      sed -n "${first},$((first + 30))p" "$log" | sed 's/^/  | /'
+      { grep -E '^SUMMARY:' "$log" || true; } | sed 's/^/  | /'
+    else
+      tail -n 30 "$log" | sed 's/^/  | /'
+    fi
+    local f
+    for f in "${found[@]}"; do
+      [[ $f == *.log ]] && continue
+      echo "  input: $f"
+      echo "  reproduce: UBSAN_OPTIONS=$UBSAN_OPTIONS $exe $f"
+      hex_dump "$f" | sed 's/^/    /'
+    done
+  } >"$report"
+}
+
+# Starts the targets J at a time and prints each report as its target ends.
+printed=()
+print_finished() {
+  local name
+  for name in "${targets[@]}"; do
+    [ -f "$work/$name.result" ] || continue
+    [[ " ${printed[*]} " == *" $name "* ]] && continue
+    cat "$work/$name.report"
+    printed+=("$name")
   done
+}
+for name in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+    wait -n || true
+    print_finished
+  done
+  run_target "$name" &
+  pids+=($!)
 done
+wait || true
+pids=()
+print_finished
+
+passed=$(grep -l '^ok$' "$work"/*.result 2>/dev/null | wc -l)
+failed=$((${#targets[@]} - passed))
 
 # Keep the run directory only when it holds findings.
 rmdir "$run_dir" 2>/dev/null && rmdir "$artifacts_root" 2>/dev/null || true
