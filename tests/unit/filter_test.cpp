@@ -185,6 +185,23 @@ TEST_CASE("GPU policies: spread takes the emptiest card, binpack the fullest") {
         std::vector<std::string>{"n1-gpu1"});
 }
 
+TEST_CASE("W10: a container's ties keep the order the previous container's sort left") {
+  // HAMi sorts one device list in place for each container. Under spread,
+  // the first container (256 MiB, 30 cores) scores gpu1 (4096 MiB) above the
+  // equal gpu0 and gpu2 (16384 MiB): sorted [gpu1, gpu0, gpu2], it takes
+  // gpu2, visited first from the end. The second container (75 cores, all
+  // the memory) scores gpu0 and gpu1 alike; its sort keeps them as the first
+  // left them, [gpu1, gpu0], so gpu0 is visited first. Registration order
+  // would have put gpu1 last and picked it (as HAMi v2.10 does not).
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(MakeNode("n1").Gpu(2, 16384).Gpu(2, 4096).Gpu(2, 16384)).ok());
+  const FilterResult r = MustFilter(s, MakePod("p").Container(1, 256, 30).Container(1, -1, 75));
+  CHECK(Uuids(r, 0) == std::vector<std::string>{"n1-gpu2"});
+  CHECK(Uuids(r, 1) == std::vector<std::string>{"n1-gpu0"});
+  // Each container alone takes the last of its equals in registration order.
+  CHECK(Uuids(MustFilter(s, MakePod("q").Container(1, -1, 75)), 0) == std::vector<std::string>{"n1-gpu2"});
+}
+
 TEST_CASE("device scoring weights change the choice (spec §5.4)") {
   // Count 10, Totalcore 100, Totalmem 100; the pod asks 40 % of memory.
   // gpu-a (Used 1, cores 90, mem 10): 1/1/1 -> 16, 1/1/3 -> 26, 1/3/1 -> 34

@@ -254,6 +254,10 @@ struct PodPlan {
   // A one-request pod whose feasibility SurelyFits can decide: where its
   // request is (requests[simple_container][simple_index]).
   bool simple = false;
+  // Several requests are fitted one after another on a node under an order
+  // whose keys can be equal (not a chain or fgd, which end on the index):
+  // the order one request's sort leaves breaks the next one's ties.
+  bool ties_possible = false;
   bool reasons = true;  // FilterOptions::reasons
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;
@@ -321,6 +325,11 @@ struct Scratch {
   std::vector<WorkDevice> base, work;
   std::vector<std::uint32_t> order;
   std::vector<OrderKey> keys;
+  // HAMi sorts one device list in place for every request of the pod's
+  // containers, so equal keys keep the order the previous sort left:
+  // rank[i] is working device i's position in that list (registration order
+  // before the first sort of a node, and of each init container).
+  std::vector<std::uint32_t> rank, by_rank;
   std::vector<Pick> picked;
   std::vector<ContainerPicks> placement;
   // fgd: the free share of each working device and the sums over them;
@@ -887,6 +896,7 @@ struct FitContext {
   std::vector<WorkDevice>& devices;
   std::vector<std::uint32_t>& order;       // the vendor's devices; consumed by Fit
   const std::vector<OrderKey>& keys;       // by device index
+  const std::vector<std::uint32_t>& rank;  // by device index: the tie-break
   const std::vector<ContainerPicks>& placement;
   std::size_t container;
   std::size_t vendor_slot;
@@ -903,9 +913,10 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
   const std::int32_t origin = request.nums;
   std::int32_t prevnuma = -1;
   picked.clear();
-  // Devices are visited in descending order of (key, position) — the order
-  // HAMi visits a stably sorted list from its end — by picking the next one
-  // when it is needed: a fit found early costs one pass, not a sort.
+  // Devices are visited in descending order of (key, rank) — the order HAMi
+  // visits its list from the end once a stable sort has put it in key
+  // order — by picking the next one when it is needed: a fit found early
+  // costs one pass, not a sort.
   std::vector<std::uint32_t>& remaining = ctx.order;
   const std::size_t n = remaining.size();
   std::size_t next = 0;  // position in `remaining` of the device being visited
@@ -913,7 +924,9 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
     next = 0;
     for (std::size_t j = 1; j < remaining.size(); ++j) {
       const std::uint32_t a = remaining[j], b = remaining[next];
-      if (ctx.keys[b] < ctx.keys[a] || (!(ctx.keys[a] < ctx.keys[b]) && a > b)) next = j;
+      if (ctx.keys[b] < ctx.keys[a] || (!(ctx.keys[a] < ctx.keys[b]) && ctx.rank[a] > ctx.rank[b])) {
+        next = j;
+      }
     }
   };
   if (!remaining.empty()) select_next();
@@ -1055,6 +1068,24 @@ bool IsMigRequest(const PodPlan& plan, const NodeState& node, std::uint32_t vend
                      [](const DeviceSlot& d) { return d.is_mig; });
 }
 
+// Registration order: the device list before a node's first sort.
+void ResetRanks(Scratch& scratch, std::size_t devices) {
+  scratch.rank.resize(devices);
+  for (std::uint32_t i = 0; i < devices; ++i) scratch.rank[i] = i;
+}
+
+// The list after HAMi's sort for the request whose keys are in
+// scratch.keys: a stable sort of the previous list (Go's sort.Sort is an
+// insertion sort up to 12 elements; above that devshare stays stable, W10).
+void SortRanks(Scratch& scratch) {
+  const std::size_t n = scratch.rank.size();
+  scratch.by_rank.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) scratch.by_rank[scratch.rank[i]] = i;
+  std::stable_sort(scratch.by_rank.begin(), scratch.by_rank.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return scratch.keys[a] < scratch.keys[b]; });
+  for (std::uint32_t p = 0; p < n; ++p) scratch.rank[scratch.by_rank[p]] = p;
+}
+
 // Fits one container on `devices`, recording its picks in scratch.placement.
 bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDevice>& devices,
                   std::size_t container, Scratch& scratch, std::string& reason) {
@@ -1070,9 +1101,8 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     scratch.order.clear();
     scratch.keys.resize(devices.size());
     for (std::uint32_t i = 0; i < devices.size(); ++i) {
-      if (devices[i].vendor != vendor) continue;
-      scratch.order.push_back(i);
       scratch.keys[i] = KeyOf(devices[i], plan);
+      if (devices[i].vendor == vendor) scratch.order.push_back(i);
     }
 
     if (static_cast<std::size_t>(request.nums) > scratch.order.size() &&
@@ -1082,8 +1112,10 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     }
     const std::size_t slot = static_cast<std::size_t>(
         std::find(plan.vendors.begin(), plan.vendors.end(), vendor) - plan.vendors.begin());
-    FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.placement, container, slot};
+    FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.rank, scratch.placement,
+                   container, slot};
     if (!Fit(ctx, request, vendor, scratch.picked, reason)) return false;
+    if (plan.ties_possible) SortRanks(scratch);
     if (!AddUsage(devices, scratch.picked, reason)) return false;
     TrackPicks(devices, scratch.picked, plan, scratch);
     picks[slot].insert(picks[slot].end(), scratch.picked.begin(), scratch.picked.end());
@@ -1158,6 +1190,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     for (std::size_t c = 0; c < plan.init_containers; ++c) {
       if (plan.requests[c].empty()) continue;
       CopyDevices(scratch.base, scratch.work);
+      ResetRanks(scratch, scratch.work.size());
       scratch.frag_valid = false;
       if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
     }
@@ -1165,6 +1198,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   } else {
     LoadNode(s, node, plan, scratch.work);
   }
+  ResetRanks(scratch, scratch.work.size());
   scratch.frag_valid = false;
   double before = 0;
   if (plan.node_fgd) {
@@ -1292,6 +1326,7 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
     }
   }
   plan.simple = request_count == 1 && !plan.numa_bind && !plan.gpu.topology && !plan.any_quota;
+  plan.ties_possible = request_count > 1 && !plan.gpu.chain && !plan.gpu.fgd;
   return plan;
 }
 
