@@ -14,25 +14,31 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"flag"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
+	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/Project-HAMi/HAMi/pkg/device"
+	nvidiadevice "github.com/Project-HAMi/HAMi/pkg/device/nvidia"
 	"github.com/Project-HAMi/HAMi/pkg/scheduler"
 	"github.com/Project-HAMi/HAMi/pkg/scheduler/config"
-	"github.com/Project-HAMi/HAMi/pkg/scheduler/policy"
 	"github.com/Project-HAMi/HAMi/pkg/util"
 	"github.com/Project-HAMi/HAMi/pkg/util/client"
 )
@@ -155,45 +161,80 @@ func objects(s *scenario) ([]*corev1.Node, []*corev1.Pod, *corev1.Pod) {
 	return nodes, held, pod
 }
 
-// startScheduler runs HAMi's scheduler on a fake API server holding the scenario's
-// objects and waits until every node's devices are registered.
-func startScheduler(s *scenario, nodes []*corev1.Node, held []*corev1.Pod, pod *corev1.Pod) *scheduler.Scheduler {
-	cs := fake.NewSimpleClientset()
-	ctx := context.Background()
+// hamiScheduler is HAMi's scheduler on a fake API server holding one
+// scenario's objects, with its registration loop running.
+type hamiScheduler struct {
+	*scheduler.Scheduler
+	nodes []*corev1.Node
+	done  chan struct{} // closed when RegisterFromNodeAnnotations has returned
+}
+
+// startScheduler runs HAMi's scheduler on a fake API server holding the
+// scenario's objects and waits until every node's devices are registered and
+// the pod cache holds the held pods.
+//
+// The objects are seeded into the clientset before any informer starts, so
+// no watch event is queued for them. Every node carries a fresh
+// "Requesting_<now>" handshake for every vendor HAMi knows, so each vendor's
+// CheckHealth finds it healthy and
+// registers the node without patching it: no write reaches the fake API
+// server during registration (which at 5,000 nodes overflowed the fake's
+// 100-event watch channels), and the answer does not depend on how long the
+// harness runs as long as a scenario takes less than HAMi's 60 s expiry.
+func startScheduler(s *scenario, nodes []*corev1.Node, held []*corev1.Pod, pod *corev1.Pod) *hamiScheduler {
+	stamp := "Requesting_" + time.Now().Format(time.DateTime)
+	objs := []runtime.Object{}
 	for _, n := range nodes {
-		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-			fail("create node: %v", err)
+		for _, key := range util.HandshakeAnnos {
+			n.Annotations[key] = stamp
 		}
+		objs = append(objs, n)
 	}
 	for _, p := range append(held, pod) {
-		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			fail("create pod: %v", err)
-		}
+		objs = append(objs, p)
 	}
-	client.KubeClient = cs
+	client.KubeClient = fake.NewSimpleClientset(objs...)
 	config.NodeSchedulerPolicy = s.Scheduler["node_policy"]
-	config.GPUSchedulerPolicy = s.Scheduler["gpu_policy"]
-	sched := scheduler.NewScheduler()
-	sched.Start()
-	go sched.RegisterFromNodeAnnotations()
+	device.GPUSchedulerPolicy = s.Scheduler["gpu_policy"]
+	h := &hamiScheduler{Scheduler: scheduler.NewScheduler(), nodes: nodes, done: make(chan struct{})}
+	if err := h.Start(); err != nil {
+		fail("scenario %d: start: %v", s.ID, err)
+	}
+	go func() {
+		defer close(h.done)
+		h.RegisterFromNodeAnnotations()
+	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		registered, _ := sched.ListNodes()
+		registered, _ := h.ListNodes()
 		if len(registered) >= len(nodes) {
 			break
 		}
 		if time.Now().After(deadline) {
 			fail("scenario %d: %d of %d nodes registered after 30 s", s.ID, len(registered), len(nodes))
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
-	for len(sched.ListPodsInfo()) < len(held) {
+	for len(h.GetPodManager().ListPodsInfo()) < len(held) {
 		if time.Now().After(deadline) {
 			fail("scenario %d: pod cache not synced", s.ID)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
-	return sched
+	return h
+}
+
+// stop ends the scheduler's informers and registration loop and waits for
+// the loop to return, then forgets the NVIDIA device's per-node health
+// bookkeeping (global in HAMi), so that the next scenario, whose nodes have
+// the same names, starts clean.
+func (h *hamiScheduler) stop() {
+	h.Stop()
+	<-h.done
+	gpu := device.GetDevices()[nvidia].(*nvidiadevice.NvidiaGPUDevices)
+	for _, n := range h.nodes {
+		gpu.NodeDeleted(n.Name)
+	}
 }
 
 func cds(pd device.PodSingleDevice) [][]cdJSON {
@@ -209,15 +250,23 @@ func cds(pd device.PodSingleDevice) [][]cdJSON {
 }
 
 // allocated is the NVIDIA part of the devices Filter wrote to the pod (the
-// merge patch HAMi sends to the API server), decoded by HAMi.
+// merge patch HAMi sends to the API server), decoded by HAMi: one entry per
+// container. The value ends every container with ';', and HAMi's decoder
+// reads one more, empty, container after the last one; that one is not a
+// container of the pod and is dropped here.
 func allocated(ctx context.Context, pod *corev1.Pod) [][]cdJSON {
 	got, err := client.KubeClient.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		fail("get pod: %v", err)
 	}
+	value := got.Annotations[allocatedKey]
 	pd, _ := device.DecodePodDevices(map[string]string{nvidia: allocatedKey},
-		map[string]string{allocatedKey: got.Annotations[allocatedKey]})
-	return cds(pd[nvidia])
+		map[string]string{allocatedKey: value})
+	containers := pd[nvidia]
+	if n := len(containers); n > 0 && len(containers[n-1]) == 0 && strings.HasSuffix(value, ";") {
+		containers = containers[:n-1]
+	}
+	return cds(containers)
 }
 
 // reset undoes a successful Filter: HAMi cached the reservation and patched the
@@ -225,15 +274,15 @@ func allocated(ctx context.Context, pod *corev1.Pod) [][]cdJSON {
 // any time. Deleting the pod (HAMi's onDelPod drops the reservation) and
 // creating it afresh, then waiting until the cache holds only the held pods,
 // makes the next Filter see the cluster as the scenario describes it.
-func reset(ctx context.Context, sched *scheduler.Scheduler, pod *corev1.Pod, held int) {
+func reset(ctx context.Context, sched *hamiScheduler, pod *corev1.Pod, held int) {
 	pods := client.KubeClient.CoreV1().Pods(pod.Namespace)
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		fail("delete pod: %v", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(sched.ListPodsInfo()) != held {
+	for len(sched.GetPodManager().ListPodsInfo()) != held {
 		if time.Now().After(deadline) {
-			fail("pod cache holds %d pods, want %d", len(sched.ListPodsInfo()), held)
+			fail("pod cache holds %d pods, want %d", len(sched.GetPodManager().ListPodsInfo()), held)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -242,7 +291,7 @@ func reset(ctx context.Context, sched *scheduler.Scheduler, pod *corev1.Pod, hel
 	}
 }
 
-func filter(sched *scheduler.Scheduler, pod *corev1.Pod, names []string) (*extenderv1.ExtenderFilterResult, error) {
+func filter(sched *hamiScheduler, pod *corev1.Pod, names []string) (*extenderv1.ExtenderFilterResult, error) {
 	return sched.Filter(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
 }
 
@@ -305,7 +354,7 @@ func answer(s *scenario) map[string]any {
 	out["requests"] = reqs
 
 	sched := startScheduler(s, nodes, held, pod)
-	defer sched.Stop()
+	defer sched.stop()
 	ctx := context.Background()
 
 	fit := map[string]any{}
@@ -335,9 +384,12 @@ func answer(s *scenario) map[string]any {
 	for _, n := range nodes {
 		names = append(names, n.Name)
 	}
+	// The node scores are the ones this Filter computed (scoreNode logs each
+	// fitting node's score at verbosity 4; float32 printed exactly).
+	logs.capture(true)
 	res, err := filter(sched, pod, names)
+	scores := logs.scores(pod)
 	f := map[string]any{"node": nil, "devices": nil, "annotation": nil, "failed": map[string]string{}, "error": nil}
-	scores := map[string]float32{}
 	if err != nil {
 		f["error"] = err.Error()
 	} else if res.NodeNames != nil && len(*res.NodeNames) == 1 {
@@ -354,16 +406,6 @@ func answer(s *scenario) map[string]any {
 			devices = append(devices, ctr)
 		}
 		f["devices"] = devices
-		// Node scores: HAMi's ComputeDefaultScore on the usage snapshot this
-		// Filter built (before placement), for every node where the pod fits.
-		usage := *sched.InspectAllNodesUsage()
-		for name, v := range fit {
-			if v.(map[string]any)["fits"].(bool) {
-				ns := policy.NodeScore{NodeID: name}
-				ns.ComputeDefaultScore(usage[name].Devices)
-				scores[name] = ns.Score
-			}
-		}
 	} else if res.Error != "" {
 		f["error"] = res.Error
 	} else {
@@ -377,7 +419,7 @@ func answer(s *scenario) map[string]any {
 func speed(s *scenario, repeat int) map[string]any {
 	nodes, held, pod := objects(s)
 	sched := startScheduler(s, nodes, held, pod)
-	defer sched.Stop()
+	defer sched.stop()
 	names := []string{}
 	for _, n := range nodes {
 		names = append(names, n.Name)
@@ -400,6 +442,78 @@ func speed(s *scenario, repeat int) map[string]any {
 		}
 	}
 	return map[string]any{"best_ms": float64(best.Nanoseconds()) / 1e6, "node": chosen}
+}
+
+// klogCapture receives HAMi's log output: discarded, except while capturing
+// at verbosity 4, when scoreNode's "NodeFitPod" lines carry each fitting
+// node's score.
+type klogCapture struct {
+	mu    sync.Mutex
+	on    bool
+	buf   bytes.Buffer
+	flags *flag.FlagSet
+}
+
+var logs = newKlogCapture()
+
+func newKlogCapture() *klogCapture {
+	c := &klogCapture{flags: flag.NewFlagSet("klog", flag.ContinueOnError)}
+	klog.InitFlags(c.flags)
+	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false",
+		"stderrthreshold": "FATAL", "skip_headers": "true", "v": "0"} {
+		if err := c.flags.Set(k, v); err != nil {
+			fail("klog flag %s: %v", k, err)
+		}
+	}
+	klog.SetOutput(c)
+	return c
+}
+
+func (c *klogCapture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.on {
+		c.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (c *klogCapture) capture(on bool) {
+	klog.Flush()
+	c.mu.Lock()
+	c.on = on
+	c.buf.Reset()
+	c.mu.Unlock()
+	v := "0"
+	if on {
+		v = "4"
+	}
+	if err := c.flags.Set("v", v); err != nil {
+		fail("klog -v: %v", err)
+	}
+}
+
+var nodeFitPod = regexp.MustCompile(`"NodeFitPod" pod="([^"]*)" node="([^"]*)" score=(\S+)`)
+
+// scores ends a capture and returns the scores logged for `pod`.
+func (c *klogCapture) scores(pod *corev1.Pod) map[string]float32 {
+	klog.Flush()
+	c.mu.Lock()
+	text := c.buf.String()
+	c.mu.Unlock()
+	c.capture(false)
+	out := map[string]float32{}
+	for _, m := range nodeFitPod.FindAllStringSubmatch(text, -1) {
+		if m[1] != pod.Namespace+"/"+pod.Name {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 32)
+		if err != nil {
+			fail("score %q of %s: %v", m[3], m[2], err)
+		}
+		out[m[2]] = float32(v)
+	}
+	return out
 }
 
 func main() {
