@@ -126,9 +126,11 @@ oracle: python
 	@bash tests/oracle/build.sh
 	$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED)
 
-oracle-speed: python
+oracle-speed: python $(BENCH_BUILD)/build.ninja
+	@ninja -C $(BENCH_BUILD) bench/oracle_speed
 	@bash tests/oracle/build.sh
-	$(VENV_PY) tests/oracle/compare.py --speed $(ORACLE_SPEED_NODES)
+	$(VENV_PY) tests/oracle/compare.py --speed $(ORACLE_SPEED_NODES) \
+	  --devshare-speed $(BENCH_BUILD)/bench/oracle_speed
 
 $(BENCH_BUILD)/build.ninja:
 	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release

@@ -393,9 +393,10 @@ PYBIND11_MODULE(_devshare, m) {
                        const std::string& gpu_policy,
                        const std::vector<std::tuple<double, std::int32_t, std::int32_t, std::int64_t,
                                                     std::int64_t>>& workload,
-                       bool reasons) {
+                       bool reasons, const std::string& hami_exact) {
              FilterOptions o;
              o.reasons = reasons;
+             o.hami_exact = Unwrap(ParseHamiExact(hami_exact));
              o.node_policy = node_policy;
              o.gpu_policy = gpu_policy;
              for (const auto& [weight, gpus, gpu_milli, cpu_milli, memory_mib] : workload) {
@@ -404,7 +405,7 @@ PYBIND11_MODULE(_devshare, m) {
              return Cluster(config, o);
            }),
            py::arg("config"), py::arg("node_policy"), py::arg("gpu_policy"), py::arg("workload"),
-           py::arg("reasons"))
+           py::arg("reasons"), py::arg("hami_exact"))
       .def("add_node", &Cluster::AddNode)
       .def("remove_node", &Cluster::RemoveNode)
       .def("add_pod", &Cluster::AddPod)

@@ -102,8 +102,8 @@ def pod_object(pod: dict) -> dict:
             "status": {"phase": "Pending"}}
 
 
-def build_cluster(s: dict, reasons: bool = True) -> devshare.Cluster:
-    cluster = devshare.Cluster({"scheduler": {**s["scheduler"], "reasons": reasons}})
+def build_cluster(s: dict, reasons: bool = True, hami_exact: str = "none") -> devshare.Cluster:
+    cluster = devshare.Cluster({"scheduler": {**s["scheduler"], "reasons": reasons, "hami_exact": hami_exact}})
     for n in s["nodes"]:
         cluster.add_node(node_object(n))
     for p in s["pods"]:
@@ -119,7 +119,8 @@ def _devices_json(containers) -> list:
             for c in containers]
 
 
-def devshare_side(s: dict) -> dict:
+def devshare_side(s: dict, hami_exact: str = "none") -> dict:
+    """devshare's answers; `hami_exact` selects rows of docs/compatibility.md decided as HAMi does."""
     out: dict[str, Any] = {"id": s["id"]}
     out["node_decode"] = {}
     out["node_encode"] = {}
@@ -145,7 +146,7 @@ def devshare_side(s: dict) -> dict:
                                             "mempercentage": r.mem_percentage, "coresreq": r.coresreq})
     out["requests"] = reqs
 
-    cluster = build_cluster(s)
+    cluster = build_cluster(s, hami_exact=hami_exact)
     pod = pod_object(s["pod"])
     fit = {}
     for n in s["nodes"]:
@@ -283,83 +284,93 @@ def spec_checks(s: dict, ds: dict) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------------------------
 # Intentional differences (docs/compatibility.md) and the comparison
 
-def _types_not_vendor_word(s: dict, node: str) -> bool:
-    return any(d["type"] != "NVIDIA" for n in s["nodes"] if n["name"] == node for d in n["devices"])
+# The rows of docs/compatibility.md that devshare can decide as HAMi does (FilterOptions::hami_exact),
+# alone and together. A disagreement counts against a row only when devshare, rerun with that row's
+# HAMi behaviour, agrees with HAMi.
+EXACT_ROWS = [("W1",), ("W2",), ("W1", "W2")]
+ROW_NAMES = {"W1": "W1 containers without devices", "W2": "W2 device score request terms"}
+W10 = "W10 node ties (HAMi's goroutine order)"
 
 
-def _pod_has_containers_without_devices(s: dict) -> bool:
-    return any(gen_req is None for gen_req in (spec_request(c["limits"]) for c in s["pod"]["containers"]))
-
-
-def classify(fn: str, s: dict, mine: dict, theirs: dict, key: Any) -> Optional[str]:
-    """The compatibility.md row that explains this disagreement, or None (a bug)."""
-    if fn == "fit" and mine["fits"] == theirs["fits"] and _types_not_vendor_word(s, key):
-        # W2: HAMi's device score ignores the request terms unless the device Type is
-        # exactly "NVIDIA"; devshare applies them, so ordering (hence picks) may differ.
-        return "W2 device score request terms"
+def normalise(fn: str, answer: Any) -> Any:
+    """One side's answer for `fn`, in the form both sides are compared in."""
+    if fn == "score":
+        return {k: f32(v) for k, v in answer.items()}
     if fn == "filter":
-        if mine.get("error") or theirs.get("error"):
-            return None
-        if mine["node"] != theirs["node"] and mine["node"] and theirs["node"]:
-            sm, st = mine.get("_scores", {}), theirs.get("_scores", {})
-            if sm.get(mine["node"]) == sm.get(theirs["node"]) or st.get(mine["node"]) == st.get(theirs["node"]):
-                return "W10 node ties"
-            if _types_not_vendor_word(s, mine["node"]) or _types_not_vendor_word(s, theirs["node"]):
-                return None
-        if mine["node"] == theirs["node"] and mine["devices"] != theirs["devices"]:
-            if _types_not_vendor_word(s, mine["node"]):
-                return "W2 device score request terms"
-        if (mine["node"] == theirs["node"] and mine["devices"] == theirs["devices"]
-                and mine["annotation"] != theirs["annotation"] and _pod_has_containers_without_devices(s)):
-            return "W1 containers without devices"
-    return None
+        answer = {k: v for k, v in answer.items() if k != "has_requests"}
+        if answer.get("node") is not None:
+            answer["failed"] = {}  # the chosen node is the answer; HAMi keeps no reasons then
+    return answer
 
 
-def compare_one(s: dict, ds: dict, hm: dict) -> dict[str, tuple[str, Optional[str], str]]:
-    """Per function: ("agree" | "intentional" | "disagree", label, detail)."""
-    out = {}
-    for fn in FUNCTIONS:
-        a, b = ds.get(fn), hm.get(fn)
-        if b is None:
-            out[fn] = ("missing", None, "the harness gave no answer")
-            continue
-        if fn == "score":
-            a = {k: f32(v) for k, v in a.items()}
-            b = {k: f32(v) for k, v in b.items()}
+def w10_tie(ds: dict, hm: dict) -> bool:
+    """HAMi chose another node than devshare among nodes HAMi itself scores equal, and put the pod
+    there on the devices devshare would choose on that node: a tie HAMi breaks in goroutine order."""
+    mine, theirs = ds["filter"], hm["filter"]
+    h, d = theirs.get("node"), mine.get("node")
+    scores = {k: f32(v) for k, v in hm.get("score", {}).items()}
+    if not h or not d or h == d or h not in scores or d not in scores or scores[h] != scores[d]:
+        return False
+    on_h = ds["fit"].get(h, {})
+    return on_h.get("fits") and on_h.get("devices") == [[cd["uuid"] for cd in c] for c in theirs["devices"]]
+
+
+class Comparison:
+    """Compares devshare (in one setting) with HAMi on one scenario, explaining each disagreement."""
+
+    def __init__(self, s: dict, hm: dict, hami_exact: str):
+        self.s, self.hm, self.setting = s, hm, hami_exact
+        self._answers: dict[str, dict] = {}
+
+    def devshare(self, rows: tuple[str, ...] = ()) -> dict:
+        """devshare's answers in this setting, with `rows` decided as HAMi does as well."""
+        setting = "all" if self.setting == "all" else ",".join(rows) or "none"
+        if setting not in self._answers:
+            self._answers[setting] = devshare_side(self.s, setting)
+        return self._answers[setting]
+
+    def agree(self, fn: str, ds: dict, key: Any = None) -> bool:
+        a, b = normalise(fn, ds.get(fn)), normalise(fn, self.hm.get(fn))
+        if key is not None:
+            return (a or {}).get(key) == (b or {}).get(key)
+        return a == b
+
+    def explain(self, fn: str, key: Any = None) -> Optional[str]:
+        """The row(s) that explain a disagreement, or None (a bug)."""
+        if self.setting != "all":
+            for rows in EXACT_ROWS:
+                if self.agree(fn, self.devshare(rows), key):
+                    return " + ".join(ROW_NAMES[r] for r in rows)
         if fn == "filter":
-            a = {k: v for k, v in a.items() if k != "has_requests"}
-            b = dict(b)
-            if a.get("node") is not None:
-                a = {**a, "failed": {}}
-                b["failed"] = {}
-        if a == b:
-            out[fn] = ("agree", None, "")
-            continue
-        if isinstance(a, dict) and isinstance(b, dict) and fn not in ("filter",):
-            labels = set()
-            details = []
-            for k in sorted(set(a) | set(b)):
-                if a.get(k) == b.get(k):
-                    continue
-                label = classify(fn, s, a.get(k) or {}, b.get(k) or {}, k) if fn == "fit" else None
-                labels.add(label)
-                details.append(f"{k}: devshare {a.get(k)!r} HAMi {b.get(k)!r}")
-            if None in labels:
-                out[fn] = ("disagree", None, "; ".join(details))
+            for rows in ([()] if self.setting == "all" else [(), *EXACT_ROWS]):
+                if w10_tie(self.devshare(rows), self.hm):
+                    return W10 if not rows else f"{W10} + " + " + ".join(ROW_NAMES[r] for r in rows)
+        return None
+
+    def verdicts(self) -> dict[str, tuple[str, Optional[str], str]]:
+        """Per function: ("agree" | "intentional" | "disagree" | "missing", label, detail)."""
+        out = {}
+        ds = self.devshare()
+        for fn in FUNCTIONS:
+            if self.hm.get(fn) is None:
+                out[fn] = ("missing", None, "the harness gave no answer")
+                continue
+            if self.agree(fn, ds):
+                out[fn] = ("agree", None, "")
+                continue
+            a, b = normalise(fn, ds.get(fn)), normalise(fn, self.hm.get(fn))
+            if fn in ("fit", "score", "node_decode", "pod_decode", "node_encode", "pod_encode"):
+                keys = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+                labels = {self.explain(fn, k) for k in keys}
+                details = "; ".join(f"{k}: devshare {a.get(k)!r} HAMi {b.get(k)!r}" for k in keys)
             else:
-                out[fn] = ("intentional", ", ".join(sorted(labels)), "; ".join(details))
-            continue
-        if fn == "filter":
-            a = {**a, "_scores": ds.get("score", {})}
-            b = {**b, "_scores": hm.get("score", {})}
-            label = classify(fn, s, a, b, None)
-        else:
-            label = None
-        for side in (a, b):
-            if isinstance(side, dict):
-                side.pop("_scores", None)
-        out[fn] = ("intentional" if label else "disagree", label, f"devshare {a!r} HAMi {b!r}")
-    return out
+                labels = {self.explain(fn)}
+                details = f"devshare {a!r} HAMi {b!r}"
+            if None in labels:
+                out[fn] = ("disagree", None, details)
+            else:
+                out[fn] = ("intentional", ", ".join(sorted(labels)), details)
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,12 +401,16 @@ def run_harness(binary: str, mode: str, scenario_lines: list[str]) -> list[dict]
 
 # ---------------------------------------------------------------------------------------------
 
+SETTINGS = [("devshare", "none"), ("HAMi-exact", "all")]
+
+
 def run_compare(args) -> int:
     binary, why = harness_status(args.harness)
     if binary is None:
         print(f"oracle: HAMi harness skipped: {why}")
     spec_tally: dict[str, Counter] = {fn: Counter() for fn in FUNCTIONS}
-    hami_tally: dict[str, Counter] = {fn: Counter() for fn in FUNCTIONS}
+    # Per setting and function: "agree", "disagree", "missing" or "intentional: <label>".
+    hami_tally = {name: {fn: Counter() for fn in FUNCTIONS} for name, _ in SETTINGS}
     examples: dict[str, list[str]] = defaultdict(list)
 
     def example(key: str, scenario: dict, text: str) -> None:
@@ -425,18 +440,20 @@ def run_compare(args) -> int:
                 spec_failed += 1
             else:
                 spec_passed += 1
-            if binary is not None:
-                ok = True
-                verdicts = compare_one(s, ds, answers.get(s["id"], {}))
-                for fn, (verdict, label, detail) in verdicts.items():
-                    hami_tally[fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
+            if binary is None:
+                continue
+            ok = True
+            for name, setting in SETTINGS:
+                comparison = Comparison(s, answers.get(s["id"], {}), setting)
+                for fn, (verdict, label, detail) in comparison.verdicts().items():
+                    hami_tally[name][fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
                     if verdict in ("disagree", "missing"):
                         ok = False
-                        example(f"HAMi {fn}", s, detail[:600])
-                if ok:
-                    hami_passed += 1
-                else:
-                    hami_failed += 1
+                        example(f"HAMi ({name}) {fn}", s, detail[:600])
+            if ok:
+                hami_passed += 1
+            else:
+                hami_failed += 1
 
     for sid in range(args.scenarios):
         batch.append(gen.generate(args.seed, sid, args.max_nodes))
@@ -448,23 +465,29 @@ def run_compare(args) -> int:
     elapsed = time.time() - t0
 
     print(f"\n{args.scenarios} scenarios (seed {args.seed}, 1-{args.max_nodes} nodes), {elapsed:.1f} s")
-    print(f"{'function':12} {'spec: agree':>12} {'disagree':>9}   HAMi: agree / intentional / disagree")
+    print(f"{'':12} {'spec':>16}   HAMi, devshare's decisions    HAMi, HAMi-exact setting")
+    print(f"{'function':12} {'agree':>6} {'disagree':>9}   {'agree / explained / unexplained':31}"
+          f" {'agree / explained / unexplained'}")
     for fn in FUNCTIONS:
-        st, ht = spec_tally[fn], hami_tally[fn]
-        if binary is None:
-            hami = "skipped"
-        else:
-            intentional = sum(v for k, v in ht.items() if k.startswith("intentional"))
-            hami = f"{ht['agree']} / {intentional} / {ht['disagree'] + ht['missing']}"
-        print(f"{fn:12} {st['agree']:12} {st['disagree']:9}   {hami}")
+        st = spec_tally[fn]
+        cells = []
+        for name, _ in SETTINGS:
+            ht = hami_tally[name][fn]
+            if binary is None:
+                cells.append(f"{'skipped':31}")
+                continue
+            explained = sum(v for k, v in ht.items() if k.startswith("intentional"))
+            cells.append(f"{ht['agree']:>5} / {explained:>9} / {ht['disagree'] + ht['missing']:<11}".ljust(31))
+        print(f"{fn:12} {st['agree']:6} {st['disagree']:9}   {cells[0]} {cells[1]}")
     if binary is not None:
-        labels = Counter()
-        for fn in FUNCTIONS:
-            for k, v in hami_tally[fn].items():
-                if k.startswith("intentional"):
-                    labels[f"{fn} {k[len('intentional: '):]}"] += v
-        for k, v in sorted(labels.items()):
-            print(f"  intentional: {k}: {v}")
+        for name, _ in SETTINGS:
+            labels = Counter()
+            for fn in FUNCTIONS:
+                for k, v in hami_tally[name][fn].items():
+                    if k.startswith("intentional"):
+                        labels[f"{fn}: {k[len('intentional: '):]}"] += v
+            for k, v in sorted(labels.items()):
+                print(f"  {name}, explained by {k}: {v}")
     for k, msgs in examples.items():
         print(f"\nfirst disagreements, {k}:")
         for m in msgs:
@@ -475,6 +498,8 @@ def run_compare(args) -> int:
     print(f"oracle-spec: {spec_passed} passed, {spec_failed} failed")
     if binary is None:
         print(f"oracle-hami: skipped ({why})")
+    else:
+        print(f"oracle-hami: {hami_passed} passed, {hami_failed} failed")
     print(f"oracle: {spec_passed + hami_passed} passed, {spec_failed + hami_failed} failed"
           + (f", {skipped} skipped" if skipped else ""))
     if args.results:
@@ -484,38 +509,56 @@ def run_compare(args) -> int:
     return 1 if spec_failed or hami_failed else 0
 
 
+def speed_objects(s: dict) -> dict:
+    """The cluster of a speed scenario as Kubernetes objects, for bench/oracle_speed."""
+    return {"nodes": [node_object(n) for n in s["nodes"]],
+            "pods": [held_pod_object(p) for p in s["pods"]],
+            "pod": pod_object(s["pod"]),
+            "candidates": [n["name"] for n in s["nodes"]]}
+
+
 def run_speed(args) -> int:
     binary, why = harness_status(args.harness)
+    devshare_speed = args.devshare_speed
+    if not os.access(devshare_speed, os.X_OK):
+        print(f"oracle-speed: no {devshare_speed} (ninja -C build-bench bench/oracle_speed)")
+        return 1
     sizes = [int(x) for x in args.speed.split(",")]
-    print(f"Filter of one pod (1 GPU, 4000 MiB, 20 cores) on N nodes x 8 GPUs, best of {args.repeat}")
-    print(f"{'nodes':>6} {'devshare ms':>12} {'HAMi ms':>10} {'HAMi / devshare':>16}")
+    print(f"Filter of one pod (1 GPU, 4000 MiB, 20 cores) on N nodes x 8 GPUs (a quarter of them half used),\n"
+          f"{args.repeat} repetitions each: HAMi's Scheduler.Filter on the Go ExtenderArgs (fake clientset),\n"
+          f"devshare's engine Filter on the decoded pod and candidates; both build the pod patch, neither parses JSON.")
+    print(f"{'nodes':>6} {'devshare best':>14} {'median':>9} {'HAMi best':>10} {'median':>9}"
+          f" {'HAMi/devshare best':>19} {'median':>8}")
     for n in sizes:
         s = gen.speed_cluster(n)
-        cluster = build_cluster(s, reasons=False)
-        pod = pod_object(s["pod"])
-        best = math.inf
-        chosen = None
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            r = cluster.filter(pod, now=0)
-            best = min(best, time.perf_counter() - t)
-            chosen = r.node
-        hami_ms = None
+        proc = subprocess.run([devshare_speed, str(args.repeat)], input=json.dumps(speed_objects(s)),
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            print(f"oracle-speed: {devshare_speed} failed: {proc.stderr.strip()}")
+            return 1
+        mine = json.loads(proc.stdout)
+        theirs = None
         if binary is not None:
-            res = run_harness(binary, f"speed={args.repeat}", [json.dumps(s)])[0]
-            hami_ms = res["best_ms"]
-            if res.get("node") and _score_of(cluster, pod, res["node"]) != _score_of(cluster, pod, chosen):
-                print(f"  note: HAMi chose {res['node']}, devshare {chosen}, with different scores")
-        ms = best * 1e3
-        ratio = f"{hami_ms / ms:.1f}x" if hami_ms else "skipped"
-        print(f"{n:6} {ms:12.3f} {hami_ms if hami_ms is not None else '-':>10} {ratio:>16}")
+            theirs = run_harness(binary, f"speed={args.repeat}", [json.dumps(s)])[0]
+        if theirs is None:
+            print(f"{n:6} {mine['best_ms']:14.4f} {mine['median_ms']:9.4f} {'-':>10} {'-':>9} {'skipped':>19} {'':>8}")
+            continue
+        best = theirs["best_ms"] / mine["best_ms"]
+        median = theirs["median_ms"] / mine["median_ms"]
+        print(f"{n:6} {mine['best_ms']:14.4f} {mine['median_ms']:9.4f} {theirs['best_ms']:10.3f}"
+              f" {theirs['median_ms']:9.3f} {best:18.1f}x {median:7.1f}x")
+        if theirs.get("node") != mine.get("node"):
+            cluster = build_cluster(s, reasons=False)
+            pod = pod_object(s["pod"])
+            score = {name: cluster.filter(pod, nodes=[name], now=0).scores.get(name)
+                     for name in (theirs.get("node"), mine.get("node")) if name}
+            tie = len(set(score.values())) == 1
+            print(f"       chosen: HAMi {theirs.get('node')}, devshare {mine.get('node')}: "
+                  + ("equal scores, HAMi breaks ties in goroutine order (W10)" if tie
+                     else f"different scores {score}: a disagreement"))
     if binary is None:
         print(f"HAMi side skipped: {why}")
     return 0
-
-
-def _score_of(cluster, pod, node):
-    return cluster.filter(pod, nodes=[node], now=0).scores.get(node) if node else None
 
 
 def main() -> int:
@@ -526,7 +569,9 @@ def main() -> int:
     p.add_argument("--harness", help="the harness binary (default tests/oracle/bin/hami-oracle)")
     p.add_argument("--results", help="append 'oracle passed failed skipped' to this file")
     p.add_argument("--speed", help="comma-separated node counts: time Filter instead of comparing")
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--devshare-speed", default=os.path.join(HERE, "..", "..", "build-bench", "bench", "oracle_speed"),
+                   help="devshare's side of --speed (bench/oracle_speed, release build)")
     p.add_argument("--dump", help="write the scenarios as JSON lines to this file and stop")
     args = p.parse_args()
     if args.dump:

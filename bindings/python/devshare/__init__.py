@@ -125,6 +125,13 @@ def decode_scoring_weights(value: str) -> dict:
     return _devshare._decode_scoring_weights(value)
 
 
+def _hami_exact(rows: Any) -> str:
+    """The ``hami_exact`` setting as the core parses it: a string, or a list of row names."""
+    if isinstance(rows, str):
+        return rows
+    return ",".join(str(r) for r in rows)
+
+
 class Cluster:
     """A cluster snapshot: nodes with their devices, pods holding devices,
     GPU quotas; updated incrementally, filtered like the HAMi extender.
@@ -138,7 +145,9 @@ class Cluster:
     GPU for that class; nodes report them as allocatable ``cpu`` and
     ``memory``, pods with ``spec.nodeName`` count their requests).
     ``"reasons": False`` skips building each rejected node's reason (faster,
-    for simulations).
+    for simulations). ``"hami_exact"``: ``"all"``, ``"none"`` (default) or
+    rows of docs/compatibility.md such as ``"W1,W2"`` (or a list of them):
+    decide as HAMi v2.10 does on those rows instead of as devshare does.
     """
 
     def __init__(self, config: Optional[Any] = None) -> None:
@@ -153,7 +162,8 @@ class Cluster:
         self._impl = _devshare._Cluster(_config(device_config),
                                         scheduler.get("node_policy", "binpack"),
                                         scheduler.get("gpu_policy", "spread"), workload,
-                                        bool(scheduler.get("reasons", True)))
+                                        bool(scheduler.get("reasons", True)),
+                                        _hami_exact(scheduler.get("hami_exact", "none")))
 
     def add_node(self, node: Mapping[str, Any]) -> None:
         """Adds or replaces a Node (a dict); registers its devices from its annotations."""

@@ -1,6 +1,7 @@
 #include "devshare/filter.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -259,6 +260,7 @@ struct PodPlan {
   // the order one request's sort leaves breaks the next one's ties.
   bool ties_possible = false;
   bool reasons = true;  // FilterOptions::reasons
+  HamiExact hami_exact;  // FilterOptions::hami_exact
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;
   // fgd: the workload as fit tables, and the CPU and memory the pod asks
@@ -417,10 +419,12 @@ float NodeBaseScore(const NodeState& node, const PodPlan& plan) {
 }
 
 // Device score (spec §5.2) with W2 fixed: a request counts on the devices of
-// its vendor, whatever their model name.
+// its vendor, whatever their model name (HAMi-exact: only on devices whose
+// type is the request's type word).
 //   score = 10 * (Ws*(req+Used)/Count + Wc*(core+Usedcores)/Totalcore + Wm*(mem+Usedmem)/Totalmem)
 void ScoreDevices(std::vector<WorkDevice>& devices, const ContainerRequests& requests,
-                  const std::vector<std::uint32_t>& request_vendor, const ScoringWeights& w) {
+                  const std::vector<std::uint32_t>& request_vendor, const ScoringWeights& w,
+                  bool type_match) {
   for (WorkDevice& d : devices) {
     const internal::HotDevice& info = d;
     if (info.count == 0 || info.devcore == 0 || info.devmem == 0) {
@@ -430,6 +434,7 @@ void ScoreDevices(std::vector<WorkDevice>& devices, const ContainerRequests& req
     std::int64_t req = 0, core = 0, mem = 0;
     for (std::size_t r = 0; r < requests.size(); ++r) {
       if (request_vendor[r] != d.vendor) continue;
+      if (type_match && d.slot->info.type != requests[r].vendor) continue;
       const ContainerRequest& q = requests[r];
       req += 1;
       core += q.coresreq;
@@ -1093,7 +1098,10 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
   ContainerPicks& picks = scratch.placement[container];
   for (auto& v : picks) v.clear();
   if (requests.empty()) return true;
-  if (!plan.gpu.fgd) ScoreDevices(devices, requests, plan.request_vendor[container], plan.weights);
+  if (!plan.gpu.fgd) {
+    ScoreDevices(devices, requests, plan.request_vendor[container], plan.weights,
+                 plan.hami_exact.device_score_type_match);
+  }
   for (std::size_t r = 0; r < requests.size(); ++r) {
     const ContainerRequest& request = requests[r];
     const std::uint32_t vendor = plan.request_vendor[container][r];
@@ -1290,6 +1298,7 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
     }
   }
   plan.reasons = options.reasons;
+  plan.hami_exact = options.hami_exact;
   std::size_t request_count = 0;
   for (std::size_t c = 0; c < plan.requests.size(); ++c) {
     for (std::size_t r = 0; r < plan.requests[c].size(); ++r) {
@@ -1331,6 +1340,37 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
 }
 
 }  // namespace
+
+Result<HamiExact> ParseHamiExact(std::string_view rows) {
+  struct Row {
+    std::string_view name;
+    bool HamiExact::*flag;
+  };
+  static constexpr Row kRows[] = {{"W1", &HamiExact::container_padding_by_type},
+                                  {"W2", &HamiExact::device_score_type_match}};
+  const std::string_view trimmed = internal::TrimSpace(rows);
+  if (trimmed == "all") return HamiExact::All();
+  HamiExact exact;
+  if (trimmed == "none" || trimmed.empty()) return exact;
+  Status status;
+  internal::ForEachSplit(trimmed, ',', [&](std::string_view word, std::size_t) {
+    word = internal::TrimSpace(word);
+    for (const Row& row : kRows) {
+      if (word == row.name) {
+        exact.*row.flag = true;
+        return true;
+      }
+    }
+    std::vector<std::string_view> names;
+    for (const Row& row : kRows) names.push_back(row.name);
+    status = Status::InvalidArgument(
+        fmt::format("hami-exact: unknown row {} (rows: {}; or all, none)", internal::Quote(word),
+                    fmt::join(names, ", ")));
+    return false;
+  });
+  if (!status.ok()) return status;
+  return exact;
+}
 
 Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
                             std::span<const std::string> candidates, std::int64_t now,
@@ -1422,17 +1462,27 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   const std::size_t containers = plan.requests.size();
   for (std::size_t slot = 0; slot < plan.vendors.size(); ++slot) {
     const VendorSpec& vendor = s.config.vendors[plan.vendors[slot]];
-    PodSingleDevice devices(containers);
+    // Which containers have an entry: all (W1 fixed), or HAMi's padding.
+    std::vector<bool> entry(containers, true);
+    if (plan.hami_exact.container_padding_by_type &&
+        std::none_of(best->devices.begin(), best->devices.end(),
+                     [&](const DeviceSlot& d) { return d.info.type == vendor.common_word; })) {
+      for (std::size_t c = 0; c < containers; ++c) {
+        const auto& asks = plan.request_vendor[c];
+        entry[c] = std::find(asks.begin(), asks.end(), plan.vendors[slot]) != asks.end();
+      }
+    }
+    PodSingleDevice devices(static_cast<std::size_t>(std::count(entry.begin(), entry.end(), true)));
     std::vector<MigAllocation> mig;
-    for (std::size_t c = 0; c < containers; ++c) {
+    for (std::size_t c = 0, position = 0; c < containers; position += entry[c] ? 1 : 0, ++c) {
       for (const Pick& p : scratch.placement[c][slot]) {
         const Device& info = best->devices[p.device].info;
         if (p.profile != nullptr) {
-          mig.push_back(MigAllocation{static_cast<std::int64_t>(c),
-                                      static_cast<std::int64_t>(devices[c].size()), info.id,
+          mig.push_back(MigAllocation{static_cast<std::int64_t>(position),
+                                      static_cast<std::int64_t>(devices[position].size()), info.id,
                                       p.profile->name, p.placement, "", std::nullopt, std::nullopt});
         }
-        devices[c].push_back(ContainerDevice{info.id, vendor.common_word, p.usedmem, p.usedcores});
+        devices[position].push_back(ContainerDevice{info.id, vendor.common_word, p.usedmem, p.usedcores});
       }
     }
     const std::string encoded = EncodePodDevices(devices);

@@ -53,6 +53,36 @@ struct WorkloadClass {
   std::int64_t memory_mib = 0;
 };
 
+// HAMi-exact decisions. Where devshare decides differently from HAMi v2.10
+// on purpose (a row of docs/compatibility.md), the row can be switched back
+// to HAMi's behaviour, for a user replacing HAMi who must get HAMi's
+// decisions exactly. Safety fixes (crashes, lost data, a lock that blocks a
+// node forever) have no switch, and neither has what HAMi leaves to chance
+// (goroutine and map order, W10: ties between nodes still go to the first
+// name).
+struct HamiExact {
+  // W1: a container that asks nothing of a vendor gets an (empty) entry in
+  // that vendor's device annotations only when the node has a device whose
+  // registered type is the vendor's type word ("NVIDIA"); on nodes of
+  // model-named devices the entries of the containers that ask are written
+  // alone, and positions shift.
+  bool container_padding_by_type = false;
+  // W2: a request counts in a device's score only when the device's
+  // registered type is exactly the request's type ("NVIDIA"), so never on
+  // model-named devices ("NVIDIA-Tesla T4"), whose score is then their usage
+  // alone.
+  bool device_score_type_match = false;
+
+  // Every row: what `--hami-exact` (and "hami_exact": "all") selects.
+  static HamiExact All() { return HamiExact{true, true}; }
+  friend bool operator==(const HamiExact&, const HamiExact&) = default;
+};
+
+// Parses "all", "none" or a comma list of row names ("W2"), as the
+// command line, Python and scenario files write it ("W1,W2"). Errors (kInvalidArgument)
+// name the unknown row and list the known ones.
+DEVSHARE_EXPORT Result<HamiExact> ParseHamiExact(std::string_view rows);
+
 // Scheduler-wide options (HAMi's flags); a pod's annotations override them.
 struct FilterOptions {
   // "binpack" | "spread" | "fgd". Default: binpack (--node-scheduler-policy).
@@ -69,6 +99,8 @@ struct FilterOptions {
   // simulation that only needs the placement), FilterResult::failed lists
   // the rejected nodes with empty reasons, and rejections cost less.
   bool reasons = true;
+  // HAMi's behaviour instead of devshare's on the rows set. Default: none.
+  HamiExact hami_exact;
 };
 
 struct NodeScore {
