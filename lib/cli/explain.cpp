@@ -13,6 +13,7 @@
 #include "devshare/request.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
+#include "hami_exact_option.hpp"
 #include "objects_file.hpp"
 #include "read_file.hpp"
 #include "table.hpp"
@@ -170,6 +171,7 @@ void AddExplainCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--gpu-policy", o->filter.gpu_policy,
                   "binpack | spread | topology-aware | mutex | numa | fgd, or a comma chain")
       ->capture_default_str();
+  AddHamiExactOption(sub, o->filter.hami_exact);
   sub->add_option("--now", o->now, "Unix seconds written to hami.io/vgpu-time (default: now)");
   sub->add_flag("--json", o->json, "print JSON instead of a table");
   sub->callback([o, &exit_code] { exit_code = Run(*o); });

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "devshare/kube/service.hpp"
+#include "hami_exact_option.hpp"
 #include "read_file.hpp"
 
 namespace devshare::cli {
@@ -35,6 +36,7 @@ struct ServeOptions {
   std::string bind = "node-lock";
   std::string lock_retry = "once";
   std::string device_config;
+  HamiExact hami_exact;
   double qps = 5;
   int burst = 10;
 };
@@ -75,6 +77,7 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   s.engine.config = *config;
   s.engine.filter.node_policy = o.node_policy;
   s.engine.filter.gpu_policy = o.gpu_policy;
+  s.engine.filter.hami_exact = o.hami_exact;
   using engine::BindMode;
   using engine::LockRetry;
   using engine::RegistrationProtocol;
@@ -173,6 +176,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
   sub->add_option("--lock-retry", o->lock_retry, "once, fixed (100 ms) or backoff")->capture_default_str();
   sub->add_option("--device-config", o->device_config, "HAMi device-config YAML (default: NVIDIA)");
+  AddHamiExactOption(sub, o->hami_exact);
   sub->add_option("--qps", o->qps, "API client queries per second")->capture_default_str();
   sub->add_option("--burst", o->burst, "API client burst")->capture_default_str();
   sub->callback([o, &exit_code] { exit_code = Run(*o); });

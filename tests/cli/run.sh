@@ -37,6 +37,8 @@ check "explain reasons" 0 'gpu-t4-1 +no +NodeInsufficientDevice' -- explain --cl
 check "explain JSON" 0 '"chosen":"gpu-a100-2"' -- explain --json --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
 check "explain spread" 0 '"chosen":"gpu-t4-1"' -- explain --json --node-policy spread --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
 check "explain bad policy" 1 'unknown node policy' -- explain --node-policy best --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
+check "explain HAMi-exact" 0 '"chosen":"gpu-a100-2"' -- explain --json --hami-exact all --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
+check "explain bad HAMi-exact row (usage error: 2)" 2 'unknown row "W9"' -- explain --hami-exact W1,W9 --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
 check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"

@@ -168,3 +168,28 @@ def test_simulate_runs_shipped_scenarios_and_files(tmp_path):
         devshare.simulate(str(path))
     with pytest.raises(KeyError, match="no scenario named"):
         devshare.simulate("best")
+
+
+def test_hami_exact_rows_follow_hamis_device_score(make_pod):
+    # Model-named GPUs of 16384 and 4096 MiB, spread: devshare counts the
+    # request's 2048 MiB and takes the big one; HAMi (W2) scores both 0 and
+    # takes the last registered.
+    devices = [devshare.Device(f"n1-gpu{i}", index=i, count=10, devmem=mem, devcore=100,
+                               type="NVIDIA A100-SXM4-40GB", health=True, mode="hami-core")
+               for i, mem in enumerate([16384, 4096])]
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "annotations": {
+                "hami.io/node-nvidia-register": devshare.encode_node_devices(devices)}},
+            "status": {"allocatable": {"nvidia.com/gpu": "20"}}}
+
+    def choice(hami_exact):
+        cluster = devshare.Cluster({"scheduler": {"hami_exact": hami_exact}})
+        cluster.add_node(node)
+        return cluster.filter(make_pod("p", mem=2048, cores=0)).devices["NVIDIA"][0][0].uuid
+
+    assert choice("none") == "n1-gpu0"
+    assert choice("W2") == "n1-gpu1"
+    assert choice(["W1", "W2"]) == "n1-gpu1"
+    assert choice("all") == "n1-gpu1"
+    with pytest.raises(ValueError, match='unknown row "W9"'):
+        devshare.Cluster({"scheduler": {"hami_exact": "W9"}})

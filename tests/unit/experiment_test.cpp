@@ -54,7 +54,7 @@ engine: {registration: hami, policy: binpack}
 api: {qps: 20, latency: 5ms}
 variants:
   - {name: a}
-  - {name: b, engine: {policy: spread}, api: {burst: 3}}
+  - {name: b, engine: {policy: spread, hami_exact: W2}, api: {burst: 3}}
 )";
   FakeFiles files;
   Result<Experiment> e = ParseExperiment(kYaml, files.Options());
@@ -68,6 +68,9 @@ variants:
   CHECK(a.engine.filter.gpu_policy == "binpack");
   CHECK(b.engine.filter.gpu_policy == "spread");
   CHECK(b.engine.registration == engine::RegistrationProtocol::kHami);  // kept from the base
+  CHECK(a.engine.filter.hami_exact == HamiExact{});
+  CHECK(b.engine.filter.hami_exact.device_score_type_match);
+  CHECK_FALSE(b.engine.filter.hami_exact.container_padding_by_type);
   CHECK(b.api.qps == 20);
   CHECK(b.api.latency_ms == 5);
   CHECK(b.api.burst == 3);
@@ -119,6 +122,8 @@ pods: [{name: p, every: 30s, arrival: poisson}]
 TEST_CASE("experiment: every error names the key and its line") {
   CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {policy: best}\n") ==
         "scenario: engine.policy: 'best' is not one of hami-default, binpack, spread, fgd (line 2, column 18)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {hami_exact: W9}\n") ==
+        "scenario: engine.hami_exact: hami-exact: unknown row \"W9\" (rows: W1, W2; or all, none) (line 2, column 22)");
   CHECK(ErrorOf("nodes:\n  - {count: 1, gpu: 4}\n") == "scenario: nodes[0].gpu: unknown key (line 2, column 16)");
   CHECK(ErrorOf("nodes: [{count: 0}]\n").find("nodes[0].count: expected an integer in [1, ") != std::string::npos);
   CHECK(ErrorOf("end: soon\nnodes: [{count: 1}]\n") ==

@@ -107,6 +107,54 @@ TEST_CASE("W1: containers without devices keep their positions") {
   CHECK((*decoded)[2].size() == 1);
 }
 
+TEST_CASE("HAMi-exact W1: on model-named devices only the containers that ask get an entry") {
+  Pod pod = MakePod("p").Container(0).Container(1, 1000, 10);
+  FilterOptions exact;
+  exact.hami_exact.container_padding_by_type = true;
+  ClusterSnapshot model;  // types "NVIDIA A100-SXM4-40GB": HAMi pads under that name, not "NVIDIA"
+  REQUIRE(model.AddNode(MakeNode("n1").Gpus(1)).ok());
+  CHECK(*MustFilter(model, pod).annotations.Find("hami.io/vgpu-devices-allocated") ==
+        ";n1-gpu0,NVIDIA,1000,10:;");
+  const FilterResult r = MustFilter(model, pod, exact);
+  CHECK(*r.annotations.Find("hami.io/vgpu-devices-allocated") == "n1-gpu0,NVIDIA,1000,10:;");
+  CHECK(*r.annotations.Find("hami.io/vgpu-devices-to-allocate") == "n1-gpu0,NVIDIA,1000,10:;");
+  CHECK(Uuids(r, 0) == std::vector<std::string>{"n1-gpu0"});
+  ClusterSnapshot generic;  // type "NVIDIA": HAMi pads every container too
+  REQUIRE(generic.AddNode(MakeNode("n1").Gpu(10, 8000, 100, 0, "NVIDIA")).ok());
+  CHECK(*MustFilter(generic, pod, exact).annotations.Find("hami.io/vgpu-devices-allocated") ==
+        ";n1-gpu0,NVIDIA,1000,10:;");
+}
+
+TEST_CASE("HAMi-exact W2: on model-named devices the request does not count in the device score") {
+  // Spread: the request's 2048 MiB weighs more on the 4096 MiB card, so
+  // devshare takes the 16384 MiB one; HAMi scores both by their usage (0),
+  // a tie, and takes the last registered.
+  Pod pod = MakePod("p").Container(1, 2048, 0);
+  FilterOptions exact;
+  exact.hami_exact.device_score_type_match = true;
+  ClusterSnapshot model;
+  REQUIRE(model.AddNode(MakeNode("n1").Gpu(10, 16384).Gpu(10, 4096)).ok());
+  CHECK(Uuids(MustFilter(model, pod), 0) == std::vector<std::string>{"n1-gpu0"});
+  CHECK(Uuids(MustFilter(model, pod, exact), 0) == std::vector<std::string>{"n1-gpu1"});
+  ClusterSnapshot generic;  // type "NVIDIA": the request counts in HAMi too
+  REQUIRE(generic.AddNode(MakeNode("n1").Gpu(10, 16384, 100, 0, "NVIDIA").Gpu(10, 4096, 100, 0, "NVIDIA")).ok());
+  CHECK(Uuids(MustFilter(generic, pod, exact), 0) == std::vector<std::string>{"n1-gpu0"});
+}
+
+TEST_CASE("HAMi-exact rows parse from all, none or a list") {
+  CHECK(*ParseHamiExact("all") == HamiExact::All());
+  CHECK(*ParseHamiExact("none") == HamiExact{});
+  CHECK(*ParseHamiExact("") == HamiExact{});
+  CHECK(*ParseHamiExact(" W2 , W1") == HamiExact::All());
+  const HamiExact w2 = *ParseHamiExact("W2");
+  CHECK_FALSE(w2.container_padding_by_type);
+  CHECK(w2.device_score_type_match);
+  Result<HamiExact> bad = ParseHamiExact("W1,W3");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  CHECK(bad.status().message() == "hami-exact: unknown row \"W3\" (rows: W1, W2; or all, none)");
+}
+
 TEST_CASE("fit: every check of spec §4.4 gives its reason") {
   struct Row {
     const char* what;

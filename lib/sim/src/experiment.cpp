@@ -112,6 +112,19 @@ FieldReader PolicyField(FilterOptions& filter) {
   };
 }
 
+// "all", "none" or rows such as "W1,W2" (devshare/filter.hpp HamiExact).
+FieldReader HamiExactField(HamiExact& out) {
+  return [&out](const YAML::Node& n, const std::string& p) {
+    std::string rows;
+    Status s = ReadString(n, p, rows);
+    if (!s.ok()) return s;
+    Result<HamiExact> parsed = ParseHamiExact(rows);
+    if (!parsed.ok()) return FieldError(p, n, std::string(parsed.status().message()));
+    out = *parsed;
+    return Status();
+  };
+}
+
 Status ReadEngine(const YAML::Node& node, const std::string& path, engine::EngineOptions& e) {
   using engine::BindMode;
   using engine::LockRetry;
@@ -121,6 +134,7 @@ Status ReadEngine(const YAML::Node& node, const std::string& path, engine::Engin
                                                           {"volcano", RegistrationProtocol::kVolcano},
                                                           {"change-only", RegistrationProtocol::kChangeOnly}})},
                   {"policy", PolicyField(e.filter)},
+                  {"hami_exact", HamiExactField(e.filter.hami_exact)},
                   {"bind", OneOf(e.bind_mode, {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}})},
                   {"lock_retry", OneOf(e.lock_retry, {{"once", LockRetry::kOnce},
                                                       {"fixed", LockRetry::kFixed},
