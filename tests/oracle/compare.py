@@ -108,6 +108,8 @@ def build_cluster(s: dict, reasons: bool = True, hami_exact: str = "none") -> de
         cluster.add_node(node_object(n))
     for p in s["pods"]:
         cluster.add_pod(held_pod_object(p))
+    if s.get("quota"):
+        cluster.set_quota("default", "gpu-quota", s["quota"])
     return cluster
 
 

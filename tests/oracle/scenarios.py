@@ -15,7 +15,8 @@ builder:
      "pods": [{"name", "namespace", "node", "allocated": "<vgpu-devices-allocated>",
                "devices": [[{"uuid", "type", "usedmem", "usedcores"}], ...]}],
      "pod": {"name", "namespace", "uid", "annotations": {...},
-             "containers": [{"name", "limits": {...}}]}}
+             "containers": [{"name", "limits": {...}}]},
+     "quota": {"limits.nvidia.com/gpumem": "...", ...}}   # a ResourceQuota of "default", or {}
 
 `register` is the same device list written with the variations HAMi's decoder
 accepts (key order, key case, extra keys), so decoding is tested on more than
@@ -164,12 +165,28 @@ def _pod(rng: random.Random, sid: int, nodes: list[dict]) -> dict:
             "annotations": ann, "containers": containers}
 
 
+def _quota(rng: random.Random, pods: list[dict]) -> dict:
+    """In one scenario of eight, a ResourceQuota on the namespace's GPU memory
+    and/or cores, set around what its pods already use, so that the pod to
+    place sometimes fits under it and sometimes not."""
+    if rng.random() >= 0.125:
+        return {}
+    used_mem = sum(cd["usedmem"] for p in pods for c in p["devices"] for cd in c)
+    used_cores = sum(cd["usedcores"] for p in pods for c in p["devices"] for cd in c)
+    hard = {}
+    if rng.random() < 0.7:
+        hard["limits.nvidia.com/gpumem"] = str(used_mem + rng.choice([0, 500, 4000, 20000, 100000]))
+    if not hard or rng.random() < 0.5:
+        hard["limits.nvidia.com/gpucores"] = str(used_cores + rng.choice([0, 10, 50, 100, 400]))
+    return hard
+
+
 def generate(seed: int, sid: int, max_nodes: int = 50) -> dict:
     """Scenario number `sid` of the stream seeded by `seed`."""
     rng = random.Random(f"{seed}:{sid}")
     node_type = rng.choice(TYPES)
     nodes = [_node(rng, i, node_type) for i in range(rng.randint(1, max_nodes))]
-    return {
+    scenario = {
         "id": sid,
         "scheduler": {"node_policy": rng.choice(NODE_POLICIES),
                       "gpu_policy": rng.choice(["spread", "binpack", "topology-aware", "mutex"])},
@@ -177,6 +194,8 @@ def generate(seed: int, sid: int, max_nodes: int = 50) -> dict:
         "pods": _usage(rng, nodes),
         "pod": _pod(rng, sid, nodes),
     }
+    scenario["quota"] = _quota(rng, scenario["pods"])  # drawn last: the rest is as it was without quotas
+    return scenario
 
 
 def speed_cluster(nodes: int, gpus: int = 8) -> dict:
@@ -200,4 +219,4 @@ def speed_cluster(nodes: int, gpus: int = 8) -> dict:
            "containers": [{"name": "c0", "limits": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000",
                                                     "nvidia.com/gpucores": "20"}}]}
     return {"id": -nodes, "scheduler": {"node_policy": "binpack", "gpu_policy": "spread"},
-            "nodes": out, "pods": pods, "pod": pod}
+            "nodes": out, "pods": pods, "pod": pod, "quota": {}}

@@ -87,7 +87,8 @@ type scenario struct {
 		Allocated string     `json:"allocated"`
 		Devices   [][]cdJSON `json:"devices"`
 	} `json:"pods"`
-	Pod struct {
+	Quota map[string]string `json:"quota"` // spec.hard of a ResourceQuota "gpu-quota" in "default"
+	Pod   struct {
 		Name        string            `json:"name"`
 		Namespace   string            `json:"namespace"`
 		UID         string            `json:"uid"`
@@ -196,6 +197,14 @@ func startScheduler(s *scenario, nodes []*corev1.Node, held []*corev1.Pod, pod *
 	for _, p := range append(held, pod) {
 		objs = append(objs, p)
 	}
+	if len(s.Quota) > 0 {
+		objs = append(objs, &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: "gpu-quota", Namespace: "default"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: limits(s.Quota)}})
+	}
+	// HAMi's quota manager is one per process (device.NewQuotaManager hands
+	// out a global); this scenario's informers fill it afresh.
+	device.GetLocalCache().Quotas = map[string]*device.DeviceQuota{}
 	cs := fake.NewSimpleClientset(objs...)
 	watching := watchSignal(cs, "pods", "nodes", "resourcequotas")
 	client.KubeClient = cs
