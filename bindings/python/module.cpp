@@ -420,13 +420,14 @@ PYBIND11_MODULE(_devshare, m) {
   // --- protocols -------------------------------------------------------------
   m.def("_hami_scheduler_pass", [](std::optional<std::string> handshake, std::optional<std::string> registered,
                                    std::int64_t allocatable, py::dict memory, const std::string& key,
-                                   std::int64_t now, std::int32_t zone) {
+                                   std::int64_t now, std::int32_t zone, const std::string& hami_exact) {
     HamiNodeMemory mem;
     mem.reported = memory.contains("reported") ? memory["reported"].cast<std::int64_t>() : 0;
     mem.registered = memory.contains("registered") ? memory["registered"].cast<std::string>() : "";
     mem.cached = memory.contains("cached") && memory["cached"].cast<bool>();
     mem.cleaned_up = memory.contains("cleaned_up") && memory["cleaned_up"].cast<bool>();
-    RegistrationStep step = HamiSchedulerPass({handshake, registered, allocatable}, mem, key, now, zone);
+    RegistrationStep step = HamiSchedulerPass({handshake, registered, allocatable}, mem, key, now, zone,
+                                              Unwrap(ParseHamiExact(hami_exact)));
     memory["reported"] = mem.reported;
     memory["registered"] = mem.registered;
     memory["cached"] = mem.cached;

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "devshare/filter.hpp"
+#include "devshare/hami_exact.hpp"
 
 namespace devshare::cli {
 

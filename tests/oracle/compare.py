@@ -34,6 +34,7 @@ available), and with --results FILE the lines "oracle-spec P F 0" and
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import os
@@ -175,6 +176,66 @@ def devshare_side(s: dict, hami_exact: str = "none") -> dict:
         out["score"] = {}
         out["filter"] = {"node": None, "devices": None, "annotation": None, "failed": {}, "error": str(e)}
     return out
+
+
+def _stamp_time(value: Optional[str]) -> Optional[int]:
+    """The Unix time of a "Requesting_2006-01-02 15:04:05" stamp (UTC), or None."""
+    if not value or not value.startswith("Requesting_"):
+        return None
+    try:
+        t = datetime.datetime.strptime(value[len("Requesting_"):], "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+    return int(t.replace(tzinfo=datetime.timezone.utc).timestamp())
+
+
+def devshare_handshakes(hs: dict, hm: dict, hami_exact: str = "none") -> list[dict]:
+    """devshare's registration passes over the handshake scenario `hs`, at the times and with the
+    values HAMi's run set (kept values are each side's own), as {"usable", "after"} per step.
+    HAMi reads its clock during the pass: a stamp devshare writes at the pass's start equals HAMi's
+    when HAMi's lies between the start and the end of its pass."""
+    key = "hami.io/node-handshake"
+    memory: dict = {}
+    handshake = registered = None
+    allocatable = 0
+    out = []
+    for step, theirs in zip(hs["steps"], hm["steps"]):
+        if step["handshake"] == "absent":
+            handshake = None
+        elif step["handshake"] != "keep":
+            handshake = theirs["handshake"]
+        if step["registered"] != "keep":
+            registered = None if step["registered"] == "absent" else step["registered"]
+        if step["allocatable"] >= 0:
+            allocatable = step["allocatable"]
+        r = devshare.hami_scheduler_pass({"handshake": handshake, "registered": registered,
+                                          "allocatable": allocatable}, memory, theirs["now"], key,
+                                         hami_exact=hami_exact)
+        if key in r["write"]:
+            handshake = r["write"][key]
+            at = _stamp_time(theirs["after"])
+            if _stamp_time(handshake) == theirs["now"] and at is not None and theirs["now"] <= at <= theirs["end"]:
+                handshake = theirs["after"]
+        out.append({"usable": bool(r["usable"] and memory.get("cached")), "after": handshake})
+    return out
+
+
+def compare_handshakes(hs: dict, hm: dict, setting: str) -> tuple[str, Optional[str], str]:
+    """("agree" | "intentional" | "disagree", label, the first step where they differ)."""
+    def first_difference(hami_exact: str) -> Optional[str]:
+        mine = devshare_handshakes(hs, hm, hami_exact)
+        for k, (a, b) in enumerate(zip(mine, hm["steps"])):
+            if a != {"usable": b["usable"], "after": b["after"]}:
+                return (f"step {k} of {hs['steps']}: set {b['handshake']!r}; devshare {a}, "
+                        f"HAMi usable {b['usable']} after {b['after']!r}")
+        return None
+
+    detail = first_difference(setting)
+    if detail is None:
+        return "agree", None, ""
+    if setting != "all" and first_difference("W4") is None:
+        return "intentional", "W4 cleaned-up node re-stamped", detail
+    return "disagree", None, detail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,6 +465,9 @@ def run_harness(binary: str, mode: str, scenario_lines: list[str]) -> list[dict]
 # ---------------------------------------------------------------------------------------------
 
 SETTINGS = [("devshare", "none"), ("HAMi-exact", "all")]
+# Compared with HAMi only (the spec pins no single answer): HAMi's registration loop over one node
+# through a sequence of handshake values, register annotations and allocatable counts.
+HAMI_ONLY = ["handshake"]
 
 
 def run_compare(args) -> int:
@@ -412,7 +476,7 @@ def run_compare(args) -> int:
         print(f"oracle: HAMi harness skipped: {why}")
     spec_tally: dict[str, Counter] = {fn: Counter() for fn in FUNCTIONS}
     # Per setting and function: "agree", "disagree", "missing" or "intentional: <label>".
-    hami_tally = {name: {fn: Counter() for fn in FUNCTIONS} for name, _ in SETTINGS}
+    hami_tally = {name: {fn: Counter() for fn in FUNCTIONS + HAMI_ONLY} for name, _ in SETTINGS}
     examples: dict[str, list[str]] = defaultdict(list)
 
     def example(key: str, scenario: dict, text: str) -> None:
@@ -426,10 +490,13 @@ def run_compare(args) -> int:
 
     def flush(batch):
         nonlocal spec_passed, spec_failed, hami_passed, hami_failed
-        answers = {}
+        answers, handshake_answers = {}, {}
+        handshake_scenarios = {s["id"]: gen.handshake_scenario(args.seed, s["id"]) for s in batch}
         if binary is not None:
             for r in run_harness(binary, "answer", [json.dumps(s) for s in batch]):
                 answers[r["id"]] = r
+            for r in run_harness(binary, "handshake", [json.dumps(h) for h in handshake_scenarios.values()]):
+                handshake_answers[r["id"]] = r
         for s in batch:
             ds = devshare_side(s)
             bad = spec_checks(s, ds)
@@ -447,7 +514,10 @@ def run_compare(args) -> int:
             ok = True
             for name, setting in SETTINGS:
                 comparison = Comparison(s, answers.get(s["id"], {}), setting)
-                for fn, (verdict, label, detail) in comparison.verdicts().items():
+                verdicts = comparison.verdicts()
+                verdicts["handshake"] = compare_handshakes(handshake_scenarios[s["id"]],
+                                                           handshake_answers[s["id"]], setting)
+                for fn, (verdict, label, detail) in verdicts.items():
                     hami_tally[name][fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
                     if verdict in ("disagree", "missing"):
                         ok = False
@@ -470,8 +540,8 @@ def run_compare(args) -> int:
     print(f"{'':12} {'spec':>16}   HAMi, devshare's decisions    HAMi, HAMi-exact setting")
     print(f"{'function':12} {'agree':>6} {'disagree':>9}   {'agree / explained / unexplained':31}"
           f" {'agree / explained / unexplained'}")
-    for fn in FUNCTIONS:
-        st = spec_tally[fn]
+    for fn in FUNCTIONS + HAMI_ONLY:
+        st = spec_tally.get(fn)
         cells = []
         for name, _ in SETTINGS:
             ht = hami_tally[name][fn]
@@ -480,11 +550,12 @@ def run_compare(args) -> int:
                 continue
             explained = sum(v for k, v in ht.items() if k.startswith("intentional"))
             cells.append(f"{ht['agree']:>5} / {explained:>9} / {ht['disagree'] + ht['missing']:<11}".ljust(31))
-        print(f"{fn:12} {st['agree']:6} {st['disagree']:9}   {cells[0]} {cells[1]}")
+        spec = f"{st['agree']:6} {st['disagree']:9}" if st is not None else f"{'-':>6} {'-':>9}"
+        print(f"{fn:12} {spec}   {cells[0]} {cells[1]}")
     if binary is not None:
         for name, _ in SETTINGS:
             labels = Counter()
-            for fn in FUNCTIONS:
+            for fn in FUNCTIONS + HAMI_ONLY:
                 for k, v in hami_tally[name][fn].items():
                     if k.startswith("intentional"):
                         labels[f"{fn}: {k[len('intentional: '):]}"] += v

@@ -220,3 +220,32 @@ def speed_cluster(nodes: int, gpus: int = 8) -> dict:
                                                     "nvidia.com/gpucores": "20"}}]}
     return {"id": -nodes, "scheduler": {"node_policy": "binpack", "gpu_policy": "spread"},
             "nodes": out, "pods": pods, "pod": pod, "quota": {}}
+
+
+REGISTER_VALUES = [
+    json.dumps([{"id": "GPU-x-0", "count": 10, "devmem": 16384, "devcore": 100, "type": "NVIDIA", "health": True}],
+               separators=(",", ":")),
+    json.dumps([{"id": f"GPU-x-{i}", "count": 10, "devmem": 40960, "devcore": 100, "type": "NVIDIA-A100",
+                 "health": True} for i in range(2)], separators=(",", ":")),
+]
+HANDSHAKE_KINDS = ["keep", "keep", "keep", "absent", "requesting", "requesting", "bare", "garbage", "reported",
+                   "deleted"]
+# Ages of a "requesting" stamp, at least 2 s away from HAMi's 60 s expiry.
+HANDSHAKE_AGES = [0, 5, 30, 55, 65, 90, 3600]
+
+
+def handshake_scenario(seed: int, sid: int) -> dict:
+    """One node through 1-6 registration passes (the harness's `handshake`
+    mode): before each pass the handshake, register annotation and
+    allocatable GPU count are set, or kept as the previous pass left them."""
+    rng = random.Random(f"handshake:{seed}:{sid}")
+    steps = []
+    for k in range(rng.randint(1, 6)):
+        kind = rng.choice(HANDSHAKE_KINDS[3:] if k == 0 else HANDSHAKE_KINDS)
+        registered = rng.choice(["keep", "keep", "keep", "absent"] + REGISTER_VALUES)
+        if k == 0 and registered == "keep":
+            registered = REGISTER_VALUES[0]
+        allocatable = rng.choice([-1, -1, -1, 0, 10, 20]) if k else rng.choice([0, 10, 10, 20])
+        steps.append({"handshake": kind, "age": rng.choice(HANDSHAKE_AGES), "registered": registered,
+                      "allocatable": allocatable})
+    return {"id": sid, "steps": steps}

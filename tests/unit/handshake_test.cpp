@@ -95,6 +95,40 @@ TEST_CASE("W4: a node with a stale register annotation does not flap") {
   CHECK(back.write->value->starts_with("Requesting_"));
 }
 
+TEST_CASE("HAMi-exact W4: the cleaned-up node is stamped again and comes back, as in HAMi") {
+  // HAMi's loop (checked against HAMi's own code by tests/oracle): after the
+  // cleanup deleted the handshake, the next pass stamps it, and with the
+  // register annotation still there the node is usable until the stamp
+  // expires 60 s later; then it is cleaned up again.
+  HamiNodeMemory memory{10, kRegistered, true, false};
+  HamiExact exact;
+  exact.cleanup_restamps = true;
+  std::optional<std::string> handshake = Requesting(kNow - 61);
+  int usable_passes = 0, writes = 0;
+  for (std::int64_t t = kNow; t < kNow + 600; t += 15) {
+    RegistrationStep step = HamiSchedulerPass({handshake, kRegistered, 0}, memory, kKey, t, 0, exact);
+    usable_passes += step.usable ? 1 : 0;
+    if (step.write) {
+      ++writes;
+      handshake = step.write->value;
+    }
+  }
+  // Every 75 s: the cleanup (a write), the stamp (a write, usable), then
+  // usable while the stamp is 15, 30 and 45 s old: 8 cycles in 600 s.
+  CHECK(usable_passes == 8 * 4);
+  CHECK(writes == 8 * 2);
+}
+
+TEST_CASE("HAMi: the stamp written for an unusable node that was never cached stays written") {
+  // No handshake and allocatable 0 after it was 10: CheckHealth stamps the
+  // node before the NVIDIA wrapper finds it unusable; without a cached node
+  // there is nothing to clean up, and the stamp is HAMi's write.
+  HamiNodeMemory memory{10, kRegistered, false, false};
+  RegistrationStep step = HamiSchedulerPass({std::nullopt, kRegistered, 0}, memory, kKey, kNow);
+  CHECK_FALSE(step.usable);
+  CHECK(step.write == AnnotationWrite{std::string(kKey), "Requesting_2026-08-21 08:20:39"});
+}
+
 TEST_CASE("W16: stamps are written and read in the same explicit zone") {
   // A scheduler in UTC+8 stamps at kNow; another replica in UTC+8 judges it
   // fresh 30 s later, exactly like one in UTC judging its own stamp.

@@ -277,15 +277,17 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
 
 
 def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,
-                        key: str = "hami.io/node-handshake", zone_offset_seconds: int = 0) -> dict:
-    """One pass of HAMi's registration over one node (W4 and W16 fixed).
+                        key: str = "hami.io/node-handshake", zone_offset_seconds: int = 0,
+                        hami_exact: Any = "none") -> dict:
+    """One pass of HAMi's registration over one node (W4 and W16 fixed; W4 as
+    HAMi with ``hami_exact`` "W4" or "all").
 
     ``node`` has ``handshake`` and ``registered`` (annotation values or None)
     and ``allocatable``; ``memory`` is a dict the pass updates in place.
     Returns {usable, refresh, write}, write being {key: value or None}."""
     return _devshare._hami_scheduler_pass(node.get("handshake"), node.get("registered"),
                                           int(node.get("allocatable", 0)), memory, key, now,
-                                          zone_offset_seconds)
+                                          zone_offset_seconds, _hami_exact(hami_exact))
 
 
 def volcano_scheduler_pass(handshake: Optional[str], now: int,

@@ -33,10 +33,10 @@ bool Contains(const std::optional<std::string>& value, std::string_view word) {
 
 RegistrationStep HamiSchedulerPass(const NodeObservation& node, HamiNodeMemory& memory,
                                    std::string_view key, std::int64_t now,
-                                   std::int32_t zone_offset_seconds) {
+                                   std::int32_t zone_offset_seconds, const HamiExact& exact) {
   // W4: a node cleaned up for a dead plugin stays out, and is not stamped
   // again, until its allocatable count comes back.
-  if (memory.cleaned_up) {
+  if (memory.cleaned_up && !exact.cleanup_restamps) {
     if (node.allocatable <= 0) return RegistrationStep{};
     memory.cleaned_up = false;
   }
@@ -76,7 +76,8 @@ RegistrationStep HamiSchedulerPass(const NodeObservation& node, HamiNodeMemory& 
   }
 
   if (!healthy) {
-    if (!memory.cached) return RegistrationStep{};
+    // The stamp CheckHealth wrote before it judged the node stays written.
+    if (!memory.cached) return RegistrationStep{false, false, std::move(write)};
     // NodeCleanUp: forget the node and delete its handshake.
     memory = HamiNodeMemory{0, "", false, true};
     return RegistrationStep{false, false, AnnotationWrite{std::string(key), std::nullopt}};

@@ -137,7 +137,7 @@ void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int6
     switch (options_.registration) {
       case RegistrationProtocol::kHami:
         step = HamiSchedulerPass(obs, memory.hami[v], vendor.handshake_annotation, now,
-                                 options_.zone_offset_seconds);
+                                 options_.zone_offset_seconds, options_.filter.hami_exact);
         break;
       case RegistrationProtocol::kVolcano:
         obs.handshake = Annotation(memory.object, keys::kVolcanoHandshake);

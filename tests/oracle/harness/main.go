@@ -48,6 +48,7 @@ import (
 
 const (
 	registerKey  = "hami.io/node-nvidia-register"
+	handshakeKey = "hami.io/node-handshake"
 	allocatedKey = "hami.io/vgpu-devices-allocated"
 	nvidia       = "NVIDIA"
 )
@@ -500,6 +501,162 @@ func speed(s *scenario, repeat int) map[string]any {
 	return map[string]any{"best_ms": times[0], "median_ms": times[len(times)/2], "node": chosen}
 }
 
+// A handshake scenario: one node through a sequence of registration passes
+// of HAMi's own loop (RegisterFromNodeAnnotations), each step setting the
+// node's handshake, register annotation and allocatable GPU count first.
+type handshakeScenario struct {
+	ID    int `json:"id"`
+	Steps []struct {
+		// "keep" (what the previous pass left), "absent", "requesting" (with
+		// Age seconds before now), "bare", "garbage", "reported", "deleted".
+		Handshake   string `json:"handshake"`
+		Age         int64  `json:"age"`
+		Registered  string `json:"registered"`  // "keep", "absent" or the value
+		Allocatable int64  `json:"allocatable"` // -1: keep
+	} `json:"steps"`
+}
+
+const handshakeNode = "node-x"
+
+// handshakeValue is the handshake a step sets, at `now` (UTC, HAMi's layout).
+func handshakeValue(kind string, age int64, now time.Time) (string, bool) {
+	switch kind {
+	case "requesting":
+		return "Requesting_" + now.Add(-time.Duration(age)*time.Second).Format(time.DateTime), true
+	case "bare":
+		return "Requesting", true
+	case "garbage":
+		return "Requesting_garbage", true
+	case "reported":
+		return "Reported " + now.Add(-time.Duration(age)*time.Second).String(), true
+	case "deleted":
+		return "Deleted_" + now.Format(time.DateTime), true
+	}
+	return "", false
+}
+
+// triggerNode registers at once (valid devices, a fresh handshake): its
+// creation makes HAMi run one registration pass, and its appearance in the
+// node cache tells that the pass ran.
+func triggerNode(k int, now time.Time) *corev1.Node {
+	annos := map[string]string{registerKey: `[{"id":"GPU-trigger-` + strconv.Itoa(k) +
+		`","count":10,"devmem":16384,"devcore":100,"type":"NVIDIA","health":true}]`}
+	for _, key := range util.HandshakeAnnos {
+		annos[key] = "Requesting_" + now.Format(time.DateTime)
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "trigger-" + strconv.Itoa(k), Annotations: annos},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(10, resource.DecimalSI)}}}
+}
+
+func registered(h *hamiScheduler, name string) bool {
+	nodes, _ := h.ListNodes()
+	for _, n := range nodes {
+		if n.ID == name {
+			return true
+		}
+	}
+	return false
+}
+
+// handshakes runs one handshake scenario through HAMi and reports, per step,
+// what was set, when, whether the node is in HAMi's node cache after the
+// pass, and the handshake value the pass left.
+func handshakes(s *handshakeScenario) map[string]any {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: handshakeNode, Annotations: map[string]string{}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{}}}
+	// Every vendor but NVIDIA sees a fresh request, so their passes write nothing.
+	for vendor, key := range util.HandshakeAnnos {
+		if vendor != nvidia {
+			node.Annotations[key] = "Requesting_" + now.Format(time.DateTime)
+		}
+	}
+	apply := func(k int, n *corev1.Node, t time.Time) map[string]any {
+		step := s.Steps[k]
+		set := map[string]any{"now": t.Unix()}
+		if v, ok := handshakeValue(step.Handshake, step.Age, t); ok {
+			n.Annotations[handshakeKey] = v
+		} else if step.Handshake == "absent" {
+			delete(n.Annotations, handshakeKey)
+		}
+		switch step.Registered {
+		case "keep":
+		case "absent":
+			delete(n.Annotations, registerKey)
+		default:
+			n.Annotations[registerKey] = step.Registered
+		}
+		if step.Allocatable >= 0 {
+			n.Status.Allocatable["nvidia.com/gpu"] = *resource.NewQuantity(step.Allocatable, resource.DecimalSI)
+		}
+		if v, ok := n.Annotations[handshakeKey]; ok {
+			set["handshake"] = v
+		} else {
+			set["handshake"] = nil
+		}
+		return set
+	}
+	steps := []map[string]any{}
+	step0 := apply(0, node, now)
+	trigger := triggerNode(0, now)
+	cs := fake.NewSimpleClientset(node, trigger)
+	watching := watchSignal(cs, "pods", "nodes", "resourcequotas")
+	client.KubeClient = cs
+	h := &hamiScheduler{Scheduler: scheduler.NewScheduler(), nodes: []*corev1.Node{node, trigger},
+		done: make(chan struct{})}
+	if err := h.Start(); err != nil {
+		fail("handshake %d: start: %v", s.ID, err)
+	}
+	<-watching
+	go func() {
+		defer close(h.done)
+		h.RegisterFromNodeAnnotations()
+	}()
+	defer h.stop()
+	for k := range s.Steps {
+		set := step0
+		if k > 0 {
+			t := time.Now().UTC()
+			current, err := cs.CoreV1().Nodes().Get(ctx, handshakeNode, metav1.GetOptions{})
+			if err != nil {
+				fail("handshake %d: get node: %v", s.ID, err)
+			}
+			current = current.DeepCopy()
+			set = apply(k, current, t)
+			if _, err := cs.CoreV1().Nodes().Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+				fail("handshake %d: update node: %v", s.ID, err)
+			}
+			trigger := triggerNode(k, t)
+			h.nodes = append(h.nodes, trigger)
+			if _, err := cs.CoreV1().Nodes().Create(ctx, trigger, metav1.CreateOptions{}); err != nil {
+				fail("handshake %d: create trigger: %v", s.ID, err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !registered(h, "trigger-"+strconv.Itoa(k)) {
+			if time.Now().After(deadline) {
+				fail("handshake %d step %d: no registration pass within 10 s", s.ID, k)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		h.InspectAllNodesUsage() // returns once the pass has released the scheduler's lock
+		after, err := cs.CoreV1().Nodes().Get(ctx, handshakeNode, metav1.GetOptions{})
+		if err != nil {
+			fail("handshake %d: get node: %v", s.ID, err)
+		}
+		set["end"] = time.Now().Unix() // HAMi read its clock between "now" and "end"
+		set["usable"] = registered(h, handshakeNode)
+		if v, ok := after.Annotations[handshakeKey]; ok {
+			set["after"] = v
+		} else {
+			set["after"] = nil
+		}
+		steps = append(steps, set)
+	}
+	return map[string]any{"id": s.ID, "steps": steps}
+}
+
 // klogCapture receives HAMi's log output: discarded, except while capturing
 // at verbosity 4, when scoreNode's "NodeFitPod" lines carry each fitting
 // node's score.
@@ -574,32 +731,33 @@ func (c *klogCapture) scores(pod *corev1.Pod) map[string]float32 {
 
 func main() {
 	if len(os.Args) != 2 {
-		fail("usage: hami-oracle answer|speed=N < scenarios.jsonl")
+		fail("usage: hami-oracle answer|handshake|speed=N < scenarios.jsonl")
 	}
 	mode := os.Args[1]
+	// HAMi writes and reads handshake times in the process's zone; devshare's
+	// side reads them in UTC.
+	time.Local = time.UTC
 	config.InitDefaultDevices()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<30)
 	enc := json.NewEncoder(os.Stdout)
 	for in.Scan() {
-		line := strings.TrimSpace(in.Text())
-		if line == "" {
+		line := []byte(strings.TrimSpace(in.Text()))
+		if len(line) == 0 {
 			continue
-		}
-		var s scenario
-		if err := json.Unmarshal([]byte(line), &s); err != nil {
-			fail("scenario: %v", err)
 		}
 		var out map[string]any
 		switch {
 		case mode == "answer":
-			out = answer(&s)
+			out = answer(decode[scenario](line))
+		case mode == "handshake":
+			out = handshakes(decode[handshakeScenario](line))
 		case strings.HasPrefix(mode, "speed="):
 			n, err := strconv.Atoi(strings.TrimPrefix(mode, "speed="))
 			if err != nil || n < 1 {
 				fail("bad mode %q", mode)
 			}
-			out = speed(&s, n)
+			out = speed(decode[scenario](line), n)
 		default:
 			fail("bad mode %q", mode)
 		}
@@ -610,4 +768,12 @@ func main() {
 	if err := in.Err(); err != nil {
 		fail("read: %v", err)
 	}
+}
+
+func decode[T any](line []byte) *T {
+	var v T
+	if err := json.Unmarshal(line, &v); err != nil {
+		fail("scenario: %v", err)
+	}
+	return &v
 }

@@ -27,6 +27,7 @@
 
 #include "devshare/device.hpp"
 #include "devshare/export.hpp"
+#include "devshare/hami_exact.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/status.hpp"
@@ -52,36 +53,6 @@ struct WorkloadClass {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
 };
-
-// HAMi-exact decisions. Where devshare decides differently from HAMi v2.10
-// on purpose (a row of docs/compatibility.md), the row can be switched back
-// to HAMi's behaviour, for a user replacing HAMi who must get HAMi's
-// decisions exactly. Safety fixes (crashes, lost data, a lock that blocks a
-// node forever) have no switch, and neither has what HAMi leaves to chance
-// (goroutine and map order, W10: ties between nodes still go to the first
-// name).
-struct HamiExact {
-  // W1: a container that asks nothing of a vendor gets an (empty) entry in
-  // that vendor's device annotations only when the node has a device whose
-  // registered type is the vendor's type word ("NVIDIA"); on nodes of
-  // model-named devices the entries of the containers that ask are written
-  // alone, and positions shift.
-  bool container_padding_by_type = false;
-  // W2: a request counts in a device's score only when the device's
-  // registered type is exactly the request's type ("NVIDIA"), so never on
-  // model-named devices ("NVIDIA-Tesla T4"), whose score is then their usage
-  // alone.
-  bool device_score_type_match = false;
-
-  // Every row: what `--hami-exact` (and "hami_exact": "all") selects.
-  static HamiExact All() { return HamiExact{true, true}; }
-  friend bool operator==(const HamiExact&, const HamiExact&) = default;
-};
-
-// Parses "all", "none" or a comma list of row names ("W2"), as the
-// command line, Python and scenario files write it ("W1,W2"). Errors (kInvalidArgument)
-// name the unknown row and list the known ones.
-DEVSHARE_EXPORT Result<HamiExact> ParseHamiExact(std::string_view rows);
 
 // Scheduler-wide options (HAMi's flags); a pod's annotations override them.
 struct FilterOptions {

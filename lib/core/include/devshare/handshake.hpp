@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "devshare/export.hpp"
+#include "devshare/hami_exact.hpp"
 
 namespace devshare {
 
@@ -75,10 +76,13 @@ struct HamiNodeMemory {
 // written and read in. When a cached node turns unusable, the write deletes
 // the handshake (NodeCleanUp) and the node stays out until its allocatable
 // count is above zero again (W4).
+// With `exact.cleanup_restamps` (HAMi-exact W4) the cleaned-up node is
+// stamped again on the next pass and comes back, as in HAMi.
 DEVSHARE_EXPORT RegistrationStep HamiSchedulerPass(const NodeObservation& node,
                                                    HamiNodeMemory& memory, std::string_view key,
                                                    std::int64_t now,
-                                                   std::int32_t zone_offset_seconds = 0);
+                                                   std::int32_t zone_offset_seconds = 0,
+                                                   const HamiExact& exact = {});
 
 // HAMi's device plugin after #1499: writes the register annotation only when
 // the encoded device list differs from what the node carries.
