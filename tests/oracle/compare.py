@@ -238,6 +238,50 @@ def compare_handshakes(hs: dict, hm: dict, setting: str) -> tuple[str, Optional[
     return "disagree", None, detail
 
 
+def _lock_time(value: Optional[str]) -> Optional[int]:
+    """The Unix time of a node lock "2006-01-02T15:04:05Z[,ns,name]" written in UTC, or None."""
+    try:
+        t = datetime.datetime.strptime((value or "").split(",")[0], "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+    return int(t.replace(tzinfo=datetime.timezone.utc).timestamp())
+
+
+def devshare_node_lock(ls: dict, hm: dict) -> dict:
+    """devshare's decision on the node-lock scenario `ls` at the time HAMi's run set, as
+    {"acquired", "after"}. A lock devshare writes at that time equals HAMi's when HAMi's names the
+    same pod and was written between the start and the end of its call."""
+    holder: dict = {"state": "unknown"}
+    while True:
+        d = devshare.decide_node_lock(hm["lock"], ls["pod_namespace"], ls["pod_name"], hm["now"], holder)
+        if d["action"] != "check_holder":
+            break
+        holder = ({"state": "present", "bind_phase": ls["bind_phase"], "bind_time": hm.get("bind_time")}
+                  if ls["holder"] else {"state": "gone"})
+    key = "hami.io/mutex.lock"
+    after = d["write"][key] if key in d["write"] else hm["lock"]
+    theirs = _lock_time(hm["after"])
+    if (after and hm["after"] and _lock_time(after) == hm["now"] and theirs is not None
+            and hm["now"] <= theirs <= hm["end"] and after.split(",")[1:] == hm["after"].split(",")[1:]):
+        after = hm["after"]
+    return {"acquired": d["action"] in ("set", "take_over", "reentrant"), "after": after}
+
+
+def compare_node_lock(ls: dict, hm: dict) -> tuple[str, Optional[str], str]:
+    """("agree" | "intentional" | "disagree", label, detail); the same in both settings: the
+    node-lock differences are safety fixes, which have no HAMi-exact switch."""
+    mine = devshare_node_lock(ls, hm)
+    if mine == {"acquired": hm["acquired"], "after": hm["after"]}:
+        return "agree", None, ""
+    detail = (f"{ls} lock {hm['lock']!r}: devshare {mine}, HAMi acquired {hm['acquired']} "
+              f"after {hm['after']!r}")
+    expired = hm["lock"] is not None and (_lock_time(hm["lock"]) or hm["now"]) < hm["now"] - 300
+    if (expired and hm["acquired"] and not mine["acquired"] and ls["bind_phase"] == "allocating"
+            and hm["now"] - hm["bind_time"] <= 600):
+        return "intentional", "#3096 an allocating holder keeps its expired lock (safety)", detail
+    return "disagree", None, detail
+
+
 # ---------------------------------------------------------------------------------------------
 # What the behaviour spec pins exactly (independent of both implementations)
 
@@ -466,8 +510,9 @@ def run_harness(binary: str, mode: str, scenario_lines: list[str]) -> list[dict]
 
 SETTINGS = [("devshare", "none"), ("HAMi-exact", "all")]
 # Compared with HAMi only (the spec pins no single answer): HAMi's registration loop over one node
-# through a sequence of handshake values, register annotations and allocatable counts.
-HAMI_ONLY = ["handshake"]
+# through a sequence of handshake values, register annotations and allocatable counts; HAMi's
+# nodelock.LockNode on a node's lock.
+HAMI_ONLY = ["handshake", "nodelock"]
 
 
 def run_compare(args) -> int:
@@ -492,11 +537,15 @@ def run_compare(args) -> int:
         nonlocal spec_passed, spec_failed, hami_passed, hami_failed
         answers, handshake_answers = {}, {}
         handshake_scenarios = {s["id"]: gen.handshake_scenario(args.seed, s["id"]) for s in batch}
+        lock_scenarios = {s["id"]: gen.node_lock_scenario(args.seed, s["id"]) for s in batch}
+        lock_answers = {}
         if binary is not None:
             for r in run_harness(binary, "answer", [json.dumps(s) for s in batch]):
                 answers[r["id"]] = r
             for r in run_harness(binary, "handshake", [json.dumps(h) for h in handshake_scenarios.values()]):
                 handshake_answers[r["id"]] = r
+            for r in run_harness(binary, "nodelock", [json.dumps(x) for x in lock_scenarios.values()]):
+                lock_answers[r["id"]] = r
         for s in batch:
             ds = devshare_side(s)
             bad = spec_checks(s, ds)
@@ -517,6 +566,7 @@ def run_compare(args) -> int:
                 verdicts = comparison.verdicts()
                 verdicts["handshake"] = compare_handshakes(handshake_scenarios[s["id"]],
                                                            handshake_answers[s["id"]], setting)
+                verdicts["nodelock"] = compare_node_lock(lock_scenarios[s["id"]], lock_answers[s["id"]])
                 for fn, (verdict, label, detail) in verdicts.items():
                     hami_tally[name][fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
                     if verdict in ("disagree", "missing"):

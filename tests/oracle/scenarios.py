@@ -249,3 +249,26 @@ def handshake_scenario(seed: int, sid: int) -> dict:
         steps.append({"handshake": kind, "age": rng.choice(HANDSHAKE_AGES), "registered": registered,
                       "allocatable": allocatable})
     return {"id": sid, "steps": steps}
+
+
+# Lock ages at least 2 s away from HAMi's 5-minute expiry; bind ages around
+# devshare's timeout + grace (#3096: 10 minutes).
+LOCK_AGES = [0, 10, 150, 290, 310, 590, 610, 7200]
+
+
+def node_lock_scenario(seed: int, sid: int) -> dict:
+    """A node's hami.io/mutex.lock and a pod asking for it (the harness's
+    `nodelock` mode): no lock, a lock held by another pod (present or gone,
+    allocating or not), by this pod, a legacy bare time, or a malformed value."""
+    rng = random.Random(f"nodelock:{seed}:{sid}")
+    pod_ns, pod_name = "default", f"pod-{sid}"
+    kind = rng.choice(["none", "other", "other", "other", "self", "legacy", "malformed", "other-ns"])
+    holder_ns, holder_name = ("team-b" if kind == "other-ns" else "default"), f"holder-{sid}"
+    lock = {"none": "", "self": f"{{time}},{pod_ns},{pod_name}", "legacy": "{time}",
+            "malformed": rng.choice(["locked", "{time},default", "2026-13-01T00:00:00Z,default,x"]),
+            }.get(kind, f"{{time}},{holder_ns},{holder_name}")
+    present = kind in ("other", "other-ns") and rng.random() < 0.6
+    return {"id": sid, "lock": lock, "age": rng.choice(LOCK_AGES),
+            "holder": f"{holder_ns}/{holder_name}" if present else "",
+            "bind_phase": rng.choice(["", "allocating", "allocating", "success", "failed"]) if present else "",
+            "bind_age": rng.choice(LOCK_AGES), "pod_namespace": pod_ns, "pod_name": pod_name}

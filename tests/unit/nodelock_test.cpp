@@ -33,6 +33,7 @@ TEST_CASE("node lock acquire decisions (spec §6.2 with fixes)") {
   const Row rows[] = {
       {"free", std::nullopt, unknown, LockAction::kSet},
       {"ours: re-entrant", LockValue(kNow - 10, "ns", "pod-a"), unknown, LockAction::kReentrant},
+      {"ours, expired: renewed (as HAMi)", LockValue(kNow - 301, "ns", "pod-a"), unknown, LockAction::kTakeOver},
       {"another pod, holder not looked up", LockValue(kNow - 10, "ns", "pod-b"), unknown, LockAction::kCheckHolder},
       {"another pod, present", LockValue(kNow - 10, "ns", "pod-b"), Present(BindPhase::kSuccess, kNow - 10), LockAction::kHeld},
       {"another pod, gone: dangling", LockValue(kNow - 10, "ns", "pod-b"), gone, LockAction::kTakeOver},

@@ -54,10 +54,13 @@ LockDecision DecideLock(const std::optional<std::string>& current, const PodRef&
                         fmt::format("node has an unreadable lock {}: node lock contention",
                                     internal::Quote(*current))};
   }
+  const bool expired = now - lock->unix_seconds > options.timeout_seconds;
   if (lock->has_owner && lock->pod_namespace == pod.pod_namespace && lock->pod_name == pod.name) {
+    // As HAMi: a pod's own lock is renewed once it has expired, so that no
+    // other pod takes it over while this one is still binding.
+    if (expired) return LockDecision{LockAction::kTakeOver, NewLock(pod, now), "own lock expired: renewed"};
     return LockDecision{LockAction::kReentrant, std::nullopt, "held by this pod"};
   }
-  const bool expired = now - lock->unix_seconds > options.timeout_seconds;
   const bool has_owner = lock->has_owner && !lock->pod_namespace.empty() && !lock->pod_name.empty();
   if (has_owner && holder.state == LockHolder::State::kUnknown) {
     return LockDecision{LockAction::kCheckHolder, std::nullopt,

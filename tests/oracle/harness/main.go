@@ -15,14 +15,14 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"flag"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +44,7 @@ import (
 	"github.com/Project-HAMi/HAMi/pkg/scheduler/config"
 	"github.com/Project-HAMi/HAMi/pkg/util"
 	"github.com/Project-HAMi/HAMi/pkg/util/client"
+	"github.com/Project-HAMi/HAMi/pkg/util/nodelock"
 )
 
 const (
@@ -657,6 +658,61 @@ func handshakes(s *handshakeScenario) map[string]any {
 	return map[string]any{"id": s.ID, "steps": steps}
 }
 
+// A node-lock scenario: a node whose hami.io/mutex.lock holds `Lock` (a
+// value with "{time}" standing for the instant Age seconds before now, or
+// absent), the holder pod present or not (with its bind phase and the age of
+// its bind time), and a pod that calls HAMi's nodelock.LockNode.
+type nodeLockScenario struct {
+	ID        int    `json:"id"`
+	Lock      string `json:"lock"` // "" for no lock
+	Age       int64  `json:"age"`
+	Holder    string `json:"holder"` // "namespace/name" of a pod that exists, or ""
+	BindPhase string `json:"bind_phase"`
+	BindAge   int64  `json:"bind_age"`
+	PodNS     string `json:"pod_namespace"`
+	PodName   string `json:"pod_name"`
+}
+
+// nodeLock runs nodelock.LockNode on the scenario and reports when (now,
+// end), what the lock was, whether LockNode succeeded, and the lock after.
+func nodeLock(s *nodeLockScenario) map[string]any {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x", Annotations: map[string]string{}}}
+	out := map[string]any{"id": s.ID, "now": now.Unix(), "lock": nil}
+	if s.Lock != "" {
+		value := strings.ReplaceAll(s.Lock, "{time}", now.Add(-time.Duration(s.Age)*time.Second).Format(time.RFC3339))
+		node.Annotations[nodelock.NodeLockKey] = value
+		out["lock"] = value
+	}
+	objs := []runtime.Object{node}
+	if s.Holder != "" {
+		ns, name, _ := strings.Cut(s.Holder, "/")
+		holder := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{}}}
+		if s.BindPhase != "" {
+			holder.Annotations[util.DeviceBindPhase] = s.BindPhase
+			holder.Annotations[util.BindTimeAnnotations] = strconv.FormatInt(now.Unix()-s.BindAge, 10)
+		}
+		objs = append(objs, holder)
+		out["bind_time"] = now.Unix() - s.BindAge
+	}
+	client.KubeClient = fake.NewSimpleClientset(objs...)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: s.PodName, Namespace: s.PodNS}}
+	err := nodelock.LockNode("node-x", "NVIDIA", pod)
+	out["end"] = time.Now().UTC().Unix()
+	out["acquired"] = err == nil
+	after, gerr := client.KubeClient.CoreV1().Nodes().Get(ctx, "node-x", metav1.GetOptions{})
+	if gerr != nil {
+		fail("node lock %d: get node: %v", s.ID, gerr)
+	}
+	if v, ok := after.Annotations[nodelock.NodeLockKey]; ok {
+		out["after"] = v
+	} else {
+		out["after"] = nil
+	}
+	return out
+}
+
 // klogCapture receives HAMi's log output: discarded, except while capturing
 // at verbosity 4, when scoreNode's "NodeFitPod" lines carry each fitting
 // node's score.
@@ -731,7 +787,7 @@ func (c *klogCapture) scores(pod *corev1.Pod) map[string]float32 {
 
 func main() {
 	if len(os.Args) != 2 {
-		fail("usage: hami-oracle answer|handshake|speed=N < scenarios.jsonl")
+		fail("usage: hami-oracle answer|handshake|nodelock|speed=N < scenarios.jsonl")
 	}
 	mode := os.Args[1]
 	// HAMi writes and reads handshake times in the process's zone; devshare's
@@ -752,6 +808,8 @@ func main() {
 			out = answer(decode[scenario](line))
 		case mode == "handshake":
 			out = handshakes(decode[handshakeScenario](line))
+		case mode == "nodelock":
+			out = nodeLock(decode[nodeLockScenario](line))
 		case strings.HasPrefix(mode, "speed="):
 			n, err := strconv.Atoi(strings.TrimPrefix(mode, "speed="))
 			if err != nil || n < 1 {
