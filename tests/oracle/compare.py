@@ -34,6 +34,7 @@ available), and with --results FILE the lines "oracle-spec P F 0" and
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime
 import json
 import math
@@ -282,6 +283,73 @@ def compare_node_lock(ls: dict, hm: dict) -> tuple[str, Optional[str], str]:
     return "disagree", None, detail
 
 
+def _apply_json_patch(doc: Any, patch: list[dict]) -> Any:
+    """RFC 6902 add, replace and remove (what both webhooks write) on a copy of `doc`."""
+    doc = json.loads(json.dumps(doc))
+    for op in patch:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+        last = parts[-1]
+        if isinstance(parent, list):
+            index = len(parent) if last == "-" else int(last)
+            if op["op"] == "add":
+                parent.insert(index, op["value"])
+            elif op["op"] == "replace":
+                parent[index] = op["value"]
+            else:
+                del parent[index]
+        elif op["op"] in ("add", "replace"):
+            parent[last] = op["value"]
+        else:
+            del parent[last]
+    return doc
+
+
+def _without_empty(value: Any) -> Any:
+    """`value` without null, {} and [] members: Go's re-encoding of a Pod adds "status": {} and the
+    like, which mean the same as their absence."""
+    if isinstance(value, dict):
+        out = {k: _without_empty(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_without_empty(v) for v in value]
+    return value
+
+
+def devshare_webhook(ws: dict) -> dict:
+    """devshare's webhook decision on the webhook scenario `ws`, as the harness reports HAMi's."""
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": f"uid-{ws['id']}", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                          "resource": {"group": "", "version": "v1", "resource": "pods"},
+                          "namespace": "default", "operation": "CREATE", "object": ws["pod"]}}
+    r = devshare.decide_admission(review, scheduler_name=ws["scheduler_name"])["response"]
+    status = r.get("status", {})
+    pod = None
+    if r["allowed"]:
+        patch = json.loads(base64.b64decode(r["patch"])) if r.get("patch") else []
+        pod = _apply_json_patch(ws["pod"], patch)
+    return {"allowed": r["allowed"], "code": status.get("code", 0), "message": status.get("message", ""), "pod": pod}
+
+
+def compare_webhook(ws: dict, hm: dict) -> tuple[str, Optional[str], str]:
+    """("agree" | "intentional" | "disagree", label, detail); the same in both settings."""
+    mine = devshare_webhook(ws)
+    theirs = {k: hm[k] for k in ("allowed", "code", "message", "pod")}
+    if not theirs["allowed"] or not mine["allowed"]:
+        same = mine == theirs
+    else:  # allowed: the mutated pods are the answer (HAMi's reason text for leaving one alone aside)
+        same = _without_empty(mine["pod"]) == _without_empty(theirs["pod"])
+    if same:
+        return "agree", None, ""
+    detail = f"{ws}: devshare {mine}, HAMi {theirs}"
+    if (not mine["allowed"] and mine["code"] == 400 and theirs["code"] == 500
+            and theirs["message"].startswith("invalid nvidia.com/gpumem-percentage value")):
+        return "intentional", "memory percentage outside 0-100 denied, not an HTTP 500 (safety)", detail
+    return "disagree", None, detail
+
+
 # ---------------------------------------------------------------------------------------------
 # What the behaviour spec pins exactly (independent of both implementations)
 
@@ -511,8 +579,8 @@ def run_harness(binary: str, mode: str, scenario_lines: list[str]) -> list[dict]
 SETTINGS = [("devshare", "none"), ("HAMi-exact", "all")]
 # Compared with HAMi only (the spec pins no single answer): HAMi's registration loop over one node
 # through a sequence of handshake values, register annotations and allocatable counts; HAMi's
-# nodelock.LockNode on a node's lock.
-HAMI_ONLY = ["handshake", "nodelock"]
+# nodelock.LockNode on a node's lock; HAMi's mutating webhook on a Pod.
+HAMI_ONLY = ["handshake", "nodelock", "webhook"]
 
 
 def run_compare(args) -> int:
@@ -538,7 +606,8 @@ def run_compare(args) -> int:
         answers, handshake_answers = {}, {}
         handshake_scenarios = {s["id"]: gen.handshake_scenario(args.seed, s["id"]) for s in batch}
         lock_scenarios = {s["id"]: gen.node_lock_scenario(args.seed, s["id"]) for s in batch}
-        lock_answers = {}
+        lock_answers, webhook_answers = {}, {}
+        webhook_scenarios = {s["id"]: gen.webhook_scenario(args.seed, s["id"]) for s in batch}
         if binary is not None:
             for r in run_harness(binary, "answer", [json.dumps(s) for s in batch]):
                 answers[r["id"]] = r
@@ -546,6 +615,8 @@ def run_compare(args) -> int:
                 handshake_answers[r["id"]] = r
             for r in run_harness(binary, "nodelock", [json.dumps(x) for x in lock_scenarios.values()]):
                 lock_answers[r["id"]] = r
+            for r in run_harness(binary, "webhook", [json.dumps(x) for x in webhook_scenarios.values()]):
+                webhook_answers[r["id"]] = r
         for s in batch:
             ds = devshare_side(s)
             bad = spec_checks(s, ds)
@@ -567,6 +638,7 @@ def run_compare(args) -> int:
                 verdicts["handshake"] = compare_handshakes(handshake_scenarios[s["id"]],
                                                            handshake_answers[s["id"]], setting)
                 verdicts["nodelock"] = compare_node_lock(lock_scenarios[s["id"]], lock_answers[s["id"]])
+                verdicts["webhook"] = compare_webhook(webhook_scenarios[s["id"]], webhook_answers[s["id"]])
                 for fn, (verdict, label, detail) in verdicts.items():
                     hami_tally[name][fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
                     if verdict in ("disagree", "missing"):

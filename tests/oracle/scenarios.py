@@ -272,3 +272,52 @@ def node_lock_scenario(seed: int, sid: int) -> dict:
             "holder": f"{holder_ns}/{holder_name}" if present else "",
             "bind_phase": rng.choice(["", "allocating", "allocating", "success", "failed"]) if present else "",
             "bind_age": rng.choice(LOCK_AGES), "pod_namespace": pod_ns, "pod_name": pod_name}
+
+
+# Quantities in Go's canonical form (no multiple of 1000 in decimal), so that
+# a Pod decoded and re-encoded by Go keeps its strings.
+WEBHOOK_MEMORY = ["256", "1024", "3072", "10240", "20480"]
+WEBHOOK_CORES = ["5", "25", "30", "50", "100", "120"]
+
+
+def _webhook_container(rng: random.Random, name: str) -> dict:
+    limits: dict[str, str] = {}
+    r = rng.random()
+    if r < 0.3:
+        limits["nvidia.com/gpu"] = rng.choice(["1", "2", "4"])
+    if rng.random() < 0.35:
+        limits["nvidia.com/gpumem"] = rng.choice(WEBHOOK_MEMORY)
+    if rng.random() < 0.15:
+        limits["nvidia.com/gpumem-percentage"] = rng.choice(["25", "50", "100", "150", "-5"])
+    if rng.random() < 0.3:
+        limits["nvidia.com/gpucores"] = rng.choice(WEBHOOK_CORES)
+    if rng.random() < 0.1:
+        limits["nvidia.com/priority"] = rng.choice(["0", "1"])
+    if rng.random() < 0.3:
+        limits["cpu"] = "1"
+    container: dict[str, Any] = {"name": name, "image": "busybox"}
+    if limits:
+        container["resources"] = {"limits": limits}
+    if rng.random() < 0.08:
+        container["securityContext"] = {"privileged": rng.random() < 0.8}
+    if rng.random() < 0.1:
+        container["env"] = [{"name": "A", "value": "1"}]
+    return container
+
+
+def webhook_scenario(seed: int, sid: int) -> dict:
+    """A Pod for the mutating webhook (the harness's `webhook` mode): 0-3
+    containers and maybe init containers with GPU limits or none, privileged
+    containers, a schedulerName or a nodeName already set."""
+    rng = random.Random(f"webhook:{seed}:{sid}")
+    spec: dict[str, Any] = {"containers": [_webhook_container(rng, f"c{i}")
+                                           for i in range(rng.choice([0, 1, 1, 1, 2, 3]))]}
+    if rng.random() < 0.15:
+        spec["initContainers"] = [_webhook_container(rng, "init")]
+    if rng.random() < 0.3:
+        spec["schedulerName"] = rng.choice(["default-scheduler", "hami-scheduler", "other-scheduler"])
+    if rng.random() < 0.05:
+        spec["nodeName"] = "node-1"
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"pod-{sid}", "namespace": "default", "uid": f"uid-{sid}"}, "spec": spec}
+    return {"id": sid, "scheduler_name": rng.choice(["hami-scheduler", "hami-scheduler", ""]), "pod": pod}

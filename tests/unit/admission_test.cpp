@@ -204,7 +204,10 @@ TEST_CASE("admission: exclusive-core defaulting (spec §3.2 step 5) and the runt
   const Row rows[] = {
       {"count only", bj::object{{"nvidia.com/gpu", "1"}}, true},
       {"count and percentage 100", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "100"}}, true},
-      {"count and percentage 50, no gpumem (HAMi: still exclusive)", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}, true},
+      // The spec (§3.2 step 5) reads the three conditions as alternatives; HAMi's
+      // code checks the percentage first and only then gpumem (oracle, webhook).
+      {"count and percentage 50, no gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}, false},
+      {"count and percentage 100 with gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "100"}, {"nvidia.com/gpumem", "4000"}}, true},
       {"count and gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}, false},
       {"count and cores", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "30"}}, false},
   };

@@ -123,13 +123,14 @@ Result<bool> MutateNvidia(Container& c, const VendorSpec& v, const NvidiaOptions
     set_limit(v.count_resource, std::to_string(v.default_gpu_num));
     found = true;
   }
-  // A count without cores: exclusive whole devices, unless memory is asked.
+  // A count without cores: exclusive whole devices when the memory asked is
+  // all of it — a percentage of 100, or, without a percentage, no memory.
   if (LimitElseRequest(c, v.count_resource) != nullptr && !v.core_resource.empty() &&
       LimitElseRequest(c, v.core_resource) == nullptr) {
     const std::string* pct = LimitElseRequest(c, v.memory_percentage_resource);
-    const bool exclusive = (pct != nullptr && QuantityAsInt64(*pct) == 100) ||
-                           v.memory_resource.empty() ||
-                           LimitElseRequest(c, v.memory_resource) == nullptr;
+    const bool exclusive = pct != nullptr ? QuantityAsInt64(*pct) == 100
+                                          : v.memory_resource.empty() ||
+                                                LimitElseRequest(c, v.memory_resource) == nullptr;
     if (exclusive) {
       set_limit(v.core_resource, "100");
       found = true;

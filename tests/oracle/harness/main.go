@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +39,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/Project-HAMi/HAMi/pkg/device"
 	nvidiadevice "github.com/Project-HAMi/HAMi/pkg/device/nvidia"
@@ -713,6 +716,61 @@ func nodeLock(s *nodeLockScenario) map[string]any {
 	return out
 }
 
+// A webhook scenario: a Pod (its JSON) sent to HAMi's mutating webhook as
+// an AdmissionReview CREATE, with the --scheduler-name the chart gives it.
+type webhookScenario struct {
+	ID            int             `json:"id"`
+	SchedulerName string          `json:"scheduler_name"`
+	Pod           json.RawMessage `json:"pod"`
+}
+
+var hamiWebhook *admission.Webhook
+
+// webhookAnswer runs HAMi's webhook handler on the scenario's pod and
+// reports allowed, the denial's code and message, and the pod with the
+// response's JSON Patch applied (null when denied or errored).
+func webhookAnswer(s *webhookScenario) map[string]any {
+	if hamiWebhook == nil {
+		wh, err := scheduler.NewWebHook()
+		if err != nil {
+			fail("webhook: %v", err)
+		}
+		hamiWebhook = wh
+	}
+	config.SchedulerName = s.SchedulerName
+	config.ForceOverwriteDefaultScheduler = true
+	device.GetLocalCache().Quotas = map[string]*device.DeviceQuota{}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID:       types.UID(fmt.Sprintf("uid-%d", s.ID)),
+		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Namespace: "default", Operation: admissionv1.Create,
+		Object: runtime.RawExtension{Raw: s.Pod},
+	}}
+	resp := hamiWebhook.Handler.Handle(context.Background(), req)
+	out := map[string]any{"id": s.ID, "allowed": resp.Allowed, "code": 0, "message": "", "pod": nil}
+	if resp.Result != nil {
+		out["code"], out["message"] = resp.Result.Code, resp.Result.Message
+	}
+	if !resp.Allowed {
+		return out
+	}
+	patch, err := json.Marshal(resp.Patches)
+	if err != nil {
+		fail("webhook %d: patch: %v", s.ID, err)
+	}
+	decoded, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		fail("webhook %d: patch: %v", s.ID, err)
+	}
+	patched, err := decoded.Apply(s.Pod)
+	if err != nil {
+		fail("webhook %d: apply: %v", s.ID, err)
+	}
+	out["pod"] = json.RawMessage(patched)
+	return out
+}
+
 // klogCapture receives HAMi's log output: discarded, except while capturing
 // at verbosity 4, when scoreNode's "NodeFitPod" lines carry each fitting
 // node's score.
@@ -787,7 +845,7 @@ func (c *klogCapture) scores(pod *corev1.Pod) map[string]float32 {
 
 func main() {
 	if len(os.Args) != 2 {
-		fail("usage: hami-oracle answer|handshake|nodelock|speed=N < scenarios.jsonl")
+		fail("usage: hami-oracle answer|handshake|nodelock|webhook|speed=N < scenarios.jsonl")
 	}
 	mode := os.Args[1]
 	// HAMi writes and reads handshake times in the process's zone; devshare's
@@ -810,6 +868,8 @@ func main() {
 			out = handshakes(decode[handshakeScenario](line))
 		case mode == "nodelock":
 			out = nodeLock(decode[nodeLockScenario](line))
+		case mode == "webhook":
+			out = webhookAnswer(decode[webhookScenario](line))
 		case strings.HasPrefix(mode, "speed="):
 			n, err := strconv.Atoi(strings.TrimPrefix(mode, "speed="))
 			if err != nil || n < 1 {
