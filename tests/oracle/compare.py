@@ -654,6 +654,9 @@ def run_compare(args) -> int:
         if len(batch) == 200:
             flush(batch)
             batch = []
+            if sys.stderr.isatty() or args.scenarios > 1000:
+                print(f"oracle: {sid + 1} of {args.scenarios} scenarios, {time.time() - t0:.0f} s, "
+                      f"{hami_failed} with unexplained disagreements", file=sys.stderr, flush=True)
     if batch:
         flush(batch)
     elapsed = time.time() - t0
