@@ -125,7 +125,7 @@ test-oracle: python
 
 oracle: python
 	@bash tests/oracle/build.sh
-	$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED)
+	$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED) --confirm-ties 100
 
 oracle-speed: python $(BENCH_BUILD)/build.ninja
 	@ninja -C $(BENCH_BUILD) bench/oracle_speed

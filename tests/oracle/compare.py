@@ -465,6 +465,7 @@ def spec_checks(s: dict, ds: dict) -> list[tuple[str, str]]:
 EXACT_ROWS = [("W1",), ("W2",), ("W1", "W2")]
 ROW_NAMES = {"W1": "W1 containers without devices", "W2": "W2 device score request terms"}
 W10 = "W10 node ties (HAMi's goroutine order)"
+TIE_RUNS = 5
 
 
 def normalise(fn: str, answer: Any) -> Any:
@@ -600,6 +601,7 @@ def run_compare(args) -> int:
     spec_passed = spec_failed = hami_passed = hami_failed = 0
     t0 = time.time()
     batch: list[dict] = []
+    tie_checks: list[dict] = []  # HAMi-exact W10 ties to rerun on HAMi (--confirm-ties)
 
     def flush(batch):
         nonlocal spec_passed, spec_failed, hami_passed, hami_failed
@@ -639,6 +641,9 @@ def run_compare(args) -> int:
                                                            handshake_answers[s["id"]], setting)
                 verdicts["nodelock"] = compare_node_lock(lock_scenarios[s["id"]], lock_answers[s["id"]])
                 verdicts["webhook"] = compare_webhook(webhook_scenarios[s["id"]], webhook_answers[s["id"]])
+                if (setting == "all" and verdicts["filter"][1] == W10
+                        and len(tie_checks) < args.confirm_ties):
+                    tie_checks.append(s)
                 for fn, (verdict, label, detail) in verdicts.items():
                     hami_tally[name][fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
                     if verdict in ("disagree", "missing"):
@@ -690,6 +695,15 @@ def run_compare(args) -> int:
         print(f"\nfirst disagreements, {k}:")
         for m in msgs:
             print(f"  {m}")
+    if tie_checks:
+        # HAMi's choice among its equal-best nodes is its goroutine and map order: rerun HAMi on
+        # each tie scenario and see whether it answers differently.
+        varied = 0
+        for s in tie_checks:
+            nodes = {r["filter"]["node"] for r in run_harness(binary, "answer", [json.dumps(s)] * TIE_RUNS)}
+            varied += len(nodes) > 1
+        print(f"  W10 confirmed: HAMi chose different nodes across {TIE_RUNS} runs of the same scenario "
+              f"in {varied} of {len(tie_checks)} tie scenarios rerun")
     # One count per scenario and side; the HAMi side counts as one skipped
     # check when the harness is not available, never as passed.
     skipped = 0 if binary is not None else 1
@@ -771,6 +785,9 @@ def main() -> int:
     p.add_argument("--devshare-speed", default=os.path.join(HERE, "..", "..", "build-bench", "bench", "oracle_speed"),
                    help="devshare's side of --speed (bench/oracle_speed, release build)")
     p.add_argument("--dump", help="write the scenarios as JSON lines to this file and stop")
+    p.add_argument("--confirm-ties", type=int, default=0,
+                   help=f"rerun HAMi {TIE_RUNS} times on up to this many W10 tie scenarios and report how "
+                        "many it answered differently (exploration: HAMi's answer is left to chance)")
     args = p.parse_args()
     if args.dump:
         with open(args.dump, "w", encoding="utf-8") as f:
