@@ -350,6 +350,26 @@ def compare_webhook(ws: dict, hm: dict) -> tuple[str, Optional[str], str]:
     return "disagree", None, detail
 
 
+def compare_volcano_register(vs: dict, vm: dict) -> tuple[str, Optional[str], str]:
+    """devshare's Volcano register decoder against vgpu.NewGPUDevices: the devices (index, uuid,
+    count, memory, type, health). Volcano keeps one sharing mode per node (the last device's),
+    devshare each device's mode field: not compared."""
+    try:
+        devices = devshare.decode_node_devices(vs["register"], "volcano")
+        mine: Optional[list] = [{"index": d.index, "uuid": d.id, "count": d.count, "devmem": d.devmem,
+                                 "type": d.type, "health": d.health} for d in devices]
+        error = None
+    except ValueError as e:
+        mine, error = None, str(e)
+    theirs = vm["devices"]
+    if mine == theirs:
+        return "agree", None, ""
+    detail = f"{vs['register']!r}: devshare {mine if mine is not None else 'error: ' + error}, Volcano {theirs}"
+    if mine is None and theirs is not None:
+        return "intentional", "Volcano register: every field validated, exactly 6", detail
+    return "disagree", None, detail
+
+
 # ---------------------------------------------------------------------------------------------
 # What the behaviour spec pins exactly (independent of both implementations)
 
@@ -555,12 +575,12 @@ class Comparison:
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def harness_status(path: Optional[str]) -> tuple[Optional[str], str]:
+def harness_status(path: Optional[str], name: str = "hami-oracle") -> tuple[Optional[str], str]:
     """(the harness binary, "") or (None, why it is not available)."""
-    path = path or os.path.join(HERE, "bin", "hami-oracle")
+    path = path or os.path.join(HERE, "bin", name)
     if os.access(path, os.X_OK):
         return path, ""
-    reason_file = os.path.join(HERE, "bin", "SKIPPED")
+    reason_file = os.path.join(HERE, "bin", f"{name}.SKIPPED")
     if os.path.exists(reason_file):
         with open(reason_file, encoding="utf-8") as f:
             return None, f.read().strip()
@@ -588,6 +608,11 @@ def run_compare(args) -> int:
     binary, why = harness_status(args.harness)
     if binary is None:
         print(f"oracle: HAMi harness skipped: {why}")
+    volcano, volcano_why = harness_status(args.volcano_harness, "volcano-oracle")
+    if volcano is None:
+        print(f"oracle: Volcano harness skipped: {volcano_why}")
+    volcano_tally: Counter = Counter()
+    volcano_passed = volcano_failed = 0
     spec_tally: dict[str, Counter] = {fn: Counter() for fn in FUNCTIONS}
     # Per setting and function: "agree", "disagree", "missing" or "intentional: <label>".
     hami_tally = {name: {fn: Counter() for fn in FUNCTIONS + HAMI_ONLY} for name, _ in SETTINGS}
@@ -604,7 +629,17 @@ def run_compare(args) -> int:
     tie_checks: list[dict] = []  # HAMi-exact W10 ties to rerun on HAMi (--confirm-ties)
 
     def flush(batch):
-        nonlocal spec_passed, spec_failed, hami_passed, hami_failed
+        nonlocal spec_passed, spec_failed, hami_passed, hami_failed, volcano_passed, volcano_failed
+        if volcano is not None:
+            registers = [gen.volcano_register_scenario(args.seed, s["id"]) for s in batch]
+            for vs, vm in zip(registers, run_harness(volcano, "register", [json.dumps(v) for v in registers])):
+                verdict, label, detail = compare_volcano_register(vs, vm)
+                volcano_tally[verdict if verdict != "intentional" else f"intentional: {label}"] += 1
+                if verdict == "disagree":
+                    volcano_failed += 1
+                    example("Volcano register", vs, detail[:600])
+                else:
+                    volcano_passed += 1
         answers, handshake_answers = {}, {}
         handshake_scenarios = {s["id"]: gen.handshake_scenario(args.seed, s["id"]) for s in batch}
         lock_scenarios = {s["id"]: gen.node_lock_scenario(args.seed, s["id"]) for s in batch}
@@ -691,6 +726,13 @@ def run_compare(args) -> int:
                         labels[f"{fn}: {k[len('intentional: '):]}"] += v
             for k, v in sorted(labels.items()):
                 print(f"  {name}, explained by {k}: {v}")
+    if volcano is not None:
+        explained = sum(v for k, v in volcano_tally.items() if k.startswith("intentional"))
+        print(f"{'volcano_reg':12} {'-':>6} {'-':>9}   {volcano_tally['agree']:>5} / {explained:>9} / "
+              f"{volcano_tally['disagree']:<11}  (Volcano's vgpu.NewGPUDevices)")
+        for k, v in sorted(volcano_tally.items()):
+            if k.startswith("intentional"):
+                print(f"  Volcano, explained by {k[len('intentional: '):]}: {v}")
     for k, msgs in examples.items():
         print(f"\nfirst disagreements, {k}:")
         for m in msgs:
@@ -707,18 +749,26 @@ def run_compare(args) -> int:
     # One count per scenario and side; the HAMi side counts as one skipped
     # check when the harness is not available, never as passed.
     skipped = 0 if binary is not None else 1
+    volcano_skipped = 0 if volcano is not None else 1
     print(f"oracle-spec: {spec_passed} passed, {spec_failed} failed")
     if binary is None:
         print(f"oracle-hami: skipped ({why})")
     else:
         print(f"oracle-hami: {hami_passed} passed, {hami_failed} failed")
-    print(f"oracle: {spec_passed + hami_passed} passed, {spec_failed + hami_failed} failed"
-          + (f", {skipped} skipped" if skipped else ""))
+    if volcano is None:
+        print(f"oracle-volcano: skipped ({volcano_why})")
+    else:
+        print(f"oracle-volcano: {volcano_passed} passed, {volcano_failed} failed")
+    passed = spec_passed + hami_passed + volcano_passed
+    failed = spec_failed + hami_failed + volcano_failed
+    print(f"oracle: {passed} passed, {failed} failed"
+          + (f", {skipped + volcano_skipped} skipped" if skipped + volcano_skipped else ""))
     if args.results:
         with open(args.results, "a", encoding="utf-8") as f:
             f.write(f"oracle-spec {spec_passed} {spec_failed} 0\n")
             f.write(f"oracle-hami {hami_passed} {hami_failed} {skipped}\n")
-    return 1 if spec_failed or hami_failed else 0
+            f.write(f"oracle-volcano {volcano_passed} {volcano_failed} {volcano_skipped}\n")
+    return 1 if failed else 0
 
 
 def speed_objects(s: dict) -> dict:
@@ -778,7 +828,8 @@ def main() -> int:
     p.add_argument("--scenarios", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-nodes", type=int, default=50)
-    p.add_argument("--harness", help="the harness binary (default tests/oracle/bin/hami-oracle)")
+    p.add_argument("--harness", help="the HAMi harness binary (default tests/oracle/bin/hami-oracle)")
+    p.add_argument("--volcano-harness", help="the Volcano harness binary (default tests/oracle/bin/volcano-oracle)")
     p.add_argument("--results", help="append 'oracle passed failed skipped' to this file")
     p.add_argument("--speed", help="comma-separated node counts: time Filter instead of comparing")
     p.add_argument("--repeat", type=int, default=7)

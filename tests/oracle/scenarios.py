@@ -321,3 +321,24 @@ def webhook_scenario(seed: int, sid: int) -> dict:
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": f"pod-{sid}", "namespace": "default", "uid": f"uid-{sid}"}, "spec": spec}
     return {"id": sid, "scheduler_name": rng.choice(["hami-scheduler", "hami-scheduler", ""]), "pod": pod}
+
+
+def volcano_register_scenario(seed: int, sid: int) -> dict:
+    """A volcano.sh/node-vgpu-register value (the Volcano harness's `register`
+    mode): 1-8 devices "<uuid>,<count>,<devmem>,<type>,<health>,<mode>:" as
+    Volcano's device plugin writes them, and in one value of four a malformed
+    field (too few or too many fields, a count, memory or health that does
+    not parse, a negative number)."""
+    rng = random.Random(f"volcano:{seed}:{sid}")
+    parts = []
+    for i in range(rng.randint(1, 8)):
+        fields = [f"GPU-{sid}-{i}", str(rng.choice(SLOTS)), str(rng.choice(MEMORIES)), rng.choice(TYPES),
+                  rng.choice(["true", "true", "false"]), rng.choice(["hami-core", "hami-core", "mps", "mig"])]
+        if rng.random() < 0.05:
+            fields[rng.randrange(len(fields))] = rng.choice(["", "x", "-1", "1.5", "True", "2147483648"])
+        if rng.random() < 0.03:
+            fields = fields[:rng.randint(1, 5)]
+        elif rng.random() < 0.03:
+            fields.append("extra")
+        parts.append(",".join(fields) + ":")
+    return {"id": sid, "register": "".join(parts)}

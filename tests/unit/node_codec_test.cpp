@@ -223,6 +223,13 @@ TEST_CASE("node Volcano format: UUID,count,devmem,type,health,mode") {
     CHECK(r.status().field() == "device[0].count");
     r = DecodeNodeDevices("GPU-a,10,15360,T4,maybe,m:", RegisterFormat::kVolcano);
     CHECK(r.status().field() == "device[0].health");
+    // Volcano's count and memory are unsigned: -1 would be 2^64 - 1 slots there.
+    r = DecodeNodeDevices("GPU-a,-1,15360,T4,true,m:", RegisterFormat::kVolcano);
+    CHECK(r.status().message() ==
+          "volcano node register annotation: device[0]: count -1 is negative at byte 6");
+    CHECK(r.status().field() == "device[0].count");
+    r = DecodeNodeDevices("GPU-a,10,15360,T4,true,m:GPU-b,1,-2,T4,true,m:", RegisterFormat::kVolcano);
+    CHECK(r.status().field() == "device[1].devmem");
     r = DecodeNodeDevices("no separator", RegisterFormat::kVolcano);
     CHECK(r.status().message().find("missing device separator") != std::string_view::npos);
   }

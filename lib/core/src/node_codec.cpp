@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <limits>
+#include <tuple>
 
 #include "json.hpp"
 #include "node_json.hpp"
@@ -601,6 +602,15 @@ Result<std::vector<Device>> DecodeVolcano(std::string_view value) {
         !(status = ParseInt32Field(kVolcanoWhat, position, "devmem", f[2], base + at[2], d.devmem)).ok() ||
         !(status = ParseHealthField(kVolcanoWhat, position, f[4], base + at[4], d.health)).ok()) {
       return false;
+    }
+    // Volcano's fields are unsigned: a negative number would wrap around.
+    for (const auto& [name, v, offset] : {std::tuple{"count", d.count, at[1]}, std::tuple{"devmem", d.devmem, at[2]}}) {
+      if (v < 0) {
+        status = Status::Malformed(fmt::format("{}: device[{}]: {} {} is negative at byte {}", kVolcanoWhat,
+                                               position, name, v, base + offset),
+                                   fmt::format("device[{}].{}", position, name), base + offset);
+        return false;
+      }
     }
     devices.push_back(std::move(d));
     return true;
