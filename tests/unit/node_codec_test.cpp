@@ -2,6 +2,8 @@
 // register format (spec/peers-and-pain-points.md §A1).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -277,10 +279,13 @@ TEST_CASE("node formats: round trip over generated devices (property)") {
     for (Device& d : devices) d.mig_profiles.clear();
     CHECK(MustDecode(EncodeNodeDevices(devices, RegisterFormat::kLegacy),
                      RegisterFormat::kLegacy) == devices);
+    // Volcano's count and memory are unsigned: negative ones do not decode.
     for (std::size_t i = 0; i < devices.size(); ++i) {
       devices[i].devcore = 100;
       devices[i].numa = 0;
       devices[i].index = static_cast<std::uint32_t>(i);
+      devices[i].count = std::max(devices[i].count, 0);
+      devices[i].devmem = std::max(devices[i].devmem, 0);
     }
     CHECK(MustDecode(EncodeNodeDevices(devices, RegisterFormat::kVolcano),
                      RegisterFormat::kVolcano) == devices);
