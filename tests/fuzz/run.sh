@@ -231,7 +231,7 @@ wait || true
 pids=()
 print_finished
 
-passed=$(grep -l '^ok$' "$work"/*.result 2>/dev/null | wc -l)
+passed=$(cat "$work"/*.result 2>/dev/null | grep -cx ok || true)
 failed=$((${#targets[@]} - passed))
 
 # Keep the run directory only when it holds findings.
