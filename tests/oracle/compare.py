@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime
+import itertools
 import json
 import math
 import os
@@ -482,8 +483,10 @@ def spec_checks(s: dict, ds: dict) -> list[tuple[str, str]]:
 # The rows of docs/compatibility.md that devshare can decide as HAMi does (FilterOptions::hami_exact),
 # alone and together. A disagreement counts against a row only when devshare, rerun with that row's
 # HAMi behaviour, agrees with HAMi.
-EXACT_ROWS = [("W1",), ("W2",), ("W1", "W2")]
-ROW_NAMES = {"W1": "W1 containers without devices", "W2": "W2 device score request terms"}
+FILTER_ROWS = ["W1", "W2", "W10"]
+EXACT_ROWS = [rows for k in range(1, len(FILTER_ROWS) + 1) for rows in itertools.combinations(FILTER_ROWS, k)]
+ROW_NAMES = {"W1": "W1 containers without devices", "W2": "W2 device score request terms",
+             "W10": "W10 device order above 12 devices (Go's sort)"}
 W10 = "W10 node ties (HAMi's goroutine order)"
 TIE_RUNS = 5
 

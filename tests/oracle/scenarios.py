@@ -195,7 +195,30 @@ def generate(seed: int, sid: int, max_nodes: int = 50) -> dict:
         "pod": _pod(rng, sid, nodes),
     }
     scenario["quota"] = _quota(rng, scenario["pods"])  # drawn last: the rest is as it was without quotas
+    _add_big_node(random.Random(f"big:{seed}:{sid}"), scenario)
     return scenario
+
+
+def _add_big_node(rng: random.Random, scenario: dict) -> None:
+    """In one scenario of ten, a node of 13-16 GPUs (where Go's sort.Sort, which HAMi orders devices
+    with, is no longer stable), some of them in use. Its own random stream leaves the rest of the
+    scenario as it was."""
+    if rng.random() >= 0.1:
+        return
+    i = len(scenario["nodes"])
+    node_type = scenario["nodes"][0]["devices"][0]["type"]
+    big = _node(rng, i, node_type)
+    mem, slots = rng.choice(MEMORIES), rng.choice(SLOTS)
+    big["devices"] = [{**big["devices"][0], "id": f"GPU-{i:03d}-{j}", "index": j, "count": slots, "devmem": mem,
+                       "numa": j * 2 // 16, "health": True, "mode": "hami-core"} for j in range(rng.randint(13, 16))]
+    big["register"] = _register_value(rng, big["devices"])
+    big["annotations"] = {}
+    scenario["nodes"].append(big)
+    for d in rng.sample(big["devices"], k=rng.randint(0, 6)):
+        cd = {"uuid": d["id"], "type": "NVIDIA", "usedmem": rng.choice([1024, 2048]), "usedcores": rng.choice([0, 10])}
+        scenario["pods"].append({"name": f"held-big-{d['index']}", "namespace": "default", "node": big["name"],
+                                 "allocated": f"{cd['uuid']},NVIDIA,{cd['usedmem']},{cd['usedcores']}:;",
+                                 "devices": [[cd]]})
 
 
 def speed_cluster(nodes: int, gpus: int = 8) -> dict:

@@ -123,7 +123,7 @@ TEST_CASE("experiment: every error names the key and its line") {
   CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {policy: best}\n") ==
         "scenario: engine.policy: 'best' is not one of hami-default, binpack, spread, fgd (line 2, column 18)");
   CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {hami_exact: W9}\n") ==
-        "scenario: engine.hami_exact: hami-exact: unknown row \"W9\" (rows: W1, W2, W4; or all, none) (line 2, column 22)");
+        "scenario: engine.hami_exact: hami-exact: unknown row \"W9\" (rows: W1, W2, W4, W10; or all, none) (line 2, column 22)");
   CHECK(ErrorOf("nodes:\n  - {count: 1, gpu: 4}\n") == "scenario: nodes[0].gpu: unknown key (line 2, column 16)");
   CHECK(ErrorOf("nodes: [{count: 0}]\n").find("nodes[0].count: expected an integer in [1, ") != std::string::npos);
   CHECK(ErrorOf("end: soon\nnodes: [{count: 1}]\n") ==

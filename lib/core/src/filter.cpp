@@ -11,6 +11,7 @@
 #include "devshare/annotations.hpp"
 #include "devshare/pod_codec.hpp"
 #include "devshare/request.hpp"
+#include "go_sort.hpp"
 #include "snapshot_state.hpp"
 #include "text.hpp"
 
@@ -1078,16 +1079,29 @@ void ResetRanks(Scratch& scratch, std::size_t devices) {
   for (std::uint32_t i = 0; i < devices; ++i) scratch.rank[i] = i;
 }
 
-// The list after HAMi's sort for the request whose keys are in
-// scratch.keys: a stable sort of the previous list (Go's sort.Sort is an
-// insertion sort up to 12 elements; above that devshare stays stable, W10).
-void SortRanks(Scratch& scratch) {
+// HAMi's list after its sort for the request whose keys are in
+// scratch.keys, from the list the previous sort left: a stable sort (Go's
+// sort.Sort is an insertion sort up to 12 elements), or, HAMi-exact W10,
+// Go's sort.Sort itself, which above 12 elements is not stable.
+void SortRanks(Scratch& scratch, bool go_sort) {
   const std::size_t n = scratch.rank.size();
   scratch.by_rank.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) scratch.by_rank[scratch.rank[i]] = i;
-  std::stable_sort(scratch.by_rank.begin(), scratch.by_rank.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return scratch.keys[a] < scratch.keys[b]; });
-  for (std::uint32_t p = 0; p < n; ++p) scratch.rank[scratch.by_rank[p]] = p;
+  std::vector<std::uint32_t>& list = scratch.by_rank;
+  if (go_sort) {
+    internal::GoSort(
+        static_cast<std::int64_t>(n),
+        [&](std::int64_t a, std::int64_t b) {
+          return scratch.keys[list[static_cast<std::size_t>(a)]] < scratch.keys[list[static_cast<std::size_t>(b)]];
+        },
+        [&](std::int64_t a, std::int64_t b) {
+          std::swap(list[static_cast<std::size_t>(a)], list[static_cast<std::size_t>(b)]);
+        });
+  } else {
+    std::stable_sort(list.begin(), list.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return scratch.keys[a] < scratch.keys[b]; });
+  }
+  for (std::uint32_t p = 0; p < n; ++p) scratch.rank[list[p]] = p;
 }
 
 // Fits one container on `devices`, recording its picks in scratch.placement.
@@ -1119,10 +1133,14 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     }
     const std::size_t slot = static_cast<std::size_t>(
         std::find(plan.vendors.begin(), plan.vendors.end(), vendor) - plan.vendors.begin());
+    // HAMi sorts its device list before each request; equal keys then keep
+    // the order that list had (W10: in Go's own way above 12 devices).
+    const bool go_sort = plan.hami_exact.go_device_sort && devices.size() > 12 && !plan.gpu.chain &&
+                         !plan.gpu.fgd;
+    if (plan.ties_possible || go_sort) SortRanks(scratch, go_sort);
     FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.rank, scratch.placement,
                    container, slot};
     if (!Fit(ctx, request, vendor, scratch.picked, reason)) return false;
-    if (plan.ties_possible) SortRanks(scratch);
     if (!AddUsage(devices, scratch.picked, reason)) return false;
     TrackPicks(devices, scratch.picked, plan, scratch);
     picks[slot].insert(picks[slot].end(), scratch.picked.begin(), scratch.picked.end());

@@ -17,7 +17,8 @@ Result<HamiExact> ParseHamiExact(std::string_view rows) {
   };
   static constexpr Row kRows[] = {{"W1", &HamiExact::container_padding_by_type},
                                   {"W2", &HamiExact::device_score_type_match},
-                                  {"W4", &HamiExact::cleanup_restamps}};
+                                  {"W4", &HamiExact::cleanup_restamps},
+                                  {"W10", &HamiExact::go_device_sort}};
   const std::string_view trimmed = internal::TrimSpace(rows);
   if (trimmed == "all") return HamiExact::All();
   HamiExact exact;

@@ -34,13 +34,18 @@ struct HamiExact {
   // answering is stamped again on the next pass and comes back while its
   // register annotation stays, to be dropped again once the stamp expires.
   bool cleanup_restamps = false;
+  // W10 (Filter), the part HAMi decides deterministically: devices with equal
+  // keys in the order Go's sort.Sort leaves them, which above 12 devices on a
+  // node is not stable. Ties between nodes stay devshare's (the first name):
+  // HAMi breaks them in goroutine order.
+  bool go_device_sort = false;
 
   // Every row: what `--hami-exact all` selects.
-  static HamiExact All() { return HamiExact{true, true, true}; }
+  static HamiExact All() { return HamiExact{true, true, true, true}; }
   friend bool operator==(const HamiExact&, const HamiExact&) = default;
 };
 
-// Parses "all", "none" or a comma list of row names ("W1,W2,W4"), as the
+// Parses "all", "none" or a comma list of row names ("W1,W2,W4,W10"), as the
 // command line, Python and scenario files write it. Errors (kInvalidArgument)
 // name the unknown row and list the known ones.
 DEVSHARE_EXPORT Result<HamiExact> ParseHamiExact(std::string_view rows);
