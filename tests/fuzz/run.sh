@@ -90,7 +90,9 @@ extra_flags() {
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/devshare-fuzz.XXXXXX")
+# Under /tmp whatever TMPDIR says: the targets run from here, and the length
+# of this path must be the same on every machine (see run_target).
+work=$(mktemp -d /tmp/devshare-fuzz.XXXXXX)
 pids=()
 cleanup() {
   [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null || true
@@ -129,17 +131,22 @@ run_target() {
     echo failed >"$work/$name.result"
     return
   fi
-  # The target runs in a directory of its own with short relative paths, a
-  # fixed environment and, when repeatable, address-space randomisation off:
-  # libFuzzer also mutates with the operands of recent comparisons, some of
-  # them pointers (into the heap, and the stack, whose addresses depend on
-  # the environment and argument sizes), so anything else would let two runs
-  # from one seed drift apart.
+  # The target runs as a copy in a directory of its own with short relative
+  # paths, a fixed environment and, when repeatable, address-space
+  # randomisation off: libFuzzer also mutates with the operands of recent
+  # comparisons, some of them pointers (into the heap, and the stack, whose
+  # addresses depend on the environment, the arguments and what the runtime
+  # reads of the executable), so anything else would let two runs from one
+  # seed drift apart.
   local dir="$work/$name.d"
   local corpus="$dir/corpus"
   local artifacts="$run_dir/$name"
   mkdir -p "$corpus" "$dir/seeds" "$artifacts"
-  ln -s "$(cd "$(dirname "$exe")" && pwd)/fuzz_$name" "$dir/fuzz"
+  # A copy without debug information: what the runtime reads of it (the
+  # checkout's path is in there) would otherwise move later heap blocks and
+  # make two checkouts of one commit run different inputs. Reproduce a
+  # finding with the original executable for line numbers.
+  objcopy --strip-debug "$exe" "$dir/fuzz"
   ln -s "$artifacts" "$dir/artifacts"
   local mode_flags=() launcher=()
   if [ -n "$runs" ]; then
