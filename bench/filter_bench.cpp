@@ -98,10 +98,22 @@ std::vector<Pod> MixedRequests() {
   };
 }
 
+// Pods of two GPU containers each: every node evaluated fits one container
+// after the other, the second on the device order the first one's sort left.
+std::vector<Pod> TwoContainerRequests() {
+  std::vector<Pod> pods = MixedRequests();
+  for (Pod& pod : pods) {
+    Container second = pod.containers.front();
+    second.name = "second";
+    pod.containers.push_back(std::move(second));
+  }
+  return pods;
+}
+
 void BM_Filter(benchmark::State& state, int nodes, const char* node_policy, const char* gpu_policy,
-               unsigned busy = 4) {
+               unsigned busy = 4, std::vector<Pod> (*requests)() = MixedRequests) {
   const ClusterSnapshot snapshot = MakeCluster(nodes, busy);
-  const std::vector<Pod> pods = MixedRequests();
+  const std::vector<Pod> pods = requests();
   FilterOptions options;
   options.node_policy = node_policy;
   options.gpu_policy = gpu_policy;
@@ -124,12 +136,16 @@ void BM_Filter_5000NodesFgd(benchmark::State& s) { BM_Filter(s, 5000, "fgd", "fg
 // Every GPU in use: most requests fail on most nodes, so every rejection's
 // reasons are built.
 void BM_Filter_5000NodesFull(benchmark::State& s) { BM_Filter(s, 5000, "binpack", "spread", 8); }
+void BM_Filter_5000NodesTwoContainers(benchmark::State& s) {
+  BM_Filter(s, 5000, "binpack", "spread", 4, TwoContainerRequests);
+}
 BENCHMARK(BM_Filter_100Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_1000Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_5000Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_10000Nodes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_5000NodesFgd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter_5000NodesFull)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Filter_5000NodesTwoContainers)->Unit(benchmark::kMicrosecond);
 
 // The cluster's fragmentation for the default workload (what the simulator
 // measures at every 10 % of demand): 5000 nodes x 8 GPUs, half in use.

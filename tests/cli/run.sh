@@ -37,7 +37,13 @@ check "explain reasons" 0 'gpu-t4-1 +no +NodeInsufficientDevice' -- explain --cl
 check "explain JSON" 0 '"chosen":"gpu-a100-2"' -- explain --json --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
 check "explain spread" 0 '"chosen":"gpu-t4-1"' -- explain --json --node-policy spread --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
 check "explain bad policy" 1 'unknown node policy' -- explain --node-policy best --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
-check "explain HAMi-exact" 0 '"chosen":"gpu-a100-2"' -- explain --json --hami-exact all --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod-small.yaml" --now 1
+# A sidecar without devices before the GPU container, on model-named devices:
+# devshare writes an entry for each container (W1), HAMi's padding skips it.
+sidecar=$(mktemp)
+trap 'rm -f "$sidecar"' EXIT
+sed 's/^  containers:$/  containers:\n  - name: sidecar/' "$here/examples/cluster/pod-small.yaml" >"$sidecar"
+check "explain W1: an entry for every container" 0 '"hami.io/vgpu-devices-allocated":";GPU-' -- explain --json --cluster "$here/examples/cluster/cluster.yaml" --pod "$sidecar" --now 1
+check "explain HAMi-exact W1: as HAMi pads" 0 '"hami.io/vgpu-devices-allocated":"GPU-' -- explain --json --hami-exact all --cluster "$here/examples/cluster/cluster.yaml" --pod "$sidecar" --now 1
 check "explain bad HAMi-exact row (usage error: 2)" 2 'unknown row "W9"' -- explain --hami-exact W1,W9 --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 

@@ -328,9 +328,14 @@ struct Scratch {
   std::vector<std::uint32_t> order;
   std::vector<OrderKey> keys;
   // HAMi sorts one device list in place for every request of the pod's
-  // containers, so equal keys keep the order the previous sort left:
-  // rank[i] is working device i's position in that list (registration order
-  // before the first sort of a node, and of each init container).
+  // containers, so equal keys keep the order the previous sorts left. With a
+  // stable sort that order is the lexicographic one of the earlier requests'
+  // keys, latest first, then the index: `history` holds those keys, request
+  // after request (n per request, n devices), since the node's first request
+  // or the init container's. With Go's unstable sort (HAMi-exact W10, above
+  // 12 devices) rank[i] is device i's position in the list instead, and
+  // by_rank the list.
+  std::vector<OrderKey> history;
   std::vector<std::uint32_t> rank, by_rank;
   std::vector<Pick> picked;
   std::vector<ContainerPicks> placement;
@@ -901,11 +906,33 @@ struct FitContext {
   std::vector<WorkDevice>& devices;
   std::vector<std::uint32_t>& order;       // the vendor's devices; consumed by Fit
   const std::vector<OrderKey>& keys;       // by device index
-  const std::vector<std::uint32_t>& rank;  // by device index: the tie-break
+  const std::vector<OrderKey>& history;   // the earlier requests' keys (see Scratch)
+  const std::vector<std::uint32_t>* rank;  // by device index, under Go's sort; else null
   const std::vector<ContainerPicks>& placement;
   std::size_t container;
   std::size_t vendor_slot;
 };
+
+// Whether Fit visits device `a` before device `b` when their keys are equal.
+bool VisitedBeforeOnTie(const FitContext& ctx, std::uint32_t a, std::uint32_t b) {
+  if (ctx.rank != nullptr) return (*ctx.rank)[a] > (*ctx.rank)[b];
+  const std::size_t n = ctx.devices.size();
+  for (std::size_t end = ctx.history.size(); n > 0 && end >= n; end -= n) {
+    const OrderKey& ka = ctx.history[end - n + a];
+    const OrderKey& kb = ctx.history[end - n + b];
+    if (kb < ka) return true;
+    if (ka < kb) return false;
+  }
+  return a > b;
+}
+
+// Whether Fit visits device `a` before device `b`.
+inline bool VisitedBefore(const FitContext& ctx, std::uint32_t a, std::uint32_t b) {
+  if (ctx.keys[b] < ctx.keys[a]) return true;
+  if (ctx.keys[a] < ctx.keys[b]) return false;
+  if (ctx.rank == nullptr && ctx.history.empty()) return a > b;  // a node's first request
+  return VisitedBeforeOnTie(ctx, a, b);
+}
 
 bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t vendor,
          std::vector<Pick>& picked, std::string& reason) {
@@ -918,10 +945,10 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
   const std::int32_t origin = request.nums;
   std::int32_t prevnuma = -1;
   picked.clear();
-  // Devices are visited in descending order of (key, rank) — the order HAMi
-  // visits its list from the end once a stable sort has put it in key
-  // order — by picking the next one when it is needed: a fit found early
-  // costs one pass, not a sort.
+  // Devices are visited in the order HAMi visits its sorted list from the
+  // end: descending key, equal keys in the order of the list before the sort
+  // (see Scratch), by picking the next one when it is needed: a fit found
+  // early costs one pass, not a sort.
   std::vector<std::uint32_t>& remaining = ctx.order;
   const std::size_t n = remaining.size();
   std::size_t next = 0;  // position in `remaining` of the device being visited
@@ -929,9 +956,7 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
     next = 0;
     for (std::size_t j = 1; j < remaining.size(); ++j) {
       const std::uint32_t a = remaining[j], b = remaining[next];
-      if (ctx.keys[b] < ctx.keys[a] || (!(ctx.keys[a] < ctx.keys[b]) && ctx.rank[a] > ctx.rank[b])) {
-        next = j;
-      }
+      if (VisitedBefore(ctx, a, b)) next = j;
     }
   };
   if (!remaining.empty()) select_next();
@@ -1073,34 +1098,31 @@ bool IsMigRequest(const PodPlan& plan, const NodeState& node, std::uint32_t vend
                      [](const DeviceSlot& d) { return d.is_mig; });
 }
 
-// Registration order: the device list before a node's first sort.
-void ResetRanks(Scratch& scratch, std::size_t devices) {
+// Forgets the earlier requests' order: registration order, as HAMi's list
+// is before a node's first sort (and each init container's). The ranks are
+// only kept for Go's sort (`go_sort`).
+void ResetOrder(Scratch& scratch, std::size_t devices, bool go_sort) {
+  scratch.history.clear();
+  if (!go_sort) return;
   scratch.rank.resize(devices);
   for (std::uint32_t i = 0; i < devices; ++i) scratch.rank[i] = i;
 }
 
-// HAMi's list after its sort for the request whose keys are in
-// scratch.keys, from the list the previous sort left: a stable sort (Go's
-// sort.Sort is an insertion sort up to 12 elements), or, HAMi-exact W10,
-// Go's sort.Sort itself, which above 12 elements is not stable.
-void SortRanks(Scratch& scratch, bool go_sort) {
+// HAMi-exact W10: the list after Go's sort.Sort (not stable above 12
+// elements) by the keys in scratch.keys, from the list the previous sort left.
+void GoSortRanks(Scratch& scratch) {
   const std::size_t n = scratch.rank.size();
-  scratch.by_rank.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) scratch.by_rank[scratch.rank[i]] = i;
   std::vector<std::uint32_t>& list = scratch.by_rank;
-  if (go_sort) {
-    internal::GoSort(
-        static_cast<std::int64_t>(n),
-        [&](std::int64_t a, std::int64_t b) {
-          return scratch.keys[list[static_cast<std::size_t>(a)]] < scratch.keys[list[static_cast<std::size_t>(b)]];
-        },
-        [&](std::int64_t a, std::int64_t b) {
-          std::swap(list[static_cast<std::size_t>(a)], list[static_cast<std::size_t>(b)]);
-        });
-  } else {
-    std::stable_sort(list.begin(), list.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return scratch.keys[a] < scratch.keys[b]; });
-  }
+  list.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) list[scratch.rank[i]] = i;
+  internal::GoSort(
+      static_cast<std::int64_t>(n),
+      [&](std::int64_t a, std::int64_t b) {
+        return scratch.keys[list[static_cast<std::size_t>(a)]] < scratch.keys[list[static_cast<std::size_t>(b)]];
+      },
+      [&](std::int64_t a, std::int64_t b) {
+        std::swap(list[static_cast<std::size_t>(a)], list[static_cast<std::size_t>(b)]);
+      });
   for (std::uint32_t p = 0; p < n; ++p) scratch.rank[list[p]] = p;
 }
 
@@ -1134,13 +1156,17 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     const std::size_t slot = static_cast<std::size_t>(
         std::find(plan.vendors.begin(), plan.vendors.end(), vendor) - plan.vendors.begin());
     // HAMi sorts its device list before each request; equal keys then keep
-    // the order that list had (W10: in Go's own way above 12 devices).
+    // the order that list had (see Scratch).
     const bool go_sort = plan.hami_exact.go_device_sort && devices.size() > 12 && !plan.gpu.chain &&
                          !plan.gpu.fgd;
-    if (plan.ties_possible || go_sort) SortRanks(scratch, go_sort);
-    FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.rank, scratch.placement,
-                   container, slot};
+    if (go_sort) GoSortRanks(scratch);
+    FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.history,
+                   go_sort ? &scratch.rank : nullptr, scratch.placement, container, slot};
     if (!Fit(ctx, request, vendor, scratch.picked, reason)) return false;
+    const bool more_follow = r + 1 < requests.size() || container + 1 < plan.requests.size();
+    if (!go_sort && plan.ties_possible && more_follow) {
+      scratch.history.insert(scratch.history.end(), scratch.keys.begin(), scratch.keys.end());
+    }
     if (!AddUsage(devices, scratch.picked, reason)) return false;
     TrackPicks(devices, scratch.picked, plan, scratch);
     picks[slot].insert(picks[slot].end(), scratch.picked.begin(), scratch.picked.end());
@@ -1215,7 +1241,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     for (std::size_t c = 0; c < plan.init_containers; ++c) {
       if (plan.requests[c].empty()) continue;
       CopyDevices(scratch.base, scratch.work);
-      ResetRanks(scratch, scratch.work.size());
+      ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
       scratch.frag_valid = false;
       if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
     }
@@ -1223,7 +1249,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   } else {
     LoadNode(s, node, plan, scratch.work);
   }
-  ResetRanks(scratch, scratch.work.size());
+  ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
   scratch.frag_valid = false;
   double before = 0;
   if (plan.node_fgd) {
@@ -1448,19 +1474,21 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   const std::size_t containers = plan.requests.size();
   for (std::size_t slot = 0; slot < plan.vendors.size(); ++slot) {
     const VendorSpec& vendor = s.config.vendors[plan.vendors[slot]];
-    // Which containers have an entry: all (W1 fixed), or HAMi's padding.
-    std::vector<bool> entry(containers, true);
-    if (plan.hami_exact.container_padding_by_type &&
-        std::none_of(best->devices.begin(), best->devices.end(),
-                     [&](const DeviceSlot& d) { return d.info.type == vendor.common_word; })) {
-      for (std::size_t c = 0; c < containers; ++c) {
-        const auto& asks = plan.request_vendor[c];
-        entry[c] = std::find(asks.begin(), asks.end(), plan.vendors[slot]) != asks.end();
-      }
-    }
-    PodSingleDevice devices(static_cast<std::size_t>(std::count(entry.begin(), entry.end(), true)));
+    // Which containers have an entry: all (W1 fixed), or, HAMi-exact, on a
+    // node without a device typed as the vendor's word, those that ask.
+    const bool every_container =
+        !plan.hami_exact.container_padding_by_type ||
+        std::any_of(best->devices.begin(), best->devices.end(),
+                    [&](const DeviceSlot& d) { return d.info.type == vendor.common_word; });
+    auto has_entry = [&](std::size_t c) {
+      const auto& asks = plan.request_vendor[c];
+      return every_container || std::find(asks.begin(), asks.end(), plan.vendors[slot]) != asks.end();
+    };
+    std::size_t entries = 0;
+    for (std::size_t c = 0; c < containers; ++c) entries += has_entry(c) ? 1 : 0;
+    PodSingleDevice devices(entries);
     std::vector<MigAllocation> mig;
-    for (std::size_t c = 0, position = 0; c < containers; position += entry[c] ? 1 : 0, ++c) {
+    for (std::size_t c = 0, position = 0; c < containers; position += has_entry(c) ? 1 : 0, ++c) {
       for (const Pick& p : scratch.placement[c][slot]) {
         const Device& info = best->devices[p.device].info;
         if (p.profile != nullptr) {

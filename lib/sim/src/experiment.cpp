@@ -112,7 +112,7 @@ FieldReader PolicyField(FilterOptions& filter) {
   };
 }
 
-// "all", "none" or rows such as "W1,W2" (devshare/filter.hpp HamiExact).
+// "all", "none" or rows such as "W1,W2" (devshare/hami_exact.hpp).
 FieldReader HamiExactField(HamiExact& out) {
   return [&out](const YAML::Node& n, const std::string& p) {
     std::string rows;

@@ -58,7 +58,7 @@ enum class LockRetry { kOnce, kFixed, kBackoff };
 
 struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();
-  FilterOptions filter;
+  FilterOptions filter;  // filter.hami_exact also selects HAMi's registration (W4)
   RegistrationProtocol registration = RegistrationProtocol::kChangeOnly;  // Default: change-only
   Leadership leadership = Leadership::kAlways;              // Default: always leader
   std::string hostname;             // this replica, for kFollowLease
