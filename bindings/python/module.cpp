@@ -319,7 +319,12 @@ PYBIND11_MODULE(_devshare, m) {
     return EncodeNodeDevices(devices, f);
   });
   m.def("_decode_pod_devices", [](const std::string& value) { return Unwrap(DecodePodDevices(value)); });
-  m.def("_encode_pod_devices", [](const PodSingleDevice& containers) { return EncodePodDevices(containers); });
+  m.def("_encode_pod_devices", [](const PodSingleDevice& containers, const std::string& format) {
+    if (format != "hami" && format != "volcano") {
+      Raise(Status::InvalidArgument(fmt::format("unknown pod devices format \"{}\" (want hami or volcano)", format)));
+    }
+    return EncodePodDevices(containers, format == "volcano" ? PodDevicesFormat::kVolcano : PodDevicesFormat::kHami);
+  });
   m.def("_container_requests", [](const std::string& pod_json, const std::optional<std::string>& config) {
     const DeviceConfig c = ConfigFrom(config);
     Pod pod = Unwrap(DecodePod(pod_json));

@@ -98,9 +98,10 @@ def decode_pod_devices(value: str) -> list[list[ContainerDevice]]:
     return _devshare._decode_pod_devices(value)
 
 
-def encode_pod_devices(containers: Sequence[Sequence[ContainerDevice]]) -> str:
-    """Encodes per-container devices: 'UUID,Type,mem,cores:' per device, ';' per container."""
-    return _devshare._encode_pod_devices([list(c) for c in containers])
+def encode_pod_devices(containers: Sequence[Sequence[ContainerDevice]], format: str = "hami") -> str:
+    """Encodes per-container devices: 'UUID,Type,mem,cores:' per device; format "hami" ends every
+    container with ';', "volcano" (volcano.sh/vgpu-ids-new) joins the containers with ';'."""
+    return _devshare._encode_pod_devices([list(c) for c in containers], format)
 
 
 def container_requests(container: Mapping[str, Any], config: Optional[Any] = None) -> dict[str, Request]:

@@ -100,6 +100,9 @@ enum class SortKey { kBinpack, kSpread, kNuma };
 // Single-policy orderings of spec §5.3.
 enum class SingleOrder { kMutex, kBinpack, kOther };
 
+// Volcano's vGPU device orders (its sortedDeviceIndicesByPolicy).
+enum class VolcanoOrder { kNone, kBinpack, kSpread };
+
 struct GpuPolicy {
   bool chain = false;
   std::vector<SortKey> keys;    // chain mode
@@ -107,6 +110,7 @@ struct GpuPolicy {
   bool mutex = false;
   bool topology = false;
   bool fgd = false;
+  VolcanoOrder volcano = VolcanoOrder::kNone;  // single mode
 };
 
 GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
@@ -141,6 +145,9 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
     p.single = word == "mutex"     ? SingleOrder::kMutex
                : word == "binpack" ? SingleOrder::kBinpack
                                    : SingleOrder::kOther;
+    p.volcano = word == "volcano-binpack"  ? VolcanoOrder::kBinpack
+                : word == "volcano-spread" ? VolcanoOrder::kSpread
+                                           : VolcanoOrder::kNone;
   }
   return p;
 }
@@ -164,19 +171,25 @@ Status ValidateWorkload(std::span<const WorkloadClass> workload) {
 
 Status ValidateOptions(const FilterOptions& options) {
   if (options.node_policy != "binpack" && options.node_policy != "spread" &&
-      options.node_policy != "fgd") {
-    return Status::InvalidArgument(fmt::format(
-        "unknown node policy {} (want binpack, spread or fgd)", internal::Quote(options.node_policy)));
+      options.node_policy != "fgd" && options.node_policy != "volcano") {
+    return Status::InvalidArgument(fmt::format("unknown node policy {} (want binpack, spread, fgd or volcano)",
+                                               internal::Quote(options.node_policy)));
   }
   Status status;
   internal::ForEachSplit(options.gpu_policy, ',', [&](std::string_view token, std::size_t) {
     token = internal::TrimSpace(token);
-    static constexpr std::string_view kKnown[] = {"binpack", "spread", "topology-aware",
-                                                  "mutex",   "numa",   "fgd"};
-    if (std::find(std::begin(kKnown), std::end(kKnown), token) == std::end(kKnown)) {
+    static constexpr std::string_view kKnown[] = {"binpack", "spread", "topology-aware", "mutex", "numa", "fgd"};
+    static constexpr std::string_view kAlone[] = {"volcano-binpack", "volcano-spread"};
+    const bool alone = std::find(std::begin(kAlone), std::end(kAlone), token) != std::end(kAlone);
+    if (alone && internal::TrimSpace(options.gpu_policy) != token) {
+      status = Status::InvalidArgument(
+          fmt::format("GPU policy {} cannot be part of a chain", internal::Quote(token)));
+      return false;
+    }
+    if (!alone && std::find(std::begin(kKnown), std::end(kKnown), token) == std::end(kKnown)) {
       status = Status::InvalidArgument(fmt::format(
-          "unknown GPU policy {} (want binpack, spread, topology-aware, mutex, numa or fgd, "
-          "or a comma chain)",
+          "unknown GPU policy {} (want binpack, spread, topology-aware, mutex, numa, fgd, "
+          "volcano-binpack or volcano-spread, or a comma chain)",
           internal::Quote(token)));
       return false;
     }
@@ -244,6 +257,10 @@ struct PodPlan {
   bool init_requests = false;  // any init container asks for a device
   bool node_spread = false;
   bool node_fgd = false;
+  // The volcano node policy: the score is Volcano's sum over the devices
+  // given, under its binpack policy (else 0).
+  bool node_volcano = false;
+  bool volcano_binpack_score = false;
   GpuPolicy gpu;
   bool numa_bind = false;
   ScoringWeights weights;
@@ -354,6 +371,8 @@ struct Scratch {
   // by class.
   FitWeights before, after;
   std::vector<double> before_fit, after_fit;
+  // The volcano node policy: the score of the app containers' picks so far.
+  double volcano_score = 0;
 };
 
 void CopyDevices(const std::vector<WorkDevice>& from, std::vector<WorkDevice>& to) {
@@ -692,6 +711,9 @@ OrderKey KeyOf(const WorkDevice& d, const PodPlan& plan) {
     // Smallest fragmentation increase last; then the fuller device; then index.
     return {-d.score, static_cast<float>(d.used), -index, 0};
   }
+  // Volcano: the most memory used, or the fewest slots, then the lowest index.
+  if (p.volcano == VolcanoOrder::kBinpack) return {static_cast<float>(d.usedmem), -index, 0, 0};
+  if (p.volcano == VolcanoOrder::kSpread) return {-static_cast<float>(d.used), -index, 0, 0};
   if (p.chain) {
     OrderKey key{0, 0, 0, 0};
     std::size_t k = 0;
@@ -1081,6 +1103,18 @@ bool AddUsage(std::vector<WorkDevice>& devices, std::vector<Pick>& picked, std::
   return true;
 }
 
+// Volcano's binpack score of the devices just given (its GPUScore, read
+// after the pick is counted): 100 × used / total memory each, in double as
+// Volcano; a device registered without memory adds 0 (Volcano: NaN). One
+// request never picks a device twice, so each device's usage is the one
+// right after its own pick.
+void AddVolcanoScore(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked, double& score) {
+  for (const Pick& p : picked) {
+    const WorkDevice& d = devices[p.device];
+    if (d.devmem > 0) score += 100 * (static_cast<double>(d.usedmem) / static_cast<double>(d.devmem));
+  }
+}
+
 // ---------------------------------------------------------------------------
 // One node (spec §4.5)
 
@@ -1169,6 +1203,7 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
     }
     if (!AddUsage(devices, scratch.picked, reason)) return false;
     TrackPicks(devices, scratch.picked, plan, scratch);
+    if (plan.volcano_binpack_score) AddVolcanoScore(devices, scratch.picked, scratch.volcano_score);
     picks[slot].insert(picks[slot].end(), scratch.picked.begin(), scratch.picked.end());
   }
   return true;
@@ -1219,7 +1254,8 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   NodeVerdict verdict;
   if (!need_devices && plan.simple) {
     const Feasibility quick = QuickFeasibility(s, plan, node);
-    if (quick == Feasibility::kFits && !plan.node_fgd) {  // fgd scores the placement itself
+    // fgd and volcano score the placement itself.
+    if (quick == Feasibility::kFits && !plan.node_fgd && !plan.node_volcano) {
       verdict.fits = true;
       verdict.score = NodeBaseScore(node, plan);
       return verdict;
@@ -1251,6 +1287,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   }
   ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
   scratch.frag_valid = false;
+  scratch.volcano_score = 0;  // app containers only: Volcano does not see init containers
   double before = 0;
   if (plan.node_fgd) {
     EnsureMeasured(scratch.work, plan, scratch);
@@ -1264,6 +1301,8 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   if (plan.node_fgd) {
     EnsureMeasured(scratch.work, plan, scratch);
     verdict.score = FgdNodeScore(before - Fragmentation(scratch.frag, plan, scratch.after));
+  } else if (plan.node_volcano) {
+    verdict.score = scratch.volcano_score;
   } else {
     verdict.score = NodeBaseScore(node, plan);
   }
@@ -1314,6 +1353,10 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
   std::string gpu_policy = options.gpu_policy;
   if (const std::string* p = annotations.Find(keys::kGpuSchedulerPolicy)) gpu_policy = *p;
   plan.gpu = ParseGpuPolicy(gpu_policy, plan.numa_bind);
+  plan.node_volcano = node_policy == "volcano";
+  plan.volcano_binpack_score =
+      plan.node_volcano && (plan.gpu.volcano == VolcanoOrder::kBinpack ||
+                            (!plan.gpu.chain && plan.gpu.single == SingleOrder::kBinpack));
   Selectors& sel = plan.selectors;
   if (const std::string* v = annotations.Find(keys::kUseGpuUuid)) sel.use_uuid = DecodeNameList(*v);
   if (const std::string* v = annotations.Find(keys::kNoUseGpuUuid)) sel.nouse_uuid = DecodeNameList(*v);
@@ -1378,7 +1421,8 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
     }
   }
   plan.simple = request_count == 1 && !plan.numa_bind && !plan.gpu.topology && !plan.any_quota;
-  plan.ties_possible = request_count > 1 && !plan.gpu.chain && !plan.gpu.fgd;
+  plan.ties_possible =
+      request_count > 1 && !plan.gpu.chain && !plan.gpu.fgd && plan.gpu.volcano == VolcanoOrder::kNone;
   return plan;
 }
 
@@ -1499,14 +1543,14 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
         devices[position].push_back(ContainerDevice{info.id, vendor.common_word, p.usedmem, p.usedcores});
       }
     }
-    const std::string encoded = EncodePodDevices(devices);
+    const std::string encoded = EncodePodDevices(devices, vendor.pod_devices_format);
     result.annotations.Set(vendor.to_allocate_annotation, encoded);
     result.annotations.Set(vendor.allocated_annotation, encoded);
     if (!mig.empty()) result.annotations.Set(keys::kMigAllocations, EncodeMigAllocations(mig));
     result.devices.emplace_back(vendor.common_word, std::move(devices));
   }
-  result.annotations.Set(keys::kVgpuNode, best->name);
-  result.annotations.Set(keys::kVgpuTime, std::to_string(now));
+  result.annotations.Set(s.config.assigned_node_annotation, best->name);
+  result.annotations.Set(s.config.assigned_time_annotation, std::to_string(now));
   return result;
 }
 

@@ -129,14 +129,15 @@ std::string EncodeContainerDevices(const ContainerDevices& devices) {
   return out;
 }
 
-std::string EncodePodDevices(const PodSingleDevice& containers) {
+std::string EncodePodDevices(const PodSingleDevice& containers, PodDevicesFormat format) {
   std::string out;
-  for (const ContainerDevices& devices : containers) {
-    for (const ContainerDevice& d : devices) {
+  for (std::size_t c = 0; c < containers.size(); ++c) {
+    if (format == PodDevicesFormat::kVolcano && c > 0) out += ';';
+    for (const ContainerDevice& d : containers[c]) {
       AppendDevice(out, d);
       out += ':';
     }
-    out += ';';
+    if (format == PodDevicesFormat::kHami) out += ';';
   }
   return out;
 }

@@ -465,7 +465,7 @@ bool ClusterSnapshot::RemoveNode(std::string_view name) {
 
 Status ClusterSnapshot::AddPod(const Pod& pod) {
   SnapshotState& s = *state_;
-  const std::string* node_name = pod.annotations.Find(keys::kVgpuNode);
+  const std::string* node_name = pod.annotations.Find(s.config.assigned_node_annotation);
   auto existing = s.pods.find(pod.uid);
   if (IsTerminated(pod)) {
     RemovePod(pod.uid);

@@ -81,6 +81,25 @@ VendorSpec MetaxDefaults() {
   return v;
 }
 
+// Volcano's own defaults (its GetDefaultDevicesConfig): no memory
+// percentage resource, and no request defaults (Volcano's scheduler applies
+// none: a container without memory asks a whole device's).
+VendorSpec VolcanoDefaults() {
+  VendorSpec v;
+  v.section = "volcano";
+  v.common_word = "NVIDIA";
+  v.count_resource = "volcano.sh/vgpu-number";
+  v.memory_resource = "volcano.sh/vgpu-memory";
+  v.core_resource = "volcano.sh/vgpu-cores";
+  v.register_annotation = "volcano.sh/node-vgpu-register";
+  v.register_format = RegisterFormat::kVolcano;
+  v.handshake_annotation = "volcano.sh/node-vgpu-handshake";
+  v.to_allocate_annotation = "volcano.sh/devices-to-allocate";
+  v.allocated_annotation = "volcano.sh/vgpu-ids-new";
+  v.pod_devices_format = PodDevicesFormat::kVolcano;
+  return v;
+}
+
 // Iluvatar and Ascend keys derive from the configured common word.
 void SetIluvatarKeys(VendorSpec& v) {
   v.register_annotation = fmt::format("hami.io/node-{}-register", v.common_word);
@@ -298,6 +317,22 @@ DeviceConfig DefaultDeviceConfig() {
 
 namespace {
 
+void SetVolcanoAssignedKeys(DeviceConfig& config) {
+  config.assigned_node_annotation = "volcano.sh/vgpu-node";
+  config.assigned_time_annotation = "volcano.sh/vgpu-time";
+}
+
+}  // namespace
+
+DeviceConfig VolcanoDeviceConfig() {
+  DeviceConfig config;
+  config.vendors.push_back(VolcanoDefaults());
+  SetVolcanoAssignedKeys(config);
+  return config;
+}
+
+namespace {
+
 // A reading error, named as the device config's.
 Status InDeviceConfig(const Status& s) {
   return Status::InvalidConfig(fmt::format("device config: {}", s.message()), std::string(s.field()));
@@ -317,6 +352,8 @@ Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml) {
   }
   DeviceConfig config;
   bool any_vendor = false;
+  bool volcano = false;
+  YAML::Node volcano_key;  // where a `volcano` section is, for an error
   try {
     for (const auto& entry : root) {
       const std::string section = entry.first.IsScalar() ? entry.first.Scalar() : "";
@@ -351,6 +388,34 @@ Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml) {
                      {"resourceVCoreName", Ignored()},
                      {"sgpuTopologyAware", Ignored()}});
         if (s.ok() && !empty) config.vendors.push_back(std::move(v));
+      } else if (section == "volcano") {
+        // The keys of Volcano's device config (its `nvidia` section); those
+        // for the node side, MIG and request defaults do not change what
+        // Volcano's scheduler decides for vGPU requests.
+        VendorSpec v = VolcanoDefaults();
+        s = ReadMap(body, section,
+                    {{"resourceCountName", String(v.count_resource)},
+                     {"resourceMemoryName", String(v.memory_resource)},
+                     {"resourceCoreName", String(v.core_resource)},
+                     {"resourceMemoryPercentageName", String(v.memory_percentage_resource)},
+                     {"resourcePriorityName", String(v.priority_resource)},
+                     {"overwriteEnv", Ignored()},
+                     {"defaultMemory", Ignored()},
+                     {"defaultCores", Ignored()},
+                     {"defaultGPUNum", Ignored()},
+                     {"deviceSplitCount", Ignored()},
+                     {"deviceMemoryScaling", Ignored()},
+                     {"deviceCoreScaling", Ignored()},
+                     {"disableCoreLimit", Ignored()},
+                     {"knownMigGeometries", Ignored()},
+                     {"gpuMemoryFactor", Ignored()}});
+        if (s.ok()) {
+          volcano = true;
+          volcano_key = entry.first;
+          config.vendors.push_back(std::move(v));
+          SetVolcanoAssignedKeys(config);
+        }
+        any_vendor = true;
       } else if (section == "iluvatars") {
         s = ReadIluvatars(body, config.vendors);
       } else if (section == "vnpus") {
@@ -366,6 +431,10 @@ Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml) {
       }
       if (!s.ok()) return InDeviceConfig(s);
       any_vendor = any_vendor || !empty;
+    }
+    if (volcano && config.vendors.size() > 1) {
+      return InDeviceConfig(FieldError("volcano", volcano_key,
+                                       "Volcano's vGPU cannot be configured beside other vendors"));
     }
   } catch (const YAML::Exception& e) {
     return Status::InvalidConfig(fmt::format("device config: {}", e.what()));

@@ -56,10 +56,18 @@ struct WorkloadClass {
 
 // Scheduler-wide options (HAMi's flags); a pod's annotations override them.
 struct FilterOptions {
-  // "binpack" | "spread" | "fgd". Default: binpack (--node-scheduler-policy).
+  // "binpack" | "spread" | "fgd" | "volcano". Default: binpack
+  // (--node-scheduler-policy). "volcano" is Volcano's vGPU node score, the
+  // highest winning: under the GPU policy binpack or volcano-binpack, the
+  // sum over the devices given to the app containers of 100 × used / total
+  // memory, each read right after its pick is counted; otherwise 0 (Volcano
+  // reads its spread score after counting the pod, so it is always 0).
   std::string node_policy = "binpack";
   // "binpack" | "spread" | "topology-aware" | "mutex" | "numa" | "fgd", or a
-  // comma chain. Default: spread (--gpu-scheduler-policy).
+  // comma chain; or, alone, Volcano's device orders "volcano-binpack" (the
+  // most memory used first) or "volcano-spread" (the fewest slots used
+  // first), each then the lowest index. Default: spread
+  // (--gpu-scheduler-policy).
   std::string gpu_policy = "spread";
   // The workload distribution fgd minimises fragmentation for; empty means
   // a default mix of fractional and whole-GPU requests that ask no CPU or
@@ -95,7 +103,8 @@ struct FilterResult {
   // The devices per vendor and container (init containers first), every
   // container present for every requested vendor (W1 fixed).
   PodDevices devices;
-  // The annotation patch for the pod: hami.io/vgpu-node, hami.io/vgpu-time,
+  // The annotation patch for the pod: hami.io/vgpu-node, hami.io/vgpu-time
+  // (the config's assigned node and time keys),
   // each vendor's to-allocate and allocated keys, MIG allocations.
   StringMap annotations;
   // Every rejected candidate with its reasons, by node name.

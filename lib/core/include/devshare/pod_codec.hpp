@@ -2,12 +2,15 @@
 // reservations.
 //
 // Pod devices (`hami.io/vgpu-devices-to-allocate`, `-allocated`; other
-// vendors `hami.io/<x>-devices-...`; Volcano `volcano.sh/devices-to-allocate`):
-// each device is `UUID,Type,Usedmem,Usedcores` terminated by ':', each
-// container's run is terminated by ';', init containers first:
+// vendors `hami.io/<x>-devices-...`): each device is
+// `UUID,Type,Usedmem,Usedcores` terminated by ':', each container's run is
+// terminated by ';', init containers first:
 //     "GPU-a,NVIDIA,1000,30:;"           one container, one device
 //     ";GPU-a,NVIDIA,1000,30:;;"         three containers, the middle one
-// Decoding splits on ';' and keeps every piece, so a value written for N
+// Volcano (`volcano.sh/vgpu-ids-new`, `volcano.sh/devices-to-allocate`)
+// joins the containers' runs with ';' instead, without the last one:
+//     "GPU-a,NVIDIA,1000,30:"            one container, one device
+// Decoding splits on ';' and keeps every piece, so a value HAMi wrote for N
 // containers decodes to N+1 entries (the last one empty), exactly as HAMi.
 //
 // MIG reservations (`hami.io/vgpu-mig-allocations`): a JSON array of
@@ -48,8 +51,15 @@ DEVSHARE_EXPORT Status DecodePodDevicesInto(std::string_view value, PodSingleDev
 // Encodes one container's devices: "UUID,Type,mem,cores:" per device.
 DEVSHARE_EXPORT std::string EncodeContainerDevices(const ContainerDevices& devices);
 
-// Encodes every container, each terminated by ';'. An empty pod encodes as "".
-DEVSHARE_EXPORT std::string EncodePodDevices(const PodSingleDevice& containers);
+// How the containers' runs are separated.
+enum class PodDevicesFormat {
+  kHami,     // each terminated by ';'
+  kVolcano,  // joined by ';'
+};
+
+// Encodes every container. An empty pod encodes as "".
+DEVSHARE_EXPORT std::string EncodePodDevices(const PodSingleDevice& containers,
+                                             PodDevicesFormat format = PodDevicesFormat::kHami);
 
 // Only the devices whose type equals `type`, joined by ':' with no trailing
 // separator (HAMi's EncodeContainerDeviceType).

@@ -9,7 +9,8 @@
 // once. A pod may arrive before its node: its usage applies when the node
 // registers.
 //
-// Pods are cached by UID when they carry `hami.io/vgpu-node` (spec §4.8):
+// Pods are cached by UID when they carry `hami.io/vgpu-node` (spec §4.8;
+// the config's assigned_node_annotation, `volcano.sh/vgpu-node` for Volcano):
 // Succeeded/Failed pods are dropped, terminating pods keep their usage, and
 // usage comes from each vendor's `...-devices-allocated` annotation collapsed
 // over init and app containers.

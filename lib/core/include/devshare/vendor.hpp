@@ -8,6 +8,13 @@
 // NVIDIA is described completely; Hygon DCU, Cambricon MLU, Iluvatar, Ascend
 // and Metax come from the same YAML sections HAMi reads (spec §10.2).
 //
+// Volcano's vGPU (section `volcano`, devshare's own): the NVIDIA devices as
+// Volcano's device plugin registers them (`volcano.sh/node-vgpu-register`)
+// and its scheduler assigns them (`volcano.sh/vgpu-ids-new`,
+// `volcano.sh/vgpu-node`), asked for with `volcano.sh/vgpu-number`,
+// `volcano.sh/vgpu-memory` and `volcano.sh/vgpu-cores`. It stands alone: a
+// scheduler serves HAMi's annotations or Volcano's, not both.
+//
 // Example (HAMi's device-config.yaml):
 //   nvidia:
 //     resourceCountName: nvidia.com/gpu
@@ -29,6 +36,7 @@
 
 #include "devshare/export.hpp"
 #include "devshare/node_codec.hpp"
+#include "devshare/pod_codec.hpp"
 #include "devshare/status.hpp"
 
 namespace devshare {
@@ -50,7 +58,7 @@ struct MemoryTemplate {
 
 struct VendorSpec {
   // The YAML section it came from: "nvidia", "hygon", "cambricon",
-  // "iluvatars", "vnpus" or "metax".
+  // "iluvatars", "vnpus", "metax" or "volcano".
   std::string section;
   // The vendor key in requests, pod devices and Device::vendor, for example
   // "NVIDIA", "DCU", "MLU", "MR-V100", "Ascend910B3", "Metax-GPU".
@@ -78,6 +86,7 @@ struct VendorSpec {
   std::string handshake_annotation;       // empty when the vendor has none
   std::string to_allocate_annotation;     // pod devices the plugin consumes
   std::string allocated_annotation;       // pod devices the scheduler keeps
+  PodDevicesFormat pod_devices_format = PodDevicesFormat::kHami;
 
   // Chip data (Iluvatar, Ascend): the chip name and, for Ascend, the
   // memory templates requests are rounded up to and the device totals.
@@ -122,6 +131,12 @@ struct DeviceConfig {
   // Sections HAMi knows that devshare does not model (for example
   // `mthreads`, `enflame`): accepted and listed here, not silently lost.
   std::vector<std::string> ignored_sections;
+  // Where a scheduler records its decision on the pod: the node it chose
+  // (pods carrying it hold devices) and when, in Unix seconds. HAMi's keys,
+  // or Volcano's (`volcano.sh/vgpu-node`, `volcano.sh/vgpu-time`) with the
+  // `volcano` section.
+  std::string assigned_node_annotation = "hami.io/vgpu-node";
+  std::string assigned_time_annotation = "hami.io/vgpu-time";
 
   // The vendor with this common word, or nullptr.
   DEVSHARE_EXPORT const VendorSpec* FindVendor(std::string_view common_word) const;
@@ -132,11 +147,17 @@ struct DeviceConfig {
 // nvidia.com/gpucores and nvidia.com/priority.
 DEVSHARE_EXPORT DeviceConfig DefaultDeviceConfig();
 
+// Volcano's vGPU alone, with Volcano's default resource names (what the
+// YAML document `volcano: {}` gives).
+DEVSHARE_EXPORT DeviceConfig VolcanoDeviceConfig();
+
 // Parses a device-config YAML document. Keys omitted from a section take
-// the defaults above. Errors (kInvalidConfig, naming the key and its line):
-// invalid YAML, an unknown key, a value of the wrong type or out of range, an
+// the defaults above; a `volcano` section selects Volcano's vGPU even when
+// empty. Errors (kInvalidConfig, naming the key and its line): invalid
+// YAML, an unknown key, a value of the wrong type or out of range, an
 // invalid gpuCorePolicy or MIG profile name, two vendors with one common
-// word, or a document in which every vendor section is empty.
+// word, a `volcano` section beside another vendor's, or a document in which
+// every vendor section is empty.
 DEVSHARE_EXPORT Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml);
 
 }  // namespace devshare
