@@ -19,6 +19,12 @@ and counts under its name, or a devshare bug. When the harness cannot be built
 or run (no Go toolchain, or HAMi's module cannot be downloaded) that is reported
 as skipped with the reason, never as agreement.
 
+Each scenario number also gives two Volcano scenarios (scenarios.py), answered by Volcano's
+own code through its harness (tests/oracle/volcano): a volcano.sh/node-vgpu-register value
+(vgpu.NewGPUDevices) and a cluster with a pending pod, where every node is decided by the
+vGPU FilterNode, ScoreNode and Allocate. devshare answers with its Volcano device config, in
+its own decisions and with Volcano's device order and node score (VOLCANO_ROWS).
+
 Independently of the harness, every scenario is also checked against the
 behaviour spec (shared/spec/hami-behaviour.md) where it pins a value exactly:
 the generator's own device and pod data (decoding), Go's json.Marshal output
@@ -371,6 +377,101 @@ def compare_volcano_register(vs: dict, vm: dict) -> tuple[str, Optional[str], st
     return "disagree", None, detail
 
 
+# Volcano's vGPU Fit and score (Volcano's harness `fit` mode) against devshare under its
+# Volcano device config. Rows of docs/compatibility.md ("Volcano's vGPU"): V1 and V2 are
+# intentional and devshare can decide as Volcano does (GPU policy volcano-<policy>, node
+# policy volcano); V3 and V4 are safety fixes, which devshare keeps, recognised by rerunning
+# devshare on the cluster as Volcano sees it (every device healthy; each held pod counted
+# once per device).
+VOLCANO_ROWS = {"V1": "device order", "V2": "node score", "V3": "unhealthy devices given",
+                "V4": "a pod counted once per device"}
+VOLCANO_SETTINGS = [("devshare", ()), ("Volcano-exact", ("V1", "V2"))]
+VOLCANO_FUNCTIONS = ["volcano_reg", "volcano_fit", "volcano_score"]
+VOLCANO_IDS = "volcano.sh/vgpu-ids-new"
+
+
+def devshare_volcano_fit(vs: dict, rows: tuple[str, ...]) -> dict:
+    """devshare's answer per node, as the Volcano harness gives it, with `rows` decided as Volcano."""
+    gpu_policy = f"volcano-{vs['policy']}" if "V1" in rows else vs["policy"]
+    node_policy = "volcano" if "V2" in rows else "binpack"
+    cluster = devshare.Cluster({"volcano": {}, "scheduler": {"node_policy": node_policy,
+                                                             "gpu_policy": gpu_policy}})
+    for n in vs["nodes"]:
+        register = n["register"].replace(",false,", ",true,") if "V3" in rows else n["register"]
+        cluster.add_node({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": n["name"], "annotations": {"volcano.sh/node-vgpu-register": register}},
+                          "status": {"allocatable": {"volcano.sh/vgpu-number": "10", "volcano.sh/vgpu-cores": "100",
+                                                     "volcano.sh/vgpu-memory": "16384"}}})
+    for p in vs["pods"]:
+        ids = p["ids"]
+        if "V4" in rows:
+            seen: set = set()
+            containers = []
+            for c in p["devices"]:
+                containers.append([devshare.ContainerDevice(uuid=u, type="NVIDIA", usedmem=m, usedcores=k)
+                                   for u, m, k in c if u not in seen])
+                seen.update(u for u, _, _ in c)
+            ids = devshare.encode_pod_devices(containers, "volcano")
+        cluster.add_pod({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": p["uid"], "namespace": "default", "uid": p["uid"],
+                                      "annotations": {"volcano.sh/vgpu-node": p["node"], VOLCANO_IDS: ids}},
+                         "spec": {"nodeName": p["node"], "containers": [{"name": "c"}]},
+                         "status": {"phase": "Running"}})
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "pending", "namespace": "default", "uid": "uid-pending",
+                        "annotations": vs["pod"]["annotations"]},
+           "spec": {"containers": [{"name": c["name"], "resources": {"limits": c["limits"]}}
+                                   for c in vs["pod"]["containers"]]},
+           "status": {"phase": "Pending"}}
+    out = {}
+    for n in vs["nodes"]:
+        r = cluster.filter(pod, nodes=[n["name"]], now=0)
+        fits = r.node is not None
+        out[n["name"]] = {"fits": fits, "score": r.scores.get(n["name"], 0.0) if fits else 0.0,
+                          "ids": r.annotations.get(VOLCANO_IDS, "") if fits else ""}
+    return out
+
+
+def _volcano_fit_agrees(mine: dict, theirs: dict) -> bool:
+    return all(mine[n]["fits"] == t["fits"] and mine[n]["ids"] == t["ids"] for n, t in theirs.items())
+
+
+def _volcano_score_agrees(mine: dict, theirs: dict) -> bool:
+    """Scores of the nodes where both fit the pod, equal to 1e-9 (both sum in double, in the
+    order the devices are given)."""
+    return all(abs(mine[n]["score"] - t["score"]) <= 1e-9 * max(1.0, abs(t["score"]))
+               for n, t in theirs.items() if t["fits"] and mine[n]["fits"])
+
+
+def compare_volcano_fit(vs: dict, vm: dict, exact: tuple[str, ...]) -> dict[str, tuple[str, Optional[str], str]]:
+    """Verdicts for volcano_fit and volcano_score in one setting (`exact`: the rows decided as
+    Volcano). A disagreement is explained by the smallest set of further rows with which devshare
+    agrees, counted under their names."""
+    theirs = vm["fit"]
+    others = [r for r in VOLCANO_ROWS if r not in exact]
+    subsets = [c for k in range(1, len(others) + 1) for c in itertools.combinations(others, k)]
+    answers = {(): devshare_volcano_fit(vs, exact)}
+
+    def answer(extra: tuple[str, ...]) -> dict:
+        if extra not in answers:
+            answers[extra] = devshare_volcano_fit(vs, tuple(sorted(exact + extra)))
+        return answers[extra]
+
+    verdicts = {}
+    for fn, agrees in (("volcano_fit", _volcano_fit_agrees), ("volcano_score", _volcano_score_agrees)):
+        if agrees(answer(()), theirs):
+            verdicts[fn] = ("agree", None, "")
+            continue
+        label = next((" + ".join(f"{r} {VOLCANO_ROWS[r]}" for r in c) for c in subsets if agrees(answer(c), theirs)),
+                     None)
+        mine = answer(())
+        detail = "; ".join(f"{n}: devshare {mine[n]}, Volcano {t}" for n, t in theirs.items()
+                           if mine[n]["fits"] != t["fits"] or mine[n]["ids"] != t["ids"]
+                           or abs(mine[n]["score"] - t["score"]) > 1e-9 * max(1.0, abs(t["score"])))
+        verdicts[fn] = ("intentional", label, detail) if label else ("disagree", None, detail)
+    return verdicts
+
+
 # ---------------------------------------------------------------------------------------------
 # What the behaviour spec pins exactly (independent of both implementations)
 
@@ -608,13 +709,15 @@ HAMI_ONLY = ["handshake", "nodelock", "webhook"]
 
 
 def run_compare(args) -> int:
-    binary, why = harness_status(args.harness)
+    sides = set(args.sides.split(","))
+    binary, why = harness_status(args.harness) if "hami" in sides else (None, "not selected (--sides)")
     if binary is None:
         print(f"oracle: HAMi harness skipped: {why}")
-    volcano, volcano_why = harness_status(args.volcano_harness, "volcano-oracle")
+    volcano, volcano_why = (harness_status(args.volcano_harness, "volcano-oracle") if "volcano" in sides
+                            else (None, "not selected (--sides)"))
     if volcano is None:
         print(f"oracle: Volcano harness skipped: {volcano_why}")
-    volcano_tally: Counter = Counter()
+    volcano_tally = {name: {fn: Counter() for fn in VOLCANO_FUNCTIONS} for name, _ in VOLCANO_SETTINGS}
     volcano_passed = volcano_failed = 0
     spec_tally: dict[str, Counter] = {fn: Counter() for fn in FUNCTIONS}
     # Per setting and function: "agree", "disagree", "missing" or "intentional: <label>".
@@ -635,14 +738,23 @@ def run_compare(args) -> int:
         nonlocal spec_passed, spec_failed, hami_passed, hami_failed, volcano_passed, volcano_failed
         if volcano is not None:
             registers = [gen.volcano_register_scenario(args.seed, s["id"]) for s in batch]
-            for vs, vm in zip(registers, run_harness(volcano, "register", [json.dumps(v) for v in registers])):
-                verdict, label, detail = compare_volcano_register(vs, vm)
-                volcano_tally[verdict if verdict != "intentional" else f"intentional: {label}"] += 1
-                if verdict == "disagree":
-                    volcano_failed += 1
-                    example("Volcano register", vs, detail[:600])
-                else:
+            fits = [gen.volcano_fit_scenario(args.seed, s["id"]) for s in batch]
+            register_answers = run_harness(volcano, "register", [json.dumps(v) for v in registers])
+            fit_answers = run_harness(volcano, "fit", [json.dumps(v) for v in fits])
+            for vs, vm, fs, fm in zip(registers, register_answers, fits, fit_answers):
+                ok = True
+                register_verdict = compare_volcano_register(vs, vm)
+                for name, exact in VOLCANO_SETTINGS:
+                    verdicts = {"volcano_reg": register_verdict, **compare_volcano_fit(fs, fm, exact)}
+                    for fn, (verdict, label, detail) in verdicts.items():
+                        volcano_tally[name][fn][verdict if verdict != "intentional" else f"intentional: {label}"] += 1
+                        if verdict == "disagree":
+                            ok = False
+                            example(f"Volcano ({name}) {fn}", vs if fn == "volcano_reg" else fs, detail[:600])
+                if ok:
                     volcano_passed += 1
+                else:
+                    volcano_failed += 1
         answers, handshake_answers = {}, {}
         handshake_scenarios = {s["id"]: gen.handshake_scenario(args.seed, s["id"]) for s in batch}
         lock_scenarios = {s["id"]: gen.node_lock_scenario(args.seed, s["id"]) for s in batch}
@@ -657,7 +769,7 @@ def run_compare(args) -> int:
                 lock_answers[r["id"]] = r
             for r in run_harness(binary, "webhook", [json.dumps(x) for x in webhook_scenarios.values()]):
                 webhook_answers[r["id"]] = r
-        for s in batch:
+        for s in batch if "hami" in sides else []:
             ds = devshare_side(s)
             bad = spec_checks(s, ds)
             bad_fns = {fn for fn, _ in bad}
@@ -693,13 +805,13 @@ def run_compare(args) -> int:
                 hami_failed += 1
 
     for sid in range(args.scenarios):
-        batch.append(gen.generate(args.seed, sid, args.max_nodes))
+        batch.append(gen.generate(args.seed, sid, args.max_nodes) if "hami" in sides else {"id": sid})
         if len(batch) == 200:
             flush(batch)
             batch = []
             if sys.stderr.isatty() or args.scenarios > 1000:
                 print(f"oracle: {sid + 1} of {args.scenarios} scenarios, {time.time() - t0:.0f} s, "
-                      f"{hami_failed} with unexplained disagreements", file=sys.stderr, flush=True)
+                      f"{hami_failed + volcano_failed} with unexplained disagreements", file=sys.stderr, flush=True)
     if batch:
         flush(batch)
     elapsed = time.time() - t0
@@ -730,12 +842,19 @@ def run_compare(args) -> int:
             for k, v in sorted(labels.items()):
                 print(f"  {name}, explained by {k}: {v}")
     if volcano is not None:
-        explained = sum(v for k, v in volcano_tally.items() if k.startswith("intentional"))
-        print(f"{'volcano_reg':12} {'-':>6} {'-':>9}   {volcano_tally['agree']:>5} / {explained:>9} / "
-              f"{volcano_tally['disagree']:<11}  (Volcano's vgpu.NewGPUDevices)")
-        for k, v in sorted(volcano_tally.items()):
-            if k.startswith("intentional"):
-                print(f"  Volcano, explained by {k[len('intentional: '):]}: {v}")
+        print(f"\n{'':12} {'':16}   Volcano, devshare's decisions Volcano, Volcano-exact setting")
+        for fn in VOLCANO_FUNCTIONS:
+            cells = []
+            for name, _ in VOLCANO_SETTINGS:
+                vt = volcano_tally[name][fn]
+                explained = sum(v for k, v in vt.items() if k.startswith("intentional"))
+                cells.append(f"{vt['agree']:>5} / {explained:>9} / {vt['disagree']:<11}".ljust(31))
+            print(f"{fn:13} {'-':>6} {'-':>9}   {cells[0]} {cells[1]}")
+        for name, _ in VOLCANO_SETTINGS:
+            for fn in VOLCANO_FUNCTIONS:
+                for k, v in sorted(volcano_tally[name][fn].items()):
+                    if k.startswith("intentional"):
+                        print(f"  {name}, explained by {fn}: {k[len('intentional: '):]}: {v}")
     for k, msgs in examples.items():
         print(f"\nfirst disagreements, {k}:")
         for m in msgs:
@@ -833,6 +952,8 @@ def main() -> int:
     p.add_argument("--max-nodes", type=int, default=50)
     p.add_argument("--harness", help="the HAMi harness binary (default tests/oracle/bin/hami-oracle)")
     p.add_argument("--volcano-harness", help="the Volcano harness binary (default tests/oracle/bin/volcano-oracle)")
+    p.add_argument("--sides", default="hami,volcano", choices=["hami,volcano", "hami", "volcano"],
+                   help="which peers to compare with (the spec checks go with hami)")
     p.add_argument("--results", help="append 'oracle passed failed skipped' to this file")
     p.add_argument("--speed", help="comma-separated node counts: time Filter instead of comparing")
     p.add_argument("--repeat", type=int, default=7)

@@ -365,3 +365,62 @@ def volcano_register_scenario(seed: int, sid: int) -> dict:
             fields.append("extra")
         parts.append(",".join(fields) + ":")
     return {"id": sid, "register": "".join(parts)}
+
+
+VOLCANO_TYPES = ["NVIDIA-Tesla T4", "NVIDIA-Tesla V100-PCIE-32GB", "NVIDIA A100-SXM4-40GB", "NVIDIA-H100"]
+
+
+def volcano_fit_scenario(seed: int, sid: int) -> dict:
+    """A cluster as Volcano's scheduler sees it, for the Volcano harness's `fit` mode:
+
+        {"id", "policy": "binpack" | "spread",
+         "nodes": [{"name", "register", "devices": [{"uuid", "count", "devmem", "type", "health"}]}],
+         "pods": [{"uid", "node", "ids", "devices": [[[uuid, usedmem, usedcores], ...] per container]}],
+         "pod": {"containers": [{"name", "limits"}], "annotations"}}
+
+    1-4 nodes of 1-8 GPUs (hami-core sharing, one in twelve unhealthy), pods Volcano placed there
+    (volcano.sh/vgpu-ids-new, 1-2 containers of 1-2 devices each, so that a pod sometimes holds
+    one device twice), and a pending pod of 1-3 containers asking volcano.sh/vgpu-number with
+    or without volcano.sh/vgpu-memory and volcano.sh/vgpu-cores, sometimes restricted to a GPU
+    type (nvidia.com/use-gputype, nouse-gputype) or to GPUs by UUID (volcano.sh/vgpu-use-gpuuuid,
+    vgpu-nouse-gpuuuid). UUIDs have one length, so Volcano's substring
+    match of pod devices to node devices finds only the device itself."""
+    rng = random.Random(f"volcano-fit:{seed}:{sid}")
+    nodes, pods = [], []
+    for n in range(rng.randint(1, 4)):
+        name = f"node-{n:03d}"
+        devices = [{"uuid": f"GPU-{sid:05d}-{n}-{i}", "count": rng.choice([1, 2, 4, 10, 10, 10]),
+                    "devmem": rng.choice(MEMORIES), "type": rng.choice(VOLCANO_TYPES),
+                    "health": rng.random() >= 1 / 12}
+                   for i in range(rng.randint(1, 8))]
+        register = "".join(f"{d['uuid']},{d['count']},{d['devmem']},{d['type']},"
+                           f"{'true' if d['health'] else 'false'},hami-core:" for d in devices)
+        nodes.append({"name": name, "register": register, "devices": devices})
+        for p in range(rng.randint(0, 2 * len(devices))):
+            containers = []
+            for _ in range(rng.choice([1, 1, 1, 2])):
+                held = rng.sample(devices, k=min(len(devices), rng.choice([1, 1, 1, 2])))
+                containers.append([[d["uuid"], rng.randrange(0, d["devmem"] // 2 + 1, 256),
+                                    rng.choice([0, 0, 10, 25, 50, 100])] for d in held])
+            ids = ";".join("".join(f"{u},NVIDIA,{m},{c}:" for u, m, c in cont) for cont in containers)
+            pods.append({"uid": f"held-{n}-{p}", "node": name, "ids": ids, "devices": containers})
+    pending = []
+    for c in range(rng.choice([1, 1, 1, 2, 3])):
+        limits = {"volcano.sh/vgpu-number": str(rng.choice([1, 1, 1, 2, 3]))}
+        if rng.random() < 0.7:
+            limits["volcano.sh/vgpu-memory"] = str(rng.choice([256, 1000, 2048, 4000, 8000, 12000, 20000]))
+        if rng.random() < 0.5:
+            limits["volcano.sh/vgpu-cores"] = str(rng.choice([0, 10, 30, 50, 100]))
+        pending.append({"name": f"c{c}", "limits": limits})
+    annotations = {}
+    r = rng.random()
+    if r < 0.08:
+        annotations["nvidia.com/use-gputype"] = rng.choice(["T4", "A100", "v100,h100"])
+    elif r < 0.12:
+        annotations["nvidia.com/nouse-gputype"] = rng.choice(["T4", "H100"])
+    elif r < 0.2:
+        devices = rng.choice(nodes)["devices"]
+        key = "volcano.sh/vgpu-use-gpuuuid" if r < 0.16 else "volcano.sh/vgpu-nouse-gpuuuid"
+        annotations[key] = ", ".join(d["uuid"] for d in rng.sample(devices, k=min(len(devices), rng.randint(1, 3))))
+    return {"id": sid, "policy": rng.choice(["binpack", "spread"]), "nodes": nodes, "pods": pods,
+            "pod": {"containers": pending, "annotations": annotations}}

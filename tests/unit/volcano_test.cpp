@@ -216,6 +216,19 @@ TEST_CASE("Volcano node score: binpack sums 100 x used/total after each pick; sp
   CHECK(!r.annotations.Contains("hami.io/vgpu-node"));
 }
 
+TEST_CASE("Volcano UUID selectors: volcano.sh/vgpu-use-gpuuuid and -nouse-gpuuuid") {
+  const ClusterSnapshot s = Cluster();
+  Pod allow = Asking({1}, 1000);
+  allow.annotations.Set("volcano.sh/vgpu-use-gpuuuid", "n1-gpu3, n1-gpu2");
+  CHECK(Uuids(MustFilter(s, allow, Volcano("volcano-binpack"))) == std::vector<std::string>{"n1-gpu2"});
+  Pod deny = Asking({1}, 1000);
+  deny.annotations.Set("volcano.sh/vgpu-nouse-gpuuuid", "n1-gpu1");
+  CHECK(Uuids(MustFilter(s, deny, Volcano("volcano-binpack"))) == std::vector<std::string>{"n1-gpu0"});
+  Pod hami = Asking({1}, 1000);
+  hami.annotations.Set("nvidia.com/use-gpuuuid", "n1-gpu3");  // HAMi's key: not Volcano's
+  CHECK(Uuids(MustFilter(s, hami, Volcano("volcano-binpack"))) == std::vector<std::string>{"n1-gpu1"});
+}
+
 TEST_CASE("Volcano policies are validated") {
   const ClusterSnapshot s = Cluster();
   FilterOptions o = Volcano("volcano-binpack,numa");

@@ -1358,8 +1358,8 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
       plan.node_volcano && (plan.gpu.volcano == VolcanoOrder::kBinpack ||
                             (!plan.gpu.chain && plan.gpu.single == SingleOrder::kBinpack));
   Selectors& sel = plan.selectors;
-  if (const std::string* v = annotations.Find(keys::kUseGpuUuid)) sel.use_uuid = DecodeNameList(*v);
-  if (const std::string* v = annotations.Find(keys::kNoUseGpuUuid)) sel.nouse_uuid = DecodeNameList(*v);
+  if (const std::string* v = annotations.Find(s.config.use_uuid_annotation)) sel.use_uuid = DecodeNameList(*v);
+  if (const std::string* v = annotations.Find(s.config.nouse_uuid_annotation)) sel.nouse_uuid = DecodeNameList(*v);
   if (const std::string* v = annotations.Find(keys::kUseGpuType)) {
     for (std::string& t : DecodeNameList(*v)) sel.use_type.push_back(Upper(t));
   }

@@ -317,9 +317,11 @@ DeviceConfig DefaultDeviceConfig() {
 
 namespace {
 
-void SetVolcanoAssignedKeys(DeviceConfig& config) {
+void SetVolcanoPodKeys(DeviceConfig& config) {
   config.assigned_node_annotation = "volcano.sh/vgpu-node";
   config.assigned_time_annotation = "volcano.sh/vgpu-time";
+  config.use_uuid_annotation = "volcano.sh/vgpu-use-gpuuuid";
+  config.nouse_uuid_annotation = "volcano.sh/vgpu-nouse-gpuuuid";
 }
 
 }  // namespace
@@ -327,7 +329,7 @@ void SetVolcanoAssignedKeys(DeviceConfig& config) {
 DeviceConfig VolcanoDeviceConfig() {
   DeviceConfig config;
   config.vendors.push_back(VolcanoDefaults());
-  SetVolcanoAssignedKeys(config);
+  SetVolcanoPodKeys(config);
   return config;
 }
 
@@ -413,7 +415,7 @@ Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml) {
           volcano = true;
           volcano_key = entry.first;
           config.vendors.push_back(std::move(v));
-          SetVolcanoAssignedKeys(config);
+          SetVolcanoPodKeys(config);
         }
         any_vendor = true;
       } else if (section == "iluvatars") {

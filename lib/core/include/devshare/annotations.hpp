@@ -30,28 +30,24 @@
 namespace devshare {
 
 // Keys shared by every vendor. Vendor-specific keys (register, handshake,
-// pod devices) are in VendorSpec (devshare/vendor.hpp).
+// pod devices) are in VendorSpec (devshare/vendor.hpp), and the pod keys
+// HAMi and Volcano name differently (assigned node and time, UUID
+// selectors) in DeviceConfig.
 namespace keys {
 inline constexpr std::string_view kNodeLock = "hami.io/mutex.lock";
 inline constexpr std::string_view kDeviceCordon = "hami.io/device-cordon";
 inline constexpr std::string_view kNodeNvidiaScore = "hami.io/node-nvidia-score";
-inline constexpr std::string_view kVgpuNode = "hami.io/vgpu-node";
-inline constexpr std::string_view kVgpuTime = "hami.io/vgpu-time";
 inline constexpr std::string_view kBindTime = "hami.io/bind-time";
 inline constexpr std::string_view kBindPhase = "hami.io/bind-phase";
 inline constexpr std::string_view kMigAllocations = "hami.io/vgpu-mig-allocations";
 inline constexpr std::string_view kNodeSchedulerPolicy = "hami.io/node-scheduler-policy";
 inline constexpr std::string_view kGpuSchedulerPolicy = "hami.io/gpu-scheduler-policy";
 inline constexpr std::string_view kDeviceScoringWeights = "hami.io/device-scoring-weights";
-inline constexpr std::string_view kUseGpuUuid = "nvidia.com/use-gpuuuid";
-inline constexpr std::string_view kNoUseGpuUuid = "nvidia.com/nouse-gpuuuid";
 inline constexpr std::string_view kUseGpuType = "nvidia.com/use-gputype";
 inline constexpr std::string_view kNoUseGpuType = "nvidia.com/nouse-gputype";
 inline constexpr std::string_view kNumaBind = "nvidia.com/numa-bind";
 inline constexpr std::string_view kVgpuMode = "nvidia.com/vgpu-mode";
-inline constexpr std::string_view kVolcanoRegister = "volcano.sh/node-vgpu-register";
 inline constexpr std::string_view kVolcanoHandshake = "volcano.sh/node-vgpu-handshake";
-inline constexpr std::string_view kVolcanoDevicesToAllocate = "volcano.sh/devices-to-allocate";
 }  // namespace keys
 
 // ---------------------------------------------------------------------------

@@ -137,6 +137,11 @@ struct DeviceConfig {
   // `volcano` section.
   std::string assigned_node_annotation = "hami.io/vgpu-node";
   std::string assigned_time_annotation = "hami.io/vgpu-time";
+  // The pod annotations that allow or deny NVIDIA devices by UUID:
+  // HAMi's, or Volcano's (`volcano.sh/vgpu-use-gpuuuid`,
+  // `volcano.sh/vgpu-nouse-gpuuuid`) with the `volcano` section.
+  std::string use_uuid_annotation = "nvidia.com/use-gpuuuid";
+  std::string nouse_uuid_annotation = "nvidia.com/nouse-gpuuuid";
 
   // The vendor with this common word, or nullptr.
   DEVSHARE_EXPORT const VendorSpec* FindVendor(std::string_view common_word) const;
