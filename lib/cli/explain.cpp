@@ -166,10 +166,11 @@ void AddExplainCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--cluster", o->cluster, "YAML or JSON file of Node objects and existing Pods")
       ->required();
   sub->add_option("--pod", o->pod, "YAML or JSON file holding the Pod to place")->required();
-  sub->add_option("--device-config", o->device_config, "HAMi device-config YAML (default: NVIDIA)");
-  sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd")->capture_default_str();
+  sub->add_option("--device-config", o->device_config,
+                  "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU (default: NVIDIA)");
+  sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd | volcano")->capture_default_str();
   sub->add_option("--gpu-policy", o->filter.gpu_policy,
-                  "binpack | spread | topology-aware | mutex | numa | fgd, or a comma chain")
+                  "binpack | spread | topology-aware | mutex | numa | fgd, or a comma chain; or volcano-binpack | volcano-spread")
       ->capture_default_str();
   AddHamiExactOption(sub, o->filter.hami_exact);
   sub->add_option("--now", o->now, "Unix seconds written to hami.io/vgpu-time (default: now)");

@@ -169,13 +169,13 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--hostname", o->hostname, "this replica's name in the Lease (default: the host name)");
   sub->add_option("--scheduler-name", o->scheduler_name, "schedulerName the webhook writes into GPU pods")
       ->capture_default_str();
-  sub->add_option("--node-policy", o->node_policy, "binpack, spread or fgd")->capture_default_str();
-  sub->add_option("--gpu-policy", o->gpu_policy, "spread, binpack, topology-aware, mutex, numa or fgd")
+  sub->add_option("--node-policy", o->node_policy, "binpack, spread, fgd or volcano")->capture_default_str();
+  sub->add_option("--gpu-policy", o->gpu_policy, "spread, binpack, topology-aware, mutex, numa, fgd, volcano-binpack or volcano-spread")
       ->capture_default_str();
   sub->add_option("--registration", o->registration, "hami, volcano or change-only")->capture_default_str();
   sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
   sub->add_option("--lock-retry", o->lock_retry, "once, fixed (100 ms) or backoff")->capture_default_str();
-  sub->add_option("--device-config", o->device_config, "HAMi device-config YAML (default: NVIDIA)");
+  sub->add_option("--device-config", o->device_config, "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU (default: NVIDIA)");
   AddHamiExactOption(sub, o->hami_exact);
   sub->add_option("--qps", o->qps, "API client queries per second")->capture_default_str();
   sub->add_option("--burst", o->burst, "API client burst")->capture_default_str();

@@ -193,3 +193,26 @@ def test_hami_exact_rows_follow_hamis_device_score(make_pod):
     assert choice("all") == "n1-gpu1"
     with pytest.raises(ValueError, match='unknown row "W9"'):
         devshare.Cluster({"scheduler": {"hami_exact": "W9"}})
+
+
+def test_volcano_config_reads_and_writes_volcanos_annotations():
+    cluster = devshare.Cluster({"volcano": {}, "scheduler": {"node_policy": "volcano", "gpu_policy": "volcano-binpack"}})
+    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla T4,true,hami-core:" for i in range(2))
+    cluster.add_node({"metadata": {"name": "n1", "annotations": {"volcano.sh/node-vgpu-register": register}}})
+    cluster.add_pod({"metadata": {"name": "held", "namespace": "default", "uid": "held",
+                                  "annotations": {"volcano.sh/vgpu-node": "n1",
+                                                  "volcano.sh/vgpu-ids-new": "GPU-1,NVIDIA,4096,0:"}},
+                     "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}, "status": {"phase": "Running"}})
+    pod = {"metadata": {"name": "p", "namespace": "default", "uid": "p"},
+           "spec": {"containers": [{"name": "c", "resources": {"limits": {
+               "volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "4096"}}}]}}
+    r = cluster.filter(pod, now=7)
+    assert r.node == "n1"
+    # binpack: the device with the most memory used; score 100 x 8192/16384 after the pick.
+    assert r.annotations["volcano.sh/vgpu-ids-new"] == "GPU-1,NVIDIA,4096,0:"
+    assert r.annotations["volcano.sh/vgpu-node"] == "n1"
+    assert r.scores == {"n1": 50.0}
+    assert devshare.encode_pod_devices([[devshare.ContainerDevice("GPU-1", "NVIDIA", 1, 2)], []], "volcano") == \
+        "GPU-1,NVIDIA,1,2:;"
+    with pytest.raises(ValueError, match="cannot be configured beside"):
+        devshare.Cluster({"volcano": {}, "nvidia": {"deviceSplitCount": 10}})

@@ -137,8 +137,11 @@ class Cluster:
     """A cluster snapshot: nodes with their devices, pods holding devices,
     GPU quotas; updated incrementally, filtered like the HAMi extender.
 
-    ``config`` is the device-config YAML (text or dict), optionally with a
-    ``scheduler`` section: ``{"node_policy": "binpack", "gpu_policy": "spread"}``,
+    ``config`` is the device-config YAML (text or dict; ``{"volcano": {}}`` for
+    Volcano's vGPU annotations), optionally with a ``scheduler`` section:
+    ``{"node_policy": "binpack", "gpu_policy": "spread"}`` (Volcano's decisions:
+    ``"node_policy": "volcano"`` with ``"gpu_policy": "volcano-binpack"`` or
+    ``"volcano-spread"``),
     and for the fgd policy the expected ``workload``: a list of
     ``{"weight": w, "gpus": n}`` or ``{"weight": w, "gpu_milli": m}`` classes,
     each optionally with the ``"cpu_milli"`` and ``"memory_mib"`` it asks
