@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs or builds what the Kubernetes end-to-end test runs, into a cache:
 #   kube-apiserver, kube-scheduler  built from k8s.io/kubernetes (tests/e2e/k8s/go.mod)
+#   helm                            built from helm.sh/helm/v3 (tests/e2e/helm/go.mod),
+#                                   for the chart test (charts/devshare)
 #   etcd                            Debian's etcd-server package, or built from
 #                                   go.etcd.io/etcd/server/v3 (tests/e2e/k8s/etcd/go.mod)
 # Idempotent: a second run with the same go.mod, go.sum and Go toolchain only
 # checks the cache and prints the paths. Prints KEY=VALUE lines on stdout
-# (K8S_VERSION, K8S_BIN_DIR, KUBE_APISERVER, KUBE_SCHEDULER, ETCD) so callers can
+# (K8S_VERSION, K8S_BIN_DIR, KUBE_APISERVER, KUBE_SCHEDULER, ETCD, HELM) so callers can
 # `eval "$(scripts/k8s-binaries.sh)"`; progress goes to stderr. Exits non-zero
 # with a message naming what could not be had.
 #
@@ -163,8 +165,24 @@ done
 bindir=$(go_build "$moddir" kubernetes "$k8s_version" "$ldflags" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler)
 
+# --- helm ----------------------------------------------------------------------------
+helmdir=$root/tests/e2e/helm
+helm_version=$(awk '$1=="helm.sh/helm/v3"{print $2} $1=="require" && $2=="helm.sh/helm/v3"{print $3}' "$helmdir/go.mod" | head -1)
+[ -n "$helm_version" ] || fail "no helm.sh/helm/v3 version in $helmdir/go.mod"
+# As helm's Makefile: the Kubernetes version `helm template` and `helm lint`
+# assume is the one of the client-go it is built with (v0.37 -> 1.37).
+client_go=$(awk '$1=="k8s.io/client-go"{print $2}' "$helmdir/go.mod" | head -1)
+[ -n "$client_go" ] || fail "no k8s.io/client-go version in $helmdir/go.mod"
+kube_minor=$(echo "$client_go" | cut -d. -f2)
+helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$kube_minor"
+done
+helm_bindir=$(go_build "$helmdir" helm "$helm_version" "$helm_ldflags" helm=helm.sh/helm/v3/cmd/helm)
+
 echo "K8S_VERSION=$k8s_version"
 echo "K8S_BIN_DIR=$bindir"
 echo "KUBE_APISERVER=$bindir/kube-apiserver"
 echo "KUBE_SCHEDULER=$bindir/kube-scheduler"
 echo "ETCD=$etcd_bin"
+echo "HELM=$helm_bindir/helm"

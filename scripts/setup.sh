@@ -15,6 +15,9 @@ packages=(
   pybind11-dev
   # command line
   libcli11-dev
+  # end-to-end: the chart test reads rendered manifests (Debian's python3),
+  # runs a pod's containers in namespaces, and writes TLS material
+  python3-yaml util-linux openssl curl
 )
 
 missing=()

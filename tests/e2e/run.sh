@@ -7,6 +7,8 @@
 #                      mutating webhook, both served by fake_serve.py
 #   devshare.sh        devshare serve itself: two replicas, webhook, placements,
 #                      reasons, failover (DEVSHARE names the executable)
+#   chart.sh           the Helm chart: lint, template, applied to the API server,
+#                      one pod of its Deployment run here as a kubelet would
 # Prints the time of each step and "e2e-cluster: N passed, N failed" last.
 # If the binaries cannot be provided it says so and reports the run as
 # skipped (never as passed).
@@ -54,6 +56,8 @@ E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
 proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port DEVSHARE=$DEVSHARE \
   suite devshare "$out/devshare.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/devshare.sh"
+
+DEVSHARE=$DEVSHARE suite chart "$out/chart.log" -- bash "$here/chart.sh"
 
 echo "e2e-cluster: all done in $((SECONDS - t0))s"
 echo "e2e-cluster: $passed passed, $failed failed"
