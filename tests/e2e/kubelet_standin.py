@@ -100,6 +100,19 @@ def cmd_apply(path: str) -> None:
         print(f"applied {applied['kind']} {applied['metadata'].get('namespace', '-')}/{applied['metadata']['name']}")
 
 
+def world_reachable(path: str) -> bool:
+    """Whether any user can read `path` (and enter every directory above it)."""
+    path = os.path.realpath(path)
+    if not os.stat(path).st_mode & 0o004:
+        return False
+    parent = os.path.dirname(path)
+    while parent != "/":
+        if not os.stat(parent).st_mode & 0o001:
+            return False
+        parent = os.path.dirname(parent)
+    return True
+
+
 def resolve_env(container: dict, pod_name: str, namespace: str) -> dict[str, str]:
     env = {}
     for e in container.get("env", []):
@@ -171,12 +184,18 @@ def cmd_run_pod(deployment: str, pod_name: str, workdir: str, images: dict[str, 
         steps = [f"mount -t overlay overlay -o lowerdir=/,upperdir={q(upper)},workdir={q(work)} {q(root)}"]
         for special in ("/proc", "/sys", "/dev"):
             steps.append(f"mount --rbind {special} {q(root + special)}")
+        # The image's executable on PATH: a link, so that it finds its libraries
+        # beside it ($ORIGIN) as it does here, or a copy when the container's user
+        # could not reach it (a cache under root's home).
         binary = f"/usr/local/bin/{os.path.basename(argv[0])}"
-        steps += [f"touch {q(root + binary)}", f"mount --bind {q(images[c['image']])} {q(root + binary)}"]
+        place = "ln -sf" if world_reachable(images[c["image"]]) else "cp"
+        steps.append(f"{place} {q(images[c['image']])} {q(root + binary)}")
         mounts = [(m["mountPath"], volumes[m["name"]], m.get("readOnly", False)) for m in c.get("volumeMounts", [])]
         mounts.append(("/var/run/secrets/kubernetes.io/serviceaccount", sa_dir, True))
         for mount_path, source, read_only in mounts:
-            target = q(root + mount_path)
+            # Symbolic links on the way (/var/run -> /run) resolved as inside the root,
+            # whose lower layer is this machine's root.
+            target = q(root + os.path.realpath(mount_path))
             steps += [f"mkdir -p {target}", f"mount --bind {q(source)} {target}"]
             if read_only:
                 steps.append(f"mount -o remount,bind,ro {target}")
