@@ -30,6 +30,7 @@ struct ServeOptions {
   std::string lease_name = "kube-scheduler";
   std::string hostname;
   std::string scheduler_name = "devshare-scheduler";
+  bool force_overwrite_default_scheduler = true;
   std::string node_policy = "binpack";
   std::string gpu_policy = "spread";
   std::string registration = "change-only";
@@ -112,6 +113,7 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   s.api.qps = o.qps;
   s.api.burst = o.burst;
   s.admission.scheduler_name = o.scheduler_name;
+  s.admission.force_overwrite_default_scheduler = o.force_overwrite_default_scheduler;
   s.lease_namespace = o.lease_namespace;
   s.lease_name = o.lease_name;
   s.hostname = o.hostname;
@@ -168,6 +170,9 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--lease-name", o->lease_name, "name of the Lease")->capture_default_str();
   sub->add_option("--hostname", o->hostname, "this replica's name in the Lease (default: the host name)");
   sub->add_option("--scheduler-name", o->scheduler_name, "schedulerName the webhook writes into GPU pods")
+      ->capture_default_str();
+  sub->add_option("--force-overwrite-default-scheduler", o->force_overwrite_default_scheduler,
+                  "the webhook also moves GPU pods that name default-scheduler (HAMi's flag)")
       ->capture_default_str();
   sub->add_option("--node-policy", o->node_policy, "binpack, spread, fgd or volcano")->capture_default_str();
   sub->add_option("--gpu-policy", o->gpu_policy, "spread, binpack, topology-aware, mutex, numa, fgd, volcano-binpack or volcano-spread")

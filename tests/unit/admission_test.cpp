@@ -96,6 +96,14 @@ TEST_CASE("admission: a count only gets exclusive cores and the scheduler name")
   CHECK(o.decision.allowed);
   CHECK(Limits(o.patched).at("nvidia.com/gpucores") == "100");
   CHECK(o.patched.at("spec").at("schedulerName") == "hami-scheduler");
+
+  // --force-overwrite-default-scheduler=false: a pod naming default-scheduler stays with it.
+  options.force_overwrite_default_scheduler = false;
+  Outcome kept = Admit(pod, options);
+  CHECK(kept.decision.allowed);
+  CHECK(kept.decision.patch.empty());
+  CHECK(kept.decision.message.find("different scheduler") != std::string::npos);
+  CHECK(kept.patched.at("spec").at("schedulerName") == "default-scheduler");
 }
 
 TEST_CASE("admission: memory only gets the default GPU count; no resources block gets one") {
