@@ -26,7 +26,9 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
-.PHONY: setup build demo test openb plots load e2e test-serve test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+IMAGE_DIR   ?= build-image
+
+.PHONY: setup build demo test openb plots load e2e image test-image test-serve test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -159,5 +161,13 @@ openb: python
 e2e: build
 	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) bash tests/e2e/run.sh
 
+# The container image as an OCI archive, built without a registry or a daemon
+# (scripts/build-image.sh), and its check from its own root file system.
+image: setup
+	@bash scripts/build-image.sh $(IMAGE_DIR)
+
+test-image: image
+	@bash tests/deploy/check_image.sh $(IMAGE_DIR)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py $(IMAGE_DIR)
