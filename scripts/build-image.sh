@@ -77,9 +77,8 @@ rm -rf "$rootfs/usr/local/include" "$rootfs/usr/local/lib/x86_64-linux-gnu/pkgco
   "$rootfs/usr/local/lib/x86_64-linux-gnu/cmake"
 chroot "$rootfs" /sbin/ldconfig
 # The user the chart runs as; no home, no shell.
-chroot "$rootfs" /usr/sbin/groupadd --gid 65532 devshare
-chroot "$rootfs" /usr/sbin/useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
-  --shell /usr/sbin/nologin devshare
+echo 'devshare:x:65532:' >>"$rootfs/etc/group"
+echo 'devshare:x:65532:65532::/nonexistent:/usr/sbin/nologin' >>"$rootfs/etc/passwd"
 # What only building the image needed.
 rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/* \
   "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/* \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds examples/embed against a devshare installed under STAGE (a
-# `meson install --destdir STAGE`), with meson and with CMake, and runs both.
+# Checks a devshare installed under STAGE (a `meson install --destdir STAGE`):
+# the installed executable runs, and examples/embed builds against it with
+# meson and with CMake, and runs.
 set -euo pipefail
 stage=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,6 +12,13 @@ prefix=$(find "$stage" -name devshare.pc -path '*/pkgconfig/*' -printf '%h\n' | 
 [ -n "$prefix" ] || { echo "embed: no devshare.pc under $stage" >&2; exit 1; }
 cmake_dir=$(find "$stage" -name devshareConfig.cmake -printf '%h\n' | head -1)
 libdir=$(find "$stage" -name 'libdevshare.so*' -printf '%h\n' | head -1)
+
+# The installed executable runs with only what was installed (its internal
+# libraries are linked in).
+echo "embed: the installed devshare runs"
+exe=$(find "$stage" -path "*/bin/devshare" -type f | head -1)
+installed=$(LD_LIBRARY_PATH="$libdir" "$exe" --version)
+[ -n "$installed" ] || { echo "embed: the installed devshare printed no version" >&2; exit 1; }
 
 echo "embed: meson, dependency('devshare')"
 PKG_CONFIG_PATH="$prefix" PKG_CONFIG_SYSROOT_DIR="$stage" \
