@@ -28,7 +28,7 @@ RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test openb plots load e2e image test-image test-serve test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test openb plots load e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -44,7 +44,7 @@ demo: build
 
 test: build
 	@rm -f $(RESULTS)
-	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-serve test-python test-oracle
+	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-serve test-observability test-python test-oracle
 	@awk '{p += $$2; f += $$3; s += $$4} END {printf "make test: %d passed, %d failed%s\n", p, f, \
 	  (s ? sprintf(", %d skipped", s) : ""); exit f > 0}' $(RESULTS)
 
@@ -81,6 +81,11 @@ fuzz: fuzz-build
 # devshare serve end to end against the stand-in API server (tests/e2e).
 test-serve: build
 	@$(PYTHON) tests/e2e/serve_check.py $(DEVSHARE) $(RESULTS)
+
+# The Grafana dashboard and Prometheus rules in deploy/ against a running serve
+# (promtool from Debian's prometheus package, installed when missing).
+test-observability: build
+	@$(PYTHON) tests/deploy/check_observability.py --devshare $(DEVSHARE) $(RESULTS)
 
 # /filter under load with a 5,000-node cache (wrk; tests/e2e/load.sh).
 LOAD_NODES ?= 5000

@@ -270,12 +270,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         return respond(Ready() ? HttpResponse{200, "text/plain", "ok", {}}
                                : HttpResponse{503, "text/plain", "not ready: not leading, or not registered yet", {}});
       }
-      const ClusterSnapshot& s = engine->snapshot();
-      std::uint64_t devices = 0;
-      for (const std::string& name : s.NodeNames()) {
-        if (Result<std::vector<DeviceView>> d = s.NodeDevices(name); d.ok()) devices += d->size();
-      }
-      metrics.SetState(Ready(), s.node_count(), devices, s.pod_count());
+      metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
       return respond(HttpResponse{200, "text/plain; version=0.0.4", metrics.Render(), {}});
     }
     if (route != "filter" && route != "prioritize" && route != "bind" && route != "webhook") {

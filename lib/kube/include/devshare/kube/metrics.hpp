@@ -9,6 +9,18 @@
 //   devshare_nodes, devshare_devices   gauges: nodes and devices in the cache
 //   devshare_pods                      gauge: pods holding devices
 //
+// and, measured from the cluster snapshot at each scrape (GpuGauges):
+//
+//   devshare_gpus                      gauge: devices, each counted as one GPU
+//   devshare_gpu_allocated             gauge: GPUs allocated, Σ per device of
+//                                      max(usedcores/devcore, usedmem/devmem)
+//   devshare_gpu_memory_bytes          gauge: device memory registered, bytes
+//   devshare_gpu_memory_allocated_bytes gauge: device memory allocated, bytes
+//   devshare_gpu_free                  gauge: free GPUs (fgd's measure)
+//   devshare_gpu_fragmented            gauge: free GPUs fragmented (fgd)
+//
+// Decisions by outcome are the histograms' _count series.
+//
 // Thread-safety: none; updated and rendered on the server's one thread.
 #ifndef DEVSHARE_KUBE_METRICS_HPP_
 #define DEVSHARE_KUBE_METRICS_HPP_
@@ -16,11 +28,39 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "devshare/filter.hpp"
+#include "devshare/snapshot.hpp"
+
 namespace devshare::kube {
+
+// The cluster's devices as /metrics reports them, every vendor's device
+// counted as one GPU. For a device with devcore cores and devmem MiB of which
+// usedcores and usedmem are held, its allocated share is
+// max(usedcores/devcore, usedmem/devmem) clamped to [0, 1] (a term whose
+// total is 0 is left out), and its free share (fgd's, as MeasureFragmentation
+// measures it) is 1 - that share, or 0 when the device is unhealthy, has no
+// free slot, or registers no cores or no memory. So gpus - allocated - free
+// is the share of the devices that no pod can be given: unhealthy devices and
+// the idle part of devices whose slots are all taken.
+struct GpuGauges {
+  std::uint64_t gpus = 0;                    // devices
+  double allocated = 0;                      // Σ allocated share, in GPUs
+  std::uint64_t memory_bytes = 0;            // Σ devmem, in bytes
+  std::uint64_t memory_allocated_bytes = 0;  // Σ usedmem, in bytes (not clamped)
+  double free = 0;                           // ClusterFragmentation::free_gpus
+  double fragmented = 0;                     // ClusterFragmentation::fragmented_gpus
+  friend bool operator==(const GpuGauges&, const GpuGauges&) = default;
+};
+
+// Measures `snapshot` for the gauges above; fragmentation is for `workload`
+// (fgd's default mix when empty). O(devices + nodes x classes). When
+// MeasureFragmentation refuses the workload, free and fragmented are NaN.
+GpuGauges MeasureGpus(const ClusterSnapshot& snapshot, std::span<const WorkloadClass> workload = {});
 
 class Metrics {
  public:
@@ -37,6 +77,10 @@ class Metrics {
     devices_ = devices;
     pods_ = pods;
   }
+  void SetGpus(const GpuGauges& gpus) { gpus_ = gpus; }
+  // SetState and SetGpus from the snapshot: nodes, devices and pods counted
+  // as the snapshot holds them. O(devices + nodes x classes).
+  void SetCluster(bool leader, const ClusterSnapshot& snapshot, std::span<const WorkloadClass> workload = {});
 
   std::string Render() const;
 
@@ -51,6 +95,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, std::uint64_t> api_;
   bool leader_ = false;
   std::uint64_t nodes_ = 0, devices_ = 0, pods_ = 0;
+  GpuGauges gpus_;
 };
 
 }  // namespace devshare::kube
