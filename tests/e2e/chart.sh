@@ -58,6 +58,20 @@ for doc in yaml.safe_load_all(open(path)):
 EOF
 }
 has_arg() { container devshare "$1" | grep -q -- "\"$2\""; }
+options_on() {
+  "$HELM" template x "$chart" --namespace $ns --set devshare.serviceMonitor.enabled=true \
+    --set scheduler.certManager.enabled=true --set scheduler.admissionWebhook.customURL.enabled=true >"$out/options.yaml" &&
+    grep -q '^kind: Certificate$' "$out/options.yaml" && grep -q '^kind: Issuer$' "$out/options.yaml" &&
+    grep -q '^kind: ServiceMonitor$' "$out/options.yaml" && grep -q 'cert-manager.io/inject-ca-from' "$out/options.yaml" &&
+    grep -q 'url: https://127.0.0.1:31998/webhook' "$out/options.yaml" && ! grep -q '^kind: Job$' "$out/options.yaml"
+}
+check "helm template with cert-manager, a ServiceMonitor and a custom webhook URL" options_on
+webhook_off() {
+  "$HELM" template x "$chart" --namespace $ns --set scheduler.admissionWebhook.enabled=false >"$out/no-webhook.yaml" &&
+    ! grep -q '^kind: MutatingWebhookConfiguration$' "$out/no-webhook.yaml" &&
+    grep -q 'urlPrefix: "http://127.0.0.1:8443"' "$out/no-webhook.yaml" && ! grep -q -- '--tls-cert' "$out/no-webhook.yaml"
+}
+check "helm template without the webhook: plain HTTP, no TLS, no webhook" webhook_off
 hami_settings() {
   has_arg "$out/hami.yaml" --scheduler-name=hami-scheduler && has_arg "$out/hami.yaml" --node-policy=spread &&
     has_arg "$out/hami.yaml" --gpu-policy=binpack
