@@ -383,7 +383,12 @@ PYBIND11_MODULE(_devshare, m) {
         py::dict out;
         for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.score;
         return out;
-      }, "node -> score, for every feasible node")
+      }, "node -> the node policy's raw score, for every feasible node")
+      .def_property_readonly("normalized_scores", [](const PyFilterResult& r) {
+        py::dict out;
+        for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.normalized;
+        return out;
+      }, "node -> 0..100, higher is better under every node policy (the chosen node 100)")
       .def_property_readonly("annotations", [](const PyFilterResult& r) { return ToDict(r.result.annotations); },
                              "the annotation patch for the pod")
       .def_property_readonly("has_requests", [](const PyFilterResult& r) { return r.result.has_requests; })

@@ -3,7 +3,8 @@
 Starts fake_apiserver.py (20 nodes of 8 GPUs) and `devshare serve`, then
 checks every route: /readyz, /filter (placement, the reasons of the nodes
 not kept; its pod PATCH first answered 429 with Retry-After; the first
-watch ended by a 410, so a relist), /bind (lock, bind phase, Binding through the API), /prioritize,
+watch ended by a 410, so a relist), /bind (lock, bind phase, Binding through the API), /prioritize (higher is better
+under every node policy),
 /webhook (AdmissionReview with the schedulerName patch), /metrics, and the
 errors: 400 for malformed JSON, 404 for an unknown path, 405 for a wrong
 method, 413 for a body over 1 MiB. Prints "serve: N passed, M failed".
@@ -107,6 +108,20 @@ users: [{{name: t, user: {{}}}}]
         scores = json.loads(body) if status == 200 else []
         check("prioritize scores the nodes 0..10",
               status == 200 and all(0 <= s["Score"] <= 10 for s in scores) and len(scores) == 3, body)
+        # Higher is better under every node policy (the pod's annotation overrides
+        # the serve's binpack): `chosen` holds pod a, the other two are empty.
+        for policy, gpu_policy, loaded_first in [("binpack", "spread", True), ("spread", "spread", False),
+                                                 ("fgd", "fgd", True), ("volcano", "binpack", True)]:
+            p = pod(f"rank-{policy}", 25)
+            p["metadata"]["annotations"] = {"hami.io/node-scheduler-policy": policy,
+                                            "hami.io/gpu-scheduler-policy": gpu_policy}
+            status, body = call(port, "POST", "/prioritize",
+                                json.dumps({"Pod": p, "Nodes": None, "NodeNames": names[:3]}).encode())
+            ranked = {s["Host"]: s["Score"] for s in json.loads(body)} if status == 200 else {}
+            others = [ranked.get(n) for n in names[:3] if n != chosen]
+            want = ranked.get(chosen) == 10 and others == [0, 0] if loaded_first else \
+                ranked.get(chosen) == 0 and others == [10, 10]
+            check(f"prioritize under the {policy} node policy ranks the node it prefers first", want, body)
         review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                   "request": {"uid": "r1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                               "operation": "CREATE", "namespace": "default",

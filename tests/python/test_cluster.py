@@ -1,4 +1,6 @@
 """Requests, the cluster snapshot and Filter from Python (spec §3.3, §4, §5)."""
+import json
+
 import pytest
 
 import devshare
@@ -216,3 +218,23 @@ def test_volcano_config_reads_and_writes_volcanos_annotations():
         "GPU-1,NVIDIA,1,2:;"
     with pytest.raises(ValueError, match="cannot be configured beside"):
         devshare.Cluster({"volcano": {}, "nvidia": {"deviceSplitCount": 10}})
+
+
+def test_normalized_scores_prefer_what_the_policy_prefers():
+    for policy, best in (("binpack", "loaded"), ("spread", "empty")):
+        cluster = devshare.Cluster({"scheduler": {"node_policy": policy}})
+        for name in ("empty", "loaded"):
+            devices = [{"id": f"GPU-{name}", "index": 0, "count": 10, "devmem": 8000, "devcore": 100,
+                        "type": "NVIDIA", "numa": 0, "mode": "hami-core", "health": True}]
+            cluster.add_node({"metadata": {"name": name, "annotations": {
+                "hami.io/node-nvidia-register": json.dumps(devices)}}})
+        cluster.add_pod({"metadata": {"name": "held", "namespace": "default", "uid": "held",
+                                      "annotations": {"hami.io/vgpu-node": "loaded",
+                                                      "hami.io/vgpu-devices-allocated": "GPU-loaded,NVIDIA,4000,50:;"}},
+                         "spec": {"nodeName": "loaded", "containers": [{"name": "c"}]}, "status": {"phase": "Running"}})
+        r = cluster.filter({"metadata": {"name": "p", "namespace": "default", "uid": "p"},
+                            "spec": {"containers": [{"name": "c", "resources": {"limits": {
+                                "nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"}}}]}})
+        assert r.node == best
+        assert r.normalized_scores[best] == 100
+        assert min(r.normalized_scores.values()) == 0

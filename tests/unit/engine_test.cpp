@@ -330,3 +330,28 @@ TEST_CASE("engine: change-only registration follows node events without a period
   CHECK(writes.back().registration);
   CHECK(periodic.counters().registration_writes == 1);
 }
+
+TEST_CASE("engine: Prioritize is refused until ready, then ranks with the normalized score") {
+  Engine cold(EngineOptions{});
+  Result<std::vector<NodeScore>> refused = cold.Prioritize(MakePod("p").Container(1), {}, kNowMs);
+  CHECK(refused.status().code() == StatusCode::kUnavailable);
+
+  for (const char* policy : {"binpack", "spread"}) {
+    CAPTURE(policy);
+    EngineOptions options;
+    options.filter.node_policy = policy;
+    Fixture f(options);
+    std::vector<Command> out;
+    f.engine.NodeObserved(MakeNode("n2").Gpus(2), kNowMs, out);
+    REQUIRE(f.Place(MakePod("load").Container(1, 4000, 50)).nodes.size() == 1);  // n1: first name
+    Result<std::vector<NodeScore>> ranked = f.engine.Prioritize(MakePod("p").Container(1, 1000, 10), {}, kNowMs);
+    REQUIRE(ranked.ok());
+    REQUIRE(ranked->size() == 2);
+    // binpack prefers the loaded n1, spread the empty n2; the preferred gets 100.
+    const bool binpack = std::string_view(policy) == "binpack";
+    CHECK((*ranked)[0].node == "n1");
+    CHECK((*ranked)[0].normalized == (binpack ? 100 : 0));
+    CHECK((*ranked)[1].normalized == (binpack ? 0 : 100));
+    CHECK(f.engine.counters().pod_patches == 1);  // no reservation, no PATCH
+  }
+}

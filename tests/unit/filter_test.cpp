@@ -371,7 +371,7 @@ TEST_CASE("W10 and W15: ties go to the first node name; no candidates means ever
   CHECK(ascending.node == "n2");
   CHECK(ascending.scores == jumbled.scores);
   CHECK(ascending.failed == jumbled.failed);
-  CHECK(ascending.scores == std::vector<NodeScore>{{"n2", 0}, {"n3", 0}});
+  CHECK(ascending.scores == std::vector<NodeScore>{{"n2", 0, 100}, {"n3", 0, 100}});
   // A removed node is unregistered, in either order.
   REQUIRE(s.RemoveNode("n3"));
   CHECK(ReasonFor(MustFilter(s, pod, {}, {"n1", "n3"}), "n3") == "node unregistered");
@@ -383,6 +383,46 @@ TEST_CASE("W10 and W15: ties go to the first node name; no candidates means ever
   CHECK(ReasonFor(unknown, "ghost") == "node unregistered");
   FilterResult none = MustFilter(s, MakePod("cpu").Container(0));
   CHECK_FALSE(none.has_requests);
+}
+
+TEST_CASE("normalized scores: 0..100, higher is better, the chosen node 100, for every node policy") {
+  // a: a 40 % loaded GPU, b: a 10 % loaded GPU, c: empty.
+  ClusterSnapshot s;
+  for (const char* n : {"a", "b", "c"}) REQUIRE(s.AddNode(MakeNode(n).Gpus(1, 10, 8000, 100)).ok());
+  Load(s, "a-gpu0", "a", 1, 3200, 40);
+  Load(s, "b-gpu0", "b", 1, 800, 10);
+  struct Row {
+    const char* node_policy;
+    const char* gpu_policy;
+    const char* best;  // by the policy's formula; fgd's is whichever fragments least
+  };
+  for (const Row& row : {Row{"binpack", "spread", "a"}, Row{"spread", "spread", "c"}, Row{"fgd", "fgd", nullptr},
+                         Row{"volcano", "binpack", "a"}}) {
+    const std::string policy = row.node_policy;
+    CAPTURE(policy);
+    FilterOptions o;
+    o.node_policy = row.node_policy;
+    o.gpu_policy = row.gpu_policy;
+    FilterResult r = MustFilter(s, MakePod("p").Container(1, 2000, 20), o);
+    REQUIRE(r.scores.size() == 3);
+    REQUIRE(r.node.has_value());
+    if (row.best != nullptr) CHECK(*r.node == row.best);
+    // The policy's preference order, from the raw scores: spread prefers the lower.
+    std::vector<NodeScore> by_preference = r.scores;
+    std::stable_sort(by_preference.begin(), by_preference.end(), [&](const NodeScore& x, const NodeScore& y) {
+      return policy == "spread" ? x.score < y.score : x.score > y.score;
+    });
+    CHECK(by_preference.front().node == *r.node);
+    CHECK(by_preference.front().normalized == 100);
+    CHECK(by_preference.back().normalized == 0);
+    for (std::size_t i = 1; i < by_preference.size(); ++i) {
+      CHECK(by_preference[i].normalized <= by_preference[i - 1].normalized);
+    }
+  }
+  // All equal: every node 100.
+  ClusterSnapshot even;
+  for (const char* n : {"x", "y"}) REQUIRE(even.AddNode(MakeNode(n).Gpus(1)).ok());
+  for (const NodeScore& n : MustFilter(even, MakePod("p").Container(1)).scores) CHECK(n.normalized == 100);
 }
 
 TEST_CASE("options are validated") {
@@ -474,7 +514,7 @@ TEST_CASE("fgd: prefers the node whose CPU keeps its other GPUs usable") {
   REQUIRE(s.AddNode(MakeNode("b").Gpus(2, 10, 1000, 100).Cpu("16")).ok());
   FilterResult r = MustFilter(s, pod, o);
   CHECK(r.node == "b");  // on a, 3 cores would be left: too few for the class
-  CHECK(r.scores == std::vector<NodeScore>{{"a", 26}, {"b", 50}});
+  CHECK(r.scores == std::vector<NodeScore>{{"a", 26, 0}, {"b", 50, 100}});
   // Knowing no CPU capacity, the nodes are alike and the first name wins.
   ClusterSnapshot blind;
   REQUIRE(blind.AddNode(MakeNode("a").Gpus(2, 10, 1000, 100)).ok());
@@ -506,7 +546,7 @@ TEST_CASE("fgd: a pod without devices goes where its CPU strands the least GPU")
   CHECK(r.devices.empty());
   // a: both free GPUs stranded (-2); b and c: nothing stranded, and among
   // equal scores the node with the fewest free GPUs wins.
-  CHECK(r.scores == std::vector<NodeScore>{{"a", 11}, {"b", 50}, {"c", 50}});
+  CHECK(r.scores == std::vector<NodeScore>{{"a", 11, 0}, {"b", 50, 100}, {"c", 50, 100}});
   CHECK(r.node == "c");
   // Other node policies leave such a pod to kube-scheduler.
   o.node_policy = "binpack";

@@ -76,7 +76,7 @@ TEST_CASE("kube: malformed extender requests are named") {
   CHECK(error(R"({"Pod":{"metadata":7},"NodeNames":[]})").starts_with("extender request: Pod: "));
 }
 
-TEST_CASE("kube: binding args and results, priorities clamped to 0..10") {
+TEST_CASE("kube: binding args and results, priorities on 0..10") {
   Result<BindArgs> b =
       DecodeBindArgs(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"n"})");
   REQUIRE(b.ok());
@@ -84,8 +84,10 @@ TEST_CASE("kube: binding args and results, priorities clamped to 0..10") {
   CHECK(DecodeBindArgs(R"({"PodName":"p","PodNamespace":"ns","Node":"n"})").status().message() ==
         "extender request: PodUID is missing or not a string");
   CHECK(EncodeBindResult("") == R"({"Error":""})");
-  CHECK(EncodeHostPriorities({NodeScore{"a", 12.4}, NodeScore{"b", 4.6}, NodeScore{"c", -1}}) ==
-        R"([{"Host":"a","Score":10},{"Host":"b","Score":5},{"Host":"c","Score":0}])");
+  // The normalized score (0..100) on the extender's 0..10, rounded; the raw score is not used.
+  CHECK(EncodeHostPriorities({NodeScore{"a", 0.5, 100}, NodeScore{"b", 30, 46}, NodeScore{"c", 7, 0},
+                              NodeScore{"d", 1, 44.9}}) ==
+        R"([{"Host":"a","Score":10},{"Host":"b","Score":5},{"Host":"c","Score":0},{"Host":"d","Score":4}])");
 }
 
 TEST_CASE("kube: kubeconfig — current context, data fields, files and tokens") {

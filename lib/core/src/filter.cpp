@@ -1309,6 +1309,23 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   return verdict;
 }
 
+// NodeScore::normalized: min-max over the feasible nodes, inverted when the
+// policy prefers the lower raw score.
+void NormalizeScores(std::vector<NodeScore>& scores, bool lower_is_better) {
+  if (scores.empty()) return;
+  auto [lo, hi] = std::minmax_element(scores.begin(), scores.end(),
+                                      [](const NodeScore& a, const NodeScore& b) { return a.score < b.score; });
+  const double min = lo->score, range = hi->score - lo->score;
+  for (NodeScore& s : scores) {
+    if (!(range > 0)) {
+      s.normalized = 100;
+      continue;
+    }
+    const double up = (s.score - min) / range;
+    s.normalized = 100 * (lower_is_better ? 1 - up : up);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Plan
 
@@ -1501,6 +1518,7 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
       best_free_gpus = v.free_gpus;
     }
   }
+  NormalizeScores(result.scores, plan.node_spread);
   // Unregistered candidates were listed first; merge them into name order.
   auto by_name = [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; };
   if (!std::is_sorted(result.failed.begin(), result.failed.end(), by_name)) {

@@ -11,6 +11,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kInvalidConfig: return "invalid config";
     case StatusCode::kInvalidArgument: return "invalid argument";
     case StatusCode::kNotFound: return "not found";
+    case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";
@@ -35,6 +36,9 @@ Status Status::InvalidArgument(std::string message) {
 }
 Status Status::NotFound(std::string message) {
   return Status(Rep{StatusCode::kNotFound, std::move(message), {}, 0});
+}
+Status Status::Unavailable(std::string message) {
+  return Status(Rep{StatusCode::kUnavailable, std::move(message), {}, 0});
 }
 Status Status::Internal(std::string message) {
   return Status(Rep{StatusCode::kInternal, std::move(message), {}, 0});

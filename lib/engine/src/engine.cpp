@@ -273,6 +273,16 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   out.push_back(PatchPod{id, pod.pod_namespace, pod.name, result->annotations});
 }
 
+Result<std::vector<NodeScore>> Engine::Prioritize(const Pod& pod, const std::vector<std::string>& nodes,
+                                                  std::int64_t now_ms) const {
+  if (!Ready(now_ms)) return Status::Unavailable("not ready: not the leader, or no registration pass yet");
+  FilterOptions options = options_.filter;
+  options.reasons = false;
+  Result<FilterResult> result = devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options);
+  if (!result.ok()) return result.status();
+  return std::move(result->scores);
+}
+
 // ---------------------------------------------------------------------------
 // Bind
 

@@ -105,8 +105,9 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
 std::string EncodeHostPriorities(const std::vector<NodeScore>& scores) {
   bj::array out;
   for (const NodeScore& s : scores) {
-    const auto score = static_cast<std::int64_t>(std::clamp(s.score, 0.0, 10.0) + 0.5);
-    out.push_back(bj::object{{"Host", s.node}, {"Score", std::min<std::int64_t>(score, 10)}});
+    // The core's 0..100 on the extender API's 0..10 (MaxExtenderPriority), rounded.
+    const auto score = static_cast<std::int64_t>(std::clamp(s.normalized, 0.0, 100.0) / 10 + 0.5);
+    out.push_back(bj::object{{"Host", s.node}, {"Score", score}});
   }
   return bj::serialize(out);
 }

@@ -294,7 +294,16 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     }
     Result<ExtenderArgs> args = DecodeExtenderArgs(request.body);
     if (!args.ok()) return respond(Error(400, args.status().message()));
-    if (route == "prioritize") return respond(Json(200, Prioritize(*args)));
+    if (route == "prioritize") {
+      // kube-scheduler leaves the ranking to its other plugins when an
+      // extender's prioritize fails.
+      if (!synced()) return respond(Error(503, "not ready: the cluster cache is still syncing"));
+      Result<std::vector<NodeScore>> scores = engine->Prioritize(args->pod, args->nodes, NowMs());
+      if (!scores.ok()) {
+        return respond(Error(scores.status().code() == StatusCode::kUnavailable ? 503 : 400, scores.status().message()));
+      }
+      return respond(Json(200, EncodeHostPriorities(*scores)));
+    }
     if (!synced()) {
       metrics.ObserveFilter("refused", 0);
       engine::FilterReply refused{0, {}, {}, "not ready: the cluster cache is still syncing"};
@@ -306,18 +315,6 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     engine->Filter(id, args->pod, args->nodes, NowMs(), out);
     filters.emplace(id, PendingFilter{std::move(respond), std::move(*args), std::chrono::steady_clock::now()});
     Execute(std::move(out));
-  }
-
-  std::string Prioritize(const ExtenderArgs& args) {
-    FilterOptions o = options.engine.filter;
-    o.reasons = false;
-    Result<FilterResult> r = devshare::Filter(engine->snapshot(), args.pod, args.nodes, NowMs() / 1000, o);
-    std::vector<NodeScore> scores;
-    if (!r.ok()) return EncodeHostPriorities(scores);
-    double best = 0;
-    for (const NodeScore& s : r->scores) best = std::max(best, s.score);
-    for (const NodeScore& s : r->scores) scores.push_back(NodeScore{s.node, best > 0 ? 10 * s.score / best : 0});
-    return EncodeHostPriorities(scores);
   }
 
   bool synced() const { return nodes_synced && pods_synced; }

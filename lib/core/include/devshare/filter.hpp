@@ -82,9 +82,17 @@ struct FilterOptions {
   HamiExact hami_exact;
 };
 
+// A feasible node's score under the node policy. `score` is the policy's
+// raw value (HAMi's formula for binpack and spread, where spread prefers the
+// lower; fgd's and volcano's, higher preferred). `normalized` is the one
+// contract for every policy: 0..100, higher is better, over the nodes of one
+// Filter call — the most preferred 100, the least 0, linear in the raw score
+// between them; 100 for all when they score the same. The chosen node has
+// 100.
 struct NodeScore {
   std::string node;
   double score = 0;
+  double normalized = 0;
   friend bool operator==(const NodeScore&, const NodeScore&) = default;
 };
 

@@ -31,6 +31,9 @@ enum class StatusCode {
   kInvalidArgument,
   // A named object does not exist.
   kNotFound,
+  // The service cannot answer now (not leading, not registered yet); the
+  // same call may succeed later.
+  kUnavailable,
   // An invariant devshare keeps does not hold: a bug, reported with the
   // event that exposed it.
   kInternal,
@@ -57,6 +60,7 @@ class DEVSHARE_EXPORT Status {
   static Status InvalidConfig(std::string message, std::string field = {});
   static Status InvalidArgument(std::string message);
   static Status NotFound(std::string message);
+  static Status Unavailable(std::string message);
   static Status Internal(std::string message);
 
   bool ok() const { return rep_ == nullptr; }

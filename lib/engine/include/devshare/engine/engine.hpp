@@ -151,6 +151,13 @@ class Engine {
   void Bind(std::uint64_t request, const std::string& pod_namespace, const std::string& name,
             const std::string& uid, const std::string& node, std::int64_t now_ms,
             std::vector<Command>& out);
+  // The extender's prioritize: every feasible node among `nodes` with its
+  // score (NodeScore::normalized is the contract, 0..100, higher is better,
+  // for every node policy). No side effects, so the answer is immediate.
+  // Errors: kUnavailable when not Ready (a cache that may be stale must not
+  // rank nodes), and Filter's errors.
+  Result<std::vector<NodeScore>> Prioritize(const Pod& pod, const std::vector<std::string>& nodes,
+                                            std::int64_t now_ms) const;
 
   // The outcome of a PatchNode/PatchPod/PostBinding command.
   void ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);

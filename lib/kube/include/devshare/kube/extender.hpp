@@ -43,7 +43,8 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json);
 // in FailedNodes too ("not chosen: <node> is preferred"), and Error.
 std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterReply& reply);
 
-// HostPriorityList: every scored node with its score clamped to 0..10.
+// HostPriorityList: every scored node with its normalized score (0..100)
+// mapped to the extender's 0..10, rounded.
 std::string EncodeHostPriorities(const std::vector<NodeScore>& scores);
 
 struct BindArgs {

@@ -4,7 +4,8 @@
 // through the API client, and answers kube-scheduler and the API server:
 //
 //   POST /filter      ExtenderArgs -> ExtenderFilterResult (after the pod PATCH)
-//   POST /prioritize  ExtenderArgs -> HostPriorityList (the policy's scores, 0..10)
+//   POST /prioritize  ExtenderArgs -> HostPriorityList (NodeScore::normalized on 0..10,
+//                     higher is better under every node policy; 503 until ready)
 //   POST /bind        ExtenderBindingArgs -> ExtenderBindingResult
 //   POST /webhook     AdmissionReview v1 -> AdmissionReview v1
 //   GET  /healthz     200 while the process serves
