@@ -355,3 +355,19 @@ TEST_CASE("engine: Prioritize is refused until ready, then ranks with the normal
     CHECK(f.engine.counters().pod_patches == 1);  // no reservation, no PATCH
   }
 }
+
+TEST_CASE("engine: a node whose register annotation does not decode is recorded, then cleared") {
+  Fixture f;
+  std::vector<Command> out;
+  Node broken = MakeNode("n2").Gpus(2);
+  broken.annotations.Set("hami.io/node-nvidia-register", "[{\"id\":\"GPU-x\",\"count\":");
+  f.engine.NodeObserved(broken, kNowMs, out);
+  REQUIRE(f.engine.node_errors().size() == 1);
+  CHECK(f.engine.node_errors().at("n2").find("hami.io/node-nvidia-register") != std::string::npos);
+  CHECK(f.engine.node_errors().count("n1") == 0);
+  f.engine.NodeObserved(MakeNode("n2").Gpus(2), kNowMs, out);  // fixed by the device plugin
+  CHECK(f.engine.node_errors().empty());
+  f.engine.NodeObserved(broken, kNowMs, out);
+  f.engine.NodeDeleted("n2");
+  CHECK(f.engine.node_errors().empty());
+}

@@ -60,6 +60,7 @@ struct Engine::Impl {
   };
 
   std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
+  std::map<std::string, std::string> node_errors;         // Engine::node_errors
   std::unordered_map<std::string, Pod> pods;                  // by UID
   std::unordered_map<std::string, StringMap> reservations;    // by UID: the Filter's patch
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
@@ -108,13 +109,25 @@ void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Com
   } else if (added || options_.registration != RegistrationProtocol::kHami) {
     RegisterNode(it->first, memory, now_ms, out);
   } else if (memory.usable) {
-    snapshot_.AddNode(node);
+    CacheNode(node);
   }
 }
 
 void Engine::NodeDeleted(const std::string& name) {
   impl_->nodes.erase(name);
+  impl_->node_errors.erase(name);
   snapshot_.RemoveNode(name);
+}
+
+const std::map<std::string, std::string>& Engine::node_errors() const { return impl_->node_errors; }
+
+void Engine::CacheNode(const Node& node) {
+  const Status status = snapshot_.AddNode(node);
+  if (status.ok()) {
+    impl_->node_errors.erase(node.name);
+  } else {
+    impl_->node_errors[node.name] = std::string(status.message());
+  }
 }
 
 void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
@@ -160,7 +173,7 @@ void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int6
     out.push_back(PatchNode{id, name, std::move(writes), {}, true});
   }
   if (usable && (refresh || !memory.usable)) {
-    snapshot_.AddNode(memory.object);
+    CacheNode(memory.object);
   } else if (!usable && memory.usable) {
     snapshot_.RemoveNode(name);
     ++counters_.nodes_dropped;

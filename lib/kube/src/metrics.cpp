@@ -96,6 +96,8 @@ std::string Metrics::Render() const {
   RenderGauge(out, "devshare_leader", "1 when this replica leads and has registered the nodes.",
               std::uint64_t{leader_ ? 1u : 0u});
   RenderGauge(out, "devshare_nodes", "Nodes whose devices are in the cache.", nodes_);
+  RenderGauge(out, "devshare_nodes_undecodable",
+              "Nodes whose register annotation does not decode; their devices are left out.", undecodable_nodes_);
   RenderGauge(out, "devshare_devices", "Devices in the cache.", devices_);
   RenderGauge(out, "devshare_pods", "Pods holding devices.", pods_);
   RenderGauge(out, "devshare_gpus", "Devices in the cache, each counted as one GPU (every vendor's).", gpus_.gpus);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <iostream>
+#include <map>
 #include <random>
 #include <unordered_map>
 
@@ -196,7 +198,23 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     if (!node.ok()) return;  // not a node we can read: ignored, as the informer would fail it
     std::vector<engine::Command> out;
     engine->NodeObserved(*node, NowMs(), out);
+    ReportNodeError(node->name);
     Execute(std::move(out));
+  }
+
+  // A node whose devices could not be registered is said once on stderr, and
+  // again when the reason changes (devshare_nodes_undecodable counts them).
+  void ReportNodeError(const std::string& name) {
+    const auto& errors = engine->node_errors();
+    auto it = errors.find(name);
+    if (it == errors.end()) {
+      reported_node_errors.erase(name);
+      return;
+    }
+    std::string& reported = reported_node_errors[name];
+    if (reported == it->second) return;
+    reported = it->second;
+    std::cerr << fmt::format("devshare serve: {} (its devices are left out)\n", it->second);
   }
 
   void OnPod(const WatchEvent& e) {
@@ -271,6 +289,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
                                : HttpResponse{503, "text/plain", "not ready: not leading, or not registered yet", {}});
       }
       metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
+      metrics.SetUndecodableNodes(engine->node_errors().size());
       return respond(HttpResponse{200, "text/plain; version=0.0.4", metrics.Render(), {}});
     }
     if (route != "filter" && route != "prioritize" && route != "bind" && route != "webhook") {
@@ -335,6 +354,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   asio::steady_timer wake_timer, elect_timer;
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, PendingFilter> filters;
+  std::map<std::string, std::string> reported_node_errors;  // ReportNodeError
   std::unordered_map<std::uint64_t, std::pair<Responder, std::chrono::steady_clock::time_point>> binds;
   Elector elector;
   std::optional<LeaseRecord> current_lease;

@@ -165,6 +165,11 @@ class Engine {
   // /readyz: leading and one registration pass completed since.
   bool Ready(std::int64_t now_ms) const;
   const Counters& counters() const { return counters_; }
+  // Nodes whose devices could not all be registered, with why: a register
+  // annotation that does not decode (the node is cached without that
+  // vendor's devices, as HAMi drops them). An entry goes when the node
+  // registers cleanly again or is deleted.
+  const std::map<std::string, std::string>& node_errors() const;
   const ClusterSnapshot& snapshot() const { return snapshot_; }
 
  private:
@@ -172,6 +177,7 @@ class Engine {
   struct NodeMemory;
   struct BindFlow;
   bool Leading() const;
+  void CacheNode(const Node& node);  // snapshot_.AddNode, recording node_errors
   void RegistrationPass(std::int64_t now_ms, std::vector<Command>& out);
   void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
                     std::vector<Command>& out);

@@ -7,6 +7,8 @@
 //   devshare_api_requests_total        counter, by verb and HTTP status code
 //   devshare_leader                    gauge: 1 when leading and registered
 //   devshare_nodes, devshare_devices   gauges: nodes and devices in the cache
+//   devshare_nodes_undecodable         gauge: nodes whose register annotation
+//                                      does not decode (their devices left out)
 //   devshare_pods                      gauge: pods holding devices
 //
 // and, measured from the cluster snapshot at each scrape (GpuGauges):
@@ -78,6 +80,8 @@ class Metrics {
     pods_ = pods;
   }
   void SetGpus(const GpuGauges& gpus) { gpus_ = gpus; }
+  // Nodes whose register annotation does not decode (engine::Engine::node_errors).
+  void SetUndecodableNodes(std::uint64_t n) { undecodable_nodes_ = n; }
   // SetState and SetGpus from the snapshot: nodes, devices and pods counted
   // as the snapshot holds them. O(devices + nodes x classes).
   void SetCluster(bool leader, const ClusterSnapshot& snapshot, std::span<const WorkloadClass> workload = {});
@@ -94,7 +98,7 @@ class Metrics {
   std::map<std::string, Histogram> filter_, bind_;
   std::map<std::pair<std::string, int>, std::uint64_t> api_;
   bool leader_ = false;
-  std::uint64_t nodes_ = 0, devices_ = 0, pods_ = 0;
+  std::uint64_t nodes_ = 0, devices_ = 0, pods_ = 0, undecodable_nodes_ = 0;
   GpuGauges gpus_;
 };
 
