@@ -22,6 +22,9 @@ std::string_view TrimSpace(std::string_view s);
 // ASCII case-insensitive equality.
 bool EqualFoldAscii(std::string_view a, std::string_view b);
 
+// `s` with ASCII letters upper-cased.
+std::string UpperAscii(std::string_view s);
+
 // Quotes `s` for an error message: printable ASCII as is, other bytes as
 // \xNN, at most `max_len` input bytes followed by "..." when longer.
 std::string Quote(std::string_view s, std::size_t max_len = 64);

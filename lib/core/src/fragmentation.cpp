@@ -1,0 +1,222 @@
+#include "fragmentation.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace devshare::internal {
+
+namespace {
+
+// Free share of a device in [0, 1]: the tighter of free cores and free
+// memory; 0 when it has no free slot or is unhealthy.
+float FreeShare(const WorkDevice& d) {
+  const internal::HotDevice& info = d;
+  if (!d.healthy || info.count <= d.used || info.devcore <= 0 || info.devmem <= 0) return 0;
+  const float cores = 1.0f - static_cast<float>(d.usedcores) / static_cast<float>(info.devcore);
+  const float mem = 1.0f - static_cast<float>(d.usedmem) / static_cast<float>(info.devmem);
+  return std::clamp(std::min(cores, mem), 0.0f, 1.0f);
+}
+
+// Expected fragmentation of a node (FGD, Weng et al. ATC'23): for each
+// workload class, the free GPU share that class cannot use, weighted by the
+// class's share. A class the node's free CPU or memory cannot host can use
+// none of it. Otherwise a fractional class r cannot use a device with less
+// than r free; a k-GPU class can use only fully free devices, and nothing at
+// all when fewer than k are fully free.
+//
+// The sums behind it are kept in a FragState so that changing one device's
+// free share costs O(shapes), not O(devices x classes).
+void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
+  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
+  for (std::size_t g = 0; g < shapes.size(); ++g) {
+    if (shapes[g].gpu_milli > 0 && f < shapes[g].need) s.below[g] += sign * f;
+  }
+  s.all += sign * f;
+  if (f >= kWholeDevice) {
+    s.whole += sign > 0 ? 1 : -1;
+  } else {
+    s.partial += sign * f;
+  }
+}
+
+void Measure(const std::vector<float>& free, const PodPlan& plan, FragState& s) {
+  s.below.assign(plan.fgd.shapes.size(), 0.0);
+  s.all = s.partial = 0;
+  s.whole = 0;
+  for (float f : free) AddDevice(s, f, plan, +1);
+}
+
+}  // namespace
+
+double Fragmentation(const FragState& s, const PodPlan& plan, const FitWeights& w) {
+  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
+  double total = w.unfit * s.all;
+  for (std::size_t g = 0; g < shapes.size(); ++g) {
+    const FgdShape& shape = shapes[g];
+    const double frag = shape.gpu_milli > 0 ? s.below[g] : (s.whole >= shape.gpus ? s.partial : s.all);
+    total += w.fit[g] * frag;
+  }
+  return plan.fgd.total > 0 ? total / plan.fgd.total : 0;
+}
+
+// Measures the working devices into scratch.frag unless it matches them.
+void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch) {
+  if (scratch.frag_valid) return;
+  scratch.frag_free.resize(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) scratch.frag_free[i] = FreeShare(devices[i]);
+  Measure(scratch.frag_free, plan, scratch.frag);
+  scratch.frag_valid = true;
+}
+
+// Keeps scratch.frag in step with picks just applied to the devices.
+void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked, const PodPlan& plan,
+                Scratch& scratch) {
+  if (!scratch.frag_valid) return;
+  for (const Pick& p : picked) {
+    const float was = scratch.frag_free[p.device];
+    const float now = FreeShare(devices[p.device]);
+    if (now == was) continue;
+    AddDevice(scratch.frag, was, plan, -1);
+    AddDevice(scratch.frag, now, plan, +1);
+    scratch.frag_free[p.device] = now;
+  }
+}
+
+// The fgd node score from the decrease in fragmentation (GPUs) a placement
+// brings, on kube-scheduler's scale as the FGD authors' scheduler plugin
+// computes it: 100 * sigmoid(decrease), rounded down. Placements whose
+// decreases differ by less than about 0.04 GPU (more for large changes)
+// score the same, and the first name wins among them.
+// The decrease is first rounded to a millionth of a GPU, so that summation
+// noise in equal fragmentations cannot cross a step.
+double FgdNodeScore(double decrease) {
+  const double rounded = std::nearbyint(decrease * 1e6) / 1e6;
+  return std::floor(100.0 / (1.0 + std::exp(-rounded)));
+}
+
+Room NodeRoom(const NodeState& node, const PodPlan& plan) {
+  Room room{node.cpu_capacity < 0 ? kUnlimited : node.cpu_capacity - node.cpu_requested,
+            node.memory_capacity < 0 ? kUnlimited : node.memory_capacity - node.memory_requested};
+  const internal::PodRequestsEntry* previous = plan.previous_requests;
+  if (previous != nullptr && previous->node == node.name) {
+    if (room.cpu != kUnlimited) room.cpu += previous->requests.cpu_milli;
+    if (room.memory != kUnlimited) room.memory += previous->requests.memory_bytes;
+  }
+  return room;
+}
+
+Room Less(Room room, const PodPlan& plan) {
+  if (room.cpu != kUnlimited) room.cpu -= plan.cpu_milli;
+  if (room.memory != kUnlimited) room.memory -= plan.memory_bytes;
+  return room;
+}
+
+// The weights of the classes that fit `room`: a table row when the row's
+// memory asks fit too, else summed class by class into `storage`. Both sum
+// the fitting classes in ascending CPU order and the others in descending
+// order, so that equal sets of classes give equal sums to the last bit (and
+// no class left out gives exactly 0).
+FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage) {
+  const auto row = static_cast<std::size_t>(
+      std::upper_bound(m.cpu_steps.begin(), m.cpu_steps.end(), room.cpu) - m.cpu_steps.begin());
+  const std::size_t n = m.shapes.size();
+  if (m.row_memory[row] <= room.memory) return FitWeights{m.rows.data() + row * n, m.row_unfit[row]};
+  auto fits = [&](const FgdClass& c) {
+    return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) && (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
+  };
+  storage.assign(n, 0.0);
+  for (const FgdClass& c : m.classes) {
+    if (fits(c)) storage[c.shape] += c.weight;
+  }
+  double unfit = 0;
+  for (auto c = m.classes.rbegin(); c != m.classes.rend(); ++c) {
+    if (!fits(*c)) unfit += c->weight;
+  }
+  return FitWeights{storage.data(), unfit};
+}
+
+// Prepares the fgd tables for one Filter call: O(classes log classes +
+// CPU steps x shapes).
+FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
+  FgdModel m;
+  for (const WorkloadClass& c : workload) {
+    const std::int32_t gpus = c.gpu_milli > 0 ? 0 : c.gpus;
+    auto shape = std::find_if(m.shapes.begin(), m.shapes.end(), [&](const FgdShape& s) {
+      return s.gpus == gpus && s.gpu_milli == c.gpu_milli;
+    });
+    if (shape == m.shapes.end()) {
+      shape = m.shapes.insert(m.shapes.end(), FgdShape{gpus, c.gpu_milli,
+                                                        static_cast<float>(c.gpu_milli) / 1000.0f});
+    }
+    m.classes.push_back(FgdClass{static_cast<std::uint32_t>(shape - m.shapes.begin()), c.cpu_milli,
+                                 c.memory_mib * 1024 * 1024, c.weight});
+    m.total += c.weight;
+    if (c.cpu_milli > 0) m.cpu_steps.push_back(c.cpu_milli);
+  }
+  std::stable_sort(m.classes.begin(), m.classes.end(),
+                   [](const FgdClass& a, const FgdClass& b) { return a.cpu_milli < b.cpu_milli; });
+  std::sort(m.cpu_steps.begin(), m.cpu_steps.end());
+  m.cpu_steps.erase(std::unique(m.cpu_steps.begin(), m.cpu_steps.end()), m.cpu_steps.end());
+  const std::size_t n = m.shapes.size();
+  const std::size_t rows = m.cpu_steps.size() + 1;
+  m.rows.assign(rows * n, 0.0);
+  m.row_unfit.assign(rows, 0.0);
+  m.row_memory.assign(rows, 0);
+  // unfit_from[i]: the weight of classes i.. (summed from the last one).
+  std::vector<double> unfit_from(m.classes.size() + 1, 0.0);
+  for (std::size_t i = m.classes.size(); i > 0; --i) unfit_from[i - 1] = unfit_from[i] + m.classes[i - 1].weight;
+  // Row r extends row r - 1 by the classes asking exactly cpu_steps[r - 1].
+  std::size_t next = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double* row = m.rows.data() + r * n;
+    if (r > 0) {
+      std::copy(row - n, row, row);
+      m.row_memory[r] = m.row_memory[r - 1];
+    }
+    const std::int64_t cpu = r == 0 ? 0 : m.cpu_steps[r - 1];
+    for (; next < m.classes.size() && m.classes[next].cpu_milli <= cpu; ++next) {
+      const FgdClass& c = m.classes[next];
+      row[c.shape] += c.weight;
+      m.row_memory[r] = std::max(m.row_memory[r], c.memory_bytes);
+    }
+    m.row_unfit[r] = unfit_from[next];
+  }
+  return m;
+}
+
+// fgd as a GPU policy: the increase in node fragmentation if `request`'s
+// share of one device were placed on each device (lower is better).
+void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
+                     const PodPlan& plan, Scratch& scratch) {
+  EnsureMeasured(devices, plan, scratch);
+  const double before = Fragmentation(scratch.frag, plan, scratch.after);
+  scratch.memo.clear();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const internal::HotDevice& info = devices[i];
+    if (info.devcore <= 0 || info.devmem <= 0) {
+      devices[i].score = 0;
+      continue;
+    }
+    const std::int64_t mem = ScoredMemory(request, info.devmem);
+    const float share =
+        std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) / static_cast<float>(info.devcore),
+                 static_cast<float>(mem) / static_cast<float>(info.devmem));
+    const float f = scratch.frag_free[i];
+    // Devices with the same free share and ask score the same.
+    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const Scratch::ScoreMemo& m) {
+      return m.free == f && m.share == share;
+    });
+    if (memo != scratch.memo.end()) {
+      devices[i].score = memo->score;
+      continue;
+    }
+    FragState& changed = scratch.frag_changed;
+    changed = scratch.frag;
+    AddDevice(changed, f, plan, -1);
+    AddDevice(changed, std::max(0.0f, f - share), plan, +1);
+    devices[i].score = static_cast<float>(Fragmentation(changed, plan, scratch.after) - before);
+    if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, devices[i].score});
+  }
+}
+
+}  // namespace devshare::internal
