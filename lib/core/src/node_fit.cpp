@@ -153,17 +153,19 @@ inline std::int32_t FitMemory(const ContainerRequest& r, std::int32_t devmem) {
 }
 
 // Before NUMA: health, cordons, the type and mode selectors.
-inline Reason CheckIdentity(const PodPlan& plan, const NodeState& node, const internal::HotDevice& d,
-                            const Device& info, bool selectors, bool cordons) {
+[[gnu::always_inline]] inline Reason CheckIdentity(const PodPlan& plan, const NodeState& node,
+                                                   const internal::HotDevice& d, const DeviceSlot* slot,
+                                                   bool selectors, bool cordons) {
   if (!d.healthy) return kCardNotHealth;
-  if (cordons && std::binary_search(node.cordoned.begin(), node.cordoned.end(), info.id)) return kCardCordoned;
-  if (selectors && !TypeAllowed(plan, info)) return kCardTypeMismatch;
+  if (cordons && std::binary_search(node.cordoned.begin(), node.cordoned.end(), slot->info.id)) return kCardCordoned;
+  if (selectors && !TypeAllowed(plan, slot->info)) return kCardTypeMismatch;
   return kReasonCount;
 }
 
 // After NUMA: the UUID selectors, a free slot, mutex.
-inline Reason CheckSlot(const PodPlan& plan, const internal::HotDevice& d, const Device& info, bool selectors) {
-  if (selectors && !UuidAllowed(plan, info)) return kCardUuidMismatch;
+[[gnu::always_inline]] inline Reason CheckSlot(const PodPlan& plan, const internal::HotDevice& d,
+                                               const DeviceSlot* slot, bool selectors) {
+  if (selectors && !UuidAllowed(plan, slot->info)) return kCardUuidMismatch;
   if (d.count <= d.used) return kCardTimeSlicingExhausted;
   if (plan.gpu.mutex && d.used > 0) return kExclusiveDeviceAllocateConflict;
   return kReasonCount;
@@ -171,7 +173,8 @@ inline Reason CheckSlot(const PodPlan& plan, const internal::HotDevice& d, const
 
 // After the quota: memory and cores free, an exclusive ask on a used device,
 // a zero-core ask on a device whose cores are all taken. `cores` at most 100.
-inline Reason CheckRoom(const internal::HotDevice& d, std::int32_t memreq, std::int32_t cores) {
+[[gnu::always_inline]] inline Reason CheckRoom(const internal::HotDevice& d, std::int32_t memreq,
+                                               std::int32_t cores) {
   if (d.devmem - d.usedmem < memreq) return kCardInsufficientMemory;
   if (d.devcore - d.usedcores < cores) return kCardInsufficientCore;
   if (d.devcore == 100 && cores == 100 && d.used > 0) return kExclusiveDeviceAllocateConflict;
@@ -407,7 +410,7 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
     const internal::HotDevice& info = d;
     bool revisit = false;
     do {
-      if (const Reason r = CheckIdentity(plan, ctx.node, d, d.slot->info, selectors, cordons); r != kReasonCount) {
+      if (const Reason r = CheckIdentity(plan, ctx.node, d, d.slot, selectors, cordons); r != kReasonCount) {
         ++counts[r];
         break;
       }
@@ -417,7 +420,7 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
         prevnuma = info.numa;
         picked.clear();
       }
-      if (const Reason r = CheckSlot(plan, d, d.slot->info, selectors); r != kReasonCount) {
+      if (const Reason r = CheckSlot(plan, d, d.slot, selectors); r != kReasonCount) {
         ++counts[r];
         break;
       }
@@ -613,14 +616,14 @@ Feasibility QuickFeasibility(const SnapshotState& s, const PodPlan& plan, const 
     // Fit's checks, those on the device's numbers first (which one fails
     // first does not matter here): its strings are read only for cordons
     // and selectors.
-    const Device& info = node.devices[i].info;
-    if (CheckIdentity(plan, node, d, info, /*selectors=*/false, /*cordons=*/false) != kReasonCount ||
-        CheckSlot(plan, d, info, /*selectors=*/false) != kReasonCount ||
+    const DeviceSlot* slot = &node.devices[i];
+    if (CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) != kReasonCount ||
+        CheckSlot(plan, d, slot, /*selectors=*/false) != kReasonCount ||
         CheckRoom(d, FitMemory(r, d.devmem), cores) != kReasonCount) {
       continue;
     }
-    if ((cordons || selectors) && (CheckIdentity(plan, node, d, info, selectors, cordons) != kReasonCount ||
-                                   CheckSlot(plan, d, info, selectors) != kReasonCount)) {
+    if ((cordons || selectors) && (CheckIdentity(plan, node, d, slot, selectors, cordons) != kReasonCount ||
+                                   CheckSlot(plan, d, slot, selectors) != kReasonCount)) {
       continue;
     }
     if (++passing == r.nums) return Feasibility::kFits;
