@@ -43,6 +43,7 @@ struct Engine::BindFlow {
   std::uint64_t request = 0;
   std::string pod_namespace, name, uid, node;
   bool locked = false;
+  std::optional<std::string> lock;  // the lock value this bind holds, once locked
   int attempt = 0;                 // lock attempts so far
   std::int64_t deadline_ms = 0;    // lock retries stop here
 };
@@ -303,7 +304,7 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                   const std::string& uid, const std::string& node, std::int64_t now_ms,
                   std::vector<Command>& out) {
   ++counters_.binds;
-  BindFlow flow{BindFlow::Step::kLock, request, pod_namespace, name, uid, node, false, 0,
+  BindFlow flow{BindFlow::Step::kLock, request, pod_namespace, name, uid, node, false, std::nullopt, 0,
                 now_ms + options_.lock_retry_timeout_ms};
   if (impl_->pods.find(uid) == impl_->pods.end()) {
     return FailBind(flow, fmt::format("pod {}/{} not found", pod_namespace, name), out);
@@ -331,8 +332,10 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
 
 void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out) {
   ++counters_.binds_failed;
-  snapshot_.RemovePod(flow.uid);  // W8: the reservation goes with the failed bind
-  impl_->reservations.erase(flow.uid);
+  if (BindFailed().release_reservation) {  // W8: the reservation goes with the failed bind
+    snapshot_.RemovePod(flow.uid);
+    impl_->reservations.erase(flow.uid);
+  }
   out.push_back(BindReply{flow.request, std::move(error)});
 }
 
@@ -369,6 +372,7 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
     return LockBlocked(std::move(flow), std::move(decision.reason), now_ms, out);
   }
   flow.locked = true;
+  flow.lock = decision.write ? decision.write->value : current;
   const std::uint64_t id = NextId();
   if (decision.write) {
     flow.step = BindFlow::Step::kLock;
@@ -432,17 +436,20 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, st
     return LockBlocked(std::move(*b), "the node lock write conflicted (409)", now_ms, out);
   }
   if (!succeeded) {
-    // W8: release everything the bind took.
-    if (b->locked) {
-      const std::uint64_t release = NextId();
-      impl_->pending.emplace(release, Impl::Release{});
-      ++counters_.node_patches;
-      out.push_back(PatchNode{release, b->node, {AnnotationWrite{std::string(keys::kNodeLock), std::nullopt}}, {}, false});
+    // W8: the core says what a failed bind releases; the lock only if it is ours.
+    const BindOutcome outcome = BindFailed();
+    if (outcome.release_lock && b->locked) {
+      if (std::optional<AnnotationWrite> release = DecideRelease(b->lock, PodRef{b->pod_namespace, b->name}, false)) {
+        const std::uint64_t id = NextId();
+        impl_->pending.emplace(id, Impl::Release{});
+        ++counters_.node_patches;
+        out.push_back(PatchNode{id, b->node, {std::move(*release)}, {}, false});
+      }
     }
     const std::uint64_t phase = NextId();
     impl_->pending.emplace(phase, Impl::Release{});
     ++counters_.pod_patches;
-    out.push_back(PatchPod{phase, b->pod_namespace, b->name, BindFailed().pod_patch});
+    out.push_back(PatchPod{phase, b->pod_namespace, b->name, outcome.pod_patch});
     return FailBind(*b, "binding failed", out);
   }
   const std::int64_t now = Seconds(now_ms);
