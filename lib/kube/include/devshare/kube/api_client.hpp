@@ -1,7 +1,7 @@
 // devshare/kube/api_client.hpp — the Kubernetes API client of `devshare
-// serve`: where the cluster is (kubeconfig or in-cluster), requests with
-// client-go's throttling and retries, and list+watch (spec/kubernetes-wire.md
-// §4).
+// serve`: requests with client-go's throttling and retries, and list+watch
+// (spec/kubernetes-wire.md §4), to the cluster devshare/kube/cluster_access.hpp
+// finds.
 //
 // Contract:
 //   - Requests wait for a token bucket (QPS/burst, client-go's 5/10 by
@@ -28,38 +28,11 @@
 #include <string>
 #include <string_view>
 
+#include "devshare/kube/cluster_access.hpp"
 #include "devshare/kube/metrics.hpp"
 #include "devshare/status.hpp"
 
 namespace devshare::kube {
-
-// Where the API server is and how to authenticate.
-struct ClusterAccess {
-  std::string host;
-  std::string port = "443";
-  bool https = true;
-  std::string ca_pem;       // empty: the system's trust store
-  std::string cert_pem;     // client certificate (with key_pem)
-  std::string key_pem;
-  std::string token;        // bearer token
-  bool insecure = false;    // insecure-skip-tls-verify
-  std::string tls_server_name;
-};
-
-// Reads a file the configuration names.
-using ReadFileFn = std::function<Result<std::string>(const std::string& path)>;
-
-// A kubeconfig (YAML): the current context (or `context` when given), its
-// cluster (server, certificate-authority[-data], insecure-skip-tls-verify,
-// tls-server-name) and user (client-certificate[-data], client-key[-data],
-// token, tokenFile). Relative file paths are resolved against `base_dir`.
-// Errors: kInvalidConfig naming what is missing or wrong.
-Result<ClusterAccess> ParseKubeconfig(std::string_view yaml, const ReadFileFn& read, const std::string& base_dir,
-                                      const std::string& context = {});
-
-// The in-cluster configuration: KUBERNETES_SERVICE_HOST/PORT from `getenv`,
-// the service account's token and CA. Errors: kNotFound when not in a pod.
-Result<ClusterAccess> InClusterAccess(const std::function<const char*(const char*)>& getenv, const ReadFileFn& read);
 
 struct ApiResponse {
   int status = 0;          // HTTP status; 0 when the request never got an answer
