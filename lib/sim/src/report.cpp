@@ -1,0 +1,96 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "scenario_objects.hpp"
+
+namespace devshare::sim::internal {
+
+namespace {
+
+// Percentile p (0..100) of sorted values, nearest rank.
+std::int64_t Percentile(const std::vector<std::int64_t>& sorted, std::size_t p) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1, sorted.size() * p / 100)];
+}
+
+}  // namespace
+
+ReportBuilder::ReportBuilder(const EventQueue& events, std::vector<WorkloadClass> workload)
+    : events_(events), workload_(std::move(workload)) {}
+
+Status ReportBuilder::Arrived(double gpus, const ClusterSnapshot& truth) {
+  ++report_.pods;
+  arrived_gpus_ += gpus;
+  while (report_.gpu_capacity > 0 &&
+         arrived_gpus_ >= report_.gpu_capacity * kCurveStepPercent * next_curve_point_ / 100.0) {
+    Result<ClusterFragmentation> f = MeasureFragmentation(truth, workload_);
+    if (!f.ok()) return f.status();
+    report_.fragmentation_curve.push_back(FragmentationSample{kCurveStepPercent * next_curve_point_,
+                                                              100.0 * held_ / report_.gpu_capacity, f->free_gpus,
+                                                              f->fragmented_gpus});
+    ++next_curve_point_;
+  }
+  return Status();
+}
+
+void ReportBuilder::Bound(double gpus) {
+  ++report_.bound;
+  Hold(gpus);
+}
+
+void ReportBuilder::Placed() {
+  if (!crashed_at_) return;
+  report_.unavailable_ms += events_.now() - *crashed_at_;
+  crashed_at_.reset();
+}
+
+void ReportBuilder::Hold(double delta) {
+  held_integral_ += held_ * static_cast<double>(events_.now() - held_since_);
+  held_since_ = events_.now();
+  held_ += delta;
+}
+
+void ReportBuilder::CountPod(const PodSpec& spec, const PodOutcome& pod) {
+  if (pod.bound) {
+    latencies_.push_back(pod.bound_at - spec.arrive_ms);
+    if (pod.running) report_.gpu_allocated += GpusOf(spec);
+    return;
+  }
+  // A pod still waiting counts with the time it has waited, so a backlog
+  // shows in the percentiles.
+  if (!pod.given_up) latencies_.push_back(events_.now() - spec.arrive_ms);
+  ++report_.pending;
+  ++report_.pending_reasons[!pod.reason.empty() ? std::string(pod.reason)
+                            : pod.binding       ? "binding in progress"
+                                                : "waiting in the scheduling queue"];
+}
+
+Result<Report> ReportBuilder::Finish(const ClusterSnapshot& truth) {
+  const std::int64_t now = events_.now();
+  report_.end_ms = now;
+  report_.allocation_percent =
+      report_.gpu_capacity > 0 ? 100.0 * report_.gpu_allocated / report_.gpu_capacity : 0;
+  Result<ClusterFragmentation> fragmentation = MeasureFragmentation(truth, workload_);
+  if (!fragmentation.ok()) return fragmentation.status();
+  report_.gpu_free = fragmentation->free_gpus;
+  report_.gpu_fragmented = fragmentation->fragmented_gpus;
+  report_.fragmentation_percent =
+      fragmentation->free_gpus > 0 ? 100.0 * fragmentation->fragmented_gpus / fragmentation->free_gpus : 0;
+  Hold(0);
+  if (report_.gpu_capacity > 0 && now > 0) {
+    report_.allocation_mean_percent = 100.0 * held_integral_ / static_cast<double>(now) / report_.gpu_capacity;
+  }
+  std::sort(latencies_.begin(), latencies_.end());
+  if (!latencies_.empty()) {
+    for (std::size_t p = 0; p <= 100; ++p) report_.latency_percentiles.push_back(Percentile(latencies_, p));
+    report_.latency_p50_ms = report_.latency_percentiles[50];
+    report_.latency_p99_ms = report_.latency_percentiles[99];
+  }
+  if (crashed_at_) report_.unavailable_ms += now - *crashed_at_;
+  return report_;
+}
+
+}  // namespace devshare::sim::internal

@@ -1,0 +1,59 @@
+// Private: a scenario's nodes and pods as the Kubernetes objects and devices
+// the models hold, the annotation keys the plugins write, and the engine
+// options every replica starts from.
+//
+// Thread-safety: pure functions.
+#ifndef DEVSHARE_SIM_SRC_SCENARIO_OBJECTS_HPP_
+#define DEVSHARE_SIM_SRC_SCENARIO_OBJECTS_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devshare/device.hpp"
+#include "devshare/engine/engine.hpp"
+#include "devshare/objects.hpp"
+#include "devshare/sim/simulator.hpp"
+
+namespace devshare::sim::internal {
+
+inline constexpr std::int32_t kSlotsPerGpu = 100;  // slots never bind before memory and cores
+inline constexpr std::string_view kNamespace = "sim";  // every pod's
+
+// The devices a node's plugin advertises: `spec.gpus` healthy devices
+// `<node>-gpu<i>` of the node's model and memory.
+std::vector<Device> MakeDevices(const NodeSpec& spec);
+
+// The node's allocatable `nvidia.com/gpu`: the slots of all its devices.
+std::string GpuAllocatable(const NodeSpec& spec);
+
+// The Node object as the run starts: its plugin's `encoded` devices under
+// `register_key`, and allocatable GPU slots, CPU and memory (the last two
+// only when the spec limits them). The API server gives it its
+// resourceVersion.
+Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::string& encoded);
+
+// The scenario's pod `index` as it is created: pending, one container
+// asking HAMi's resources (a share of one GPU as gpucores and
+// gpumem-percentage, or whole GPUs), the GPU models it allows as
+// `nvidia.com/use-gputype`, and its CPU and memory.
+Pod MakePod(const PodSpec& spec, std::size_t index);
+
+// GPUs the pod asks: its share of one device, or its whole devices.
+double GpusOf(const PodSpec& spec);
+
+// The annotation the plugins register their devices under, and the one the
+// handshake writes (Volcano's under its protocol): the first vendor's.
+std::string RegisterKey(const engine::EngineOptions& options);
+std::string HandshakeKey(const engine::EngineOptions& options);
+
+// The scenario's engine options, with the scenario's own request mix as the
+// workload fgd expects when none is given: one class per distinct (gpus,
+// gpu_milli, CPU, memory) of the scenario's GPU pods, weighted by its count.
+engine::EngineOptions WithWorkload(const Scenario& scenario);
+
+}  // namespace devshare::sim::internal
+
+#endif  // DEVSHARE_SIM_SRC_SCENARIO_OBJECTS_HPP_
