@@ -4,6 +4,8 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <variant>
@@ -85,8 +87,14 @@ ClusterObjects MakeObjects(int nodes, unsigned busy = 4) {
 ClusterSnapshot MakeCluster(int nodes, unsigned busy = 4) {
   ClusterSnapshot s;
   ClusterObjects c = MakeObjects(nodes, busy);
-  for (const Node& node : c.nodes) s.AddNode(node);
-  for (const Pod& pod : c.pods) s.AddPod(pod);
+  auto must = [](const Status& status) {  // the generated objects always decode
+    if (!status.ok()) {
+      std::fprintf(stderr, "filter_bench: %s\n", status.ToString().c_str());
+      std::abort();
+    }
+  };
+  for (const Node& node : c.nodes) must(s.AddNode(node));
+  for (const Pod& pod : c.pods) must(s.AddPod(pod));
   return s;
 }
 

@@ -39,3 +39,12 @@ TEST_CASE("Result: holds a value or the error") {
   CHECK(bad.status().code() == StatusCode::kInvalidConfig);
   CHECK(bad.status().field() == "nvidia");
 }
+
+TEST_CASE("a Result made from an ok Status is an internal error, never ok without a value") {
+  Result<int> r{Status()};
+  CHECK_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kInternal);
+  CHECK(r.status().message().find("without a value") != std::string::npos);
+  CHECK(StatusCodeName(StatusCode::kUnavailable) == "unavailable");
+  CHECK(Status::Unavailable("later").ToString() == "unavailable: later");
+}

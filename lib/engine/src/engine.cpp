@@ -62,6 +62,7 @@ struct Engine::Impl {
 
   std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
   std::map<std::string, std::string> node_errors;         // Engine::node_errors
+  std::map<std::string, std::string> pod_errors;          // Engine::pod_errors, by UID
   std::unordered_map<std::string, Pod> pods;                  // by UID
   std::unordered_map<std::string, StringMap> reservations;    // by UID: the Filter's patch
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
@@ -242,10 +243,19 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
 
 void Engine::PodObserved(const Pod& pod) {
   impl_->pods[pod.uid] = pod;
-  snapshot_.AddPod(pod);  // a pod whose annotations do not decode holds nothing, as in HAMi
+  // A pod whose annotations do not decode holds nothing, as in HAMi; why is kept.
+  const Status status = snapshot_.AddPod(pod);
+  if (status.ok()) {
+    impl_->pod_errors.erase(pod.uid);
+  } else {
+    impl_->pod_errors[pod.uid] = std::string(status.message());
+  }
 }
 
+const std::map<std::string, std::string>& Engine::pod_errors() const { return impl_->pod_errors; }
+
 void Engine::PodDeleted(const std::string& uid) {
+  impl_->pod_errors.erase(uid);
   impl_->pods.erase(uid);
   impl_->reservations.erase(uid);
   snapshot_.RemovePod(uid);
@@ -279,7 +289,10 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   // Reserve, then PATCH the pod; the reply waits for the PATCH.
   Pod reserved = pod;
   for (const auto& [key, value] : result->annotations.entries()) reserved.annotations.Set(key, value);
-  snapshot_.AddPod(reserved);
+  if (Status added = snapshot_.AddPod(reserved); !added.ok()) {  // the core wrote what it cannot read: a bug
+    out.push_back(FilterReply{request, {}, {}, fmt::format("internal: the placement does not decode: {}", added.message())});
+    return;
+  }
   impl_->reservations[pod.uid] = result->annotations;
   const std::uint64_t id = NextId();
   impl_->pending.emplace(id, Impl::FilterFlow{request, pod.uid, FilterReply{request, {*result->node}, {}, ""}});

@@ -26,7 +26,7 @@ ApiServer::ApiServer(const ApiModel& model, std::size_t clients, std::size_t pod
 void ApiServer::AddNode(Node object) {
   StoredNode node{std::move(object)};
   node.object.resource_version = std::to_string(node.resource_version);
-  truth_.AddNode(node.object);
+  Record(truth_.AddNode(node.object));
   node_index_.emplace(node.object.name, nodes_.size());
   nodes_.push_back(std::move(node));
 }
@@ -40,7 +40,7 @@ void ApiServer::CreatePod(std::size_t index, Pod object) {
 
 void ApiServer::BindPod(std::size_t pod, const std::string& node) {
   pods_[pod].object.node_name = node;
-  truth_.AddPod(pods_[pod].object);  // devices, CPU and memory
+  Record(truth_.AddPod(pods_[pod].object));  // devices, CPU and memory
 }
 
 void ApiServer::DeletePod(std::size_t pod) { truth_.RemovePod(pods_[pod].object.uid); }
@@ -138,7 +138,7 @@ bool ApiServer::Apply(Completion& done, engine::PostBinding& c) {
   }
   for (const auto& [k, v] : c.annotations.entries()) pod.annotations.Set(k, v);
   pod.node_name = c.node;
-  truth_.AddPod(pod);  // devices, CPU and memory
+  Record(truth_.AddPod(pod));  // devices, CPU and memory
   done.pod = *index;
   return true;
 }
@@ -192,7 +192,7 @@ void ApiServer::WriteNode(std::size_t index, const std::vector<AnnotationWrite>&
   }
   if (gpu_allocatable) n.object.allocatable.Set("nvidia.com/gpu", *gpu_allocatable);
   n.object.resource_version = std::to_string(++n.resource_version);
-  if (devices) truth_.AddNode(n.object);
+  if (devices) Record(truth_.AddNode(n.object));
 }
 
 void ApiServer::AddTo(Report& report) const {

@@ -125,6 +125,9 @@ class ApiServer {
 
   const std::optional<LeaseRecord>& lease() const { return lease_; }
   const ClusterSnapshot& truth() const { return truth_; }
+  // The first refusal of `truth()` to take an object: the simulator writes
+  // every annotation itself, so anything but ok is a bug the run reports.
+  const Status& truth_error() const { return truth_error_; }
 
   // ---- requests
 
@@ -184,6 +187,10 @@ class ApiServer {
   std::optional<LeaseRecord> lease_;
   std::uint64_t lease_version_ = 0;
   ClusterSnapshot truth_;
+  Status truth_error_;
+  void Record(Status status) {
+    if (truth_error_.ok() && !status.ok()) truth_error_ = std::move(status);
+  }
 
   std::vector<TokenBucket> buckets_;  // by client
   std::unordered_map<std::uint64_t, Request> requests_;

@@ -262,6 +262,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     if (spec.duration_ms > 0) events_.At(events_.now() + spec.duration_ms, EventKind::kDepart, index);
     if (spec.gpus == 0) return;
     const std::string& uid = api_.pod(index).uid;
+    if (!api_.truth_error().ok()) return Violation(index, api_.truth_error().message());
     Status placement = CheckPlacement(api_.truth(), node, uid);
     if (!placement.ok()) return Violation(index, placement.message());
     if (!replicas_.alive(r)) return;

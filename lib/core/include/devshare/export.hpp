@@ -6,7 +6,7 @@
 #define DEVSHARE_EXPORT_HPP_
 
 #if defined(DEVSHARE_BUILDING_LIBRARY)
-#define DEVSHARE_EXPORT __attribute__((visibility("default")))
+#define DEVSHARE_EXPORT [[gnu::visibility("default")]]
 #else
 #define DEVSHARE_EXPORT
 #endif

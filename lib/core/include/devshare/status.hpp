@@ -42,7 +42,7 @@ enum class StatusCode {
 // Returns "ok", "malformed", "invalid config", ... for `code`.
 DEVSHARE_EXPORT std::string_view StatusCodeName(StatusCode code);
 
-class DEVSHARE_EXPORT Status {
+class [[nodiscard]] DEVSHARE_EXPORT Status {
  public:
   // An ok status.
   Status() = default;
@@ -93,11 +93,14 @@ class DEVSHARE_EXPORT Status {
 //   if (!devices.ok()) return devices.status();
 //   for (const Device& d : *devices) ...
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
-  // REQUIRES: !status.ok()
-  Result(Status status) : state_(std::move(status)) {}  // NOLINT
+  // An error. An ok `status` carries no value, so it becomes a kInternal
+  // error saying so: a Result is never ok without a value.
+  Result(Status status)  // NOLINT: implicit by design
+      : state_(status.ok() ? Status::Internal("a Result was made from an ok Status, without a value")
+                           : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   // The error, or an ok Status when a value is held.

@@ -170,6 +170,10 @@ class Engine {
   // vendor's devices, as HAMi drops them). An entry goes when the node
   // registers cleanly again or is deleted.
   const std::map<std::string, std::string>& node_errors() const;
+  // Pods (by UID) whose device annotations do not decode, with why: they
+  // hold no devices here, as in HAMi. An entry goes when the pod decodes or
+  // is deleted.
+  const std::map<std::string, std::string>& pod_errors() const;
   const ClusterSnapshot& snapshot() const { return snapshot_; }
 
  private:
