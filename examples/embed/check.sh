@@ -20,6 +20,19 @@ exe=$(find "$stage" -path "*/bin/devshare" -type f | head -1)
 installed=$(LD_LIBRARY_PATH="$libdir" "$exe" --version)
 [ -n "$installed" ] || { echo "embed: the installed devshare printed no version" >&2; exit 1; }
 
+# The shared library exports the public API only: no internal helper, no
+# third-party type in an exported name (weak template instances aside).
+echo "embed: the library exports the public API only"
+lib=$(find "$stage" -name 'libdevshare.so.*.*' -type f | head -1)
+exported=$(nm -D --defined-only -C "$lib" | awk '$2 ~ /^[TDBR]$/ { $1 = ""; $2 = ""; sub(/^  /, ""); print }')
+leaks=$(grep -vE '^devshare::' <<<"$exported"; grep -E 'devshare::internal|YAML::' <<<"$exported" || true)
+if [ -n "$leaks" ]; then
+  echo "embed: exported beyond the public API:" >&2
+  head -5 <<<"$leaks" >&2
+  exit 1
+fi
+[ "$(wc -l <<<"$exported")" -gt 50 ] || { echo "embed: too few exported symbols in $lib" >&2; exit 1; }
+
 echo "embed: meson, dependency('devshare')"
 PKG_CONFIG_PATH="$prefix" PKG_CONFIG_SYSROOT_DIR="$stage" \
   meson setup "$work/meson" "$here" >/dev/null

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "builtin_scenarios.hpp"
-#include "src/yaml_fields.hpp"
+#include "yaml_fields.hpp"
 
 namespace devshare::sim {
 

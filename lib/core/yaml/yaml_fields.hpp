@@ -1,11 +1,13 @@
-// Private: reading YAML where every key is known and every value has the
-// right shape — the device config and the simulator's scenario files.
+// Reading YAML where every key is known and every value has the right shape
+// — the device config (lib/core) and the simulator's scenario files
+// (lib/sim). An internal static library of its own, linked into both, never
+// exported from libdevshare.
 //
 // Errors are kInvalidConfig, "<path>: <problem> (line L, column C)", with
 // the path (for example `nvidia.defaultMemory`) as the status field; the
 // caller says which file the path is in.
-#ifndef DEVSHARE_SRC_YAML_FIELDS_HPP_
-#define DEVSHARE_SRC_YAML_FIELDS_HPP_
+#ifndef DEVSHARE_YAML_FIELDS_HPP_
+#define DEVSHARE_YAML_FIELDS_HPP_
 
 #include <yaml-cpp/yaml.h>
 
@@ -18,27 +20,26 @@
 #include <string_view>
 #include <vector>
 
-#include "devshare/export.hpp"
 #include "devshare/status.hpp"
 
 namespace devshare::internal::yaml {
 
 // The error for `path` at `node`.
-DEVSHARE_EXPORT Status FieldError(const std::string& path, const YAML::Node& node, std::string_view problem);
+Status FieldError(const std::string& path, const YAML::Node& node, std::string_view problem);
 
 // Each reader leaves `out` as it is when the node is null (the key given
 // without a value).
-DEVSHARE_EXPORT Status ReadString(const YAML::Node& node, const std::string& path, std::string& out);
+Status ReadString(const YAML::Node& node, const std::string& path, std::string& out);
 // A plain integer within [min, max].
-DEVSHARE_EXPORT Status ReadInteger(const YAML::Node& node, const std::string& path, std::int64_t min,
+Status ReadInteger(const YAML::Node& node, const std::string& path, std::int64_t min,
                                    std::int64_t max, std::int64_t& out);
-DEVSHARE_EXPORT Status ReadBool(const YAML::Node& node, const std::string& path, bool& out);
-DEVSHARE_EXPORT Status ReadOptionalBool(const YAML::Node& node, const std::string& path,
+Status ReadBool(const YAML::Node& node, const std::string& path, bool& out);
+Status ReadOptionalBool(const YAML::Node& node, const std::string& path,
                                         std::optional<bool>& out);
 // A non-negative finite number.
-DEVSHARE_EXPORT Status ReadOptionalDouble(const YAML::Node& node, const std::string& path,
+Status ReadOptionalDouble(const YAML::Node& node, const std::string& path,
                                           std::optional<double>& out);
-DEVSHARE_EXPORT Status ReadStringList(const YAML::Node& node, const std::string& path,
+Status ReadStringList(const YAML::Node& node, const std::string& path,
                                       std::vector<std::string>& out);
 
 template <typename T>
@@ -65,7 +66,7 @@ using FieldReader = std::function<Status(const YAML::Node&, const std::string&)>
 
 // Reads every key of the map `node` through `fields`; an unknown key or a
 // non-map node is an error. `path` prefixes the keys' paths.
-DEVSHARE_EXPORT Status ReadMap(const YAML::Node& node, const std::string& path,
+Status ReadMap(const YAML::Node& node, const std::string& path,
                                const std::map<std::string, FieldReader, std::less<>>& fields);
 
 inline FieldReader String(std::string& out) {
@@ -81,4 +82,4 @@ inline FieldReader Bool(bool& out) {
 
 }  // namespace devshare::internal::yaml
 
-#endif  // DEVSHARE_SRC_YAML_FIELDS_HPP_
+#endif  // DEVSHARE_YAML_FIELDS_HPP_
