@@ -2,7 +2,10 @@
 // (spec/hami-behaviour.md §3.3).
 #include <doctest/doctest.h>
 
+#include <boost/json.hpp>
+
 #include "devshare/objects.hpp"
+#include "devshare/objects_json.hpp"
 #include "devshare/request.hpp"
 #include "testutil.hpp"
 
@@ -135,6 +138,15 @@ TEST_CASE("objects: a Pod as the API server serves it") {
   CHECK(pod->cpu_milli == 2000);                 // max(500 + 250, init 2000)
   CHECK(pod->memory_bytes == 1073741824);        // max(512Mi, init 1Gi)
   CHECK(pod->phase == "Pending");
+
+  // The same from a value already parsed (objects_json.hpp): nothing re-serialised.
+  Result<Pod> from_value = DecodePod(boost::json::parse(kPod).get_object());
+  REQUIRE(from_value.ok());
+  CHECK(*from_value == *pod);
+  Result<Node> node = DecodeNode(boost::json::parse(R"({"metadata": {"name": "n1"}})").get_object());
+  REQUIRE(node.ok());
+  CHECK(node->name == "n1");
+  CHECK(DecodeNode(boost::json::object{}).status().field() == "metadata.name");
 }
 
 TEST_CASE("objects: malformed Pods and Nodes name the JSON path") {

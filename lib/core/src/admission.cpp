@@ -5,6 +5,7 @@
 #include <array>
 
 #include "devshare/objects.hpp"
+#include "devshare/objects_json.hpp"
 #include "devshare/request.hpp"
 #include "json.hpp"
 #include "text.hpp"
@@ -240,7 +241,7 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
   d.uid = std::string(uid->get_string());
   const bj::object* object = ObjectAt(*request, "object");
   if (object == nullptr) return Deny(d, kBadRequest, "request.object is not a Pod");
-  Result<Pod> decoded = DecodePod(bj::serialize(*object));
+  Result<Pod> decoded = DecodePod(*object);
   if (!decoded.ok()) return Deny(d, kBadRequest, std::string(decoded.status().message()));
   Pod pod = std::move(*decoded);
   if (pod.pod_namespace.empty()) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "devshare/objects_json.hpp"
 #include "json.hpp"
 #include "text.hpp"
 
@@ -301,7 +302,10 @@ Result<Pod> DecodePod(std::string_view json) {
   bj::monotonic_resource arena;
   Result<bj::value> doc = ParseObject(json, kPodWhat, arena);
   if (!doc.ok()) return doc.status();
-  const bj::object& root = doc->get_object();
+  return DecodePod(doc->get_object());
+}
+
+Result<Pod> DecodePod(const bj::object& root) {
   Pod pod;
   const bj::object* metadata = nullptr;
   const bj::object* spec = nullptr;
@@ -364,7 +368,10 @@ Result<Node> DecodeNode(std::string_view json) {
   bj::monotonic_resource arena;
   Result<bj::value> doc = ParseObject(json, kNodeWhat, arena);
   if (!doc.ok()) return doc.status();
-  const bj::object& root = doc->get_object();
+  return DecodeNode(doc->get_object());
+}
+
+Result<Node> DecodeNode(const bj::object& root) {
   Node node;
   const bj::object* metadata = nullptr;
   const bj::object* status = nullptr;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <set>
 
+#include "devshare/objects_json.hpp"
+
 namespace devshare::kube {
 
 namespace bj = boost::json;
@@ -38,7 +40,7 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json) {
   ExtenderArgs args;
   const bj::value* pod = root.if_contains("Pod");
   if (pod == nullptr || !pod->is_object()) return Bad("Pod is missing or not an object");
-  Result<Pod> decoded = DecodePod(bj::serialize(*pod));
+  Result<Pod> decoded = DecodePod(pod->get_object());
   if (!decoded.ok()) return Bad(fmt::format("Pod: {}", decoded.status().message()));
   args.pod = std::move(*decoded);
   const bj::value* names = root.if_contains("NodeNames");

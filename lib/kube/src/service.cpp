@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "devshare/kube/extender.hpp"
+#include "devshare/objects_json.hpp"
 #include "devshare/kube/metrics.hpp"
 
 namespace devshare::kube {
@@ -194,7 +195,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       if (name != nullptr && name->is_string()) engine->NodeDeleted(std::string(name->get_string()));
       return;
     }
-    Result<Node> node = DecodeNode(bj::serialize(e.object));
+    if (!e.object.is_object()) return;
+    Result<Node> node = DecodeNode(e.object.get_object());
     if (!node.ok()) return;  // not a node we can read: ignored, as the informer would fail it
     std::vector<engine::Command> out;
     engine->NodeObserved(*node, NowMs(), out);
@@ -224,7 +226,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       if (uid != nullptr && uid->is_string()) engine->PodDeleted(std::string(uid->get_string()));
       return;
     }
-    Result<Pod> pod = DecodePod(bj::serialize(e.object));
+    if (!e.object.is_object()) return;
+    Result<Pod> pod = DecodePod(e.object.get_object());
     if (pod.ok()) engine->PodObserved(*pod);
   }
 
