@@ -2,7 +2,10 @@
 // (spec/hami-behaviour.md §8; kubernetes-wire.md §3).
 #include <doctest/doctest.h>
 
+#include <boost/json.hpp>
+
 #include "devshare/lease.hpp"
+#include "devshare/objects_json.hpp"
 
 using namespace devshare;
 
@@ -36,6 +39,10 @@ TEST_CASE("Lease JSON and MicroTime (exactly 6 fractional digits)") {
   Result<LeaseRecord> back = DecodeLease(EncodeLease(*l));
   REQUIRE(back.ok());
   CHECK(*back == *l);
+  // The same from the parsed object (objects_json.hpp), as a watch event holds it.
+  Result<LeaseRecord> from_object = DecodeLease(boost::json::parse(kJson).get_object());
+  REQUIRE(from_object.ok());
+  CHECK(*from_object == *l);
   // nil fields stay nil.
   Result<LeaseRecord> empty = DecodeLease(R"({"metadata":{"name":"s"},"spec":{"holderIdentity":null}})");
   REQUIRE(empty.ok());

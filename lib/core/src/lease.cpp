@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "civil_time.hpp"
+#include "devshare/objects_json.hpp"
 #include "json.hpp"
 #include "text.hpp"
 
@@ -72,8 +73,11 @@ Result<LeaseRecord> DecodeLease(std::string_view json) {
   Result<bj::value> doc = internal::ParseJson(json, kWhat, bj::storage_ptr(&arena));
   if (!doc.ok()) return doc.status();
   if (!doc->is_object()) return internal::TypeError(kWhat, "value", "an object", *doc);
+  return DecodeLease(doc->get_object());
+}
+
+Result<LeaseRecord> DecodeLease(const bj::object& root) {
   LeaseRecord lease;
-  const bj::object& root = doc->get_object();
   if (const bj::value* m = root.if_contains("metadata"); m != nullptr && !m->is_null()) {
     if (!m->is_object()) return internal::TypeError(kWhat, "metadata", "an object", *m);
     const bj::object& metadata = m->get_object();

@@ -234,7 +234,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   void OnLease(const WatchEvent& e) {
     std::optional<LeaseRecord> lease;
     if (e.type != "DELETED") {
-      Result<LeaseRecord> decoded = DecodeLease(bj::serialize(e.object));
+      if (!e.object.is_object()) return;
+      Result<LeaseRecord> decoded = DecodeLease(e.object.get_object());
       if (!decoded.ok()) return;
       lease = std::move(*decoded);
     }

@@ -1,9 +1,10 @@
-// devshare/objects_json.hpp — the Pod and Node decoders of objects.hpp on a
-// JSON value already parsed with Boost.JSON (a watch event's object, an
-// AdmissionReview's request.object, an ExtenderArgs' Pod), so that the
-// caller does not serialise it to text only for it to be parsed again.
+// devshare/objects_json.hpp — the Pod and Node decoders of objects.hpp and
+// the Lease decoder of lease.hpp on a JSON object already parsed with
+// Boost.JSON (a watch event's object, an AdmissionReview's request.object, an
+// ExtenderArgs' Pod), so that the caller does not serialise it to text only
+// for it to be parsed again.
 // Include it only where Boost.JSON is at hand: it is an interface
-// dependency of these two functions alone.
+// dependency of these functions alone.
 //
 // Same contract as the text overloads (errors name the JSON path). They take
 // the JSON object (a value would make DecodePod("...") ambiguous).
@@ -15,12 +16,14 @@
 #include <boost/json/object.hpp>
 
 #include "devshare/export.hpp"
+#include "devshare/lease.hpp"
 #include "devshare/objects.hpp"
 
 namespace devshare {
 
 DEVSHARE_EXPORT Result<Pod> DecodePod(const boost::json::object& object);
 DEVSHARE_EXPORT Result<Node> DecodeNode(const boost::json::object& object);
+DEVSHARE_EXPORT Result<LeaseRecord> DecodeLease(const boost::json::object& object);
 
 }  // namespace devshare
 
