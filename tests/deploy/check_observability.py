@@ -29,17 +29,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 E2E = os.path.join(ROOT, "tests", "e2e")
+sys.path.insert(0, E2E)
+from serve_stand_in import ServeStandIn  # noqa: E402
 
 METRIC = re.compile(r"(?<![A-Za-z0-9_:])devshare_[A-Za-z0-9_:]*")
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
@@ -173,83 +171,31 @@ def family_of(name: str, types: dict[str, str]) -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def call(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=20) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
 def scrape_serve(devshare: str, checks: Checks) -> str | None:
     """Runs fake_apiserver.py (3 nodes of 8 GPUs of 81920 MiB) and `devshare
     serve`, places and binds one pod asking half a GPU, and returns /metrics."""
-    api_port, port = free_port(), free_port()
-    work = tempfile.mkdtemp()
-    kubeconfig = os.path.join(work, "kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write(f"""apiVersion: v1
-kind: Config
-current-context: t
-contexts: [{{name: t, context: {{cluster: t, user: t}}}}]
-clusters: [{{name: t, cluster: {{server: "http://127.0.0.1:{api_port}"}}}}]
-users: [{{name: t, user: {{}}}}]
-""")
-    procs = [subprocess.Popen([sys.executable, os.path.join(E2E, "fake_apiserver.py"), "--port", str(api_port),
-                              "--nodes", "3"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    log = open(os.path.join(work, "serve.log"), "wb")
-    procs.append(subprocess.Popen([devshare, "serve", "--kubeconfig", kubeconfig, "--listen", f"127.0.0.1:{port}",
-                                   "--node-policy", "binpack"], stdout=log, stderr=subprocess.STDOUT))
     text = None
-    try:
-        deadline = time.time() + 30
-        status = 0
-        while time.time() < deadline and procs[1].poll() is None:
-            try:
-                status, _ = call(port, "GET", "/readyz")
-            except OSError:
-                status = 0
-            if status == 200:
-                break
-            time.sleep(0.2)
+    with ServeStandIn(devshare, nodes=3) as serve:
+        status = serve.wait_ready()
         if not checks.check("serve turns ready against the stand-in API server", status == 200, status):
             return None
         names = [f"node-{i:05d}" for i in range(3)]
         pod = {"metadata": {"name": "a", "namespace": "default", "uid": "uid-a"},
                "spec": {"containers": [{"name": "c", "resources": {"limits": {
                    "nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "50", "nvidia.com/gpucores": "50"}}}]}}
-        status, body = call(port, "POST", "/filter",
-                            json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode())
+        status, body = serve.call("POST", "/filter",
+                                  json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode())
         chosen = ((json.loads(body).get("NodeNames") or [""]) if status == 200 else [""])[0]
         checks.check("filter places the pod", bool(chosen), body[:200])
-        status, body = call(port, "POST", "/bind", json.dumps(
+        status, body = serve.call("POST", "/bind", json.dumps(
             {"PodName": "a", "PodNamespace": "default", "PodUID": "uid-a", "Node": chosen}).encode())
         checks.check("bind binds the pod", status == 200 and json.loads(body) == {"Error": ""}, body)
-        status, body = call(port, "GET", "/metrics")
+        status, body = serve.call("GET", "/metrics")
         if checks.check("/metrics answers 200", status == 200, status):
             text = body.decode()
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        log.close()
-        if text is None or procs[1].returncode != 0:
-            with open(log.name, errors="replace") as f:
-                print(f"devshare serve exited {procs[1].returncode}; its log ends:\n{f.read()[-2000:]}")
-        shutil.rmtree(work, ignore_errors=True)
+    if text is None or serve.returncode != 0:
+        print(f"devshare serve exited {serve.returncode}; its log ends:\n{serve.log_tail()}")
+    shutil.rmtree(serve.work, ignore_errors=True)
     return text
 
 

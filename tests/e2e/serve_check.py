@@ -16,32 +16,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def call(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=20) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+from serve_stand_in import ServeStandIn
 
 
 def pod(name: str, percent: int) -> dict:
@@ -54,21 +32,8 @@ def pod(name: str, percent: int) -> dict:
 def main() -> int:
     devshare = sys.argv[1]
     results = sys.argv[2] if len(sys.argv) > 2 else ""
-    api_port, port = free_port(), free_port()
-    work = tempfile.mkdtemp()
-    kubeconfig = os.path.join(work, "kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write(f"""apiVersion: v1
-kind: Config
-current-context: t
-contexts: [{{name: t, context: {{cluster: t, user: t}}}}]
-clusters: [{{name: t, cluster: {{server: "http://127.0.0.1:{api_port}"}}}}]
-users: [{{name: t, user: {{}}}}]
-""")
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "fake_apiserver.py"), "--port", str(api_port),
-                              "--nodes", "20", "--throttle", "1", "--expire", "1"])]
-    procs.append(subprocess.Popen([devshare, "serve", "--kubeconfig", kubeconfig, "--listen", f"127.0.0.1:{port}",
-                                   "--node-policy", "binpack"], stderr=subprocess.PIPE))
+    serve = ServeStandIn(devshare, nodes=20, api_args=["--throttle", "1", "--expire", "1"])
+    call, port = serve.call, serve.port
     passed = failed = 0
 
     def check(name: str, ok: bool, detail: object = "") -> None:
@@ -80,30 +45,21 @@ users: [{{name: t, user: {{}}}}]
             print(f"FAIL {name}: {detail}")
 
     try:
-        deadline = time.time() + 30
-        status = 0
-        while time.time() < deadline:
-            try:
-                status, _ = call(port, "GET", "/readyz")
-            except OSError:
-                status = 0
-            if status == 200:
-                break
-            time.sleep(0.2)
+        status = serve.wait_ready()
         check("readyz turns 200 once the cache is synced", status == 200, status)
         names = [f"node-{i:05d}" for i in range(20)]
-        status, body = call(port, "POST", "/filter",
+        status, body = call("POST", "/filter",
                             json.dumps({"Pod": pod("a", 50), "Nodes": None, "NodeNames": names}).encode())
         result = json.loads(body) if status == 200 else {}
         check("filter places the pod on one node", status == 200 and len(result.get("NodeNames") or []) == 1, body[:200])
         chosen = (result.get("NodeNames") or [""])[0]
         check("filter lists every other candidate in FailedNodes",
               sorted(result.get("FailedNodes", {})) == sorted(n for n in names if n != chosen), result.get("FailedNodes"))
-        status, body = call(port, "POST", "/bind", json.dumps(
+        status, body = call("POST", "/bind", json.dumps(
             {"PodName": "a", "PodNamespace": "default", "PodUID": "uid-a", "Node": chosen}).encode())
         check("bind locks the node, marks the pod and posts the Binding",
               status == 200 and json.loads(body) == {"Error": ""}, body)
-        status, body = call(port, "POST", "/prioritize",
+        status, body = call("POST", "/prioritize",
                             json.dumps({"Pod": pod("b", 25), "Nodes": None, "NodeNames": names[:3]}).encode())
         scores = json.loads(body) if status == 200 else []
         check("prioritize scores the nodes 0..10",
@@ -115,7 +71,7 @@ users: [{{name: t, user: {{}}}}]
             p = pod(f"rank-{policy}", 25)
             p["metadata"]["annotations"] = {"hami.io/node-scheduler-policy": policy,
                                             "hami.io/gpu-scheduler-policy": gpu_policy}
-            status, body = call(port, "POST", "/prioritize",
+            status, body = call("POST", "/prioritize",
                                 json.dumps({"Pod": p, "Nodes": None, "NodeNames": names[:3]}).encode())
             ranked = {s["Host"]: s["Score"] for s in json.loads(body)} if status == 200 else {}
             others = [ranked.get(n) for n in names[:3] if n != chosen]
@@ -127,12 +83,12 @@ users: [{{name: t, user: {{}}}}]
                               "operation": "CREATE", "namespace": "default",
                               "object": {**pod("c", 10), "spec": {**pod("c", 10)["spec"],
                                                                   "schedulerName": "default-scheduler"}}}}
-        status, body = call(port, "POST", "/webhook", json.dumps(review).encode())
+        status, body = call("POST", "/webhook", json.dumps(review).encode())
         response = json.loads(body).get("response", {}) if status == 200 else {}
         patch = base64.b64decode(response.get("patch", "")).decode() if response.get("patch") else ""
         check("webhook answers the review with the schedulerName patch",
               response.get("uid") == "r1" and response.get("allowed") is True and "devshare-scheduler" in patch, body)
-        status, body = call(port, "GET", "/metrics")
+        status, body = call("GET", "/metrics")
         text = body.decode()
         check("metrics count the Filter and the API calls",
               status == 200 and 'devshare_filter_duration_seconds_count{outcome="placed"} 1' in text
@@ -142,25 +98,19 @@ users: [{{name: t, user: {{}}}}]
         check("a 429 with Retry-After was retried (the Filter above still placed its pod)",
               'devshare_api_requests_total{verb="patch-pod",code="429"} 1' in text
               and 'devshare_api_requests_total{verb="patch-pod",code="200"}' in text, text[-800:])
-        status, body = call(port, "POST", "/filter", b"{not json")
+        status, body = call("POST", "/filter", b"{not json")
         check("malformed JSON is a 400 with the reason", status == 400 and b"not JSON" in body, (status, body))
-        status, _ = call(port, "GET", "/nothing")
+        status, _ = call("GET", "/nothing")
         check("an unknown path is a 404", status == 404, status)
-        status, _ = call(port, "GET", "/filter")
+        status, _ = call("GET", "/filter")
         check("a wrong method is a 405", status == 405, status)
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # the answer comes before the body
             s.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n{")
             reply = s.recv(4096)
         check("a body over 1 MiB is a 413", reply.startswith(b"HTTP/1.1 413"), reply[:100])
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        check("serve stops cleanly on SIGTERM", procs[1].returncode == 0, procs[1].returncode)
+        serve.stop()
+        check("serve stops cleanly on SIGTERM", serve.returncode == 0, (serve.returncode, serve.log_tail()))
     print(f"serve: {passed} passed, {failed} failed")
     if results:
         with open(results, "a") as f:
