@@ -42,8 +42,7 @@ struct Engine::BindFlow {
   enum class Step { kLock, kPhase, kBinding } step = Step::kLock;
   std::uint64_t request = 0;
   std::string pod_namespace, name, uid, node;
-  bool locked = false;
-  std::optional<std::string> lock;  // the lock value this bind holds, once locked
+  std::optional<std::string> lock;  // the lock value this bind holds; none until locked
   int attempt = 0;                 // lock attempts so far
   std::int64_t deadline_ms = 0;    // lock retries stop here
 };
@@ -317,7 +316,7 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                   const std::string& uid, const std::string& node, std::int64_t now_ms,
                   std::vector<Command>& out) {
   ++counters_.binds;
-  BindFlow flow{BindFlow::Step::kLock, request, pod_namespace, name, uid, node, false, std::nullopt, 0,
+  BindFlow flow{BindFlow::Step::kLock, request, pod_namespace, name, uid, node, std::nullopt, 0,
                 now_ms + options_.lock_retry_timeout_ms};
   if (impl_->pods.find(uid) == impl_->pods.end()) {
     return FailBind(flow, fmt::format("pod {}/{} not found", pod_namespace, name), out);
@@ -384,7 +383,6 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
   if (decision.action == LockAction::kHeld || decision.action == LockAction::kCheckHolder) {
     return LockBlocked(std::move(flow), std::move(decision.reason), now_ms, out);
   }
-  flow.locked = true;
   flow.lock = decision.write ? decision.write->value : current;
   const std::uint64_t id = NextId();
   if (decision.write) {
@@ -445,13 +443,13 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, st
   auto* b = std::get_if<BindFlow>(&flow);
   if (b == nullptr) return;  // a release or registration write
   if (!succeeded && b->step == BindFlow::Step::kLock) {
-    b->locked = false;  // the lock write lost (409): contention
+    b->lock.reset();  // the lock write lost (409): contention
     return LockBlocked(std::move(*b), "the node lock write conflicted (409)", now_ms, out);
   }
   if (!succeeded) {
     // W8: the core says what a failed bind releases; the lock only if it is ours.
     const BindOutcome outcome = BindFailed();
-    if (outcome.release_lock && b->locked) {
+    if (outcome.release_lock && b->lock) {
       if (std::optional<AnnotationWrite> release = DecideRelease(b->lock, PodRef{b->pod_namespace, b->name}, false)) {
         const std::uint64_t id = NextId();
         impl_->pending.emplace(id, Impl::Release{});
