@@ -79,8 +79,7 @@ const std::string& NodeJson8Gpu() {
 }
 
 const std::string& NodeLegacy8Gpu() {
-  static const std::string value =
-      devshare::EncodeNodeDevices(Node8Gpu(), RegisterFormat::kLegacy);
+  static const std::string value = devshare::EncodeNodeDevices(Node8Gpu(), RegisterFormat::kLegacy);
   return value;
 }
 

@@ -38,7 +38,8 @@ Node MakeNode(int n) {
     d.health = true;
     devices.push_back(d);
   }
-  node.annotations.Set("hami.io/node-nvidia-register", EncodeNodeDevices(devices, RegisterFormat::kJson));
+  node.annotations.Set("hami.io/node-nvidia-register",
+                       EncodeNodeDevices(devices, RegisterFormat::kJson));
   node.allocatable.Set("nvidia.com/gpu", "80");  // the device plugin's count: 8 x 10 slots
   return node;
 }
@@ -76,8 +77,9 @@ ClusterObjects MakeObjects(int nodes, unsigned busy = 4) {
       const int cores = 10 * static_cast<int>(1 + rng() % 6);
       Pod pod = MakeRequest(fmt::format("load-{}-{}", n, g), 1, mem, cores, 0);
       pod.annotations.Set("hami.io/vgpu-node", c.nodes.back().name);
-      pod.annotations.Set("hami.io/vgpu-devices-allocated",
-                          fmt::format("GPU-{:05}-{}-7c3b1f52-0b1e-4a49-9e1f,NVIDIA,{},{}:;", n, g, mem, cores));
+      pod.annotations.Set(
+          "hami.io/vgpu-devices-allocated",
+          fmt::format("GPU-{:05}-{}-7c3b1f52-0b1e-4a49-9e1f,NVIDIA,{},{}:;", n, g, mem, cores));
       c.pods.push_back(std::move(pod));
     }
   }
@@ -100,9 +102,9 @@ ClusterSnapshot MakeCluster(int nodes, unsigned busy = 4) {
 
 std::vector<Pod> MixedRequests() {
   return {
-      MakeRequest("a", 1, 4096, 20, 0),   MakeRequest("b", 1, 0, 30, 50),
-      MakeRequest("c", 2, 8192, 30, 0),   MakeRequest("d", 1, 16384, 0, 0),
-      MakeRequest("e", 4, 0, 0, 0),       MakeRequest("f", 1, 2048, 10, 0),
+      MakeRequest("a", 1, 4096, 20, 0), MakeRequest("b", 1, 0, 30, 50),
+      MakeRequest("c", 2, 8192, 30, 0), MakeRequest("d", 1, 16384, 0, 0),
+      MakeRequest("e", 4, 0, 0, 0),     MakeRequest("f", 1, 2048, 10, 0),
   };
 }
 
@@ -131,9 +133,9 @@ void BM_Filter(benchmark::State& state, int nodes, const char* node_policy, cons
     benchmark::DoNotOptimize(r);
   }
   state.counters["nodes"] = nodes;
-  state.counters["ns_per_node"] = benchmark::Counter(
-      static_cast<double>(nodes) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_node"] =
+      benchmark::Counter(static_cast<double>(nodes) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_Filter_100Nodes(benchmark::State& s) { BM_Filter(s, 100, "binpack", "spread"); }
@@ -179,7 +181,8 @@ void BM_Extender_Filter5000Nodes(benchmark::State& state) {
   engine.Tick(0, out);
   if (!engine.Ready(0)) return state.SkipWithError("the engine is not ready");
   std::string names;
-  for (const Node& node : c.nodes) names += fmt::format("{}\"{}\"", names.empty() ? "" : ",", node.name);
+  for (const Node& node : c.nodes)
+    names += fmt::format("{}\"{}\"", names.empty() ? "" : ",", node.name);
   const std::string body = fmt::format(
       R"({{"Pod":{{"metadata":{{"name":"load","namespace":"default","uid":"load-uid"}},"spec":{{"containers":)"
       R"([{{"name":"c","resources":{{"limits":{{"nvidia.com/gpu":"1","nvidia.com/gpumem-percentage":"25",)"
@@ -196,14 +199,17 @@ void BM_Extender_Filter5000Nodes(benchmark::State& state) {
     if (patch == nullptr) {
       const auto* early = out.empty() ? nullptr : std::get_if<engine::FilterReply>(&out.front());
       return state.SkipWithError(fmt::format("no pod PATCH: {}", early == nullptr ? "no reply"
-                                                                 : !early->error.empty() ? early->error
-                                                                 : "no node fits").c_str());
+                                                                 : !early->error.empty()
+                                                                     ? early->error
+                                                                     : "no node fits")
+                                     .c_str());
     }
     const std::uint64_t id = patch->id;
     out.clear();
     engine.ApiResult(id, true, 0, out);
     const auto* reply = out.empty() ? nullptr : std::get_if<engine::FilterReply>(&out.front());
-    if (reply == nullptr || reply->nodes.size() != 1) return state.SkipWithError("no reply keeping one node");
+    if (reply == nullptr || reply->nodes.size() != 1)
+      return state.SkipWithError("no reply keeping one node");
     const std::string encoded = kube::EncodeFilterResult(*args, *reply);
     reply_bytes = encoded.size();
     benchmark::DoNotOptimize(encoded);

@@ -57,7 +57,8 @@ std::string FilterOnce(devshare::engine::Engine& engine, std::uint64_t request,
   const std::uint64_t id = patch->id;
   out.clear();
   engine.ApiResult(id, true, 0, out);
-  const auto* reply = out.empty() ? nullptr : std::get_if<devshare::engine::FilterReply>(&out.front());
+  const auto* reply =
+      out.empty() ? nullptr : std::get_if<devshare::engine::FilterReply>(&out.front());
   if (reply == nullptr || reply->nodes.size() != 1) Fail("no reply keeping one node");
   return reply->nodes.front();
 }
@@ -67,7 +68,8 @@ std::string FilterOnce(devshare::engine::Engine& engine, std::uint64_t request,
 int main(int argc, char** argv) {
   const int repeat = argc == 2 ? std::atoi(argv[1]) : 0;
   if (repeat < 1) Fail("usage: oracle_speed REPEAT < cluster.json");
-  const std::string input{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  const std::string input{std::istreambuf_iterator<char>(std::cin),
+                          std::istreambuf_iterator<char>()};
   boost::system::error_code ec;
   const bj::value doc = bj::parse(input, ec);
   if (ec || !doc.is_object()) Fail("input is not a JSON object");

@@ -24,7 +24,8 @@ void RunScenario(benchmark::State& state, const sim::Scenario& scenario) {
     }
     pods += report->pods;
   }
-  state.counters["pods/s"] = benchmark::Counter(static_cast<double>(pods), benchmark::Counter::kIsRate);
+  state.counters["pods/s"] =
+      benchmark::Counter(static_cast<double>(pods), benchmark::Counter::kIsRate);
 }
 
 sim::Scenario WithPolicy(sim::Scenario s, const char* node_policy, const char* gpu_policy) {
@@ -51,10 +52,12 @@ std::string Slurp(const std::string& path) {
 void BM_Sim_Openb(benchmark::State& state, const char* node_policy, const char* gpu_policy) {
   const char* env = std::getenv("DEVSHARE_OPENB");
   const std::string dir = env != nullptr ? env : "../shared/data/openb";
-  Result<sim::Scenario> scenario = sim::OpenbScenario(
-      Slurp(dir + "/openb_node_list_gpu_node.csv"), Slurp(dir + "/openb_pod_list_default.csv"), 1.3, 0);
+  Result<sim::Scenario> scenario =
+      sim::OpenbScenario(Slurp(dir + "/openb_node_list_gpu_node.csv"),
+                         Slurp(dir + "/openb_pod_list_default.csv"), 1.3, 0);
   if (!scenario.ok()) {
-    state.SkipWithError(("openb traces in " + dir + ": " + std::string(scenario.status().message())).c_str());
+    state.SkipWithError(
+        ("openb traces in " + dir + ": " + std::string(scenario.status().message())).c_str());
     return;
   }
   RunScenario(state, WithPolicy(*scenario, node_policy, gpu_policy));
@@ -81,11 +84,14 @@ void BM_Sim_Shipped(benchmark::State& state, const char* name, const char* varia
   state.SkipWithError("no such variant");
 }
 BENCHMARK_CAPTURE(BM_Sim_Shipped, HandshakeStormVolcanoLegacy, "handshake-storm", "volcano-legacy")
-    ->Unit(benchmark::kMillisecond)->Iterations(2);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 BENCHMARK_CAPTURE(BM_Sim_Shipped, HandshakeStormHamiLegacy, "handshake-storm", "hami-legacy")
-    ->Unit(benchmark::kMillisecond)->Iterations(2);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 BENCHMARK_CAPTURE(BM_Sim_Shipped, HandshakeStormChangeOnly, "handshake-storm", "change-only")
-    ->Unit(benchmark::kMillisecond)->Iterations(2);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 }  // namespace
 

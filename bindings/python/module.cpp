@@ -1,10 +1,9 @@
 // The private extension `devshare._devshare`: pybind11 bindings of the core.
 // The public package (devshare/__init__.py) re-exports it and turns
 // Kubernetes objects given as dicts into the JSON the core decodes.
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-
-#include <fmt/format.h>
 
 #include <fstream>
 #include <map>
@@ -39,10 +38,17 @@ PyObject* g_config_error = nullptr;
 [[noreturn]] void Raise(const Status& status) {
   PyObject* type = PyExc_ValueError;
   switch (status.code()) {
-    case StatusCode::kMalformed: type = g_decode_error; break;
-    case StatusCode::kInvalidConfig: type = g_config_error; break;
-    case StatusCode::kNotFound: type = PyExc_KeyError; break;
-    default: break;
+    case StatusCode::kMalformed:
+      type = g_decode_error;
+      break;
+    case StatusCode::kInvalidConfig:
+      type = g_config_error;
+      break;
+    case StatusCode::kNotFound:
+      type = PyExc_KeyError;
+      break;
+    default:
+      break;
   }
   PyErr_SetString(type, std::string(status.message()).c_str());
   throw py::error_already_set();
@@ -113,12 +119,14 @@ class Cluster {
     uids_.erase(it);
     return removed;
   }
-  void SetQuota(const std::string& ns, const std::string& name, const std::map<std::string, std::string>& hard) {
+  void SetQuota(const std::string& ns, const std::string& name,
+                const std::map<std::string, std::string>& hard) {
     StringMap m;
     for (const auto& [k, v] : hard) m.Set(k, v);
     snapshot_.SetQuota(ns, name, m);
   }
-  PyFilterResult Filter(const std::string& pod_json, const std::vector<std::string>& nodes, std::int64_t now) {
+  PyFilterResult Filter(const std::string& pod_json, const std::vector<std::string>& nodes,
+                        std::int64_t now) {
     Pod pod = Unwrap(DecodePod(pod_json));
     Result<FilterResult> r = Status();
     {
@@ -157,9 +165,12 @@ class Cluster {
 
 std::string LeaderEventName(LeaderEvent e) {
   switch (e) {
-    case LeaderEvent::kStartedLeading: return "started_leading";
-    case LeaderEvent::kStoppedLeading: return "stopped_leading";
-    case LeaderEvent::kNone: break;
+    case LeaderEvent::kStartedLeading:
+      return "started_leading";
+    case LeaderEvent::kStoppedLeading:
+      return "stopped_leading";
+    case LeaderEvent::kNone:
+      break;
   }
   return "none";
 }
@@ -171,22 +182,32 @@ std::optional<LeaseRecord> LeaseFrom(const std::optional<std::string>& json) {
 
 std::string LockActionName(LockAction a) {
   switch (a) {
-    case LockAction::kSet: return "set";
-    case LockAction::kReentrant: return "reentrant";
-    case LockAction::kTakeOver: return "take_over";
-    case LockAction::kCheckHolder: return "check_holder";
-    case LockAction::kHeld: return "held";
+    case LockAction::kSet:
+      return "set";
+    case LockAction::kReentrant:
+      return "reentrant";
+    case LockAction::kTakeOver:
+      return "take_over";
+    case LockAction::kCheckHolder:
+      return "check_holder";
+    case LockAction::kHeld:
+      return "held";
   }
   return "held";
 }
 
 std::string ElectionActionName(ElectionAction a) {
   switch (a) {
-    case ElectionAction::kCreate: return "create";
-    case ElectionAction::kAcquire: return "acquire";
-    case ElectionAction::kRenew: return "renew";
-    case ElectionAction::kStepDown: return "step_down";
-    case ElectionAction::kNone: break;
+    case ElectionAction::kCreate:
+      return "create";
+    case ElectionAction::kAcquire:
+      return "acquire";
+    case ElectionAction::kRenew:
+      return "renew";
+    case ElectionAction::kStepDown:
+      return "step_down";
+    case ElectionAction::kNone:
+      break;
   }
   return "none";
 }
@@ -235,67 +256,84 @@ PYBIND11_MODULE(_devshare, m) {
       .def_readwrite("health", &Device::health, "healthy")
       .def_readwrite("mode", &Device::mode, "hami-core, mig or mps")
       .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
-      .def("__repr__", [](const Device& d) {
-        return fmt::format("Device(id='{}', index={}, count={}, devmem={}, devcore={}, type='{}', numa={}, health={}, mode='{}')",
-                           d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa,
-                           d.health ? "True" : "False", d.mode);
-      })
-      .def("to_dict", [](const Device& d) {
-        py::dict out;
-        out["id"] = d.id;
-        out["index"] = d.index;
-        out["count"] = d.count;
-        out["devmem"] = d.devmem;
-        out["devcore"] = d.devcore;
-        out["type"] = d.type;
-        out["numa"] = d.numa;
-        out["health"] = d.health;
-        out["mode"] = d.mode;
-        return out;
-      }, "The fields as a dict.");
+      .def("__repr__",
+           [](const Device& d) {
+             return fmt::format(
+                 "Device(id='{}', index={}, count={}, devmem={}, devcore={}, type='{}', numa={}, "
+                 "health={}, mode='{}')",
+                 d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa,
+                 d.health ? "True" : "False", d.mode);
+           })
+      .def(
+          "to_dict",
+          [](const Device& d) {
+            py::dict out;
+            out["id"] = d.id;
+            out["index"] = d.index;
+            out["count"] = d.count;
+            out["devmem"] = d.devmem;
+            out["devcore"] = d.devcore;
+            out["type"] = d.type;
+            out["numa"] = d.numa;
+            out["health"] = d.health;
+            out["mode"] = d.mode;
+            return out;
+          },
+          "The fields as a dict.");
 
   py::class_<ContainerDevice>(m, "ContainerDevice", "One device given to one container.")
-      .def(py::init([](std::string uuid, std::string type, std::int32_t usedmem, std::int32_t usedcores) {
+      .def(py::init([](std::string uuid, std::string type, std::int32_t usedmem,
+                       std::int32_t usedcores) {
              return ContainerDevice{std::move(uuid), std::move(type), usedmem, usedcores};
            }),
-           py::arg("uuid"), py::arg("type") = "NVIDIA", py::arg("usedmem") = 0, py::arg("usedcores") = 0)
+           py::arg("uuid"), py::arg("type") = "NVIDIA", py::arg("usedmem") = 0,
+           py::arg("usedcores") = 0)
       .def_readwrite("uuid", &ContainerDevice::uuid)
       .def_readwrite("type", &ContainerDevice::type, "vendor common word, e.g. NVIDIA")
       .def_readwrite("usedmem", &ContainerDevice::usedmem, "MiB")
       .def_readwrite("usedcores", &ContainerDevice::usedcores, "percent")
       .def("__eq__", [](const ContainerDevice& a, const ContainerDevice& b) { return a == b; })
-      .def("__repr__", [](const ContainerDevice& d) {
-        return fmt::format("ContainerDevice(uuid='{}', type='{}', usedmem={}, usedcores={})", d.uuid,
-                           d.type, d.usedmem, d.usedcores);
-      })
-      .def("to_dict", [](const ContainerDevice& d) {
-        py::dict out;
-        out["uuid"] = d.uuid;
-        out["type"] = d.type;
-        out["usedmem"] = d.usedmem;
-        out["usedcores"] = d.usedcores;
-        return out;
-      }, "The fields as a dict.");
+      .def("__repr__",
+           [](const ContainerDevice& d) {
+             return fmt::format("ContainerDevice(uuid='{}', type='{}', usedmem={}, usedcores={})",
+                                d.uuid, d.type, d.usedmem, d.usedcores);
+           })
+      .def(
+          "to_dict",
+          [](const ContainerDevice& d) {
+            py::dict out;
+            out["uuid"] = d.uuid;
+            out["type"] = d.type;
+            out["usedmem"] = d.usedmem;
+            out["usedcores"] = d.usedcores;
+            return out;
+          },
+          "The fields as a dict.");
 
   py::class_<ContainerRequest>(m, "Request", "What one container asks of one vendor.")
       .def_readonly("nums", &ContainerRequest::nums, "devices wanted")
       .def_readonly("memreq", &ContainerRequest::memreq, "MiB (after the memory factor)")
-      .def_readonly("mem_percentage", &ContainerRequest::mem_percentage, "1..100, or 101 when unset")
+      .def_readonly("mem_percentage", &ContainerRequest::mem_percentage,
+                    "1..100, or 101 when unset")
       .def_readonly("coresreq", &ContainerRequest::coresreq, "percent of one device")
       .def_readonly("vendor", &ContainerRequest::vendor)
       .def("__eq__", [](const ContainerRequest& a, const ContainerRequest& b) { return a == b; })
-      .def("__repr__", [](const ContainerRequest& r) {
-        return fmt::format("Request(nums={}, memreq={}, mem_percentage={}, coresreq={})", r.nums,
-                           r.memreq, r.mem_percentage, r.coresreq);
-      })
-      .def("to_dict", [](const ContainerRequest& r) {
-        py::dict out;
-        out["nums"] = r.nums;
-        out["memreq"] = r.memreq;
-        out["mem_percentage"] = r.mem_percentage;
-        out["coresreq"] = r.coresreq;
-        return out;
-      }, "The fields as a dict.");
+      .def("__repr__",
+           [](const ContainerRequest& r) {
+             return fmt::format("Request(nums={}, memreq={}, mem_percentage={}, coresreq={})",
+                                r.nums, r.memreq, r.mem_percentage, r.coresreq);
+           })
+      .def(
+          "to_dict",
+          [](const ContainerRequest& r) {
+            py::dict out;
+            out["nums"] = r.nums;
+            out["memreq"] = r.memreq;
+            out["mem_percentage"] = r.mem_percentage;
+            out["coresreq"] = r.coresreq;
+            return out;
+          },
+          "The fields as a dict.");
 
   py::class_<DeviceView>(m, "DeviceState", "A device of a node with what is in use on it.")
       .def_readonly("device", &DeviceView::device)
@@ -315,27 +353,32 @@ PYBIND11_MODULE(_devshare, m) {
   });
   m.def("_encode_node_devices", [](const std::vector<Device>& devices, const std::string& format) {
     const RegisterFormat f = Unwrap(ParseRegisterFormat(format));
-    if (f == RegisterFormat::kAuto) Raise(Status::InvalidArgument("encode needs json, legacy or volcano"));
+    if (f == RegisterFormat::kAuto)
+      Raise(Status::InvalidArgument("encode needs json, legacy or volcano"));
     return EncodeNodeDevices(devices, f);
   });
-  m.def("_decode_pod_devices", [](const std::string& value) { return Unwrap(DecodePodDevices(value)); });
+  m.def("_decode_pod_devices",
+        [](const std::string& value) { return Unwrap(DecodePodDevices(value)); });
   m.def("_encode_pod_devices", [](const PodSingleDevice& containers, const std::string& format) {
     if (format != "hami" && format != "volcano") {
-      Raise(Status::InvalidArgument(fmt::format("unknown pod devices format \"{}\" (want hami or volcano)", format)));
+      Raise(Status::InvalidArgument(
+          fmt::format("unknown pod devices format \"{}\" (want hami or volcano)", format)));
     }
-    return EncodePodDevices(containers, format == "volcano" ? PodDevicesFormat::kVolcano : PodDevicesFormat::kHami);
+    return EncodePodDevices(
+        containers, format == "volcano" ? PodDevicesFormat::kVolcano : PodDevicesFormat::kHami);
   });
-  m.def("_container_requests", [](const std::string& pod_json, const std::optional<std::string>& config) {
-    const DeviceConfig c = ConfigFrom(config);
-    Pod pod = Unwrap(DecodePod(pod_json));
-    py::dict out;
-    if (pod.containers.empty()) return out;
-    for (const VendorSpec& v : c.vendors) {
-      ContainerRequest r = GenerateRequest(pod.containers[0], v);
-      if (r.nums > 0) out[py::str(v.common_word)] = r;
-    }
-    return out;
-  });
+  m.def("_container_requests",
+        [](const std::string& pod_json, const std::optional<std::string>& config) {
+          const DeviceConfig c = ConfigFrom(config);
+          Pod pod = Unwrap(DecodePod(pod_json));
+          py::dict out;
+          if (pod.containers.empty()) return out;
+          for (const VendorSpec& v : c.vendors) {
+            ContainerRequest r = GenerateRequest(pod.containers[0], v);
+            if (r.nums > 0) out[py::str(v.common_word)] = r;
+          }
+          return out;
+        });
   m.def("_decode_node_lock", [](const std::string& value) {
     NodeLock l = Unwrap(DecodeNodeLock(value));
     py::dict out;
@@ -350,7 +393,8 @@ PYBIND11_MODULE(_devshare, m) {
     py::dict out;
     out["state"] = std::string(HandshakeStateName(h.state));
     out["dialect"] = h.dialect == HandshakeDialect::kHami ? "hami" : "volcano";
-    out["unix_seconds"] = h.unix_seconds ? py::object(py::int_(*h.unix_seconds)) : py::object(py::none());
+    out["unix_seconds"] =
+        h.unix_seconds ? py::object(py::int_(*h.unix_seconds)) : py::object(py::none());
     return out;
   });
   m.def("_decode_scoring_weights", [](const std::string& value) {
@@ -370,39 +414,52 @@ PYBIND11_MODULE(_devshare, m) {
 
   // --- cluster and filter --------------------------------------------------
   py::class_<PyFilterResult>(m, "FilterResult", "Where a pod goes, and why not elsewhere.")
-      .def_property_readonly("node", [](const PyFilterResult& r) { return r.result.node; },
-                             "the chosen node, or None")
-      .def_property_readonly("devices", [](const PyFilterResult& r) { return DevicesToPython(r.result.devices); },
-                             "vendor -> per-container lists of ContainerDevice")
-      .def_property_readonly("failed", [](const PyFilterResult& r) {
-        py::dict out;
-        for (const NodeFailure& f : r.result.failed) out[py::str(f.node)] = f.reason;
-        return out;
-      }, "node -> reason, for every rejected node")
-      .def_property_readonly("scores", [](const PyFilterResult& r) {
-        py::dict out;
-        for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.score;
-        return out;
-      }, "node -> the node policy's raw score, for every feasible node")
-      .def_property_readonly("normalized_scores", [](const PyFilterResult& r) {
-        py::dict out;
-        for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.normalized;
-        return out;
-      }, "node -> 0..100, higher is better under every node policy (the chosen node 100)")
-      .def_property_readonly("annotations", [](const PyFilterResult& r) { return ToDict(r.result.annotations); },
-                             "the annotation patch for the pod")
-      .def_property_readonly("has_requests", [](const PyFilterResult& r) { return r.result.has_requests; })
+      .def_property_readonly(
+          "node", [](const PyFilterResult& r) { return r.result.node; }, "the chosen node, or None")
+      .def_property_readonly(
+          "devices", [](const PyFilterResult& r) { return DevicesToPython(r.result.devices); },
+          "vendor -> per-container lists of ContainerDevice")
+      .def_property_readonly(
+          "failed",
+          [](const PyFilterResult& r) {
+            py::dict out;
+            for (const NodeFailure& f : r.result.failed) out[py::str(f.node)] = f.reason;
+            return out;
+          },
+          "node -> reason, for every rejected node")
+      .def_property_readonly(
+          "scores",
+          [](const PyFilterResult& r) {
+            py::dict out;
+            for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.score;
+            return out;
+          },
+          "node -> the node policy's raw score, for every feasible node")
+      .def_property_readonly(
+          "normalized_scores",
+          [](const PyFilterResult& r) {
+            py::dict out;
+            for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.normalized;
+            return out;
+          },
+          "node -> 0..100, higher is better under every node policy (the chosen node 100)")
+      .def_property_readonly(
+          "annotations", [](const PyFilterResult& r) { return ToDict(r.result.annotations); },
+          "the annotation patch for the pod")
+      .def_property_readonly("has_requests",
+                             [](const PyFilterResult& r) { return r.result.has_requests; })
       .def("__repr__", [](const PyFilterResult& r) {
-        return fmt::format("FilterResult(node={}, failed={}, feasible={})",
-                           r.result.node ? fmt::format("'{}'", *r.result.node) : std::string("None"),
-                           r.result.failed.size(), r.result.scores.size());
+        return fmt::format(
+            "FilterResult(node={}, failed={}, feasible={})",
+            r.result.node ? fmt::format("'{}'", *r.result.node) : std::string("None"),
+            r.result.failed.size(), r.result.scores.size());
       });
 
   py::class_<Cluster>(m, "_Cluster")
       .def(py::init([](const std::optional<std::string>& config, const std::string& node_policy,
                        const std::string& gpu_policy,
-                       const std::vector<std::tuple<double, std::int32_t, std::int32_t, std::int64_t,
-                                                    std::int64_t>>& workload,
+                       const std::vector<std::tuple<double, std::int32_t, std::int32_t,
+                                                    std::int64_t, std::int64_t>>& workload,
                        bool reasons, const std::string& hami_exact) {
              FilterOptions o;
              o.reasons = reasons;
@@ -428,16 +485,17 @@ PYBIND11_MODULE(_devshare, m) {
       .def("node_devices", &Cluster::NodeDevices);
 
   // --- protocols -------------------------------------------------------------
-  m.def("_hami_scheduler_pass", [](std::optional<std::string> handshake, std::optional<std::string> registered,
-                                   std::int64_t allocatable, py::dict memory, const std::string& key,
-                                   std::int64_t now, std::int32_t zone, const std::string& hami_exact) {
+  m.def("_hami_scheduler_pass", [](std::optional<std::string> handshake,
+                                   std::optional<std::string> registered, std::int64_t allocatable,
+                                   py::dict memory, const std::string& key, std::int64_t now,
+                                   std::int32_t zone, const std::string& hami_exact) {
     HamiNodeMemory mem;
     mem.reported = memory.contains("reported") ? memory["reported"].cast<std::int64_t>() : 0;
     mem.registered = memory.contains("registered") ? memory["registered"].cast<std::string>() : "";
     mem.cached = memory.contains("cached") && memory["cached"].cast<bool>();
     mem.cleaned_up = memory.contains("cleaned_up") && memory["cleaned_up"].cast<bool>();
-    RegistrationStep step = HamiSchedulerPass({handshake, registered, allocatable}, mem, key, now, zone,
-                                              Unwrap(ParseHamiExact(hami_exact)));
+    RegistrationStep step = HamiSchedulerPass({handshake, registered, allocatable}, mem, key, now,
+                                              zone, Unwrap(ParseHamiExact(hami_exact)));
     memory["reported"] = mem.reported;
     memory["registered"] = mem.registered;
     memory["cached"] = mem.cached;
@@ -448,7 +506,8 @@ PYBIND11_MODULE(_devshare, m) {
                                       std::int64_t now, std::int32_t zone) {
     return StepDict(VolcanoSchedulerPass({handshake, std::nullopt, 0}, key, now, zone));
   });
-  m.def("_change_only_scheduler_pass", [](std::optional<std::string> registered, std::int64_t allocatable,
+  m.def("_change_only_scheduler_pass", [](std::optional<std::string> registered,
+                                          std::int64_t allocatable,
                                           std::optional<std::string> previous) {
     return StepDict(ChangeOnlySchedulerPass({std::nullopt, registered, allocatable}, previous));
   });
@@ -460,53 +519,80 @@ PYBIND11_MODULE(_devshare, m) {
              return f;
            }),
            py::arg("hostname"))
-      .def("observe", [](LeaseFollower& f, const std::optional<std::string>& lease_json, std::int64_t now_ms) {
-        return LeaderEventName(ObserveLease(f, LeaseFrom(lease_json), now_ms));
-      }, py::arg("lease"), py::arg("now_ms"),
-         "A Lease event (JSON text, or None when deleted); returns none, started_leading or stopped_leading.")
-      .def("tick", [](LeaseFollower& f, std::int64_t now_ms) { return LeaderEventName(FollowerTick(f, now_ms)); },
-           py::arg("now_ms"))
-      .def("is_leader", [](const LeaseFollower& f, std::int64_t now_ms) { return IsLeader(f, now_ms); },
-           py::arg("now_ms"))
-      .def("registration_done", [](LeaseFollower& f, std::int64_t now_ms) { RegistrationPassDone(f, now_ms); },
-           py::arg("now_ms"))
-      .def("filter_allowed", [](const LeaseFollower& f, std::int64_t now_ms) { return FilterAllowed(f, now_ms); },
-           py::arg("now_ms"));
+      .def(
+          "observe",
+          [](LeaseFollower& f, const std::optional<std::string>& lease_json, std::int64_t now_ms) {
+            return LeaderEventName(ObserveLease(f, LeaseFrom(lease_json), now_ms));
+          },
+          py::arg("lease"), py::arg("now_ms"),
+          "A Lease event (JSON text, or None when deleted); returns none, started_leading or "
+          "stopped_leading.")
+      .def(
+          "tick",
+          [](LeaseFollower& f, std::int64_t now_ms) {
+            return LeaderEventName(FollowerTick(f, now_ms));
+          },
+          py::arg("now_ms"))
+      .def(
+          "is_leader",
+          [](const LeaseFollower& f, std::int64_t now_ms) { return IsLeader(f, now_ms); },
+          py::arg("now_ms"))
+      .def(
+          "registration_done",
+          [](LeaseFollower& f, std::int64_t now_ms) { RegistrationPassDone(f, now_ms); },
+          py::arg("now_ms"))
+      .def(
+          "filter_allowed",
+          [](const LeaseFollower& f, std::int64_t now_ms) { return FilterAllowed(f, now_ms); },
+          py::arg("now_ms"));
 
   struct PyElector {
     ElectionConfig config;
     Elector state;
     ElectionDecision last;
   };
-  py::class_<PyElector>(m, "Elector", "A leader election with client-go's algorithm (15 s / 10 s / 2 s).")
-      .def(py::init([](std::string identity, std::int64_t lease_ms, std::int64_t renew_ms, std::int64_t retry_ms) {
+  py::class_<PyElector>(m, "Elector",
+                        "A leader election with client-go's algorithm (15 s / 10 s / 2 s).")
+      .def(py::init([](std::string identity, std::int64_t lease_ms, std::int64_t renew_ms,
+                       std::int64_t retry_ms) {
              PyElector e;
              e.config = ElectionConfig{std::move(identity), lease_ms, renew_ms, retry_ms};
              Check(ValidateElectionConfig(e.config));
              return e;
            }),
-           py::arg("identity"), py::arg("lease_duration_ms") = 15000, py::arg("renew_deadline_ms") = 10000,
-           py::arg("retry_period_ms") = 2000)
-      .def("try_acquire_or_renew", [](PyElector& e, const std::optional<std::string>& lease_json,
-                                      const std::string& name, const std::string& ns, std::int64_t now_ms) {
-        e.last = TryAcquireOrRenew(e.state, LeaseFrom(lease_json), e.config, name, ns, now_ms);
-        py::dict out;
-        out["action"] = ElectionActionName(e.last.action);
-        const bool writes = e.last.action == ElectionAction::kCreate || e.last.action == ElectionAction::kAcquire ||
-                            e.last.action == ElectionAction::kRenew;
-        out["lease"] = writes ? py::object(py::str(EncodeLease(e.last.lease))) : py::object(py::none());
-        return out;
-      }, py::arg("lease"), py::arg("name"), py::arg("namespace"), py::arg("now_ms"),
-         "One try given the Lease just read (JSON text, or None for 404): {action, lease to write}.")
-      .def("write_result", [](PyElector& e, bool succeeded, std::int64_t now_ms) {
-        return LeaderEventName(ElectionWriteResult(e.state, e.last, succeeded, now_ms));
-      }, py::arg("succeeded"), py::arg("now_ms"), "Reports the write's outcome; returns the leader event.")
+           py::arg("identity"), py::arg("lease_duration_ms") = 15000,
+           py::arg("renew_deadline_ms") = 10000, py::arg("retry_period_ms") = 2000)
+      .def(
+          "try_acquire_or_renew",
+          [](PyElector& e, const std::optional<std::string>& lease_json, const std::string& name,
+             const std::string& ns, std::int64_t now_ms) {
+            e.last = TryAcquireOrRenew(e.state, LeaseFrom(lease_json), e.config, name, ns, now_ms);
+            py::dict out;
+            out["action"] = ElectionActionName(e.last.action);
+            const bool writes = e.last.action == ElectionAction::kCreate ||
+                                e.last.action == ElectionAction::kAcquire ||
+                                e.last.action == ElectionAction::kRenew;
+            out["lease"] =
+                writes ? py::object(py::str(EncodeLease(e.last.lease))) : py::object(py::none());
+            return out;
+          },
+          py::arg("lease"), py::arg("name"), py::arg("namespace"), py::arg("now_ms"),
+          "One try given the Lease just read (JSON text, or None for 404): {action, lease to "
+          "write}.")
+      .def(
+          "write_result",
+          [](PyElector& e, bool succeeded, std::int64_t now_ms) {
+            return LeaderEventName(ElectionWriteResult(e.state, e.last, succeeded, now_ms));
+          },
+          py::arg("succeeded"), py::arg("now_ms"),
+          "Reports the write's outcome; returns the leader event.")
       .def_property_readonly("leading", [](const PyElector& e) { return e.state.leading; });
 
-  m.def("_decide_lock", [](std::optional<std::string> current, const std::string& ns, const std::string& name,
-                           const std::string& holder_state, const std::string& holder_phase,
-                           std::optional<std::int64_t> holder_bind_time, py::dict sighting, std::int64_t now,
-                           std::int64_t timeout, std::int64_t grace) {
+  m.def("_decide_lock", [](std::optional<std::string> current, const std::string& ns,
+                           const std::string& name, const std::string& holder_state,
+                           const std::string& holder_phase,
+                           std::optional<std::int64_t> holder_bind_time, py::dict sighting,
+                           std::int64_t now, std::int64_t timeout, std::int64_t grace) {
     LockHolder holder;
     holder.state = holder_state == "gone"      ? LockHolder::State::kGone
                    : holder_state == "present" ? LockHolder::State::kPresent
@@ -515,8 +601,10 @@ PYBIND11_MODULE(_devshare, m) {
     holder.bind_time = holder_bind_time;
     LockSighting seen;
     seen.value = sighting.contains("value") ? sighting["value"].cast<std::string>() : "";
-    seen.first_seen = sighting.contains("first_seen") ? sighting["first_seen"].cast<std::int64_t>() : 0;
-    LockDecision d = DecideLock(current, PodRef{ns, name}, holder, seen, now, NodeLockOptions{timeout, grace});
+    seen.first_seen =
+        sighting.contains("first_seen") ? sighting["first_seen"].cast<std::int64_t>() : 0;
+    LockDecision d =
+        DecideLock(current, PodRef{ns, name}, holder, seen, now, NodeLockOptions{timeout, grace});
     sighting["value"] = seen.value;
     sighting["first_seen"] = seen.first_seen;
     py::dict out;
@@ -526,43 +614,52 @@ PYBIND11_MODULE(_devshare, m) {
     return out;
   });
   m.def("backoff_delay_ms", &BackoffDelayMs, py::arg("attempt"), py::arg("u"),
-        "Retry delay before attempt + 1: 100 ms x 2^attempt x (1 + 0.5 u); None after five attempts.");
+        "Retry delay before attempt + 1: 100 ms x 2^attempt x (1 + 0.5 u); None after five "
+        "attempts.");
 
   m.def("_builtin_scenarios", [] {
     std::vector<std::string> names;
     for (std::string_view name : sim::BuiltinScenarioNames()) names.emplace_back(name);
     return names;
   });
-  m.def("_builtin_scenario", [](const std::string& name) { return std::string(Unwrap(sim::BuiltinScenario(name))); });
-  m.def("_run_experiment", [](const std::string& yaml, const std::string& what, const std::string& base_dir,
-                              const std::string& openb_dir, const std::optional<std::vector<std::uint64_t>>& seeds) {
-    sim::LoadOptions load;
-    load.what = what;
-    load.base_dir = base_dir;
-    load.openb_dir = openb_dir;
-    load.read = [](const std::string& path) -> Result<std::string> {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
-      std::ostringstream text;
-      text << in.rdbuf();
-      return text.str();
-    };
-    sim::Experiment experiment = Unwrap(sim::ParseExperiment(yaml, load));
-    if (seeds) experiment.seeds = *seeds;
-    Result<std::vector<sim::VariantResult>> results = Status();
-    {
-      py::gil_scoped_release release;
-      results = sim::RunExperiment(experiment);
-    }
-    return sim::ResultsJson(experiment, Unwrap(std::move(results)));
-  }, py::arg("yaml"), py::arg("what"), py::arg("base_dir"), py::arg("openb_dir"), py::arg("seeds"));
+  m.def("_builtin_scenario",
+        [](const std::string& name) { return std::string(Unwrap(sim::BuiltinScenario(name))); });
+  m.def(
+      "_run_experiment",
+      [](const std::string& yaml, const std::string& what, const std::string& base_dir,
+         const std::string& openb_dir, const std::optional<std::vector<std::uint64_t>>& seeds) {
+        sim::LoadOptions load;
+        load.what = what;
+        load.base_dir = base_dir;
+        load.openb_dir = openb_dir;
+        load.read = [](const std::string& path) -> Result<std::string> {
+          std::ifstream in(path, std::ios::binary);
+          if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
+          std::ostringstream text;
+          text << in.rdbuf();
+          return text.str();
+        };
+        sim::Experiment experiment = Unwrap(sim::ParseExperiment(yaml, load));
+        if (seeds) experiment.seeds = *seeds;
+        Result<std::vector<sim::VariantResult>> results = Status();
+        {
+          py::gil_scoped_release release;
+          results = sim::RunExperiment(experiment);
+        }
+        return sim::ResultsJson(experiment, Unwrap(std::move(results)));
+      },
+      py::arg("yaml"), py::arg("what"), py::arg("base_dir"), py::arg("openb_dir"),
+      py::arg("seeds"));
 
-  m.def("_decide_admission", [](const std::string& review, const std::optional<std::string>& config,
-                                const std::string& scheduler_name, const Cluster* cluster) {
-    AdmissionOptions options;
-    options.scheduler_name = scheduler_name;
-    AdmissionDecision d =
-        Unwrap(DecideAdmission(review, ConfigFrom(config), options, cluster ? &cluster->snapshot() : nullptr));
-    return EncodeAdmissionResponse(d);
-  }, py::arg("review"), py::arg("config"), py::arg("scheduler_name"), py::arg("cluster"));
+  m.def(
+      "_decide_admission",
+      [](const std::string& review, const std::optional<std::string>& config,
+         const std::string& scheduler_name, const Cluster* cluster) {
+        AdmissionOptions options;
+        options.scheduler_name = scheduler_name;
+        AdmissionDecision d = Unwrap(DecideAdmission(review, ConfigFrom(config), options,
+                                                     cluster ? &cluster->snapshot() : nullptr));
+        return EncodeAdmissionResponse(d);
+      },
+      py::arg("review"), py::arg("config"), py::arg("scheduler_name"), py::arg("cluster"));
 }

@@ -4,11 +4,10 @@
 // Built against an installed devshare by examples/embed/check.sh, once with
 // meson (`dependency('devshare')`) and once with CMake
 // (`find_package(devshare)`).
+#include <cstdio>
 #include <devshare/node_codec.hpp>
 #include <devshare/pod_codec.hpp>
 #include <devshare/version.hpp>
-
-#include <cstdio>
 
 int main() {
   const char* node =
@@ -24,7 +23,7 @@ int main() {
   // A malformed value is an error, not a crash.
   if (devshare::DecodePodDevices("GPU-a,NVIDIA,lots,30:;").ok()) return 1;
   std::printf("devshare %s: %zu device(s), %s has %d MiB; pod uses %d MiB of it\n",
-              DEVSHARE_VERSION, devices->size(), (*devices)[0].id.c_str(),
-              (*devices)[0].devmem, (*pod)[0][0].usedmem);
+              DEVSHARE_VERSION, devices->size(), (*devices)[0].id.c_str(), (*devices)[0].devmem,
+              (*pod)[0][0].usedmem);
   return 0;
 }

@@ -1,8 +1,8 @@
 #include "decode.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -39,7 +39,9 @@ Result<std::string> ReadValue(const DecodeOptions& o) {
   return value;
 }
 
-std::string Join(const std::vector<std::string>& items) { return fmt::format("{}", fmt::join(items, ",")); }
+std::string Join(const std::vector<std::string>& items) {
+  return fmt::format("{}", fmt::join(items, ","));
+}
 
 json::value DeviceJson(const Device& d) {
   json::array profiles;
@@ -54,10 +56,11 @@ json::value DeviceJson(const Device& d) {
                                     {"sliceCount", p.slice_count},
                                     {"placements", std::move(placements)}});
   }
-  return json::object{{"id", d.id},         {"index", d.index},   {"count", d.count},
-                      {"devmem", d.devmem}, {"devcore", d.devcore}, {"type", d.type},
-                      {"numa", d.numa},     {"mode", d.mode},     {"health", d.health},
-                      {"migProfiles", std::move(profiles)}};
+  return json::object{{"id", d.id},           {"index", d.index},
+                      {"count", d.count},     {"devmem", d.devmem},
+                      {"devcore", d.devcore}, {"type", d.type},
+                      {"numa", d.numa},       {"mode", d.mode},
+                      {"health", d.health},   {"migProfiles", std::move(profiles)}};
 }
 
 int DecodeNode(const std::string& value, const DecodeOptions& o) {
@@ -192,8 +195,8 @@ int DecodeWeights(const std::string& value, const DecodeOptions& o) {
     return 1;
   }
   if (o.json) {
-    std::cout << json::serialize(json::object{
-                     {"slot", w->slot}, {"core", w->core}, {"memory", w->memory}})
+    std::cout << json::serialize(
+                     json::object{{"slot", w->slot}, {"core", w->core}, {"memory", w->memory}})
               << "\n";
     return 0;
   }
@@ -214,12 +217,12 @@ int DecodeMig(const std::string& value, const DecodeOptions& o) {
   if (o.json) {
     json::array out;
     for (const MigAllocation& a : *allocations) {
-      json::object entry{{"containerIndex", a.container_index},
-                         {"deviceIndex", a.device_index},
-                         {"gpuUUID", a.gpu_uuid},
-                         {"profile", a.profile},
-                         {"placement", json::object{{"start", a.placement.start},
-                                                    {"size", a.placement.size}}}};
+      json::object entry{
+          {"containerIndex", a.container_index},
+          {"deviceIndex", a.device_index},
+          {"gpuUUID", a.gpu_uuid},
+          {"profile", a.profile},
+          {"placement", json::object{{"start", a.placement.start}, {"size", a.placement.size}}}};
       if (!a.mig_uuid.empty()) entry["migUUID"] = a.mig_uuid;
       if (a.gpu_instance_id) entry["gpuInstanceID"] = *a.gpu_instance_id;
       if (a.compute_instance_id) entry["computeInstanceID"] = *a.compute_instance_id;
@@ -266,8 +269,8 @@ int DecodeScores(const std::string& value, const DecodeOptions& o) {
 
 using Decoder = int (*)(const std::string&, const DecodeOptions&);
 
-void AddKind(CLI::App& decode, const char* name, const char* help, Decoder decoder,
-             int& exit_code, bool with_format, bool with_zone) {
+void AddKind(CLI::App& decode, const char* name, const char* help, Decoder decoder, int& exit_code,
+             bool with_format, bool with_zone) {
   auto options = std::make_shared<DecodeOptions>();
   CLI::App* sub = decode.add_subcommand(name, help);
   auto* value = sub->add_option("VALUE", options->value, "the annotation value");
@@ -310,10 +313,10 @@ void AddDecodeCommand(CLI::App& app, int& exit_code) {
           DecodeHandshakeValue, exit_code, false, true);
   AddKind(*decode, "weights", "device scoring weights (hami.io/device-scoring-weights)",
           DecodeWeights, exit_code, false, false);
-  AddKind(*decode, "mig", "MIG reservations (hami.io/vgpu-mig-allocations)", DecodeMig,
-          exit_code, false, false);
-  AddKind(*decode, "scores", "GPU pair scores (hami.io/node-nvidia-score)", DecodeScores,
-          exit_code, false, false);
+  AddKind(*decode, "mig", "MIG reservations (hami.io/vgpu-mig-allocations)", DecodeMig, exit_code,
+          false, false);
+  AddKind(*decode, "scores", "GPU pair scores (hami.io/node-nvidia-score)", DecodeScores, exit_code,
+          false, false);
 }
 
 }  // namespace devshare::cli

@@ -1,8 +1,8 @@
 #include "explain.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -34,8 +34,8 @@ struct ExplainOptions {
 };
 
 std::string Describe(const ContainerRequest& r) {
-  std::string mem = r.memreq > 0 ? fmt::format("{} MiB", r.memreq)
-                                 : fmt::format("{}% memory", r.mem_percentage);
+  std::string mem =
+      r.memreq > 0 ? fmt::format("{} MiB", r.memreq) : fmt::format("{}% memory", r.mem_percentage);
   return fmt::format("{} x {} ({}, {}% cores)", r.nums, r.vendor, mem, r.coresreq);
 }
 
@@ -126,8 +126,9 @@ int Run(const ExplainOptions& o) {
         init ? pod.init_containers[c] : pod.containers[c - pod.init_containers.size()];
     std::vector<std::string> asks;
     for (const ContainerRequest& r : requests[c]) asks.push_back(Describe(r));
-    std::cout << fmt::format("  container {} {}{}: {}\n", c, container.name,
-                             init ? " (init)" : "", asks.empty() ? "no devices" : fmt::format("{}", fmt::join(asks, "; ")));
+    std::cout << fmt::format(
+        "  container {} {}{}: {}\n", c, container.name, init ? " (init)" : "",
+        asks.empty() ? "no devices" : fmt::format("{}", fmt::join(asks, "; ")));
   }
   if (!result->has_requests) {
     std::cout << "It asks for no device: every node passes.\n";
@@ -154,7 +155,8 @@ int Run(const ExplainOptions& o) {
     return 0;
   }
   std::cout << "\nChosen: " << *result->node << "\nAnnotation patch:\n";
-  for (const auto& [k, v] : result->annotations.entries()) std::cout << "  " << k << ": " << v << "\n";
+  for (const auto& [k, v] : result->annotations.entries())
+    std::cout << "  " << k << ": " << v << "\n";
   return 0;
 }
 
@@ -167,10 +169,13 @@ void AddExplainCommand(CLI::App& app, int& exit_code) {
       ->required();
   sub->add_option("--pod", o->pod, "YAML or JSON file holding the Pod to place")->required();
   sub->add_option("--device-config", o->device_config,
-                  "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU (default: NVIDIA)");
-  sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd | volcano")->capture_default_str();
+                  "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "
+                  "(default: NVIDIA)");
+  sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd | volcano")
+      ->capture_default_str();
   sub->add_option("--gpu-policy", o->filter.gpu_policy,
-                  "binpack | spread | topology-aware | mutex | numa | fgd, or a comma chain; or volcano-binpack | volcano-spread")
+                  "binpack | spread | topology-aware | mutex | numa | fgd, or a comma chain; or "
+                  "volcano-binpack | volcano-spread")
       ->capture_default_str();
   AddHamiExactOption(sub, o->filter.hami_exact);
   sub->add_option("--now", o->now, "Unix seconds written to hami.io/vgpu-time (default: now)");

@@ -3,7 +3,6 @@
 #define DEVSHARE_CLI_HAMI_EXACT_OPTION_HPP_
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "devshare/hami_exact.hpp"
@@ -17,10 +16,12 @@ inline void AddHamiExactOption(CLI::App* sub, HamiExact& out) {
          "--hami-exact",
          [&out](const std::string& rows) {
            Result<HamiExact> parsed = ParseHamiExact(rows);
-           if (!parsed.ok()) throw CLI::ValidationError("--hami-exact", std::string(parsed.status().message()));
+           if (!parsed.ok())
+             throw CLI::ValidationError("--hami-exact", std::string(parsed.status().message()));
            out = *parsed;
          },
-         "decide as HAMi v2.10 does on these rows of docs/compatibility.md: all, none, or a list such as W1,W2")
+         "decide as HAMi v2.10 does on these rows of docs/compatibility.md: all, none, or a list "
+         "such as W1,W2")
       ->default_str("none");
 }
 

@@ -2,10 +2,10 @@
 #include <CLI/CLI.hpp>
 
 #include "decode.hpp"
+#include "devshare/version.hpp"
 #include "explain.hpp"
 #include "serve.hpp"
 #include "simulate.hpp"
-#include "devshare/version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"devshare: scheduling core for shared accelerators (HAMi/Volcano compatible)"};

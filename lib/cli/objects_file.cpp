@@ -1,13 +1,14 @@
 #include "objects_file.hpp"
-#include "read_file.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <boost/json.hpp>
 #include <charconv>
 #include <fstream>
 #include <sstream>
+
+#include "read_file.hpp"
 
 namespace devshare::cli {
 

@@ -1,11 +1,10 @@
 #include "serve.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <fmt/format.h>
-
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -54,12 +53,13 @@ Result<kube::ClusterAccess> Access(const ServeOptions& o) {
   }
   Result<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
-  return kube::ParseKubeconfig(*text, ReadFile, std::filesystem::path(path).parent_path().string(), o.context);
+  return kube::ParseKubeconfig(*text, ReadFile, std::filesystem::path(path).parent_path().string(),
+                               o.context);
 }
 
 template <typename T>
-Status Choose(const std::string& name, const std::string& value, std::initializer_list<std::pair<const char*, T>> all,
-              T& out) {
+Status Choose(const std::string& name, const std::string& value,
+              std::initializer_list<std::pair<const char*, T>> all, T& out) {
   std::string names;
   for (const auto& [n, v] : all) {
     if (value == n) {
@@ -88,19 +88,27 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
                                             {"volcano", RegistrationProtocol::kVolcano},
                                             {"change-only", RegistrationProtocol::kChangeOnly}},
                                            s.engine.registration);
-  if (st.ok()) st = Choose<BindMode>("bind", o.bind, {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}}, s.engine.bind_mode);
+  if (st.ok())
+    st = Choose<BindMode>("bind", o.bind,
+                          {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}},
+                          s.engine.bind_mode);
   if (st.ok()) {
     st = Choose<LockRetry>("lock-retry", o.lock_retry,
-                           {{"once", LockRetry::kOnce}, {"fixed", LockRetry::kFixed}, {"backoff", LockRetry::kBackoff}},
+                           {{"once", LockRetry::kOnce},
+                            {"fixed", LockRetry::kFixed},
+                            {"backoff", LockRetry::kBackoff}},
                            s.engine.lock_retry);
   }
   if (st.ok()) {
-    st = Choose<Leader>("leader", o.leader, {{"always", Leader::kAlways}, {"follow", Leader::kFollow}, {"elect", Leader::kElect}},
-                        s.leader);
+    st = Choose<Leader>(
+        "leader", o.leader,
+        {{"always", Leader::kAlways}, {"follow", Leader::kFollow}, {"elect", Leader::kElect}},
+        s.leader);
   }
   if (!st.ok()) return st;
   const std::size_t colon = o.listen.rfind(':');
-  if (colon == std::string::npos) return Status::InvalidArgument(fmt::format("--listen {}: want ADDRESS:PORT", o.listen));
+  if (colon == std::string::npos)
+    return Status::InvalidArgument(fmt::format("--listen {}: want ADDRESS:PORT", o.listen));
   s.http.address = o.listen.substr(0, colon);
   try {
     s.http.port = static_cast<std::uint16_t>(std::stoi(o.listen.substr(colon + 1)));
@@ -109,7 +117,8 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   }
   s.http.cert_file = o.tls_cert;
   s.http.key_file = o.tls_key;
-  if (o.tls_cert.empty() != o.tls_key.empty()) return Status::InvalidArgument("--tls-cert and --tls-key go together");
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    return Status::InvalidArgument("--tls-cert and --tls-key go together");
   s.api.qps = o.qps;
   s.api.burst = o.burst;
   s.admission.scheduler_name = o.scheduler_name;
@@ -142,8 +151,9 @@ int Run(const ServeOptions& o) {
     std::cerr << "devshare serve: " << started.message() << "\n";
     return 1;
   }
-  std::cerr << fmt::format("devshare serve: listening on {}:{} ({}), leader mode {}\n", options->http.address,
-                           service.port(), o.tls_cert.empty() ? "http" : "https", o.leader);
+  std::cerr << fmt::format("devshare serve: listening on {}:{} ({}), leader mode {}\n",
+                           options->http.address, service.port(),
+                           o.tls_cert.empty() ? "http" : "https", o.leader);
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
@@ -158,29 +168,42 @@ int Run(const ServeOptions& o) {
 
 void AddServeCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* sub = app.add_subcommand("serve", "serve kube-scheduler (extender) and the API server (webhook)");
-  sub->add_option("--kubeconfig", o->kubeconfig, "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  CLI::App* sub =
+      app.add_subcommand("serve", "serve kube-scheduler (extender) and the API server (webhook)");
+  sub->add_option("--kubeconfig", o->kubeconfig,
+                  "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   sub->add_option("--context", o->context, "kubeconfig context (default: current-context)");
   sub->add_option("--listen", o->listen, "ADDRESS:PORT to serve on")->capture_default_str();
-  sub->add_option("--tls-cert", o->tls_cert, "PEM certificate (chain): serve HTTPS; reloaded when it changes");
+  sub->add_option("--tls-cert", o->tls_cert,
+                  "PEM certificate (chain): serve HTTPS; reloaded when it changes");
   sub->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
   sub->add_option("--leader", o->leader, "always, follow (the Lease kube-scheduler holds) or elect")
       ->capture_default_str();
-  sub->add_option("--lease-namespace", o->lease_namespace, "namespace of the Lease")->capture_default_str();
+  sub->add_option("--lease-namespace", o->lease_namespace, "namespace of the Lease")
+      ->capture_default_str();
   sub->add_option("--lease-name", o->lease_name, "name of the Lease")->capture_default_str();
-  sub->add_option("--hostname", o->hostname, "this replica's name in the Lease (default: the host name)");
-  sub->add_option("--scheduler-name", o->scheduler_name, "schedulerName the webhook writes into GPU pods")
+  sub->add_option("--hostname", o->hostname,
+                  "this replica's name in the Lease (default: the host name)");
+  sub->add_option("--scheduler-name", o->scheduler_name,
+                  "schedulerName the webhook writes into GPU pods")
       ->capture_default_str();
   sub->add_option("--force-overwrite-default-scheduler", o->force_overwrite_default_scheduler,
                   "the webhook also moves GPU pods that name default-scheduler (HAMi's flag)")
       ->capture_default_str();
-  sub->add_option("--node-policy", o->node_policy, "binpack, spread, fgd or volcano")->capture_default_str();
-  sub->add_option("--gpu-policy", o->gpu_policy, "spread, binpack, topology-aware, mutex, numa, fgd, volcano-binpack or volcano-spread")
+  sub->add_option("--node-policy", o->node_policy, "binpack, spread, fgd or volcano")
       ->capture_default_str();
-  sub->add_option("--registration", o->registration, "hami, volcano or change-only")->capture_default_str();
+  sub->add_option(
+         "--gpu-policy", o->gpu_policy,
+         "spread, binpack, topology-aware, mutex, numa, fgd, volcano-binpack or volcano-spread")
+      ->capture_default_str();
+  sub->add_option("--registration", o->registration, "hami, volcano or change-only")
+      ->capture_default_str();
   sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
-  sub->add_option("--lock-retry", o->lock_retry, "once, fixed (100 ms) or backoff")->capture_default_str();
-  sub->add_option("--device-config", o->device_config, "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU (default: NVIDIA)");
+  sub->add_option("--lock-retry", o->lock_retry, "once, fixed (100 ms) or backoff")
+      ->capture_default_str();
+  sub->add_option("--device-config", o->device_config,
+                  "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "
+                  "(default: NVIDIA)");
   AddHamiExactOption(sub, o->hami_exact);
   sub->add_option("--qps", o->qps, "API client queries per second")->capture_default_str();
   sub->add_option("--burst", o->burst, "API client burst")->capture_default_str();

@@ -23,10 +23,10 @@ namespace devshare::cli {
 namespace {
 
 struct SimulateOptions {
-  std::string file;       // a scenario file
-  std::string scenario;   // or a shipped scenario's name
+  std::string file;      // a scenario file
+  std::string scenario;  // or a shipped scenario's name
   std::vector<std::uint64_t> seeds;
-  std::string openb;      // directory of the openb traces
+  std::string openb;  // directory of the openb traces
   std::string json;
   bool print = false;
   bool list = false;
@@ -38,7 +38,8 @@ std::string FindOpenb(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("DEVSHARE_OPENB"); env != nullptr && *env != '\0') return env;
   for (const char* dir : {"../shared/data/openb", "shared/data/openb"}) {
-    if (std::filesystem::exists(std::filesystem::path(dir) / "openb_node_list_gpu_node.csv")) return dir;
+    if (std::filesystem::exists(std::filesystem::path(dir) / "openb_node_list_gpu_node.csv"))
+      return dir;
   }
   return "";
 }
@@ -49,7 +50,8 @@ std::string Millis(double ms) {
   return fmt::format("{:.1f} min", ms / 60000);
 }
 
-double Mean(const std::vector<sim::Report>& runs, const std::function<double(const sim::Report&)>& field) {
+double Mean(const std::vector<sim::Report>& runs,
+            const std::function<double(const sim::Report&)>& field) {
   double sum = 0;
   for (const sim::Report& r : runs) sum += field(r);
   return runs.empty() ? 0 : sum / static_cast<double>(runs.size());
@@ -109,7 +111,8 @@ std::vector<Column> Columns(const sim::Experiment& experiment) {
       {"FRAGMENTED AT 90 %", FragmentedAt90, Gpus, if_any},
       {"P50 TO BOUND", [](const sim::Report& r) { return r.latency_p50_ms; }, Millis, always},
       {"P99 TO BOUND", [](const sim::Report& r) { return r.latency_p99_ms; }, Millis, always},
-      {"SCHEDULER WRITES/MIN", scheduler_writes, [](double v) { return fmt::format("{:.1f}", v); }, if_any},
+      {"SCHEDULER WRITES/MIN", scheduler_writes, [](double v) { return fmt::format("{:.1f}", v); },
+       if_any},
       {"THROTTLED", [](const sim::Report& r) { return r.throttled_ms; }, Millis, if_any},
       {"429", [](const sim::Report& r) { return r.rejected_429; }, Count, if_any},
       {"409", [](const sim::Report& r) { return r.conflicts_409; }, Count, if_any},
@@ -119,8 +122,8 @@ std::vector<Column> Columns(const sim::Experiment& experiment) {
       {"LOCK RETRIES", [](const sim::Report& r) { return r.lock_retries; }, Count, if_any},
       {"BINDS FAILED", [](const sim::Report& r) { return r.binds_failed; }, Count, if_any},
       {"NODES DROPPED", [](const sim::Report& r) { return r.nodes_dropped; }, Count, if_any},
-      {"DUPLICATE HANDSHAKES", [](const sim::Report& r) { return r.duplicate_registration_writes; }, Count,
-       if_replicas},
+      {"DUPLICATE HANDSHAKES", [](const sim::Report& r) { return r.duplicate_registration_writes; },
+       Count, if_replicas},
       {"UNAVAILABLE", [](const sim::Report& r) { return r.unavailable_ms; }, Millis, if_replicas},
   };
 }
@@ -149,7 +152,8 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
         const double mean = Mean(v.reports, c->field);
         double var = 0;
         for (const sim::Report& r : v.reports) var += (c->field(r) - mean) * (c->field(r) - mean);
-        cell += fmt::format(" ± {:.2f}", std::sqrt(var / static_cast<double>(v.reports.size() - 1)));
+        cell +=
+            fmt::format(" ± {:.2f}", std::sqrt(var / static_cast<double>(v.reports.size() - 1)));
       }
       row.push_back(std::move(cell));
     }
@@ -174,11 +178,12 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
     for (const sim::VariantResult& v : results) {
       std::vector<std::string> row = {v.name};
       for (const std::string& verb : verbs) {
-        row.push_back(fmt::format("{:.1f}", Mean(v.reports, [&](const sim::Report& r) {
-          auto it = r.api_calls.find(verb);
-          const double n = it == r.api_calls.end() ? 0 : static_cast<double>(it->second);
-          return r.end_ms > 0 ? n * 60000.0 / static_cast<double>(r.end_ms) : 0;
-        })));
+        row.push_back(fmt::format(
+            "{:.1f}", Mean(v.reports, [&](const sim::Report& r) {
+              auto it = r.api_calls.find(verb);
+              const double n = it == r.api_calls.end() ? 0 : static_cast<double>(it->second);
+              return r.end_ms > 0 ? n * 60000.0 / static_cast<double>(r.end_ms) : 0;
+            })));
       }
       by_verb.AddRow(std::move(row));
     }
@@ -211,8 +216,8 @@ int Run(const SimulateOptions& o) {
   load.read = [&load](const std::string& path) -> Result<std::string> {
     Result<std::string> text = ReadFile(path);
     if (!text.ok() && load.openb_dir.empty()) {
-      return Status::NotFound(fmt::format("{} (point --openb or DEVSHARE_OPENB at the openb traces)",
-                                          text.status().message()));
+      return Status::NotFound(fmt::format(
+          "{} (point --openb or DEVSHARE_OPENB at the openb traces)", text.status().message()));
     }
     return text;
   };
@@ -256,8 +261,9 @@ int Run(const SimulateOptions& o) {
     one.variants = {variant};
     sim::ExperimentProgress progress;
     if (terminal) {
-      progress = [timed = variant.scenario.settings.end_ms > 0](std::string_view name, std::uint64_t seed,
-                                                                std::uint64_t done, std::uint64_t total) {
+      progress = [timed = variant.scenario.settings.end_ms > 0](
+                     std::string_view name, std::uint64_t seed, std::uint64_t done,
+                     std::uint64_t total) {
         std::cerr << fmt::format("\r{} seed {}: {}/{} {}   ", name, seed, done, total,
                                  timed ? "simulated seconds" : "pods")
                   << std::flush;
@@ -265,7 +271,8 @@ int Run(const SimulateOptions& o) {
     }
     const auto start = std::chrono::steady_clock::now();
     Result<std::vector<sim::VariantResult>> run = sim::RunExperiment(one, progress);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (terminal) std::cerr << "\r" << std::string(72, ' ') << "\r";
     if (!run.ok()) {
       std::cerr << "devshare simulate: " << run.status().message() << "\n";
@@ -289,13 +296,15 @@ int Run(const SimulateOptions& o) {
 
 void AddSimulateCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SimulateOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "simulate", "run the engine on a simulated cluster: a scenario file, or a shipped scenario (default: 'default')");
+  CLI::App* sub = app.add_subcommand("simulate",
+                                     "run the engine on a simulated cluster: a scenario file, or a "
+                                     "shipped scenario (default: 'default')");
   sub->add_option("file", o->file, "a scenario file (YAML)");
   sub->add_option("--scenario", o->scenario, "a shipped scenario (see --list)");
   sub->add_option("--seed", o->seeds, "run with this seed instead of the scenario's (repeatable)");
   sub->add_option("--openb", o->openb,
-                  "directory of the openb traces (default: $DEVSHARE_OPENB, ../shared/data/openb, shared/data/openb)");
+                  "directory of the openb traces (default: $DEVSHARE_OPENB, ../shared/data/openb, "
+                  "shared/data/openb)");
   sub->add_option("--json", o->json, "also write every run's report as JSON to this file");
   sub->add_flag("--print", o->print, "print the scenario's YAML instead of running it");
   sub->add_flag("--list", o->list, "list the shipped scenarios");

@@ -3,7 +3,6 @@
 // Properties: no crash; a decision always carries the request's uid; a
 // denial carries no patch; an allowed decision's patch is a JSON array.
 #include <boost/json.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -21,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   devshare::AdmissionOptions options;
   options.scheduler_name = "hami-scheduler";
-  auto decision = devshare::DecideAdmission(input, devshare::DefaultDeviceConfig(), options, nullptr);
+  auto decision =
+      devshare::DecideAdmission(input, devshare::DefaultDeviceConfig(), options, nullptr);
   if (!decision.ok()) return 0;
   if (decision->uid.empty()) Fail("decision without uid", input);
   if (!decision->allowed && !decision->patch.empty()) Fail("denial with a patch", input);

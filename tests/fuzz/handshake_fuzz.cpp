@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!devshare::InTimeRange(*h.unix_seconds)) Fail("decoded instant outside the range", input);
   CheckRoundTrip(h, 0);
-  CheckRoundTrip(h, 8 * 3600);                // +0800
-  CheckRoundTrip(h, -(5 * 3600 + 30 * 60));   // -0530
+  CheckRoundTrip(h, 8 * 3600);               // +0800
+  CheckRoundTrip(h, -(5 * 3600 + 30 * 60));  // -0530
   return 0;
 }

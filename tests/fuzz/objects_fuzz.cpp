@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const auto& [name, value] : c.requests.entries()) CheckQuantity(value);
     }
   }
-  for (const devshare::ContainerRequests& requests : devshare::PodRequests(*pod, devshare::DefaultDeviceConfig())) {
+  for (const devshare::ContainerRequests& requests :
+       devshare::PodRequests(*pod, devshare::DefaultDeviceConfig())) {
     for (const devshare::ContainerRequest& r : requests) {
       if (r.nums <= 0 || r.memreq < 0) Fail("invalid request", input);
     }

@@ -39,9 +39,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (v.name.empty()) Fail("a variant without a name");
     const devshare::sim::Scenario& s = v.scenario.settings;
     if (s.api.qps <= 0 || s.api.burst < 1 || s.api.max_inflight < 1) Fail("API model out of range");
-    if (s.plugins.heartbeat_ms <= 0 || s.scheduler.replicas < 1) Fail("model setting out of range", v.name);
+    if (s.plugins.heartbeat_ms <= 0 || s.scheduler.replicas < 1)
+      Fail("model setting out of range", v.name);
     for (const devshare::sim::PodClass& c : v.scenario.pod_classes) {
-      if (c.every_ms <= 0 || c.shape.gpus > 8 || c.shape.gpu_milli > 1000) Fail("pod class out of range");
+      if (c.every_ms <= 0 || c.shape.gpus > 8 || c.shape.gpu_milli > 1000)
+        Fail("pod class out of range");
     }
   }
   return 0;

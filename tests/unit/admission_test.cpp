@@ -1,10 +1,11 @@
 // The webhook decision (spec/hami-behaviour.md §3, §9.2; kubernetes-wire.md §2).
 // Every patch is applied to the original pod here and the result checked.
+#include "devshare/admission.hpp"
+
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
 
-#include "devshare/admission.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -54,16 +55,19 @@ bj::value ApplyPatch(bj::value doc, std::string_view patch) {
 }
 
 std::string Review(const bj::value& pod) {
-  return bj::serialize(bj::object{
-      {"apiVersion", "admission.k8s.io/v1"},
-      {"kind", "AdmissionReview"},
-      {"request", bj::object{{"uid", "705ab4f5"}, {"namespace", "team-a"}, {"operation", "CREATE"}, {"object", pod}}}});
+  return bj::serialize(bj::object{{"apiVersion", "admission.k8s.io/v1"},
+                                  {"kind", "AdmissionReview"},
+                                  {"request", bj::object{{"uid", "705ab4f5"},
+                                                         {"namespace", "team-a"},
+                                                         {"operation", "CREATE"},
+                                                         {"object", pod}}}});
 }
 
 bj::value PodWith(bj::value containers, bj::object spec_extra = {}) {
   bj::object spec{{"containers", std::move(containers)}};
   for (auto& [k, v] : spec_extra) spec[k] = v;
-  return bj::object{{"kind", "Pod"}, {"metadata", bj::object{{"generateName", "trainer-"}, {"namespace", "team-a"}}},
+  return bj::object{{"kind", "Pod"},
+                    {"metadata", bj::object{{"generateName", "trainer-"}, {"namespace", "team-a"}}},
                     {"spec", std::move(spec)}};
 }
 
@@ -72,7 +76,8 @@ struct Outcome {
   bj::value patched;
 };
 
-Outcome Admit(const bj::value& pod, const AdmissionOptions& options = {}, DeviceConfig config = DefaultDeviceConfig(),
+Outcome Admit(const bj::value& pod, const AdmissionOptions& options = {},
+              DeviceConfig config = DefaultDeviceConfig(),
               const ClusterSnapshot* quotas = nullptr) {
   Result<AdmissionDecision> d = DecideAdmission(Review(pod), config, options, quotas);
   INFO(d.status().ToString());
@@ -90,8 +95,11 @@ const bj::value& Limits(const bj::value& pod, std::size_t i = 0) {
 TEST_CASE("admission: a count only gets exclusive cores and the scheduler name") {
   AdmissionOptions options;
   options.scheduler_name = "hami-scheduler";
-  bj::value pod = PodWith(bj::array{bj::object{{"name", "main"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}}},
-                          bj::object{{"schedulerName", "default-scheduler"}});
+  bj::value pod =
+      PodWith(bj::array{bj::object{
+                  {"name", "main"},
+                  {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}}},
+              bj::object{{"schedulerName", "default-scheduler"}});
   Outcome o = Admit(pod, options);
   CHECK(o.decision.allowed);
   CHECK(Limits(o.patched).at("nvidia.com/gpucores") == "100");
@@ -108,7 +116,8 @@ TEST_CASE("admission: a count only gets exclusive cores and the scheduler name")
 
 TEST_CASE("admission: memory only gets the default GPU count; no resources block gets one") {
   bj::value pod = PodWith(bj::array{
-      bj::object{{"name", "a"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpumem", "3000"}}}}}},
+      bj::object{{"name", "a"},
+                 {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpumem", "3000"}}}}}},
       bj::object{{"name", "b"}}});
   DeviceConfig config = DefaultDeviceConfig();
   config.nvidia.overwrite_env = true;
@@ -126,24 +135,27 @@ TEST_CASE("admission: memory only gets the default GPU count; no resources block
 }
 
 TEST_CASE("admission: existing env and limits get single members; priority env") {
-  bj::value pod = PodWith(bj::array{bj::object{
-      {"name", "a"},
-      {"env", bj::array{bj::object{{"name", "X"}, {"value", "1"}}}},
-      {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/priority", "0"}}}}}}});
+  bj::value pod = PodWith(bj::array{
+      bj::object{{"name", "a"},
+                 {"env", bj::array{bj::object{{"name", "X"}, {"value", "1"}}}},
+                 {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"},
+                                                                {"nvidia.com/priority", "0"}}}}}}});
   Outcome o = Admit(pod);
   CHECK(Limits(o.patched).at("nvidia.com/gpu") == "1");
   CHECK(Limits(o.patched).at("nvidia.com/gpucores") == "100");
   const bj::array& env = o.patched.at("spec").at("containers").at(0).at("env").as_array();
   REQUIRE(env.size() == 2);
   CHECK(env.at(1).at("name") == "CUDA_TASK_PRIORITY");
-  CHECK(o.decision.patch.find("/spec/containers/0/resources/limits/nvidia.com~1gpucores") != std::string::npos);
+  CHECK(o.decision.patch.find("/spec/containers/0/resources/limits/nvidia.com~1gpucores") !=
+        std::string::npos);
 }
 
 TEST_CASE("admission: denials and the scheduler-name gate") {
   AdmissionOptions options;
   options.scheduler_name = "hami-scheduler";
   auto gpu = [](bj::object extra = {}) {
-    bj::object c{{"name", "main"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}};
+    bj::object c{{"name", "main"},
+                 {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}};
     for (auto& [k, v] : extra) c[k] = v;
     return c;
   };
@@ -155,14 +167,24 @@ TEST_CASE("admission: denials and the scheduler-name gate") {
   };
   const Row rows[] = {
       {"no containers", PodWith(bj::array{}), false, "pod has no containers"},
-      {"privileged with a GPU", PodWith(bj::array{gpu(bj::object{{"securityContext", bj::object{{"privileged", true}}}})}), false,
-       "container main is privileged"},
-      {"nodeName set", PodWith(bj::array{gpu()}, bj::object{{"nodeName", "n1"}}), false, "pod has node assigned"},
-      {"another scheduler", PodWith(bj::array{gpu()}, bj::object{{"schedulerName", "volcano"}}), true,
-       "pod already has different scheduler assigned"},
-      {"percentage out of range", PodWith(bj::array{bj::object{{"name", "x"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}}}}}}}),
+      {"privileged with a GPU",
+       PodWith(bj::array{gpu(bj::object{{"securityContext", bj::object{{"privileged", true}}}})}),
+       false, "container main is privileged"},
+      {"nodeName set", PodWith(bj::array{gpu()}, bj::object{{"nodeName", "n1"}}), false,
+       "pod has node assigned"},
+      {"another scheduler", PodWith(bj::array{gpu()}, bj::object{{"schedulerName", "volcano"}}),
+       true, "pod already has different scheduler assigned"},
+      {"percentage out of range",
+       PodWith(bj::array{bj::object{
+           {"name", "x"},
+           {"resources",
+            bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"},
+                                             {"nvidia.com/gpumem-percentage", "150"}}}}}}}),
        false, "must be between 0 and 100"},
-      {"privileged without a GPU is fine", PodWith(bj::array{bj::object{{"name", "p"}, {"securityContext", bj::object{{"privileged", true}}}}}), true, ""},
+      {"privileged without a GPU is fine",
+       PodWith(bj::array{
+           bj::object{{"name", "p"}, {"securityContext", bj::object{{"privileged", true}}}}}),
+       true, ""},
   };
   for (const Row& row : rows) {
     CAPTURE(row.what);
@@ -176,8 +198,14 @@ TEST_CASE("admission: denials and the scheduler-name gate") {
 TEST_CASE("admission: the quota pre-check") {
   ClusterSnapshot quotas;
   quotas.SetQuota("team-a", "q", StringMap{{"limits.nvidia.com/gpumem", "4000"}});
-  bj::value small = PodWith(bj::array{bj::object{{"name", "a"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "3000"}}}}}}});
-  bj::value big = PodWith(bj::array{bj::object{{"name", "a"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "3000"}}}}}}});
+  bj::value small = PodWith(bj::array{bj::object{
+      {"name", "a"},
+      {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"},
+                                                     {"nvidia.com/gpumem", "3000"}}}}}}});
+  bj::value big = PodWith(bj::array{bj::object{
+      {"name", "a"},
+      {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "2"},
+                                                     {"nvidia.com/gpumem", "3000"}}}}}}});
   CHECK(Admit(small, {}, DefaultDeviceConfig(), &quotas).decision.allowed);
   Outcome denied = Admit(big, {}, DefaultDeviceConfig(), &quotas);  // 2 x 3000 > 4000
   CHECK_FALSE(denied.decision.allowed);
@@ -185,22 +213,28 @@ TEST_CASE("admission: the quota pre-check") {
 }
 
 TEST_CASE("admission: malformed reviews and the response encoding") {
-  CHECK(DecideAdmission("not json", DefaultDeviceConfig(), {}, nullptr).status().code() == StatusCode::kMalformed);
-  CHECK(DecideAdmission(R"({"request":{}})", DefaultDeviceConfig(), {}, nullptr).status().field() == "request.uid");
-  Result<AdmissionDecision> bad_pod = DecideAdmission(
-      R"({"request":{"uid":"u1","object":{"spec":{"containers":"nope"}}}})", DefaultDeviceConfig(), {}, nullptr);
+  CHECK(DecideAdmission("not json", DefaultDeviceConfig(), {}, nullptr).status().code() ==
+        StatusCode::kMalformed);
+  CHECK(DecideAdmission(R"({"request":{}})", DefaultDeviceConfig(), {}, nullptr).status().field() ==
+        "request.uid");
+  Result<AdmissionDecision> bad_pod =
+      DecideAdmission(R"({"request":{"uid":"u1","object":{"spec":{"containers":"nope"}}}})",
+                      DefaultDeviceConfig(), {}, nullptr);
   REQUIRE(bad_pod.ok());
   CHECK_FALSE(bad_pod->allowed);
   CHECK(bad_pod->code == 400);
   // kubernetes-wire §2.3 example: the exact base64.
   AdmissionDecision d;
   d.uid = "705ab4f5-6393-11e8-b7cc-42010a800002";
-  d.patch = R"([{"op":"add","path":"/metadata/annotations","value":{"gpu.example.com/share":"0.5"}}])";
-  CHECK(EncodeAdmissionResponse(d) ==
-        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2Fubm90YXRpb25zIiwidmFsdWUiOnsiZ3B1LmV4YW1wbGUuY29tL3NoYXJlIjoiMC41In19XQ=="}})");
+  d.patch =
+      R"([{"op":"add","path":"/metadata/annotations","value":{"gpu.example.com/share":"0.5"}}])";
+  CHECK(
+      EncodeAdmissionResponse(d) ==
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2Fubm90YXRpb25zIiwidmFsdWUiOnsiZ3B1LmV4YW1wbGUuY29tL3NoYXJlIjoiMC41In19XQ=="}})");
   AdmissionDecision deny{"u2", false, 403, "pod has no containers", ""};
-  CHECK(EncodeAdmissionResponse(deny) ==
-        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u2","allowed":false,"status":{"code":403,"message":"pod has no containers"}}})");
+  CHECK(
+      EncodeAdmissionResponse(deny) ==
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u2","allowed":false,"status":{"code":403,"message":"pod has no containers"}}})");
 }
 
 TEST_CASE("admission: exclusive-core defaulting (spec §3.2 step 5) and the runtime class") {
@@ -211,28 +245,41 @@ TEST_CASE("admission: exclusive-core defaulting (spec §3.2 step 5) and the runt
   };
   const Row rows[] = {
       {"count only", bj::object{{"nvidia.com/gpu", "1"}}, true},
-      {"count and percentage 100", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "100"}}, true},
+      {"count and percentage 100",
+       bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "100"}}, true},
       // The spec (§3.2 step 5) reads the three conditions as alternatives; HAMi's
       // code checks the percentage first and only then gpumem (oracle, webhook).
-      {"count and percentage 50, no gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}, false},
-      {"count and percentage 100 with gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "100"}, {"nvidia.com/gpumem", "4000"}}, true},
-      {"count and gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}}, false},
-      {"count and cores", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "30"}}, false},
+      {"count and percentage 50, no gpumem",
+       bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}, false},
+      {"count and percentage 100 with gpumem",
+       bj::object{{"nvidia.com/gpu", "1"},
+                  {"nvidia.com/gpumem-percentage", "100"},
+                  {"nvidia.com/gpumem", "4000"}},
+       true},
+      {"count and gpumem", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4000"}},
+       false},
+      {"count and cores", bj::object{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "30"}},
+       false},
   };
   DeviceConfig config = DefaultDeviceConfig();
   config.nvidia.runtime_class_name = "nvidia";
   for (const Row& row : rows) {
     CAPTURE(row.what);
-    bj::value pod = PodWith(bj::array{bj::object{{"name", "c"}, {"resources", bj::object{{"limits", row.limits}}}}});
+    bj::value pod = PodWith(
+        bj::array{bj::object{{"name", "c"}, {"resources", bj::object{{"limits", row.limits}}}}});
     Outcome o = Admit(pod, {}, config);
     const bj::object& limits = Limits(o.patched).as_object();
-    CHECK(limits.contains("nvidia.com/gpucores") == (row.exclusive || row.limits.contains("nvidia.com/gpucores")));
+    CHECK(limits.contains("nvidia.com/gpucores") ==
+          (row.exclusive || row.limits.contains("nvidia.com/gpucores")));
     if (row.exclusive) CHECK(limits.at("nvidia.com/gpucores") == "100");
     CHECK(o.patched.at("spec").at("runtimeClassName") == "nvidia");
   }
   // A pod that already names a runtime class keeps it; a pod without devices gets none.
-  bj::value named = PodWith(bj::array{bj::object{{"name", "c"}, {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}}},
-                            bj::object{{"runtimeClassName", "kata"}});
+  bj::value named =
+      PodWith(bj::array{bj::object{
+                  {"name", "c"},
+                  {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"}}}}}}},
+              bj::object{{"runtimeClassName", "kata"}});
   CHECK(Admit(named, {}, config).patched.at("spec").at("runtimeClassName") == "kata");
   bj::value cpu = PodWith(bj::array{bj::object{{"name", "c"}}});
   CHECK_FALSE(Admit(cpu, {}, config).patched.at("spec").as_object().contains("runtimeClassName"));

@@ -1,11 +1,12 @@
 // Node lock, handshake, scoring weights and name lists
 // (spec/hami-behaviour.md §1.1, §1.2, §6.2, §7; peers §A2).
+#include "devshare/annotations.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "devshare/annotations.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -20,17 +21,21 @@ TEST_CASE("node lock: owner and legacy forms") {
     std::string_view reencoded;  // what EncodeNodeLock writes back
   };
   const Row rows[] = {
-      {"2026-08-01T06:00:00Z,ns,pod-a", {kAug1At6, 0, true, "ns", "pod-a"},
+      {"2026-08-01T06:00:00Z,ns,pod-a",
+       {kAug1At6, 0, true, "ns", "pod-a"},
        "2026-08-01T06:00:00Z,ns,pod-a"},
       // Written by a scheduler in UTC+8: the same instant, the zone is kept.
-      {"2026-08-01T14:00:00+08:00,ns,pod-a", {kAug1At6, 8 * 3600, true, "ns", "pod-a"},
+      {"2026-08-01T14:00:00+08:00,ns,pod-a",
+       {kAug1At6, 8 * 3600, true, "ns", "pod-a"},
        "2026-08-01T14:00:00+08:00,ns,pod-a"},
-      {"2026-08-01T01:30:00-04:30,ns,p", {kAug1At6, -(4 * 3600 + 1800), true, "ns", "p"},
+      {"2026-08-01T01:30:00-04:30,ns,p",
+       {kAug1At6, -(4 * 3600 + 1800), true, "ns", "p"},
        "2026-08-01T01:30:00-04:30,ns,p"},
       // Legacy: the bare time, no owner.
       {"2026-08-01T06:00:00Z", {kAug1At6, 0, false, "", ""}, "2026-08-01T06:00:00Z"},
       // Go accepts fractional seconds when parsing RFC 3339.
-      {"2026-08-01T06:00:00.123456Z,ns,p", {kAug1At6, 0, true, "ns", "p"},
+      {"2026-08-01T06:00:00.123456Z,ns,p",
+       {kAug1At6, 0, true, "ns", "p"},
        "2026-08-01T06:00:00Z,ns,p"},
       // Three parts with empty owner fields are still the owner form.
       {"2026-08-01T06:00:00Z,,", {kAug1At6, 0, true, "", ""}, "2026-08-01T06:00:00Z,,"},
@@ -47,19 +52,19 @@ TEST_CASE("node lock: owner and legacy forms") {
 
 TEST_CASE("node lock: malformed values are errors, never silent") {
   const std::string_view rows[] = {
-      "lock",                               // W6: HAMi blocks the node forever on this
-      "",                                   //
-      "2026-08-01T06:00:00Z,ns",            // two parts
-      "2026-08-01T06:00:00Z,ns,p,extra",    // four parts
-      "2026-08-01 06:00:00Z,ns,p",          // not RFC 3339
-      "2026-08-01T06:00:00,ns,p",           // no zone
-      "2026-02-30T06:00:00Z,ns,p",          // no such day
-      "2025-02-29T06:00:00Z",               // not a leap year
-      "2026-13-01T06:00:00Z",               // month 13
-      "2026-08-01T24:00:00Z",               // hour 24
-      "2026-08-01T06:00:60Z",               // second 60
-      "2026-08-01T06:00:00+24:00",          // offset out of range
-      "2026-08-01T06:00:00Zjunk,ns,p",      // trailing bytes
+      "lock",                             // W6: HAMi blocks the node forever on this
+      "",                                 //
+      "2026-08-01T06:00:00Z,ns",          // two parts
+      "2026-08-01T06:00:00Z,ns,p,extra",  // four parts
+      "2026-08-01 06:00:00Z,ns,p",        // not RFC 3339
+      "2026-08-01T06:00:00,ns,p",         // no zone
+      "2026-02-30T06:00:00Z,ns,p",        // no such day
+      "2025-02-29T06:00:00Z",             // not a leap year
+      "2026-13-01T06:00:00Z",             // month 13
+      "2026-08-01T24:00:00Z",             // hour 24
+      "2026-08-01T06:00:60Z",             // second 60
+      "2026-08-01T06:00:00+24:00",        // offset out of range
+      "2026-08-01T06:00:00Zjunk,ns,p",    // trailing bytes
   };
   for (std::string_view value : rows) {
     CAPTURE(value);
@@ -82,13 +87,15 @@ TEST_CASE("handshake: HAMi and Volcano values") {
   };
   const Row rows[] = {
       {"Requesting_2026-08-21 08:20:39", HandshakeState::kRequesting, HandshakeDialect::kHami, kT},
-      {"Requesting_2026.08.21 08:20:39", HandshakeState::kRequesting, HandshakeDialect::kVolcano, kT},
+      {"Requesting_2026.08.21 08:20:39", HandshakeState::kRequesting, HandshakeDialect::kVolcano,
+       kT},
       {"Deleted_2026.08.21 08:20:39", HandshakeState::kDeleted, HandshakeDialect::kVolcano, kT},
       {"Deleted_2026-08-21 08:20:39", HandshakeState::kDeleted, HandshakeDialect::kHami, kT},
       // Go's time.Now().String() as the plugins wrote it, with its own zone.
-      {"Reported 2026-08-21 16:20:39.123456789 +0800 CST m=+12.345678901", HandshakeState::kReported,
-       HandshakeDialect::kHami, kT},
-      {"Reported 2026-08-21 08:20:39 +0000 UTC", HandshakeState::kReported, HandshakeDialect::kHami, kT},
+      {"Reported 2026-08-21 16:20:39.123456789 +0800 CST m=+12.345678901",
+       HandshakeState::kReported, HandshakeDialect::kHami, kT},
+      {"Reported 2026-08-21 08:20:39 +0000 UTC", HandshakeState::kReported, HandshakeDialect::kHami,
+       kT},
       // A bare "Requesting" (HAMi #1964) is a fresh request without a time.
       {"Requesting", HandshakeState::kRequesting, HandshakeDialect::kHami, std::nullopt},
       {"", HandshakeState::kOther, HandshakeDialect::kHami, std::nullopt},
@@ -125,8 +132,8 @@ TEST_CASE("handshake: encoding") {
   CHECK(EncodeHandshake(h) == "Reported 2026-08-21 08:20:39 +0000 UTC");
   CHECK(EncodeHandshake(h, -3600) == "Reported 2026-08-21 07:20:39 -0100 -0100");
   for (std::int32_t zone : {0, 3600, -7 * 3600, 5 * 3600 + 1800}) {
-    for (auto state : {HandshakeState::kRequesting, HandshakeState::kDeleted,
-                       HandshakeState::kReported}) {
+    for (auto state :
+         {HandshakeState::kRequesting, HandshakeState::kDeleted, HandshakeState::kReported}) {
       Handshake in{state, HandshakeDialect::kVolcano, 1787300439};
       Result<Handshake> back = DecodeHandshake(EncodeHandshake(in, zone), zone);
       REQUIRE(back.ok());

@@ -1,8 +1,9 @@
 // The sans-I/O engine: registration, leadership gating, Filter and Bind flows.
+#include "devshare/engine/engine.hpp"
+
 #include <doctest/doctest.h>
 
 #include "devshare/annotations.hpp"
-#include "devshare/engine/engine.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -151,7 +152,8 @@ TEST_CASE("engine: lock contention fails the bind without waiting") {
   f.engine.PodObserved(holder);
   std::vector<Command> out;
   Node locked = MakeNode("n1").Gpus(2).Annotation(
-      "hami.io/mutex.lock", EncodeNodeLock(NodeLock{kNowMs / 1000 - 10, 0, true, "default", "holder"}));
+      "hami.io/mutex.lock",
+      EncodeNodeLock(NodeLock{kNowMs / 1000 - 10, 0, true, "default", "holder"}));
   f.engine.NodeObserved(locked, kNowMs, out);
   Pod pod = MakePod("p").Container(1, 1000, 10);
   REQUIRE(!f.Place(pod).nodes.empty());
@@ -239,7 +241,8 @@ struct Contended {
   }
   static Node Locked() {
     return MakeNode("n1").Gpus(2).Annotation(
-        "hami.io/mutex.lock", EncodeNodeLock(NodeLock{kNowMs / 1000 - 10, 0, true, "default", "holder"}));
+        "hami.io/mutex.lock",
+        EncodeNodeLock(NodeLock{kNowMs / 1000 - 10, 0, true, "default", "holder"}));
   }
   Fixture f;
   std::vector<Command> out;
@@ -280,7 +283,8 @@ TEST_CASE("engine: lock retries stop at the timeout and release the reservation"
   options.lock_retry = LockRetry::kFixed;
   options.lock_retry_timeout_ms = 1000;
   Contended c(options);
-  for (std::int64_t t = kNowMs + 100; t <= kNowMs + 1100 && c.out.empty(); t += 100) c.f.engine.Tick(t, c.out);
+  for (std::int64_t t = kNowMs + 100; t <= kNowMs + 1100 && c.out.empty(); t += 100)
+    c.f.engine.Tick(t, c.out);
   auto reply = Of<BindReply>(c.out);
   REQUIRE(reply.size() == 1);
   CHECK(reply[0].request == 9);
@@ -317,7 +321,7 @@ TEST_CASE("engine: change-only registration follows node events without a period
   engine.NodeObserved(MakeNode("n2").Gpus(1), kNowMs, out);
   CHECK(engine.counters().registration_passes == 1);  // the first pass; n2 registered by its event
   CHECK(engine.snapshot().node_count() == 2);
-  CHECK_FALSE(engine.NextWakeMs().has_value());  // nothing to do until an event
+  CHECK_FALSE(engine.NextWakeMs().has_value());                  // nothing to do until an event
   engine.NodeObserved(MakeNode("n1").Gpus(3), kNowMs + 5, out);  // devices changed: applied at once
   CHECK(engine.snapshot().NodeDevices("n1")->size() == 3);
   EngineOptions hami;
@@ -344,7 +348,8 @@ TEST_CASE("engine: Prioritize is refused until ready, then ranks with the normal
     std::vector<Command> out;
     f.engine.NodeObserved(MakeNode("n2").Gpus(2), kNowMs, out);
     REQUIRE(f.Place(MakePod("load").Container(1, 4000, 50)).nodes.size() == 1);  // n1: first name
-    Result<std::vector<NodeScore>> ranked = f.engine.Prioritize(MakePod("p").Container(1, 1000, 10), {}, kNowMs);
+    Result<std::vector<NodeScore>> ranked =
+        f.engine.Prioritize(MakePod("p").Container(1, 1000, 10), {}, kNowMs);
     REQUIRE(ranked.ok());
     REQUIRE(ranked->size() == 2);
     // binpack prefers the loaded n1, spread the empty n2; the preferred gets 100.

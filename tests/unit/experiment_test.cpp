@@ -1,19 +1,21 @@
 // Scenario files: parsing (every error names the key and line), variants,
 // expansion with a seed, and the shipped scenarios.
+#include "devshare/sim/experiment.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
-
-#include "devshare/sim/experiment.hpp"
 
 using namespace devshare;
 using namespace devshare::sim;
 
 namespace {
 
-constexpr std::string_view kNodesCsv = "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,8,V100M32\n";
+constexpr std::string_view kNodesCsv =
+    "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,8,V100M32\n";
 constexpr std::string_view kPodsCsv =
-    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_"
+    "time,scheduled_time\n"
     "p-0,12000,16384,1,1000,,LS,Running,0,100,0\n";
 
 // Serves the two openb files from memory and records what was asked for.
@@ -94,7 +96,8 @@ variants:
   CHECK((*results)[1].seeds == std::vector<std::uint64_t>{4, 5});
   CHECK((*results)[1].reports[0].bound == 5);
   const std::string json = ResultsJson(*e, *results);
-  CHECK(json.starts_with(R"({"name":"mine","description":"two policies","variants":[{"name":"a","runs":[{"seed":4,)"));
+  CHECK(json.starts_with(
+      R"({"name":"mine","description":"two policies","variants":[{"name":"a","runs":[{"seed":4,)"));
 }
 
 TEST_CASE("experiment: Poisson arrivals are drawn from the seed; pod classes stop at the end") {
@@ -121,22 +124,31 @@ pods: [{name: p, every: 30s, arrival: poisson}]
 
 TEST_CASE("experiment: every error names the key and its line") {
   CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {policy: best}\n") ==
-        "scenario: engine.policy: 'best' is not one of hami-default, binpack, spread, fgd (line 2, column 18)");
+        "scenario: engine.policy: 'best' is not one of hami-default, binpack, spread, fgd (line 2, "
+        "column 18)");
   CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {hami_exact: W9}\n") ==
-        "scenario: engine.hami_exact: hami-exact: unknown row \"W9\" (rows: W1, W2, W4, W10; or all, none) (line 2, column 22)");
-  CHECK(ErrorOf("nodes:\n  - {count: 1, gpu: 4}\n") == "scenario: nodes[0].gpu: unknown key (line 2, column 16)");
-  CHECK(ErrorOf("nodes: [{count: 0}]\n").find("nodes[0].count: expected an integer in [1, ") != std::string::npos);
+        "scenario: engine.hami_exact: hami-exact: unknown row \"W9\" (rows: W1, W2, W4, W10; or "
+        "all, none) (line 2, column 22)");
+  CHECK(ErrorOf("nodes:\n  - {count: 1, gpu: 4}\n") ==
+        "scenario: nodes[0].gpu: unknown key (line 2, column 16)");
+  CHECK(ErrorOf("nodes: [{count: 0}]\n").find("nodes[0].count: expected an integer in [1, ") !=
+        std::string::npos);
   CHECK(ErrorOf("end: soon\nnodes: [{count: 1}]\n") ==
-        "scenario: end: expected a duration such as 500ms, 30s, 10m or 1h, got 'soon' (line 1, column 6)");
-  CHECK(ErrorOf("nodes: [{count: 1}]\npods: [{gpus: 9}]\n").find("pods[0].gpus: at most 8 devices") != std::string::npos);
+        "scenario: end: expected a duration such as 500ms, 30s, 10m or 1h, got 'soon' (line 1, "
+        "column 6)");
+  CHECK(
+      ErrorOf("nodes: [{count: 1}]\npods: [{gpus: 9}]\n").find("pods[0].gpus: at most 8 devices") !=
+      std::string::npos);
   CHECK(ErrorOf("nodes: [{count: 1}]\nfaults: [{kind: plugin-hang, at: 1m}]\n")
             .find("faults[0].node: required for this kind") != std::string::npos);
-  CHECK(ErrorOf("nodes: [{count: 1}]\nvariants: [{engine: {}}]\n").find("variants[0].name: required") !=
-        std::string::npos);
-  CHECK(ErrorOf("nodes: [{count: 1}]\nvariants: [{name: a}, {name: a}]\n") == "scenario: two variants are named 'a'");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nvariants: [{engine: {}}]\n")
+            .find("variants[0].name: required") != std::string::npos);
+  CHECK(ErrorOf("nodes: [{count: 1}]\nvariants: [{name: a}, {name: a}]\n") ==
+        "scenario: two variants are named 'a'");
   CHECK(ErrorOf("nodes: [{count: 1}]\nvariants: [{name: a, seeds: [1]}]\n")
             .find("variants[0].seeds: cannot be set by a variant") != std::string::npos);
-  CHECK(ErrorOf("pods: []\n") == "scenario: nodes: no nodes: give nodes or openb (line 1, column 1)");
+  CHECK(ErrorOf("pods: []\n") ==
+        "scenario: nodes: no nodes: give nodes or openb (line 1, column 1)");
   CHECK(ErrorOf("nodes: [\n").starts_with("scenario: invalid YAML"));
   CHECK(ErrorOf("- 1\n") == "scenario: expected a mapping");
   CHECK(ErrorOf("openb: {pods: x.txt}\n") == "scenario: cannot read x.txt");
@@ -175,6 +187,7 @@ TEST_CASE("experiment: the shipped scenarios parse and expand") {
     for (const Variant& v : e->variants) CHECK(Expand(v.scenario, e->seeds.front()).ok());
   }
   CHECK(BuiltinScenario("best").status().message() ==
-        "no scenario named 'best' (shipped: default, handshake-storm, lock-storm, failover, plugin-faults, openb, "
+        "no scenario named 'best' (shipped: default, handshake-storm, lock-storm, failover, "
+        "plugin-faults, openb, "
         "openb-replay)");
 }

@@ -1,13 +1,13 @@
 // Fit, scores and Filter (spec/hami-behaviour.md §4, §5, §9).
-#include <doctest/doctest.h>
+#include "devshare/filter.hpp"
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "devshare/filter.hpp"
 #include "devshare/pod_codec.hpp"
 #include "testutil.hpp"
 
@@ -51,7 +51,8 @@ void Load(ClusterSnapshot& s, const std::string& uuid, const std::string& node, 
   for (int i = 0; i < pods; ++i) {
     const std::string value = i == 0 ? fmt::format("{},NVIDIA,{},{}:;", uuid, mem, cores)
                                      : fmt::format("{},NVIDIA,0,0:;", uuid);
-    REQUIRE(s.AddPod(MakePod(fmt::format("load-{}-{}", uuid, i)).Container(1).Holding(node, value)).ok());
+    REQUIRE(s.AddPod(MakePod(fmt::format("load-{}-{}", uuid, i)).Container(1).Holding(node, value))
+                .ok());
   }
 }
 
@@ -74,8 +75,11 @@ TEST_CASE("node score and choice: spec §5.1 worked example") {
   spread.node_policy = "spread";
   CHECK(MustFilter(s, pod, spread).node == "node1");
   // The pod's annotation overrides the option.
-  CHECK(MustFilter(s, MakePod("q").Container(1, 1000, 10).Annotation("hami.io/node-scheduler-policy", "spread"))
-            .node == "node1");
+  CHECK(
+      MustFilter(
+          s,
+          MakePod("q").Container(1, 1000, 10).Annotation("hami.io/node-scheduler-policy", "spread"))
+          .node == "node1");
 }
 
 TEST_CASE("filter result: the annotation patch HAMi writes") {
@@ -94,7 +98,10 @@ TEST_CASE("W1: containers without devices keep their positions") {
   ClusterSnapshot s;
   REQUIRE(s.AddNode(MakeNode("n1").Gpus(2)).ok());
   // An init container without a GPU, then two app containers with one each.
-  Pod pod = MakePod("p").Init(0).Container(1, 1000, 10).Container(1, 1000, 10)
+  Pod pod = MakePod("p")
+                .Init(0)
+                .Container(1, 1000, 10)
+                .Container(1, 1000, 10)
                 .Annotation("hami.io/gpu-scheduler-policy", "spread");
   FilterResult r = MustFilter(s, pod);
   const std::string value = *r.annotations.Find("hami.io/vgpu-devices-allocated");
@@ -137,7 +144,10 @@ TEST_CASE("HAMi-exact W2: on model-named devices the request does not count in t
   CHECK(Uuids(MustFilter(model, pod), 0) == std::vector<std::string>{"n1-gpu0"});
   CHECK(Uuids(MustFilter(model, pod, exact), 0) == std::vector<std::string>{"n1-gpu1"});
   ClusterSnapshot generic;  // type "NVIDIA": the request counts in HAMi too
-  REQUIRE(generic.AddNode(MakeNode("n1").Gpu(10, 16384, 100, 0, "NVIDIA").Gpu(10, 4096, 100, 0, "NVIDIA")).ok());
+  REQUIRE(
+      generic
+          .AddNode(MakeNode("n1").Gpu(10, 16384, 100, 0, "NVIDIA").Gpu(10, 4096, 100, 0, "NVIDIA"))
+          .ok());
   CHECK(Uuids(MustFilter(generic, pod, exact), 0) == std::vector<std::string>{"n1-gpu0"});
 }
 
@@ -152,7 +162,8 @@ TEST_CASE("HAMi-exact rows parse from all, none or a list") {
   Result<HamiExact> bad = ParseHamiExact("W1,W3");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
-  CHECK(bad.status().message() == "hami-exact: unknown row \"W3\" (rows: W1, W2, W4, W10; or all, none)");
+  CHECK(bad.status().message() ==
+        "hami-exact: unknown row \"W3\" (rows: W1, W2, W4, W10; or all, none)");
 }
 
 TEST_CASE("fit: every check of spec §4.4 gives its reason") {
@@ -193,7 +204,9 @@ TEST_CASE("fit: every check of spec §4.4 gives its reason") {
 TEST_CASE("fit: cordon, health, slots and zero-core jobs on a full card") {
   ClusterSnapshot s;
   Device sick = testing::MakeDevice("sick").Index(1).Mem(8000).Health(false);
-  REQUIRE(s.AddNode(MakeNode("n1").Gpu().With(sick).Gpu(1).Annotation("hami.io/device-cordon", " n1-gpu0 ")).ok());
+  REQUIRE(s.AddNode(MakeNode("n1").Gpu().With(sick).Gpu(1).Annotation("hami.io/device-cordon",
+                                                                      " n1-gpu0 "))
+              .ok());
   Load(s, "n1-gpu2", "n1", 1, 0, 0);  // gpu2 has 1 slot, now taken
   FilterResult r = MustFilter(s, MakePod("p").Container(1, 100));
   CHECK(ReasonFor(r, "n1") == "1/3 CardCordoned, 1/3 CardNotHealth, 1/3 CardTimeSlicingExhausted");
@@ -217,8 +230,10 @@ TEST_CASE("reasons sort as whole strings: 10/... before 2/...") {
   MakeNode n("n1");
   for (int i = 0; i < 12; ++i) n.Gpu(10, i < 2 ? 100 : 8000);
   REQUIRE(s.AddNode(n).ok());
-  FilterResult r = MustFilter(s, MakePod("p").Container(1, 200).Annotation("nvidia.com/nouse-gpuuuid",
-      "n1-gpu2,n1-gpu3,n1-gpu4,n1-gpu5,n1-gpu6,n1-gpu7,n1-gpu8,n1-gpu9,n1-gpu10,n1-gpu11"));
+  FilterResult r = MustFilter(
+      s, MakePod("p").Container(1, 200).Annotation(
+             "nvidia.com/nouse-gpuuuid",
+             "n1-gpu2,n1-gpu3,n1-gpu4,n1-gpu5,n1-gpu6,n1-gpu7,n1-gpu8,n1-gpu9,n1-gpu10,n1-gpu11"));
   CHECK(ReasonFor(r, "n1") == "10/12 CardUuidMismatch, 2/12 CardInsufficientMemory");
 }
 
@@ -229,8 +244,10 @@ TEST_CASE("GPU policies: spread takes the emptiest card, binpack the fullest") {
   Load(s, "n1-gpu2", "n1", 1, 2000, 20);
   CHECK(Uuids(MustFilter(s, MakePod("p").Container(1, 1000, 10)), 0) ==
         std::vector<std::string>{"n1-gpu0"});  // default GPU policy: spread
-  CHECK(Uuids(MustFilter(s, MakePod("q").Container(1, 1000, 10).Annotation("hami.io/gpu-scheduler-policy", "binpack")), 0) ==
-        std::vector<std::string>{"n1-gpu1"});
+  CHECK(Uuids(MustFilter(s, MakePod("q")
+                                .Container(1, 1000, 10)
+                                .Annotation("hami.io/gpu-scheduler-policy", "binpack")),
+              0) == std::vector<std::string>{"n1-gpu1"});
 }
 
 TEST_CASE("W10: a container's ties keep the order the previous container's sort left") {
@@ -247,7 +264,8 @@ TEST_CASE("W10: a container's ties keep the order the previous container's sort 
   CHECK(Uuids(r, 0) == std::vector<std::string>{"n1-gpu2"});
   CHECK(Uuids(r, 1) == std::vector<std::string>{"n1-gpu0"});
   // Each container alone takes the last of its equals in registration order.
-  CHECK(Uuids(MustFilter(s, MakePod("q").Container(1, -1, 75)), 0) == std::vector<std::string>{"n1-gpu2"});
+  CHECK(Uuids(MustFilter(s, MakePod("q").Container(1, -1, 75)), 0) ==
+        std::vector<std::string>{"n1-gpu2"});
 }
 
 TEST_CASE("device scoring weights change the choice (spec §5.4)") {
@@ -267,8 +285,9 @@ TEST_CASE("device scoring weights change the choice (spec §5.4)") {
   CHECK(pick(nullptr) == "n1-gpu0");                   // 16 > 15
   CHECK(pick("slot=1,core=1,memory=3") == "n1-gpu1");  // 27 > 26
   CHECK(pick("slot=1,core=3,memory=1") == "n1-gpu0");  // 34 > 17
-  Result<FilterResult> bad = Filter(s, MakePod("q").Container(1).Annotation("hami.io/device-scoring-weights", "slot=1"),
-                                    {}, kNow);
+  Result<FilterResult> bad =
+      Filter(s, MakePod("q").Container(1).Annotation("hami.io/device-scoring-weights", "slot=1"),
+             {}, kNow);
   CHECK(bad.status().code() == StatusCode::kMalformed);
 }
 
@@ -277,8 +296,15 @@ TEST_CASE("W2: the request counts on model-named devices") {
   // no tie here, but it must raise the score of every NVIDIA card alike: the
   // choice equals the one made with Type "NVIDIA".
   ClusterSnapshot model, generic;
-  REQUIRE(model.AddNode(MakeNode("n1").Gpu(10, 8000, 100, 0, "NVIDIA A100").Gpu(10, 8000, 100, 0, "NVIDIA A100")).ok());
-  REQUIRE(generic.AddNode(MakeNode("n1").Gpu(10, 8000, 100, 0, "NVIDIA").Gpu(10, 8000, 100, 0, "NVIDIA")).ok());
+  REQUIRE(model
+              .AddNode(MakeNode("n1")
+                           .Gpu(10, 8000, 100, 0, "NVIDIA A100")
+                           .Gpu(10, 8000, 100, 0, "NVIDIA A100"))
+              .ok());
+  REQUIRE(
+      generic
+          .AddNode(MakeNode("n1").Gpu(10, 8000, 100, 0, "NVIDIA").Gpu(10, 8000, 100, 0, "NVIDIA"))
+          .ok());
   Load(model, "n1-gpu0", "n1", 1, 1000, 10);
   Load(generic, "n1-gpu0", "n1", 1, 1000, 10);
   Pod pod = MakePod("p").Container(1, 1000, 10);
@@ -287,9 +313,15 @@ TEST_CASE("W2: the request counts on model-named devices") {
 
 TEST_CASE("numa-bind keeps a container's GPUs on one NUMA node") {
   ClusterSnapshot s;
-  REQUIRE(s.AddNode(MakeNode("n1").Gpu(10, 8000, 100, 0).Gpu(10, 8000, 100, 1).Gpu(10, 8000, 100, 0).Gpu(10, 8000, 100, 1)).ok());
+  REQUIRE(s.AddNode(MakeNode("n1")
+                        .Gpu(10, 8000, 100, 0)
+                        .Gpu(10, 8000, 100, 1)
+                        .Gpu(10, 8000, 100, 0)
+                        .Gpu(10, 8000, 100, 1))
+              .ok());
   Load(s, "n1-gpu1", "n1", 1, 7000, 0);  // NUMA 1 has only one card with 2000 MiB free
-  FilterResult r = MustFilter(s, MakePod("p").Container(2, 3000).Annotation("nvidia.com/numa-bind", "true"));
+  FilterResult r =
+      MustFilter(s, MakePod("p").Container(2, 3000).Annotation("nvidia.com/numa-bind", "true"));
   auto got = Uuids(r, 0);
   std::sort(got.begin(), got.end());
   CHECK(got == std::vector<std::string>{"n1-gpu0", "n1-gpu2"});
@@ -298,27 +330,34 @@ TEST_CASE("numa-bind keeps a container's GPUs on one NUMA node") {
 TEST_CASE("topology-aware: best-connected pair, worst-connected single card") {
   // gpu1 and gpu3 share NVLinks (1200); every other pair is 100.
   ClusterSnapshot s;
-  REQUIRE(s.AddNode(MakeNode("n1").Gpus(4).Annotation(
-      "hami.io/node-nvidia-score",
-      R"([{"uuid":"n1-gpu0","score":{"n1-gpu1":100,"n1-gpu2":100,"n1-gpu3":100}},)"
-      R"({"uuid":"n1-gpu1","score":{"n1-gpu0":100,"n1-gpu2":100,"n1-gpu3":1200}},)"
-      R"({"uuid":"n1-gpu2","score":{"n1-gpu0":100,"n1-gpu1":100,"n1-gpu3":100}},)"
-      R"({"uuid":"n1-gpu3","score":{"n1-gpu0":100,"n1-gpu1":1200,"n1-gpu2":100}}])")).ok());
-  FilterResult two = MustFilter(s, MakePod("p").Container(2, 100).Annotation("hami.io/gpu-scheduler-policy", "topology-aware"));
+  REQUIRE(
+      s.AddNode(MakeNode("n1").Gpus(4).Annotation(
+                    "hami.io/node-nvidia-score",
+                    R"([{"uuid":"n1-gpu0","score":{"n1-gpu1":100,"n1-gpu2":100,"n1-gpu3":100}},)"
+                    R"({"uuid":"n1-gpu1","score":{"n1-gpu0":100,"n1-gpu2":100,"n1-gpu3":1200}},)"
+                    R"({"uuid":"n1-gpu2","score":{"n1-gpu0":100,"n1-gpu1":100,"n1-gpu3":100}},)"
+                    R"({"uuid":"n1-gpu3","score":{"n1-gpu0":100,"n1-gpu1":1200,"n1-gpu2":100}}])"))
+          .ok());
+  FilterResult two = MustFilter(s, MakePod("p").Container(2, 100).Annotation(
+                                       "hami.io/gpu-scheduler-policy", "topology-aware"));
   auto got = Uuids(two, 0);
   std::sort(got.begin(), got.end());
   CHECK(got == std::vector<std::string>{"n1-gpu1", "n1-gpu3"});
   // One card: the lowest total to the others (gpu0 and gpu2: 300); the tie
   // goes to the first collected, and Fit collects from the end: gpu2.
-  FilterResult one = MustFilter(s, MakePod("q").Container(1, 100).Annotation("hami.io/gpu-scheduler-policy", "topology-aware"));
+  FilterResult one = MustFilter(s, MakePod("q").Container(1, 100).Annotation(
+                                       "hami.io/gpu-scheduler-policy", "topology-aware"));
   CHECK(Uuids(one, 0) == std::vector<std::string>{"n1-gpu2"});
 }
 
 TEST_CASE("W14: missing pair scores count 0 instead of crashing") {
   ClusterSnapshot s;
   REQUIRE(s.AddNode(MakeNode("n1").Gpus(3).Annotation(
-      "hami.io/node-nvidia-score", R"([{"uuid":"n1-gpu2","score":{"n1-gpu0":500}},{"uuid":"GPU-gone"}])")).ok());
-  FilterResult r = MustFilter(s, MakePod("p").Container(2, 100).Annotation("hami.io/gpu-scheduler-policy", "topology-aware"));
+                        "hami.io/node-nvidia-score",
+                        R"([{"uuid":"n1-gpu2","score":{"n1-gpu0":500}},{"uuid":"GPU-gone"}])"))
+              .ok());
+  FilterResult r = MustFilter(s, MakePod("p").Container(2, 100).Annotation(
+                                     "hami.io/gpu-scheduler-policy", "topology-aware"));
   auto got = Uuids(r, 0);
   std::sort(got.begin(), got.end());
   CHECK(got == std::vector<std::string>{"n1-gpu0", "n1-gpu2"});
@@ -328,8 +367,10 @@ TEST_CASE("quota: a request above the namespace's gpumem limit is rejected") {
   ClusterSnapshot s;
   REQUIRE(s.AddNode(MakeNode("n1").Gpus(2)).ok());
   s.SetQuota("ml", "q", StringMap{{"limits.nvidia.com/gpumem", "5000"}});
-  REQUIRE(s.AddPod(MakePod("old", "ml").Container(1).Holding("n1", "n1-gpu0,NVIDIA,3000,0:;")).ok());
-  CHECK(ReasonFor(MustFilter(s, MakePod("p", "ml").Container(1, 3000)), "n1") == "2/2 ResourceQuotaNotFit");
+  REQUIRE(
+      s.AddPod(MakePod("old", "ml").Container(1).Holding("n1", "n1-gpu0,NVIDIA,3000,0:;")).ok());
+  CHECK(ReasonFor(MustFilter(s, MakePod("p", "ml").Container(1, 3000)), "n1") ==
+        "2/2 ResourceQuotaNotFit");
   CHECK(MustFilter(s, MakePod("p2", "ml").Container(1, 2000)).node == "n1");
   CHECK(MustFilter(s, MakePod("p3", "other").Container(1, 3000)).node == "n1");
   // The pod's own reservation does not count against it when it is filtered again.
@@ -338,16 +379,19 @@ TEST_CASE("quota: a request above the namespace's gpumem limit is rejected") {
 }
 
 TEST_CASE("MIG: a request takes the smallest profile with a free placement") {
-  Device mig = testing::MakeDevice("GPU-m").Count(7).Mem(40960).Mode("mig").Type("NVIDIA A100-SXM4-40GB");
+  Device mig =
+      testing::MakeDevice("GPU-m").Count(7).Mem(40960).Mode("mig").Type("NVIDIA A100-SXM4-40GB");
   mig.mig_profiles = {MigProfile{"1g.5gb", 4864, 14, 1, {{6, 1}, {5, 1}, {4, 1}}},
                       MigProfile{"3g.20gb", 20096, 42, 3, {{4, 4}, {0, 4}}}};
   ClusterSnapshot s;
   REQUIRE(s.AddNode(MakeNode("n1").With(mig)).ok());
-  FilterResult r = MustFilter(s, MakePod("p").Container(1, 10000).Annotation("nvidia.com/vgpu-mode", "mig"));
+  FilterResult r =
+      MustFilter(s, MakePod("p").Container(1, 10000).Annotation("nvidia.com/vgpu-mode", "mig"));
   REQUIRE(r.node == "n1");
   CHECK(*r.annotations.Find("hami.io/vgpu-devices-allocated") == "GPU-m,NVIDIA,20096,42:;");
-  CHECK(*r.annotations.Find("hami.io/vgpu-mig-allocations") ==
-        R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"3g.20gb","placement":{"start":4,"size":4}}])");
+  CHECK(
+      *r.annotations.Find("hami.io/vgpu-mig-allocations") ==
+      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"3g.20gb","placement":{"start":4,"size":4}}])");
   // 1g and 3g profiles take the highest free start first; a second pod gets
   // the other 3g placement, then the node is full for 3g.
   Pod second = MakePod("q").Container(1, 10000).Annotation("nvidia.com/vgpu-mode", "mig");
@@ -355,8 +399,9 @@ TEST_CASE("MIG: a request takes the smallest profile with a free placement") {
   for (const auto& [k, v] : r.annotations.entries()) first.annotations.Set(k, v);
   REQUIRE(s.AddPod(first).ok());
   FilterResult r2 = MustFilter(s, second);
-  CHECK(*r2.annotations.Find("hami.io/vgpu-mig-allocations") ==
-        R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"3g.20gb","placement":{"start":0,"size":4}}])");
+  CHECK(
+      *r2.annotations.Find("hami.io/vgpu-mig-allocations") ==
+      R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-m","profile":"3g.20gb","placement":{"start":0,"size":4}}])");
 }
 
 TEST_CASE("W10 and W15: ties go to the first node name; no candidates means every node") {
@@ -385,7 +430,8 @@ TEST_CASE("W10 and W15: ties go to the first node name; no candidates means ever
   CHECK_FALSE(none.has_requests);
 }
 
-TEST_CASE("normalized scores: 0..100, higher is better, the chosen node 100, for every node policy") {
+TEST_CASE(
+    "normalized scores: 0..100, higher is better, the chosen node 100, for every node policy") {
   // a: a 40 % loaded GPU, b: a 10 % loaded GPU, c: empty.
   ClusterSnapshot s;
   for (const char* n : {"a", "b", "c"}) REQUIRE(s.AddNode(MakeNode(n).Gpus(1, 10, 8000, 100)).ok());
@@ -396,8 +442,8 @@ TEST_CASE("normalized scores: 0..100, higher is better, the chosen node 100, for
     const char* gpu_policy;
     const char* best;  // by the policy's formula; fgd's is whichever fragments least
   };
-  for (const Row& row : {Row{"binpack", "spread", "a"}, Row{"spread", "spread", "c"}, Row{"fgd", "fgd", nullptr},
-                         Row{"volcano", "binpack", "a"}}) {
+  for (const Row& row : {Row{"binpack", "spread", "a"}, Row{"spread", "spread", "c"},
+                         Row{"fgd", "fgd", nullptr}, Row{"volcano", "binpack", "a"}}) {
     const std::string policy = row.node_policy;
     CAPTURE(policy);
     FilterOptions o;
@@ -409,9 +455,10 @@ TEST_CASE("normalized scores: 0..100, higher is better, the chosen node 100, for
     if (row.best != nullptr) CHECK(*r.node == row.best);
     // The policy's preference order, from the raw scores: spread prefers the lower.
     std::vector<NodeScore> by_preference = r.scores;
-    std::stable_sort(by_preference.begin(), by_preference.end(), [&](const NodeScore& x, const NodeScore& y) {
-      return policy == "spread" ? x.score < y.score : x.score > y.score;
-    });
+    std::stable_sort(by_preference.begin(), by_preference.end(),
+                     [&](const NodeScore& x, const NodeScore& y) {
+                       return policy == "spread" ? x.score < y.score : x.score > y.score;
+                     });
     CHECK(by_preference.front().node == *r.node);
     CHECK(by_preference.front().normalized == 100);
     CHECK(by_preference.back().normalized == 0);
@@ -422,17 +469,20 @@ TEST_CASE("normalized scores: 0..100, higher is better, the chosen node 100, for
   // All equal: every node 100.
   ClusterSnapshot even;
   for (const char* n : {"x", "y"}) REQUIRE(even.AddNode(MakeNode(n).Gpus(1)).ok());
-  for (const NodeScore& n : MustFilter(even, MakePod("p").Container(1)).scores) CHECK(n.normalized == 100);
+  for (const NodeScore& n : MustFilter(even, MakePod("p").Container(1)).scores)
+    CHECK(n.normalized == 100);
 }
 
 TEST_CASE("options are validated") {
   ClusterSnapshot s;
   FilterOptions o;
   o.node_policy = "random";
-  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() ==
+        StatusCode::kInvalidArgument);
   o.node_policy = "binpack";
   o.gpu_policy = "binpack,best";
-  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() ==
+        StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("fgd: prefers the placement that fragments the cluster least") {
@@ -454,7 +504,8 @@ TEST_CASE("fgd: prefers the placement that fragments the cluster least") {
   CHECK(MustFilter(two, MakePod("q").Container(1, -1, 50, 50), o).node == "b");
 }
 
-TEST_CASE("fgd: a class the node's free CPU or memory cannot host counts all its free GPU as fragment") {
+TEST_CASE(
+    "fgd: a class the node's free CPU or memory cannot host counts all its free GPU as fragment") {
   // One node of two free GPUs; the pod is placed there. The node score is
   // floor(100 * sigmoid(decrease in fragmentation, in GPUs)): 50 when the
   // placement changes nothing, 26 when it strands one more GPU (-1), 73
@@ -462,25 +513,72 @@ TEST_CASE("fgd: a class the node's free CPU or memory cannot host counts all its
   struct Row {
     const char* name;
     std::vector<WorkloadClass> workload;
-    const char* cpu;          // allocatable, or nullptr
-    const char* memory;       // allocatable, or nullptr
-    std::int64_t other_cpu;   // requested by a pod already bound there
-    int cores;                // the pod's share of one GPU, percent
+    const char* cpu;         // allocatable, or nullptr
+    const char* memory;      // allocatable, or nullptr
+    std::int64_t other_cpu;  // requested by a pod already bound there
+    int cores;               // the pod's share of one GPU, percent
     std::int64_t pod_cpu, pod_memory_mib;
     double score;
   };
   const Row rows[] = {
       {"the class fits before and after", {{1, 1, 0, 4000, 0}}, "8", nullptr, 0, 100, 1000, 0, 50},
-      {"the pod's CPU strands the other GPU", {{1, 1, 0, 4000, 0}}, "8", nullptr, 0, 100, 5000, 0, 26},
-      {"the pod takes a GPU that CPU had stranded", {{1, 1, 0, 4000, 0}}, "8", nullptr, 7000, 100, 1000, 0, 73},
-      {"unknown CPU capacity is unlimited", {{1, 1, 0, 4000, 0}}, nullptr, nullptr, 0, 100, 50000, 0, 50},
+      {"the pod's CPU strands the other GPU",
+       {{1, 1, 0, 4000, 0}},
+       "8",
+       nullptr,
+       0,
+       100,
+       5000,
+       0,
+       26},
+      {"the pod takes a GPU that CPU had stranded",
+       {{1, 1, 0, 4000, 0}},
+       "8",
+       nullptr,
+       7000,
+       100,
+       1000,
+       0,
+       73},
+      {"unknown CPU capacity is unlimited",
+       {{1, 1, 0, 4000, 0}},
+       nullptr,
+       nullptr,
+       0,
+       100,
+       50000,
+       0,
+       50},
       {"a class asking no CPU fits any node", {{1, 1, 0, 0, 0}}, "8", nullptr, 0, 100, 8000, 0, 50},
       {"memory strands as CPU does", {{1, 1, 0, 0, 4096}}, nullptr, "8Gi", 0, 100, 0, 5120, 26},
       {"memory that still fits", {{1, 1, 0, 0, 4096}}, nullptr, "8Gi", 0, 100, 0, 4096, 50},
-      {"a fractional class: all 1.5 free GPUs stranded", {{1, 0, 500, 4000, 0}}, "8", nullptr, 0, 50, 5000, 0, 18},
-      {"a fractional class that still fits", {{1, 0, 500, 4000, 0}}, "8", nullptr, 0, 50, 1000, 0, 50},
-      {"classes weigh by their share: 3/4 of one GPU", {{3, 1, 0, 4000, 0}, {1, 1, 0, 0, 0}}, "8", nullptr, 0, 100,
-       5000, 0, 32},
+      {"a fractional class: all 1.5 free GPUs stranded",
+       {{1, 0, 500, 4000, 0}},
+       "8",
+       nullptr,
+       0,
+       50,
+       5000,
+       0,
+       18},
+      {"a fractional class that still fits",
+       {{1, 0, 500, 4000, 0}},
+       "8",
+       nullptr,
+       0,
+       50,
+       1000,
+       0,
+       50},
+      {"classes weigh by their share: 3/4 of one GPU",
+       {{3, 1, 0, 4000, 0}, {1, 1, 0, 0, 0}},
+       "8",
+       nullptr,
+       0,
+       100,
+       5000,
+       0,
+       32},
   };
   for (const Row& row : rows) {
     const std::string name = row.name;
@@ -491,12 +589,17 @@ TEST_CASE("fgd: a class the node's free CPU or memory cannot host counts all its
     if (row.memory != nullptr) node.Memory(row.memory);
     ClusterSnapshot s;
     REQUIRE(s.AddNode(node).ok());
-    if (row.other_cpu > 0) REQUIRE(s.AddPod(MakePod("other").Requests(row.other_cpu, 0).BoundTo("n")).ok());
+    if (row.other_cpu > 0)
+      REQUIRE(s.AddPod(MakePod("other").Requests(row.other_cpu, 0).BoundTo("n")).ok());
     FilterOptions o;
     o.node_policy = "fgd";
     o.gpu_policy = "fgd";
     o.workload = row.workload;
-    FilterResult r = MustFilter(s, MakePod("p").Container(1, -1, row.cores, row.cores).Requests(row.pod_cpu, row.pod_memory_mib), o);
+    FilterResult r = MustFilter(s,
+                                MakePod("p")
+                                    .Container(1, -1, row.cores, row.cores)
+                                    .Requests(row.pod_cpu, row.pod_memory_mib),
+                                o);
     REQUIRE(r.node == "n");
     REQUIRE(r.scores.size() == 1);
     CHECK(r.scores[0].score == row.score);
@@ -561,9 +664,11 @@ TEST_CASE("fgd: workload classes with negative CPU or memory are refused") {
   FilterOptions o;
   o.node_policy = "fgd";
   o.workload = {{1, 1, 0, -1, 0}};
-  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() ==
+        StatusCode::kInvalidArgument);
   o.workload = {{1, 1, 0, 0, -1}};
-  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Filter(s, MakePod("p").Container(1), {}, kNow, o).status().code() ==
+        StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("fragmentation of a cluster: fgd's measure, node by node") {
@@ -594,7 +699,8 @@ TEST_CASE("fragmentation of a cluster: fgd's measure, node by node") {
     ClusterSnapshot s;
     REQUIRE(s.AddNode(MakeNode("n").Gpus(2, 10, 1000, 100).Cpu("8")).ok());
     if (row.used_cores > 0) Load(s, "n-gpu1", "n", 1, row.used_cores * 10, row.used_cores);
-    if (row.other_cpu > 0) REQUIRE(s.AddPod(MakePod("other").Requests(row.other_cpu, 0).BoundTo("n")).ok());
+    if (row.other_cpu > 0)
+      REQUIRE(s.AddPod(MakePod("other").Requests(row.other_cpu, 0).BoundTo("n")).ok());
     Result<ClusterFragmentation> f = MeasureFragmentation(s, row.workload);
     REQUIRE(f.ok());
     CHECK(f->free_gpus == doctest::Approx(row.free));
@@ -617,8 +723,11 @@ TEST_CASE("fragmentation of a cluster: sums over every node, by name; bad worklo
   CHECK(f->free_gpus == doctest::Approx(2.75));
   CHECK(f->fragmented_gpus == doctest::Approx(0.75));
   CHECK(MeasureFragmentation(ClusterSnapshot{})->nodes.empty());
-  const std::vector<WorkloadClass> invalid[] = {{{1, 0, 0, 0, 0}}, {{1, 1, 500, 0, 0}}, {{-1, 1, 0, 0, 0}},
-                                                {{1, 0, 1000, 0, 0}}, {{1, 1, 0, -1, 0}}};
+  const std::vector<WorkloadClass> invalid[] = {{{1, 0, 0, 0, 0}},
+                                                {{1, 1, 500, 0, 0}},
+                                                {{-1, 1, 0, 0, 0}},
+                                                {{1, 0, 1000, 0, 0}},
+                                                {{1, 1, 0, -1, 0}}};
   for (const auto& workload : invalid) {
     CHECK(MeasureFragmentation(s, workload).status().code() == StatusCode::kInvalidArgument);
   }
@@ -633,7 +742,8 @@ TEST_CASE("fragmentation of a cluster: fgd's node score is the decrease it measu
     ClusterSnapshot s;
     for (int n = 0, nodes = static_cast<int>(gen.Int(1, 8)); n < nodes; ++n) {
       MakeNode node("node" + std::to_string(n));
-      for (auto g = gen.Int(1, 8); g > 0; --g) node.Gpu(10, static_cast<std::int32_t>(gen.Int(1, 4) * 4096), 100);
+      for (auto g = gen.Int(1, 8); g > 0; --g)
+        node.Gpu(10, static_cast<std::int32_t>(gen.Int(1, 4) * 4096), 100);
       node.Cpu(std::to_string(gen.Int(8, 64)));
       REQUIRE(s.AddNode(node).ok());
     }
@@ -670,7 +780,8 @@ TEST_CASE("fragmentation of a cluster: fgd's node score is the decrease it measu
       const double after = node_fragmentation();
       double score = 0;
       for (const NodeScore& n : r.scores) score = n.node == *r.node ? n.score : score;
-      CHECK(score == std::floor(100.0 / (1.0 + std::exp(-std::nearbyint((before - after) * 1e6) / 1e6))));
+      CHECK(score ==
+            std::floor(100.0 / (1.0 + std::exp(-std::nearbyint((before - after) * 1e6) / 1e6))));
     }
   }
 }
@@ -684,8 +795,9 @@ TEST_CASE("properties over random clusters and request sequences") {
     for (int n = 0; n < nodes; ++n) {
       MakeNode node("node" + std::to_string(n));
       for (auto g = gen.Int(1, 8); g > 0; --g) {
-        node.Gpu(static_cast<std::int32_t>(gen.Int(1, 10)), static_cast<std::int32_t>(gen.Int(1, 8) * 4096),
-                 100, static_cast<std::int32_t>(gen.Int(0, 1)));
+        node.Gpu(static_cast<std::int32_t>(gen.Int(1, 10)),
+                 static_cast<std::int32_t>(gen.Int(1, 8) * 4096), 100,
+                 static_cast<std::int32_t>(gen.Int(0, 1)));
       }
       if (gen.Bool()) node.Cpu(std::to_string(gen.Int(8, 64)));
       if (gen.Bool()) node.Memory(std::to_string(gen.Int(16, 256)) + "Gi");
@@ -697,9 +809,11 @@ TEST_CASE("properties over random clusters and request sequences") {
     options.gpu_policy = gen.Bool() ? "spread" : (gen.Bool() ? "binpack" : "fgd");
     for (int c = static_cast<int>(gen.Int(0, 6)); c > 0; --c) {
       const bool fraction = gen.Bool();
-      options.workload.push_back(WorkloadClass{static_cast<double>(gen.Int(1, 5)), fraction ? 0 : static_cast<std::int32_t>(gen.Int(1, 4)),
-                                               fraction ? static_cast<std::int32_t>(gen.Int(1, 999)) : 0,
-                                               gen.Int(0, 3) * 4000, gen.Int(0, 3) * 8192});
+      options.workload.push_back(
+          WorkloadClass{static_cast<double>(gen.Int(1, 5)),
+                        fraction ? 0 : static_cast<std::int32_t>(gen.Int(1, 4)),
+                        fraction ? static_cast<std::int32_t>(gen.Int(1, 999)) : 0,
+                        gen.Int(0, 3) * 4000, gen.Int(0, 3) * 8192});
     }
     std::vector<std::string> placed;
     std::map<std::string, std::int64_t> cpu_on;  // node -> CPU the placed pods request
@@ -710,7 +824,8 @@ TEST_CASE("properties over random clusters and request sequences") {
       pod.Requests(cpu, memory_mib);
       if (gen.Int(0, 5) == 0) {  // a pod without devices, bound where kube-scheduler put it
         const std::vector<std::string> names = s.NodeNames();
-        const std::string node = names[static_cast<std::size_t>(gen.Int(0, static_cast<std::int64_t>(names.size()) - 1))];
+        const std::string node = names[static_cast<std::size_t>(
+            gen.Int(0, static_cast<std::int64_t>(names.size()) - 1))];
         Pod cpu_only = pod.Container(0).BoundTo(node);
         FilterResult r = MustFilter(s, cpu_only, options);
         CHECK_FALSE(r.has_requests);
@@ -720,8 +835,9 @@ TEST_CASE("properties over random clusters and request sequences") {
         cpu_on[node] += cpu;
         continue;
       }
-      pod.Container(static_cast<int>(gen.Int(1, 3)), gen.Bool() ? static_cast<int>(gen.Int(1, 20000)) : -1,
-                    static_cast<int>(gen.Int(0, 100)), gen.Bool() ? static_cast<int>(gen.Int(1, 100)) : -1);
+      pod.Container(
+          static_cast<int>(gen.Int(1, 3)), gen.Bool() ? static_cast<int>(gen.Int(1, 20000)) : -1,
+          static_cast<int>(gen.Int(0, 100)), gen.Bool() ? static_cast<int>(gen.Int(1, 100)) : -1);
       if (gen.Int(0, 3) == 0) pod.Annotation("nvidia.com/numa-bind", "true");
       Pod built = pod;
       FilterResult first = MustFilter(s, built, options);
@@ -735,7 +851,8 @@ TEST_CASE("properties over random clusters and request sequences") {
       // Re-checked on its own node, the result still fits, with the same devices.
       FilterResult again = MustFilter(s, built, options, {*first.node});
       CHECK(again.annotations == first.annotations);
-      for (const auto& [key, value] : first.annotations.entries()) built.annotations.Set(key, value);
+      for (const auto& [key, value] : first.annotations.entries())
+        built.annotations.Set(key, value);
       REQUIRE(s.AddPod(built).ok());
       placed.push_back(built.uid);
       cpu_on[*first.node] += cpu;
@@ -769,12 +886,15 @@ TEST_CASE("reasons off: the same placement, rejected nodes listed without reason
   Gen gen(11);
   ClusterSnapshot s;
   for (int n = 0; n < 20; ++n) {
-    REQUIRE(s.AddNode(MakeNode("n" + std::to_string(n)).Gpus(static_cast<int>(gen.Int(1, 4)), 10, 4000)).ok());
+    REQUIRE(
+        s.AddNode(MakeNode("n" + std::to_string(n)).Gpus(static_cast<int>(gen.Int(1, 4)), 10, 4000))
+            .ok());
   }
   FilterOptions quick;
   quick.reasons = false;
   for (int p = 0; p < 40; ++p) {
-    Pod pod = MakePod("p" + std::to_string(p)).Container(static_cast<int>(gen.Int(1, 4)), static_cast<int>(gen.Int(100, 5000)));
+    Pod pod = MakePod("p" + std::to_string(p))
+                  .Container(static_cast<int>(gen.Int(1, 4)), static_cast<int>(gen.Int(100, 5000)));
     FilterResult full = MustFilter(s, pod);
     FilterResult fast = MustFilter(s, pod, quick);
     CHECK(fast.node == full.node);
@@ -800,7 +920,8 @@ TEST_CASE("other vendors go through the same rules with their data (Hygon DCU)")
   Node node;
   node.name = "dcu-1";
   node.annotations.Set("hami.io/node-dcu-register",
-                       "DCU-0,4,65520,100,DCU-Z100L,0,true,0,hami-core:DCU-1,4,65520,100,DCU-Z100L,0,true,1,hami-core:");
+                       "DCU-0,4,65520,100,DCU-Z100L,0,true,0,hami-core:DCU-1,4,65520,100,DCU-Z100L,"
+                       "0,true,1,hami-core:");
   REQUIRE(s.AddNode(node).ok());
   Pod pod = MakePod("p");
   Container c;
@@ -823,5 +944,7 @@ TEST_CASE("other vendors go through the same rules with their data (Hygon DCU)")
   second.annotations = StringMap{};
   FilterResult r2 = MustFilter(s, second);
   REQUIRE(r2.node == "dcu-1");
-  CHECK(r2.annotations.Find("hami.io/dcu-devices-allocated")->find(r.devices[0].second[0][0].uuid) == std::string::npos);
+  CHECK(
+      r2.annotations.Find("hami.io/dcu-devices-allocated")->find(r.devices[0].second[0][0].uuid) ==
+      std::string::npos);
 }

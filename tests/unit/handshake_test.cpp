@@ -1,8 +1,9 @@
 // Registration protocols (spec/hami-behaviour.md §7; peers §A2, §A5, §A6).
+#include "devshare/handshake.hpp"
+
 #include <doctest/doctest.h>
 
 #include "devshare/annotations.hpp"
-#include "devshare/handshake.hpp"
 
 using namespace devshare;
 
@@ -37,16 +38,19 @@ TEST_CASE("HAMi CheckHealth table (spec §7)") {
   for (const Row& row : rows) {
     CAPTURE(row.what);
     HamiNodeMemory memory{10, kRegistered, true, false};
-    RegistrationStep step = HamiSchedulerPass({row.handshake, kRegistered, row.allocatable}, memory, kKey, kNow);
+    RegistrationStep step =
+        HamiSchedulerPass({row.handshake, kRegistered, row.allocatable}, memory, kKey, kNow);
     CHECK(step.usable == row.usable);
     CHECK(step.write.has_value() == row.stamps);
-    if (row.stamps) CHECK(*step.write == AnnotationWrite{std::string(kKey), "Requesting_2026-08-21 08:20:39"});
+    if (row.stamps)
+      CHECK(*step.write == AnnotationWrite{std::string(kKey), "Requesting_2026-08-21 08:20:39"});
   }
 }
 
 TEST_CASE("HAMi: expired with allocatable 0 cleans the node up (handshake deleted)") {
   HamiNodeMemory memory{10, kRegistered, true, false};
-  RegistrationStep step = HamiSchedulerPass({Requesting(kNow - 61), kRegistered, 0}, memory, kKey, kNow);
+  RegistrationStep step =
+      HamiSchedulerPass({Requesting(kNow - 61), kRegistered, 0}, memory, kKey, kNow);
   CHECK_FALSE(step.usable);
   CHECK(step.write == AnnotationWrite{std::string(kKey), std::nullopt});
   CHECK_FALSE(memory.cached);
@@ -55,7 +59,8 @@ TEST_CASE("HAMi: expired with allocatable 0 cleans the node up (handshake delete
 TEST_CASE("HAMi NVIDIA wrapper: allocatable and annotation changes refresh the cache") {
   HamiNodeMemory memory{4, kRegistered, true, false};
   // Allocatable changed: refresh.
-  RegistrationStep step = HamiSchedulerPass({Requesting(kNow - 10), kRegistered, 8}, memory, kKey, kNow);
+  RegistrationStep step =
+      HamiSchedulerPass({Requesting(kNow - 10), kRegistered, 8}, memory, kKey, kNow);
   CHECK(step.usable);
   CHECK(step.refresh);
   CHECK(memory.reported == 8);
@@ -106,7 +111,8 @@ TEST_CASE("HAMi-exact W4: the cleaned-up node is stamped again and comes back, a
   std::optional<std::string> handshake = Requesting(kNow - 61);
   int usable_passes = 0, writes = 0;
   for (std::int64_t t = kNow; t < kNow + 600; t += 15) {
-    RegistrationStep step = HamiSchedulerPass({handshake, kRegistered, 0}, memory, kKey, t, 0, exact);
+    RegistrationStep step =
+        HamiSchedulerPass({handshake, kRegistered, 0}, memory, kKey, t, 0, exact);
     usable_passes += step.usable ? 1 : 0;
     if (step.write) {
       ++writes;
@@ -133,7 +139,8 @@ TEST_CASE("W16: stamps are written and read in the same explicit zone") {
   // A scheduler in UTC+8 stamps at kNow; another replica in UTC+8 judges it
   // fresh 30 s later, exactly like one in UTC judging its own stamp.
   HamiNodeMemory memory{10, kRegistered, true, false};
-  RegistrationStep stamp = HamiSchedulerPass({std::nullopt, kRegistered, 10}, memory, kKey, kNow, 8 * 3600);
+  RegistrationStep stamp =
+      HamiSchedulerPass({std::nullopt, kRegistered, 10}, memory, kKey, kNow, 8 * 3600);
   REQUIRE(stamp.write.has_value());
   CHECK(*stamp.write->value == "Requesting_2026-08-21 16:20:39");
   // Judged in the same zone: fresh after 30 s, expired after 61 s (with no
@@ -164,7 +171,8 @@ TEST_CASE("Volcano handshake (peers §A2)") {
       {"fresh Requesting", stamp(HandshakeState::kRequesting, kNow - 59), true, std::nullopt},
       {"expired Requesting: Deleted", stamp(HandshakeState::kRequesting, kNow - 61), false,
        "Deleted_2026.08.21 08:20:39"},
-      {"unparseable Requesting counts as expired", "Requesting_soon", false, "Deleted_2026.08.21 08:20:39"},
+      {"unparseable Requesting counts as expired", "Requesting_soon", false,
+       "Deleted_2026.08.21 08:20:39"},
       {"Deleted stays dropped", stamp(HandshakeState::kDeleted, kNow - 600), false, std::nullopt},
   };
   for (const Row& row : rows) {
@@ -181,16 +189,20 @@ TEST_CASE("Volcano handshake (peers §A2)") {
 }
 
 TEST_CASE("change-only protocol: the scheduler writes nothing") {
-  CHECK(ChangeOnlySchedulerPass({std::nullopt, kRegistered, 8}, std::nullopt) == RegistrationStep{true, true, std::nullopt});
-  CHECK(ChangeOnlySchedulerPass({std::nullopt, kRegistered, 8}, kRegistered) == RegistrationStep{true, false, std::nullopt});
+  CHECK(ChangeOnlySchedulerPass({std::nullopt, kRegistered, 8}, std::nullopt) ==
+        RegistrationStep{true, true, std::nullopt});
+  CHECK(ChangeOnlySchedulerPass({std::nullopt, kRegistered, 8}, kRegistered) ==
+        RegistrationStep{true, false, std::nullopt});
   CHECK_FALSE(ChangeOnlySchedulerPass({std::nullopt, kRegistered, 0}, kRegistered).usable);
   CHECK_FALSE(ChangeOnlySchedulerPass({std::nullopt, std::nullopt, 8}, std::nullopt).usable);
   // The plugin writes only when the device list changed.
-  CHECK_FALSE(ChangeOnlyPluginPass(kRegistered, kRegistered, "hami.io/node-nvidia-register").has_value());
+  CHECK_FALSE(
+      ChangeOnlyPluginPass(kRegistered, kRegistered, "hami.io/node-nvidia-register").has_value());
   CHECK(ChangeOnlyPluginPass(std::nullopt, kRegistered, "hami.io/node-nvidia-register") ==
         AnnotationWrite{"hami.io/node-nvidia-register", kRegistered});
   // The legacy plugin writes both, every time.
-  LegacyPluginWrites legacy = LegacyPluginPass(kRegistered, "hami.io/node-nvidia-register", kKey, kNow);
+  LegacyPluginWrites legacy =
+      LegacyPluginPass(kRegistered, "hami.io/node-nvidia-register", kKey, kNow);
   CHECK(legacy.register_write.value == kRegistered);
   CHECK(*legacy.handshake_write.value == "Reported 2026-08-21 08:20:39 +0000 UTC");
 }

@@ -1,18 +1,16 @@
 // The Kubernetes adapter's pure parts (extender wire format, kubeconfig) and
 // its HTTP server on loopback.
 #include <doctest/doctest.h>
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/http.hpp>
+#include <fmt/format.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -34,8 +32,8 @@ constexpr std::string_view kPod =
 }  // namespace
 
 TEST_CASE("kube: ExtenderArgs with NodeNames, and the filter result lists every rejected node") {
-  Result<ExtenderArgs> args =
-      DecodeExtenderArgs(fmt::format(R"({{"Pod":{},"Nodes":null,"NodeNames":["a","b","c","d"]}})", kPod));
+  Result<ExtenderArgs> args = DecodeExtenderArgs(
+      fmt::format(R"({{"Pod":{},"Nodes":null,"NodeNames":["a","b","c","d"]}})", kPod));
   REQUIRE(args.ok());
   CHECK(args->pod.uid == "u1");
   CHECK(args->node_names);
@@ -46,8 +44,9 @@ TEST_CASE("kube: ExtenderArgs with NodeNames, and the filter result lists every 
         R"("c":"not chosen: b is preferred","d":"not chosen: b is preferred"},)"
         R"("FailedAndUnresolvableNodes":{},"Error":""})");
   engine::FilterReply refused{2, {}, {}, "not ready"};
-  CHECK(EncodeFilterResult(*args, refused) ==
-        R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"not ready"})");
+  CHECK(
+      EncodeFilterResult(*args, refused) ==
+      R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"not ready"})");
 }
 
 TEST_CASE("kube: ExtenderArgs with full Nodes (nodeCacheCapable false) echo the kept objects") {
@@ -58,7 +57,8 @@ TEST_CASE("kube: ExtenderArgs with full Nodes (nodeCacheCapable false) echo the 
   CHECK_FALSE(args->node_names);
   CHECK(args->nodes == std::vector<std::string>{"a", "b"});
   const std::string out = EncodeFilterResult(*args, engine::FilterReply{1, {"b"}, {}, ""});
-  CHECK(out.starts_with(R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"b"},"spec":{}}]},"NodeNames":null,)"));
+  CHECK(out.starts_with(
+      R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"b"},"spec":{}}]},"NodeNames":null,)"));
 }
 
 TEST_CASE("kube: malformed extender requests are named") {
@@ -70,7 +70,8 @@ TEST_CASE("kube: malformed extender requests are named") {
   CHECK(error("{").starts_with("extender request: not JSON"));
   CHECK(error("[]") == "extender request: not a JSON object");
   CHECK(error(R"({"NodeNames":[]})") == "extender request: Pod is missing or not an object");
-  CHECK(error(fmt::format(R"({{"Pod":{}}})", kPod)) == "extender request: neither NodeNames nor Nodes is given");
+  CHECK(error(fmt::format(R"({{"Pod":{}}})", kPod)) ==
+        "extender request: neither NodeNames nor Nodes is given");
   CHECK(error(fmt::format(R"({{"Pod":{},"NodeNames":["a",1]}})", kPod)) ==
         "extender request: NodeNames[1] is not a string");
   CHECK(error(R"({"Pod":{"metadata":7},"NodeNames":[]})").starts_with("extender request: Pod: "));
@@ -85,9 +86,10 @@ TEST_CASE("kube: binding args and results, priorities on 0..10") {
         "extender request: PodUID is missing or not a string");
   CHECK(EncodeBindResult("") == R"({"Error":""})");
   // The normalized score (0..100) on the extender's 0..10, rounded; the raw score is not used.
-  CHECK(EncodeHostPriorities({NodeScore{"a", 0.5, 100}, NodeScore{"b", 30, 46}, NodeScore{"c", 7, 0},
-                              NodeScore{"d", 1, 44.9}}) ==
-        R"([{"Host":"a","Score":10},{"Host":"b","Score":5},{"Host":"c","Score":0},{"Host":"d","Score":4}])");
+  CHECK(
+      EncodeHostPriorities({NodeScore{"a", 0.5, 100}, NodeScore{"b", 30, 46}, NodeScore{"c", 7, 0},
+                            NodeScore{"d", 1, 44.9}}) ==
+      R"([{"Host":"a","Score":10},{"Host":"b","Score":5},{"Host":"c","Score":0},{"Host":"d","Score":4}])");
 }
 
 TEST_CASE("kube: kubeconfig — current context, data fields, files and tokens") {
@@ -134,7 +136,8 @@ users:
   CHECK(other->ca_pem == "CA-FILE");
   CHECK(ParseKubeconfig(kConfig, files, "", "missing").status().message() ==
         "kubeconfig: no context named 'missing'");
-  CHECK(ParseKubeconfig("current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n", files, "")
+  CHECK(ParseKubeconfig("current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n", files,
+                        "")
             .status()
             .message() == "kubeconfig: context 'x' names the unknown cluster 'c'");
   CHECK(ParseKubeconfig("clusters: [", files, "").status().code() == StatusCode::kInvalidConfig);
@@ -153,8 +156,9 @@ TEST_CASE("kube: in-cluster configuration comes from the environment and the ser
   REQUIRE(a.ok());
   CHECK(a->host == "10.0.0.1");
   CHECK(a->token == "tok");
-  CHECK(InClusterAccess([](const char*) -> const char* { return nullptr; }, files).status().code() ==
-        StatusCode::kNotFound);
+  CHECK(
+      InClusterAccess([](const char*) -> const char* { return nullptr; }, files).status().code() ==
+      StatusCode::kNotFound);
 }
 
 TEST_CASE("kube: metrics render as Prometheus text") {
@@ -163,9 +167,13 @@ TEST_CASE("kube: metrics render as Prometheus text") {
   m.CountApiRequest("patch-pod", 200);
   m.SetState(true, 3, 24, 5);
   const std::string text = m.Render();
-  CHECK(text.find("devshare_filter_duration_seconds_bucket{outcome=\"placed\",le=\"0.0025\"} 1\n") != std::string::npos);
-  CHECK(text.find("devshare_filter_duration_seconds_bucket{outcome=\"placed\",le=\"0.001\"} 0\n") != std::string::npos);
-  CHECK(text.find("devshare_api_requests_total{verb=\"patch-pod\",code=\"200\"} 1\n") != std::string::npos);
+  CHECK(
+      text.find("devshare_filter_duration_seconds_bucket{outcome=\"placed\",le=\"0.0025\"} 1\n") !=
+      std::string::npos);
+  CHECK(text.find("devshare_filter_duration_seconds_bucket{outcome=\"placed\",le=\"0.001\"} 0\n") !=
+        std::string::npos);
+  CHECK(text.find("devshare_api_requests_total{verb=\"patch-pod\",code=\"200\"} 1\n") !=
+        std::string::npos);
   CHECK(text.find("devshare_leader 1\n") != std::string::npos);
   CHECK(text.find("devshare_devices 24\n") != std::string::npos);
 }
@@ -186,7 +194,8 @@ TEST_CASE("kube: metrics gauges of GPU allocation and fragmentation, from the sn
   REQUIRE(s.AddPod(MakePod("p").Container(1).Holding("a", "a-gpu0,NVIDIA,250,50:;")).ok());
   REQUIRE(s.AddPod(MakePod("q").Container(1).Holding("b", "b-gpu0,NVIDIA,1500,10:;")).ok());
 
-  const std::vector<WorkloadClass> whole = {{1, 1, 0, 0, 0}};  // fragmented: free share of partly used GPUs
+  const std::vector<WorkloadClass> whole = {
+      {1, 1, 0, 0, 0}};  // fragmented: free share of partly used GPUs
   const GpuGauges g = MeasureGpus(s, whole);
   CHECK(g.gpus == 4);
   CHECK(g.allocated == doctest::Approx(1.25));
@@ -198,11 +207,13 @@ TEST_CASE("kube: metrics gauges of GPU allocation and fragmentation, from the sn
   Metrics m;
   m.SetCluster(true, s, whole);
   const std::string text = m.Render();
-  for (const char* line : {"devshare_leader 1\n", "devshare_nodes 3\n", "devshare_devices 4\n", "devshare_pods 2\n",
-                           "devshare_gpus 4\n", "devshare_gpu_allocated 1.25\n",
-                           "devshare_gpu_memory_bytes 8388608000\n", "devshare_gpu_memory_allocated_bytes 1835008000\n",
-                           "devshare_gpu_free 1.5\n", "devshare_gpu_fragmented 0.5\n",
-                           "# TYPE devshare_gpu_allocated gauge\n", "# TYPE devshare_gpu_fragmented gauge\n"}) {
+  for (const char* line :
+       {"devshare_leader 1\n", "devshare_nodes 3\n", "devshare_devices 4\n", "devshare_pods 2\n",
+        "devshare_gpus 4\n", "devshare_gpu_allocated 1.25\n",
+        "devshare_gpu_memory_bytes 8388608000\n",
+        "devshare_gpu_memory_allocated_bytes 1835008000\n", "devshare_gpu_free 1.5\n",
+        "devshare_gpu_fragmented 0.5\n", "# TYPE devshare_gpu_allocated gauge\n",
+        "# TYPE devshare_gpu_fragmented gauge\n"}) {
     CAPTURE(line);
     CHECK(text.find(line) != std::string::npos);
   }
@@ -239,7 +250,8 @@ namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
 
 // One request over a fresh connection, from another thread.
-std::pair<int, std::string> Send(std::uint16_t port, http::verb method, const std::string& target, std::string body) {
+std::pair<int, std::string> Send(std::uint16_t port, http::verb method, const std::string& target,
+                                 std::string body) {
   boost::asio::io_context io;
   tcp::socket socket(io);
   socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
@@ -340,7 +352,8 @@ std::pair<std::string, std::string> Presented(std::uint16_t port) {
   boost::asio::ssl::context context(boost::asio::ssl::context::tls_client);
   context.set_verify_mode(boost::asio::ssl::verify_none);
   boost::asio::ssl::stream<tcp::socket> stream(io, context);
-  static constexpr unsigned char kProtocols[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  static constexpr unsigned char kProtocols[] = {2,   'h', '2', 8,   'h', 't',
+                                                 't', 'p', '/', '1', '.', '1'};
   SSL_set_alpn_protos(stream.native_handle(), kProtocols, sizeof(kProtocols));
   stream.next_layer().connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
   stream.handshake(boost::asio::ssl::stream_base::client);
@@ -359,7 +372,8 @@ std::pair<std::string, std::string> Presented(std::uint16_t port) {
 }  // namespace
 
 TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") {
-  const std::string dir = std::filesystem::temp_directory_path() / ("devshare-tls-" + std::to_string(getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("devshare-tls-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   WriteFile(dir + "/tls.crt", kCertA);
   WriteFile(dir + "/tls.key", kKeyA);
@@ -378,8 +392,9 @@ TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     WriteFile(dir + "/tls.key", kKeyB);  // a new pair, written as a secret update would
     WriteFile(dir + "/tls.crt", kCertB);
-    std::filesystem::last_write_time(dir + "/tls.crt",
-                                     std::filesystem::last_write_time(dir + "/tls.crt") + std::chrono::seconds(1));
+    std::filesystem::last_write_time(
+        dir + "/tls.crt",
+        std::filesystem::last_write_time(dir + "/tls.crt") + std::chrono::seconds(1));
     for (int i = 0; i < 200 && after.first != "cert-b"; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       after = Presented(server.port());
@@ -391,9 +406,10 @@ TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") 
   std::filesystem::remove_all(dir);
   CHECK(before == std::pair<std::string, std::string>{"cert-a", "http/1.1"});
   CHECK(after == std::pair<std::string, std::string>{"cert-b", "http/1.1"});
-  CHECK(HttpServer(io, HttpServerOptions{"127.0.0.1", 0, "/nonexistent.crt", "/nonexistent.key"}, {})
-            .Start()
-            .code() == StatusCode::kInvalidConfig);
+  CHECK(
+      HttpServer(io, HttpServerOptions{"127.0.0.1", 0, "/nonexistent.crt", "/nonexistent.key"}, {})
+          .Start()
+          .code() == StatusCode::kInvalidConfig);
 }
 
 TEST_CASE("kube: a client that sends nothing is disconnected after the read timeout") {
@@ -409,10 +425,12 @@ TEST_CASE("kube: a client that sends nothing is disconnected after the read time
     boost::asio::io_context client_io;
     tcp::socket socket(client_io);
     socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), server.port()));
-    socket.write_some(boost::asio::buffer(std::string_view("POST /filter HTTP/1.1\r\n")));  // and then nothing
+    socket.write_some(
+        boost::asio::buffer(std::string_view("POST /filter HTTP/1.1\r\n")));  // and then nothing
     char byte = 0;
     boost::system::error_code ec;
-    socket.read_some(boost::asio::buffer(&byte, 1), ec);  // returns when the server closes (else hangs)
+    socket.read_some(boost::asio::buffer(&byte, 1),
+                     ec);  // returns when the server closes (else hangs)
     closed = ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
     boost::asio::post(io, [&] { server.Stop(); });
   });

@@ -1,10 +1,11 @@
 // Leases: following (HAMi mode, W9 fixed) and client-go election
 // (spec/hami-behaviour.md §8; kubernetes-wire.md §3).
+#include "devshare/lease.hpp"
+
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
 
-#include "devshare/lease.hpp"
 #include "devshare/objects_json.hpp"
 
 using namespace devshare;
@@ -44,7 +45,8 @@ TEST_CASE("Lease JSON and MicroTime (exactly 6 fractional digits)") {
   REQUIRE(from_object.ok());
   CHECK(*from_object == *l);
   // nil fields stay nil.
-  Result<LeaseRecord> empty = DecodeLease(R"({"metadata":{"name":"s"},"spec":{"holderIdentity":null}})");
+  Result<LeaseRecord> empty =
+      DecodeLease(R"({"metadata":{"name":"s"},"spec":{"holderIdentity":null}})");
   REQUIRE(empty.ok());
   CHECK_FALSE(empty->holder.has_value());
   CHECK_FALSE(empty->duration_seconds.has_value());
@@ -53,7 +55,8 @@ TEST_CASE("Lease JSON and MicroTime (exactly 6 fractional digits)") {
     CAPTURE(bad);
     CHECK_FALSE(DecodeMicroTime(bad).ok());
   }
-  CHECK(DecodeLease(R"({"spec":{"leaseDurationSeconds":"15"}})").status().field() == "spec.leaseDurationSeconds");
+  CHECK(DecodeLease(R"({"spec":{"leaseDurationSeconds":"15"}})").status().field() ==
+        "spec.leaseDurationSeconds");
   CHECK(DecodeLease(R"({"spec":{"renewTime":"yesterday"}})").status().field() == "spec.renewTime");
 }
 
@@ -76,26 +79,38 @@ TEST_CASE("following a Lease: transition table") {
     bool leader;
   };
   const Row rows[] = {
-      {"add: another host holds it", Lease("host-2_a", 15, "1"), 0, false, LeaderEvent::kNone, false},
-      {"update: we acquire", Lease("host-1_b", 15, "2"), 1000, false, LeaderEvent::kStartedLeading, true},
-      {"renew keeps the holder: no event", Lease("host-1_b", 15, "3"), 3000, false, LeaderEvent::kNone, true},
-      {"the same record again does not refresh the time", Lease("host-1_b", 15, "3"), 10000, false, LeaderEvent::kNone, true},
-      {"no renewal for 15 s after the last change: lapsed", std::nullopt, 18001, true, LeaderEvent::kStoppedLeading, false},
-      {"renewed again: leading", Lease("host-1_b", 15, "4"), 19000, false, LeaderEvent::kStartedLeading, true},
-      {"challenged: another holder", Lease("host-3_c", 15, "5"), 20000, false, LeaderEvent::kStoppedLeading, false},
+      {"add: another host holds it", Lease("host-2_a", 15, "1"), 0, false, LeaderEvent::kNone,
+       false},
+      {"update: we acquire", Lease("host-1_b", 15, "2"), 1000, false, LeaderEvent::kStartedLeading,
+       true},
+      {"renew keeps the holder: no event", Lease("host-1_b", 15, "3"), 3000, false,
+       LeaderEvent::kNone, true},
+      {"the same record again does not refresh the time", Lease("host-1_b", 15, "3"), 10000, false,
+       LeaderEvent::kNone, true},
+      {"no renewal for 15 s after the last change: lapsed", std::nullopt, 18001, true,
+       LeaderEvent::kStoppedLeading, false},
+      {"renewed again: leading", Lease("host-1_b", 15, "4"), 19000, false,
+       LeaderEvent::kStartedLeading, true},
+      {"challenged: another holder", Lease("host-3_c", 15, "5"), 20000, false,
+       LeaderEvent::kStoppedLeading, false},
       {"ours again", Lease("host-1_b", 15, "6"), 21000, false, LeaderEvent::kStartedLeading, true},
       {"deleted", std::nullopt, 22000, false, LeaderEvent::kStoppedLeading, false},
       {"nil holder", Lease(std::nullopt, 15, "7"), 23000, false, LeaderEvent::kNone, false},
-      {"nil duration", Lease("host-1_b", std::nullopt, "8"), 24000, false, LeaderEvent::kNone, false},
-      {"a prefix-only match is not ours", Lease("host-10_d", 15, "9"), 25000, false, LeaderEvent::kNone, false},
-      {"ours with a valid duration", Lease("host-1_b", 15, "10"), 26000, false, LeaderEvent::kStartedLeading, true},
-      {"the clock reads earlier (a step back): still the same state", std::nullopt, 25000, true, LeaderEvent::kNone, true},
+      {"nil duration", Lease("host-1_b", std::nullopt, "8"), 24000, false, LeaderEvent::kNone,
+       false},
+      {"a prefix-only match is not ours", Lease("host-10_d", 15, "9"), 25000, false,
+       LeaderEvent::kNone, false},
+      {"ours with a valid duration", Lease("host-1_b", 15, "10"), 26000, false,
+       LeaderEvent::kStartedLeading, true},
+      {"the clock reads earlier (a step back): still the same state", std::nullopt, 25000, true,
+       LeaderEvent::kNone, true},
   };
   LeaseFollower f;
   f.hostname = "host-1";
   for (const Row& row : rows) {
     CAPTURE(row.what);
-    LeaderEvent e = row.tick ? FollowerTick(f, kT0 + row.at) : ObserveLease(f, row.lease, kT0 + row.at);
+    LeaderEvent e =
+        row.tick ? FollowerTick(f, kT0 + row.at) : ObserveLease(f, row.lease, kT0 + row.at);
     CHECK(e == row.event);
     CHECK(IsLeader(f, kT0 + row.at) == row.leader);
   }
@@ -142,7 +157,8 @@ TEST_CASE("election: client-go's tryAcquireOrRenew") {
     CHECK(d.lease.acquire_time_us == (kT0 + 15000) * 1000);
     CHECK(d.lease.resource_version == "7");  // optimistic concurrency on the PUT
     CHECK_FALSE(e.leading);
-    CHECK(ElectionWriteResult(e, d, false, kT0 + 15000) == LeaderEvent::kNone);  // 409: lost the race
+    CHECK(ElectionWriteResult(e, d, false, kT0 + 15000) ==
+          LeaderEvent::kNone);  // 409: lost the race
     CHECK(ElectionWriteResult(e, d, true, kT0 + 15000) == LeaderEvent::kStartedLeading);
   }
   SUBCASE("renewing our own lease keeps acquireTime and transitions") {
@@ -161,7 +177,8 @@ TEST_CASE("election: client-go's tryAcquireOrRenew") {
     LeaseRecord ours = Lease("host-1_u1", 15, "9");
     e.leading = true;
     e.renewed_at_ms = kT0;
-    CHECK(TryAcquireOrRenew(e, ours, cfg, "s", "ns", kT0 + 10001).action == ElectionAction::kStepDown);
+    CHECK(TryAcquireOrRenew(e, ours, cfg, "s", "ns", kT0 + 10001).action ==
+          ElectionAction::kStepDown);
     CHECK_FALSE(e.leading);
   }
   SUBCASE("another holder took it while we led: step down") {

@@ -1,12 +1,13 @@
 // Node register annotations (spec/hami-behaviour.md §1.3, §1.4) and Volcano's
 // register format (spec/peers-and-pain-points.md §A1).
+#include "devshare/node_codec.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "devshare/node_codec.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -58,8 +59,8 @@ TEST_CASE("node JSON: Go decoding rules") {
     CHECK(d[0].health);
   }
   SUBCASE("null leaves a field at zero; a repeated key: the last one wins") {
-    auto d = MustDecode(R"([{"id":"GPU-a","devmem":null,"count":1,"count":3}])",
-                        RegisterFormat::kJson);
+    auto d =
+        MustDecode(R"([{"id":"GPU-a","devmem":null,"count":1,"count":3}])", RegisterFormat::kJson);
     CHECK(d[0].devmem == 0);
     CHECK(d[0].count == 3);
   }
@@ -91,8 +92,7 @@ TEST_CASE("node JSON: MIG profiles use the exact wire format") {
   auto d = MustDecode(kValue, RegisterFormat::kJson);
   REQUIRE(d.size() == 1);
   REQUIRE(d[0].mig_profiles.size() == 2);
-  CHECK(d[0].mig_profiles[0] ==
-        MigProfile{"1g.5gb", 4864, 15, 1, {MigPlacement{6, 1}}});
+  CHECK(d[0].mig_profiles[0] == MigProfile{"1g.5gb", 4864, 15, 1, {MigPlacement{6, 1}}});
   CHECK(d[0].mig_profiles[1].placements.empty());
   CHECK(EncodeNodeDevices(d, RegisterFormat::kJson) == kValue);
 }
@@ -107,7 +107,8 @@ TEST_CASE("node JSON: malformed values are errors naming the field") {
       {R"({"id":"GPU-a"})", "value", "expected an array of devices, got an object"},
       {R"("GPU-a")", "value", "expected an array of devices, got a string"},
       {R"([{"id":"GPU-a"})", "", "invalid JSON at byte 15: incomplete JSON"},
-      {R"([{"id":"GPU-a","devmem":"lots"}])", "device[0].devmem", "expected an integer, got a string"},
+      {R"([{"id":"GPU-a","devmem":"lots"}])", "device[0].devmem",
+       "expected an integer, got a string"},
       {R"([{"id":"GPU-a"},{"count":1.5}])", "device[1].count", "got a non-integer number"},
       {R"([{"count":2147483648}])", "device[0].count", "out of range"},
       {R"([{"count":1999999999999999999999}])", "device[0].count", "got a non-integer number"},
@@ -212,7 +213,7 @@ TEST_CASE("node Volcano format: UUID,count,devmem,type,health,mode") {
   CHECK(d[0].devmem == 15360);
   CHECK(d[0].devcore == 100);  // implied: Volcano cores are percent of one GPU
   CHECK(d[0].type == "Tesla-T4");
-  CHECK(d[1].index == 1);      // the record's position
+  CHECK(d[1].index == 1);  // the record's position
   CHECK(d[1].mode == "mig");
   CHECK_FALSE(d[1].health);
   CHECK(MustDecode(value, RegisterFormat::kAuto) == d);
@@ -229,7 +230,8 @@ TEST_CASE("node Volcano format: UUID,count,devmem,type,health,mode") {
     CHECK(r.status().message() ==
           "volcano node register annotation: device[0]: count -1 is negative at byte 6");
     CHECK(r.status().field() == "device[0].count");
-    r = DecodeNodeDevices("GPU-a,10,15360,T4,true,m:GPU-b,1,-2,T4,true,m:", RegisterFormat::kVolcano);
+    r = DecodeNodeDevices("GPU-a,10,15360,T4,true,m:GPU-b,1,-2,T4,true,m:",
+                          RegisterFormat::kVolcano);
     CHECK(r.status().field() == "device[1].devmem");
     r = DecodeNodeDevices("no separator", RegisterFormat::kVolcano);
     CHECK(r.status().message().find("missing device separator") != std::string_view::npos);
@@ -307,8 +309,9 @@ TEST_CASE("pair scores: hami.io/node-nvidia-score") {
   using Scores = std::vector<std::pair<std::string, std::int64_t>>;
   CHECK((*r)[0].scores == Scores{{"GPU-1", 100}, {"GPU-2", 200}});  // sorted by peer
   // Go writes map keys sorted.
-  CHECK(EncodePairScores(*r) ==
-        R"([{"uuid":"GPU-0","score":{"GPU-1":100,"GPU-2":200}},{"uuid":"GPU-1","score":{"GPU-0":100}}])");
+  CHECK(
+      EncodePairScores(*r) ==
+      R"([{"uuid":"GPU-0","score":{"GPU-1":100,"GPU-2":200}},{"uuid":"GPU-1","score":{"GPU-0":100}}])");
   SUBCASE("a repeated peer: the last one wins") {
     auto dup = DecodePairScores(R"([{"uuid":"G","score":{"P":1,"P":5}}])");
     REQUIRE(dup.ok());

@@ -1,11 +1,12 @@
 // Node lock, backoff and bind phase (spec/hami-behaviour.md §6).
+#include "devshare/nodelock.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
 #include <random>
 
 #include "devshare/annotations.hpp"
-#include "devshare/nodelock.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -33,17 +34,28 @@ TEST_CASE("node lock acquire decisions (spec §6.2 with fixes)") {
   const Row rows[] = {
       {"free", std::nullopt, unknown, LockAction::kSet},
       {"ours: re-entrant", LockValue(kNow - 10, "ns", "pod-a"), unknown, LockAction::kReentrant},
-      {"ours, expired: renewed (as HAMi)", LockValue(kNow - 301, "ns", "pod-a"), unknown, LockAction::kTakeOver},
-      {"another pod, holder not looked up", LockValue(kNow - 10, "ns", "pod-b"), unknown, LockAction::kCheckHolder},
-      {"another pod, present", LockValue(kNow - 10, "ns", "pod-b"), Present(BindPhase::kSuccess, kNow - 10), LockAction::kHeld},
-      {"another pod, gone: dangling", LockValue(kNow - 10, "ns", "pod-b"), gone, LockAction::kTakeOver},
-      {"#1433: same name, other namespace", LockValue(kNow - 10, "other", "pod-a"), Present(BindPhase::kNone, std::nullopt), LockAction::kHeld},
-      {"expired, holder done", LockValue(kNow - 301, "ns", "pod-b"), Present(BindPhase::kSuccess, kNow - 400), LockAction::kTakeOver},
-      {"#3096: expired but holder still allocating", LockValue(kNow - 301, "ns", "pod-b"), Present(BindPhase::kAllocating, kNow - 301), LockAction::kHeld},
-      {"#3096: allocating past the grace period", LockValue(kNow - 700, "ns", "pod-b"), Present(BindPhase::kAllocating, kNow - 601), LockAction::kTakeOver},
-      {"legacy bare time within the timeout", EncodeNodeLock(NodeLock{kNow - 10, 0, false, "", ""}), unknown, LockAction::kHeld},
-      {"legacy bare time expired", EncodeNodeLock(NodeLock{kNow - 301, 0, false, "", ""}), unknown, LockAction::kTakeOver},
-      {"a lock written in another zone is the same instant", "2026-08-01T13:59:00+08:00,ns,pod-b", Present(BindPhase::kSuccess, std::nullopt), LockAction::kHeld},
+      {"ours, expired: renewed (as HAMi)", LockValue(kNow - 301, "ns", "pod-a"), unknown,
+       LockAction::kTakeOver},
+      {"another pod, holder not looked up", LockValue(kNow - 10, "ns", "pod-b"), unknown,
+       LockAction::kCheckHolder},
+      {"another pod, present", LockValue(kNow - 10, "ns", "pod-b"),
+       Present(BindPhase::kSuccess, kNow - 10), LockAction::kHeld},
+      {"another pod, gone: dangling", LockValue(kNow - 10, "ns", "pod-b"), gone,
+       LockAction::kTakeOver},
+      {"#1433: same name, other namespace", LockValue(kNow - 10, "other", "pod-a"),
+       Present(BindPhase::kNone, std::nullopt), LockAction::kHeld},
+      {"expired, holder done", LockValue(kNow - 301, "ns", "pod-b"),
+       Present(BindPhase::kSuccess, kNow - 400), LockAction::kTakeOver},
+      {"#3096: expired but holder still allocating", LockValue(kNow - 301, "ns", "pod-b"),
+       Present(BindPhase::kAllocating, kNow - 301), LockAction::kHeld},
+      {"#3096: allocating past the grace period", LockValue(kNow - 700, "ns", "pod-b"),
+       Present(BindPhase::kAllocating, kNow - 601), LockAction::kTakeOver},
+      {"legacy bare time within the timeout", EncodeNodeLock(NodeLock{kNow - 10, 0, false, "", ""}),
+       unknown, LockAction::kHeld},
+      {"legacy bare time expired", EncodeNodeLock(NodeLock{kNow - 301, 0, false, "", ""}), unknown,
+       LockAction::kTakeOver},
+      {"a lock written in another zone is the same instant", "2026-08-01T13:59:00+08:00,ns,pod-b",
+       Present(BindPhase::kSuccess, std::nullopt), LockAction::kHeld},
   };
   for (const Row& row : rows) {
     CAPTURE(row.what);
@@ -63,7 +75,8 @@ TEST_CASE("W6: an unreadable lock expires like any other") {
   CHECK(DecideLock(garbage, kPod, {}, sighting, kNow + 300).action == LockAction::kHeld);
   CHECK(DecideLock(garbage, kPod, {}, sighting, kNow + 301).action == LockAction::kTakeOver);
   // A different value restarts the clock.
-  CHECK(DecideLock(std::string("lock2"), kPod, {}, sighting, kNow + 302).action == LockAction::kHeld);
+  CHECK(DecideLock(std::string("lock2"), kPod, {}, sighting, kNow + 302).action ==
+        LockAction::kHeld);
 }
 
 TEST_CASE("node lock release") {
@@ -80,7 +93,8 @@ TEST_CASE("node lock release") {
 TEST_CASE("W7: init-container-only pods lock too") {
   Pod pod = testing::MakePod("p").Init(1, 100).Container(0);
   CHECK(PodNeedsLock(PodRequests(pod, DefaultDeviceConfig()), "NVIDIA"));
-  CHECK_FALSE(PodNeedsLock(PodRequests(testing::MakePod("q").Container(0), DefaultDeviceConfig()), "NVIDIA"));
+  CHECK_FALSE(PodNeedsLock(PodRequests(testing::MakePod("q").Container(0), DefaultDeviceConfig()),
+                           "NVIDIA"));
 }
 
 TEST_CASE("backoff: 100 ms x 2^k x (1 + 0.5 u), five attempts") {

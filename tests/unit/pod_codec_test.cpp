@@ -1,11 +1,12 @@
 // Pod annotations: PodSingleDevice encoding (spec/hami-behaviour.md §1.2) and
 // MIG reservations.
+#include "devshare/pod_codec.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "devshare/pod_codec.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -65,7 +66,8 @@ TEST_CASE("pod devices: malformed values name container, device and field") {
       {"GPU-a,NVIDIA,1000:;", "container[0].device[0]", 0, "want 4 fields"},
       {"GPU-a,NVIDIA,1000,30,extra:;", "container[0].device[0]", 0, "got 5"},
       {"GPU-a:;", "container[0].device[0]", 0, "got 1"},
-      {";GPU-a,NVIDIA,x,30:;", "container[1].device[0].usedmem", 14, "not a non-negative int32: \"x\""},
+      {";GPU-a,NVIDIA,x,30:;", "container[1].device[0].usedmem", 14,
+       "not a non-negative int32: \"x\""},
       {"GPU-a,NVIDIA,1,2:GPU-b,NVIDIA,1,y:;", "container[0].device[1].usedcores", 32, "\"y\""},
       {"GPU-a,NVIDIA,-1,30:;", "container[0].device[0].usedmem", 13, "non-negative"},
       {"GPU-a,NVIDIA,2147483648,30:;", "container[0].device[0].usedmem", 13, "int32"},
@@ -142,14 +144,21 @@ TEST_CASE("MIG allocations: invalid reservations are rejected") {
   };
   const Row rows[] = {
       {R"({"containerIndex":0})", "expected an array"},
-      {R"([{"containerIndex":-1,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":0,"size":1}}])", "incomplete"},
-      {R"([{"containerIndex":0,"deviceIndex":0,"profile":"1g","placement":{"start":0,"size":1}}])", "incomplete"},
-      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","placement":{"start":0,"size":1}}])", "incomplete"},
-      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":3,"size":0}}])", "incomplete"},
-      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":0,"size":1},"migUUID":"M"}])", "partial runtime identity"},
-      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":0,"size":1},"gpuInstanceID":1,"computeInstanceID":0}])", "partial runtime identity"},
+      {R"([{"containerIndex":-1,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":0,"size":1}}])",
+       "incomplete"},
+      {R"([{"containerIndex":0,"deviceIndex":0,"profile":"1g","placement":{"start":0,"size":1}}])",
+       "incomplete"},
+      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","placement":{"start":0,"size":1}}])",
+       "incomplete"},
+      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":3,"size":0}}])",
+       "incomplete"},
+      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":0,"size":1},"migUUID":"M"}])",
+       "partial runtime identity"},
+      {R"([{"containerIndex":0,"deviceIndex":0,"gpuUUID":"G","profile":"1g","placement":{"start":0,"size":1},"gpuInstanceID":1,"computeInstanceID":0}])",
+       "partial runtime identity"},
       {R"([{"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","profile":"1g","placement":{"start":0,"size":1}},)"
-       R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","profile":"1g","placement":{"start":1,"size":1}}])", "duplicate allocation for container 0 device 1"},
+       R"({"containerIndex":0,"deviceIndex":1,"gpuUUID":"G","profile":"1g","placement":{"start":1,"size":1}}])",
+       "duplicate allocation for container 0 device 1"},
       {R"([{"containerIndex":"0"}])", "allocation[0].containerIndex: expected an integer"},
       {R"([{"placement":{"size":-2}}])", "allocation[0].placement.size"},
       {R"([{"gpuInstanceID":4294967296}])", "out of range"},

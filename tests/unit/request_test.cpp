@@ -1,12 +1,13 @@
 // Quantities, Kubernetes objects and per-container requests
 // (spec/hami-behaviour.md §3.3).
+#include "devshare/request.hpp"
+
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
 
 #include "devshare/objects.hpp"
 #include "devshare/objects_json.hpp"
-#include "devshare/request.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -22,14 +23,14 @@ TEST_CASE("quantities: Go's Quantity.AsInt64 and MilliValue") {
       {"16Gi", 17179869184LL, 17179869184000LL},
       {"1Ki", 1024, 1024000},
       {"0.5Ki", 512, 512000},
-      {"1500m", std::nullopt, 1500},   // 1.5 is not a whole number
+      {"1500m", std::nullopt, 1500},  // 1.5 is not a whole number
       {"2000m", 2, 2000},
       {"1e3", 1000, 1000000},
       {"1.5", std::nullopt, 1500},
       {"+3", 3, 3000},
       {"-1", -1, -1000},
       {"100k", 100000, 100000000},
-      {"1n", std::nullopt, 1},         // MilliValue rounds up
+      {"1n", std::nullopt, 1},  // MilliValue rounds up
       {"9223372036854775807", 9223372036854775807LL, std::nullopt},
       {"9223372036854775808", std::nullopt, std::nullopt},
       {"abc", std::nullopt, std::nullopt},
@@ -54,25 +55,43 @@ TEST_CASE("requests: spec §3.3 table") {
     ContainerRequest want;
   };
   const Row rows[] = {
-      {"count only: a whole card by percentage", {{"nvidia.com/gpu", "1"}}, {},
+      {"count only: a whole card by percentage",
+       {{"nvidia.com/gpu", "1"}},
+       {},
        {1, "NVIDIA", 0, 100, 0}},
-      {"memory and cores", {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}}, {},
+      {"memory and cores",
+       {{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "3000"}, {"nvidia.com/gpucores", "30"}},
+       {},
        {2, "NVIDIA", 3000, 101, 30}},
-      {"requests when limits lack the key", {{"nvidia.com/gpu", "1"}}, {{"nvidia.com/gpumem", "1024"}},
+      {"requests when limits lack the key",
+       {{"nvidia.com/gpu", "1"}},
+       {{"nvidia.com/gpumem", "1024"}},
        {1, "NVIDIA", 1024, 101, 0}},
-      {"16Gi of gpumem is above int32: no request", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "16Gi"}}, {},
+      {"16Gi of gpumem is above int32: no request",
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "16Gi"}},
+       {},
        {0, "", 0, 101, 0}},
-      {"fractional gpumem: no request", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1.5"}}, {},
+      {"fractional gpumem: no request",
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1.5"}},
+       {},
        {0, "", 0, 101, 0}},
-      {"percentage above 100 clamps", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}}, {},
+      {"percentage above 100 clamps",
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "150"}},
+       {},
        {1, "NVIDIA", 0, 100, 0}},
-      {"percentage 0 is unset, then the default whole card", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}}, {},
+      {"percentage 0 is unset, then the default whole card",
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}},
+       {},
        {1, "NVIDIA", 0, 100, 0}},
-      {"percentage 40", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "40"}}, {},
+      {"percentage 40",
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "40"}},
+       {},
        {1, "NVIDIA", 0, 40, 0}},
       {"no count: no request", {{"nvidia.com/gpumem", "1000"}}, {}, {0, "", 0, 101, 0}},
       {"count 0: no request", {{"nvidia.com/gpu", "0"}}, {}, {0, "", 0, 101, 0}},
-      {"non-integral cores keep the default", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "12.5"}}, {},
+      {"non-integral cores keep the default",
+       {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "12.5"}},
+       {},
        {1, "NVIDIA", 0, 100, 0}},
   };
   for (const Row& row : rows) {
@@ -135,15 +154,16 @@ TEST_CASE("objects: a Pod as the API server serves it") {
   CHECK(*pod->containers[0].limits.Find("nvidia.com/gpu") == "1");  // a number becomes text
   CHECK(pod->containers[0].privileged);
   CHECK(pod->init_containers_done);
-  CHECK(pod->cpu_milli == 2000);                 // max(500 + 250, init 2000)
-  CHECK(pod->memory_bytes == 1073741824);        // max(512Mi, init 1Gi)
+  CHECK(pod->cpu_milli == 2000);           // max(500 + 250, init 2000)
+  CHECK(pod->memory_bytes == 1073741824);  // max(512Mi, init 1Gi)
   CHECK(pod->phase == "Pending");
 
   // The same from a value already parsed (objects_json.hpp): nothing re-serialised.
   Result<Pod> from_value = DecodePod(boost::json::parse(kPod).get_object());
   REQUIRE(from_value.ok());
   CHECK(*from_value == *pod);
-  Result<Node> node = DecodeNode(boost::json::parse(R"({"metadata": {"name": "n1"}})").get_object());
+  Result<Node> node =
+      DecodeNode(boost::json::parse(R"({"metadata": {"name": "n1"}})").get_object());
   REQUIRE(node.ok());
   CHECK(node->name == "n1");
   CHECK(DecodeNode(boost::json::object{}).status().field() == "metadata.name");
@@ -152,9 +172,10 @@ TEST_CASE("objects: a Pod as the API server serves it") {
 TEST_CASE("objects: malformed Pods and Nodes name the JSON path") {
   CHECK(DecodePod("[]").status().field() == "value");
   CHECK(DecodePod(R"({"metadata": []})").status().field() == "metadata");
-  CHECK(DecodePod(R"({"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": [1]}}}]}})")
-            .status()
-            .field() == "spec.containers[0].resources.limits[\"nvidia.com/gpu\"]");
+  CHECK(
+      DecodePod(R"({"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": [1]}}}]}})")
+          .status()
+          .field() == "spec.containers[0].resources.limits[\"nvidia.com/gpu\"]");
   CHECK(DecodePod(R"({"metadata": {"annotations": {"a": 1}}})").status().field() ==
         "metadata.annotations[\"a\"]");
   CHECK(DecodeNode(R"({"metadata": {}})").status().field() == "metadata.name");

@@ -80,8 +80,10 @@ TEST_CASE("sim: fgd places pods without devices too, and sees the CPU they take"
   // GPU, the one the 12-core pod left 2 cores for.
   Scenario s;
   s.nodes = {NodeSpec{"a", 2, 16384, "T4", 12000, 0}, NodeSpec{"b", 1, 16384, "T4", 14000, 0}};
-  s.pods = {PodSpec{"cpu", 0, 0, "", 12000, 0, 0, 0}, PodSpec{"small", 1, 1000, "", 1000, 0, 1000, 0},
-            PodSpec{"big1", 1, 1000, "", 6000, 0, 2000, 0}, PodSpec{"big2", 1, 1000, "", 6000, 0, 3000, 0}};
+  s.pods = {PodSpec{"cpu", 0, 0, "", 12000, 0, 0, 0},
+            PodSpec{"small", 1, 1000, "", 1000, 0, 1000, 0},
+            PodSpec{"big1", 1, 1000, "", 6000, 0, 2000, 0},
+            PodSpec{"big2", 1, 1000, "", 6000, 0, 3000, 0}};
   s.engine.filter.node_policy = "fgd";
   s.engine.filter.gpu_policy = "fgd";
   Result<Report> fgd = Run(s, 1);
@@ -137,9 +139,11 @@ TEST_CASE("sim: HAMi's handshake writes to nodes, the change-only protocol does 
 }
 
 TEST_CASE("sim: the openb scenario reader") {
-  constexpr std::string_view kNodes = "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,2,P100\nn-1,96000,393216,8,V100M32\n";
+  constexpr std::string_view kNodes =
+      "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,2,P100\nn-1,96000,393216,8,V100M32\n";
   constexpr std::string_view kPods =
-      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_"
+      "time,scheduled_time\n"
       "p-0,12000,16384,1,1000,,LS,Running,0,100,0\n"
       "p-1,6000,12288,1,460,,LS,Running,0,100,0\n"
       "p-2,4000,8192,0,0,,BE,Running,0,100,0\n";
@@ -153,13 +157,16 @@ TEST_CASE("sim: the openb scenario reader") {
   Result<Report> r = Run(*s, 5);
   REQUIRE(r.ok());
   CHECK(r->allocation_percent > 50);
-  CHECK(OpenbScenario(kNodes, "name,num_gpu,gpu_milli\np,1,2000\n", 1.3, 5).status().message().find("row 1") !=
-        std::string_view::npos);
+  CHECK(OpenbScenario(kNodes, "name,num_gpu,gpu_milli\np,1,2000\n", 1.3, 5)
+            .status()
+            .message()
+            .find("row 1") != std::string_view::npos);
   CHECK(OpenbScenario("sn,gpu\nn,x\n", kPods, 1.3, 5).status().code() == StatusCode::kMalformed);
   // A GPU model without a memory in the table is an error naming it; a node
   // without GPUs needs no model.
   CHECK(OpenbScenario("sn,gpu,model\nn,2,H100\n", kPods, 1.3, 5).status().message() ==
-        "node list: row 1: GPU model 'H100' has no known memory (V100M16, V100M32, P100, T4, A10, G1, G2, G3)");
+        "node list: row 1: GPU model 'H100' has no known memory (V100M16, V100M32, P100, T4, A10, "
+        "G1, G2, G3)");
   CHECK(OpenbScenario("sn,gpu,model\nn,2,T4\ncpu,0,\n", kPods, 1.3, 5).ok());
 }
 
@@ -167,7 +174,8 @@ TEST_CASE("sim: the placement invariant catches what a faulty scheduler would do
   ClusterSnapshot s;
   REQUIRE(s.AddNode(testing::MakeNode("n1").Gpus(2, 10, 8000, 100)).ok());
   REQUIRE(s.AddNode(testing::MakeNode("n2").Gpus(1, 10, 8000, 100)).ok());
-  REQUIRE(s.AddPod(testing::MakePod("ok").Container(1).Holding("n1", "n1-gpu0,NVIDIA,3000,30:;")).ok());
+  REQUIRE(
+      s.AddPod(testing::MakePod("ok").Container(1).Holding("n1", "n1-gpu0,NVIDIA,3000,30:;")).ok());
   CHECK(CheckPlacement(s, "n1", "uid-ok").ok());
 
   auto violation = [&](std::string_view node, std::string_view uid) {
@@ -176,15 +184,19 @@ TEST_CASE("sim: the placement invariant catches what a faulty scheduler would do
     return std::string(st.message());
   };
   SUBCASE("a device beyond its memory") {
-    REQUIRE(s.AddPod(testing::MakePod("big").Container(1).Holding("n1", "n1-gpu0,NVIDIA,6000,10:;")).ok());
-    CHECK(violation("n1", "uid-big") == "device n1-gpu0 is over capacity (2/10 slots, 9000/8000 MiB, 40/100 cores)");
+    REQUIRE(s.AddPod(testing::MakePod("big").Container(1).Holding("n1", "n1-gpu0,NVIDIA,6000,10:;"))
+                .ok());
+    CHECK(violation("n1", "uid-big") ==
+          "device n1-gpu0 is over capacity (2/10 slots, 9000/8000 MiB, 40/100 cores)");
   }
   SUBCASE("a device beyond its cores") {
-    REQUIRE(s.AddPod(testing::MakePod("hot").Container(1).Holding("n1", "n1-gpu0,NVIDIA,10,80:;")).ok());
+    REQUIRE(s.AddPod(testing::MakePod("hot").Container(1).Holding("n1", "n1-gpu0,NVIDIA,10,80:;"))
+                .ok());
     CHECK(violation("n1", "uid-hot").find("110/100 cores") != std::string::npos);
   }
   SUBCASE("devices of another node") {
-    REQUIRE(s.AddPod(testing::MakePod("far").Container(1).Holding("n1", "n2-gpu0,NVIDIA,10,1:;")).ok());
+    REQUIRE(
+        s.AddPod(testing::MakePod("far").Container(1).Holding("n1", "n2-gpu0,NVIDIA,10,1:;")).ok());
     CHECK(violation("n1", "uid-far") == "device n2-gpu0 is not on node n1");
   }
   SUBCASE("a pod the snapshot does not hold, a node it does not know") {
@@ -199,7 +211,8 @@ namespace {
 // `duration_ms`, retried while unschedulable.
 Scenario Stream(int nodes, std::int64_t every_ms, std::int64_t end_ms, std::int64_t duration_ms) {
   Scenario s;
-  for (int n = 0; n < nodes; ++n) s.nodes.push_back(NodeSpec{"node-" + std::to_string(n), 8, 40960, "A100", 0, 0});
+  for (int n = 0; n < nodes; ++n)
+    s.nodes.push_back(NodeSpec{"node-" + std::to_string(n), 8, 40960, "A100", 0, 0});
   for (std::int64_t t = 0, i = 0; t < end_ms; t += every_ms, ++i) {
     s.pods.push_back(PodSpec{"p" + std::to_string(i), 1, 500, "", 0, 0, t, duration_ms});
   }
@@ -243,7 +256,8 @@ TEST_CASE("sim: a legacy handshake storm throttles the scheduler's client; chang
 TEST_CASE("sim: lock-free binding takes no lock; jittered backoff retries less than a fixed poll") {
   Scenario s;
   s.nodes = {NodeSpec{"n0", 8, 40960, "A100", 0, 0}, NodeSpec{"n1", 8, 40960, "A100", 0, 0}};
-  for (int i = 0; i < 40; ++i) s.pods.push_back(PodSpec{"p" + std::to_string(i), 1, 250, "", 0, 0, i * 10, 0});
+  for (int i = 0; i < 40; ++i)
+    s.pods.push_back(PodSpec{"p" + std::to_string(i), 1, 250, "", 0, 0, i * 10, 0});
   s.api.qps = 50;
   s.api.burst = 100;
   s.engine.filter.node_policy = "binpack";
@@ -335,9 +349,11 @@ TEST_CASE("sim: scenarios that cannot run are refused with the reason") {
 }
 
 TEST_CASE("sim: openb replay follows creation and deletion times") {
-  constexpr std::string_view kNodes = "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,2,P100\n";
+  constexpr std::string_view kNodes =
+      "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,2,P100\n";
   constexpr std::string_view kPods =
-      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_"
+      "time,scheduled_time\n"
       "a,1000,1024,1,1000,,LS,Running,100,200,100\n"
       "b,1000,1024,2,1000,,LS,Running,150,400,150\n"
       "c,1000,1024,0,0,,BE,Running,300,300,300\n";
@@ -352,6 +368,8 @@ TEST_CASE("sim: openb replay follows creation and deletion times") {
   REQUIRE(r.ok());
   CHECK(r->bound == 2);  // b asks both GPUs while a holds one: given up
   CHECK(r->pending_reasons.at("no device fits") == 1);
-  CHECK(OpenbReplay(kNodes, "name,num_gpu,creation_time,deletion_time\nx,1,50,10\n").status().message().find(
-            "deleted (10) before created (50)") != std::string_view::npos);
+  CHECK(OpenbReplay(kNodes, "name,num_gpu,creation_time,deletion_time\nx,1,50,10\n")
+            .status()
+            .message()
+            .find("deleted (10) before created (50)") != std::string_view::npos);
 }

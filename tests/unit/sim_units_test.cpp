@@ -53,13 +53,17 @@ ApiModel Exact() {
 
 // The node's object as a run starts, with the devices its plugin registers.
 Node StartNode(const NodeSpec& spec) {
-  return MakeNode(spec, std::string(kRegister), EncodeNodeDevices(MakeDevices(spec), RegisterFormat::kJson));
+  return MakeNode(spec, std::string(kRegister),
+                  EncodeNodeDevices(MakeDevices(spec), RegisterFormat::kJson));
 }
 
 // An API server holding `nodes`, with one scheduler client.
 struct Api {
-  explicit Api(ApiModel m = Exact(), std::vector<NodeSpec> specs = {Spec("n1", 2)}, std::size_t pods = 2)
-      : model(m), nodes(std::move(specs)), api(model, 1, pods, std::string(kRegister), events, rng) {
+  explicit Api(ApiModel m = Exact(), std::vector<NodeSpec> specs = {Spec("n1", 2)},
+               std::size_t pods = 2)
+      : model(m),
+        nodes(std::move(specs)),
+        api(model, 1, pods, std::string(kRegister), events, rng) {
     for (const NodeSpec& spec : nodes) api.AddNode(StartNode(spec));
   }
 
@@ -128,7 +132,8 @@ TEST_CASE("sim units: the scenario's objects") {
   Scenario s;
   s.pods = {PodOf("a", 1, 500), PodOf("b", 1, 500), PodOf("c", 2, 1000), PodOf("cpu", 0, 0)};
   const std::vector<WorkloadClass> workload = WithWorkload(s).filter.workload;
-  REQUIRE(workload.size() == 2);  // half a GPU (as 0 GPUs, 500 milli), then 2 GPUs; no CPU-only class
+  REQUIRE(workload.size() ==
+          2);  // half a GPU (as 0 GPUs, 500 milli), then 2 GPUs; no CPU-only class
   CHECK(workload[0].gpus == 0);
   CHECK(workload[0].gpu_milli == 500);
   CHECK(workload[0].weight == 2);
@@ -162,13 +167,14 @@ TEST_CASE("sim units: API server — 429 beyond the concurrency limit, retried a
   a.api.Submit(Request{Verb::kPluginNode, -1, NodeWrite{0, {}, std::nullopt}});
   const auto done = a.Serve();
   REQUIRE(done.size() == 2);
-  CHECK(done[0].first == 20);  // latency
+  CHECK(done[0].first == 20);    // latency
   CHECK(done[1].first == 1020);  // 429 at 0, sent again at 1 s
   CHECK(a.Counted().rejected_429 == 1);
   CHECK(a.api.node(0).resource_version == "3");  // 1 when added; each write bumps it
 }
 
-TEST_CASE("sim units: API server — stale preconditions, a second Binding and a stale Lease get 409") {
+TEST_CASE(
+    "sim units: API server — stale preconditions, a second Binding and a stale Lease get 409") {
   Api a;
   a.api.CreatePod(0, MakePod(PodOf("p0", 0, 0), 0));
   const AnnotationWrite lock{std::string(keys::kNodeLock), std::string("taken")};
@@ -188,19 +194,24 @@ TEST_CASE("sim units: API server — stale preconditions, a second Binding and a
   CHECK(done[3].second.pod == 0);
   CHECK(*a.api.node(0).annotations.Find(keys::kNodeLock) == "taken");
   CHECK(a.api.pod(0).node_name == "n1");
-  CHECK(a.Counted().conflicts_409 == 2);  // the lock taken already, the pod bound already; 404s are not 409s
+  CHECK(a.Counted().conflicts_409 ==
+        2);  // the lock taken already, the pod bound already; 404s are not 409s
 
   LeaseRecord lease;
   lease.holder = "a";
-  a.api.Submit(Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kCreate, lease}}});
-  a.api.Submit(Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kCreate, lease}}});
+  a.api.Submit(
+      Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kCreate, lease}}});
+  a.api.Submit(
+      Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kCreate, lease}}});
   a.Serve();
   REQUIRE(a.api.lease().has_value());
   CHECK(a.api.lease()->resource_version == "1");
   lease.resource_version = "0";  // read before the create
-  a.api.Submit(Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kRenew, lease}}});
+  a.api.Submit(
+      Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kRenew, lease}}});
   lease.resource_version = "1";
-  a.api.Submit(Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kRenew, lease}}});
+  a.api.Submit(
+      Request{Verb::kLease, -1, LeaseWrite{ElectionDecision{ElectionAction::kRenew, lease}}});
   const auto leases = a.Serve();
   CHECK_FALSE(leases.at(0).second.ok);
   CHECK(leases.at(1).second.ok);
@@ -208,7 +219,9 @@ TEST_CASE("sim units: API server — stale preconditions, a second Binding and a
   CHECK(a.Counted().conflicts_409 == 4);
 }
 
-TEST_CASE("sim units: leader election — the first try creates the Lease and leads; a crash stops the elector") {
+TEST_CASE(
+    "sim units: leader election — the first try creates the Lease and leads; a crash stops the "
+    "elector") {
   Api a;
   LeaderElection election(1, a.events, a.api);
   election.SetIdentity(0, "scheduler-0_1");
@@ -244,12 +257,13 @@ namespace {
 struct Nodes {
   explicit Nodes(PluginModel::Mode mode = PluginModel::Mode::kChangeOnly) {
     scenario.plugins.mode = mode;
-    kubelets = std::make_unique<Kubelets>(scenario, a.nodes, std::string(kRegister), "hami.io/node-handshake",
-                                          a.events, a.api);
+    kubelets = std::make_unique<Kubelets>(scenario, a.nodes, std::string(kRegister),
+                                          "hami.io/node-handshake", a.events, a.api);
     a.api.CreatePod(0, MakePod(PodOf("p0", 1, 1000), 0));
   }
   void Lock(std::string owner) {
-    const std::string value = EncodeNodeLock(NodeLock{1787300439, 0, true, "sim", std::move(owner)});
+    const std::string value =
+        EncodeNodeLock(NodeLock{1787300439, 0, true, "sim", std::move(owner)});
     const AnnotationWrite lock{std::string(keys::kNodeLock), value};
     a.api.Submit(Request{Verb::kPatchNode, 0, engine::PatchNode{1, "n1", {lock}, {}, false}});
     a.Serve();
@@ -301,7 +315,9 @@ TEST_CASE("sim units: kubelet — a hung plugin delays Allocate until it is back
   CHECK(*n.a.api.pod(0).annotations.Find(keys::kBindPhase) == "success");
 }
 
-TEST_CASE("sim units: plugins — change-only writes a changed device list; legacy writes every heartbeat") {
+TEST_CASE(
+    "sim units: plugins — change-only writes a changed device list; legacy writes every "
+    "heartbeat") {
   Nodes n;
   const std::string registered = *n.a.api.node(0).annotations.Find(kRegister);
   n.kubelets->StartHeartbeats(n.a.rng);
@@ -312,7 +328,8 @@ TEST_CASE("sim units: plugins — change-only writes a changed device list; lega
   CHECK(n.kubelets->encoded(0) != registered);
   n.kubelets->StartFault(Fault::Kind::kPluginCrash, 0);
   n.Run(2000);
-  CHECK(*n.a.api.node(0).allocatable.Find("nvidia.com/gpu") == "0");  // the kubelet reports no devices
+  CHECK(*n.a.api.node(0).allocatable.Find("nvidia.com/gpu") ==
+        "0");  // the kubelet reports no devices
   n.kubelets->EndFault(Fault::Kind::kPluginCrash, 0);
   n.Run(3000);
   CHECK(*n.a.api.node(0).allocatable.Find("nvidia.com/gpu") == "200");
@@ -345,7 +362,9 @@ struct Recorder : Replicas::Listener, KubeScheduler::Listener {
   }
   void GaveUp(std::size_t pod) override { given_up.push_back(pod); }
   void Placed() override { ++placed; }
-  void Violation(std::size_t /*pod*/, std::string_view what) override { violations.emplace_back(what); }
+  void Violation(std::size_t /*pod*/, std::string_view what) override {
+    violations.emplace_back(what);
+  }
 
   KubeScheduler* scheduler = nullptr;
   std::vector<engine::FilterReply> filters;
@@ -358,7 +377,8 @@ struct Recorder : Replicas::Listener, KubeScheduler::Listener {
 // One replica's engine over an API server holding `nodes`.
 struct Engines {
   explicit Engines(std::vector<NodeSpec> nodes, engine::EngineOptions o = {})
-      : a(Exact(), std::move(nodes), 4), options(std::move(o)),
+      : a(Exact(), std::move(nodes), 4),
+        options(std::move(o)),
         election(1, a.events, a.api),
         replicas(options, 1, 0, "hami.io/node-handshake", a.events, a.api, election, recorder) {}
 
@@ -377,7 +397,8 @@ struct Engines {
               if constexpr (std::is_same_v<T, engine::PatchNode>) {
                 replicas.Tell(done.request.client, c.id, done.ok);
                 if (c.registration) replicas.RegistrationWritten(done.request.client);
-              } else if constexpr (std::is_same_v<T, engine::PatchPod> || std::is_same_v<T, engine::PostBinding>) {
+              } else if constexpr (std::is_same_v<T, engine::PatchPod> ||
+                                   std::is_same_v<T, engine::PostBinding>) {
                 replicas.Tell(done.request.client, c.id, done.ok);
               }
             },
@@ -425,7 +446,8 @@ TEST_CASE("sim units: replicas — registration writes go one at a time") {
   e.replicas.Start(0);
   REQUIRE(e.replicas.registration_queued() == 3);
   std::size_t sent = 0;
-  for (std::size_t i = 0; i < 3; ++i) sent += !e.a.events.empty() && e.a.events.Pop().kind == EventKind::kRequestStart;
+  for (std::size_t i = 0; i < 3; ++i)
+    sent += !e.a.events.empty() && e.a.events.Pop().kind == EventKind::kRequestStart;
   CHECK(sent == 1);
 }
 
@@ -434,7 +456,8 @@ TEST_CASE("sim units: kube-scheduler — NodeResourcesFit, giving up, binding CP
   s.nodes = {Spec("n1", 2, 4000), Spec("n2", 2, 8000)};
   s.pods = {PodOf("cpu", 0, 0, 6000), PodOf("huge", 0, 0, 10000)};
   Engines e(s.nodes);
-  e.scheduler = std::make_unique<KubeScheduler>(s, e.a.nodes, e.a.events, e.a.api, e.replicas, e.recorder);
+  e.scheduler =
+      std::make_unique<KubeScheduler>(s, e.a.nodes, e.a.events, e.a.api, e.replicas, e.recorder);
   e.recorder.scheduler = e.scheduler.get();
   e.replicas.Start(0);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -458,7 +481,8 @@ TEST_CASE("sim units: kube-scheduler — retries back off from 1 s, doubling to 
   s.pods = {PodOf("huge", 0, 0, 10000)};
   s.scheduler.retry_unschedulable = true;
   Engines e(s.nodes);
-  e.scheduler = std::make_unique<KubeScheduler>(s, e.a.nodes, e.a.events, e.a.api, e.replicas, e.recorder);
+  e.scheduler =
+      std::make_unique<KubeScheduler>(s, e.a.nodes, e.a.events, e.a.api, e.replicas, e.recorder);
   e.recorder.scheduler = e.scheduler.get();
   e.replicas.Start(0);
   e.a.api.CreatePod(0, MakePod(s.pods[0], 0));
@@ -482,7 +506,8 @@ TEST_CASE("sim units: kube-scheduler — an extender that does not answer times 
   s.nodes = {Spec("n1", 2)};
   s.pods = {PodOf("gpu", 1, 1000)};
   Engines e(s.nodes);
-  e.scheduler = std::make_unique<KubeScheduler>(s, e.a.nodes, e.a.events, e.a.api, e.replicas, e.recorder);
+  e.scheduler =
+      std::make_unique<KubeScheduler>(s, e.a.nodes, e.a.events, e.a.api, e.replicas, e.recorder);
   e.recorder.scheduler = e.scheduler.get();
   e.replicas.Start(0);
   e.Run(1000);
@@ -508,7 +533,8 @@ TEST_CASE("sim units: kube-scheduler — an extender that does not answer times 
   CHECK(r.extender_timeouts == 1);
 }
 
-TEST_CASE("sim units: the report — the fragmentation curve, the mean allocation, latencies and reasons") {
+TEST_CASE(
+    "sim units: the report — the fragmentation curve, the mean allocation, latencies and reasons") {
   EventQueue q;
   ReportBuilder report(q, {WorkloadClass{1, 1, 0, 0, 0}});  // whole GPUs
   ClusterSnapshot truth;
@@ -527,8 +553,10 @@ TEST_CASE("sim units: the report — the fragmentation curve, the mean allocatio
   report.Departed(1);
   q.AdvanceTo(2000);
   report.CountPod(PodOf("a", 1, 1000), PodOutcome{true, false, false, false, 500, ""});
-  report.CountPod(PodOf("b", 1, 500, 0, 1000), PodOutcome{false, false, false, false, 0, "no device fits"});
-  report.CountPod(PodOf("c", 1, 500, 0, 1000), PodOutcome{false, false, true, false, 0, "no device fits"});
+  report.CountPod(PodOf("b", 1, 500, 0, 1000),
+                  PodOutcome{false, false, false, false, 0, "no device fits"});
+  report.CountPod(PodOf("c", 1, 500, 0, 1000),
+                  PodOutcome{false, false, true, false, 0, "no device fits"});
   Result<Report> r = report.Finish(truth);
   REQUIRE(r.ok());
   REQUIRE(r->fragmentation_curve.size() == 5);

@@ -1,9 +1,10 @@
 // The incremental cluster snapshot (spec/hami-behaviour.md §4.3, §4.8, §9).
+#include "devshare/snapshot.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
 
-#include "devshare/snapshot.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -23,7 +24,11 @@ TEST_CASE("collapse: init containers peak, app containers add up (spec §4.8)") 
     return ContainerDevice{std::move(uuid), "NVIDIA", mem, cores};
   };
   // init: A(100,10), A(300,5)  app: A(200,20), A(50,5), B(10,1)
-  PodSingleDevice pod = {{dev("A", 100, 10)}, {dev("A", 300, 5)}, {dev("A", 200, 20), dev("B", 10, 1)}, {dev("A", 50, 5)}, {}};
+  PodSingleDevice pod = {{dev("A", 100, 10)},
+                         {dev("A", 300, 5)},
+                         {dev("A", 200, 20), dev("B", 10, 1)},
+                         {dev("A", 50, 5)},
+                         {}};
   std::vector<PodUsage> got = CollapseUsage(pod, "NVIDIA", 2);
   // A: max(init 300/10, app 250/25) per component -> 300 MiB, 25 cores; slots max(1, 2) = 2.
   CHECK(got == std::vector<PodUsage>{{"NVIDIA", "A", 300, 25, 2}, {"NVIDIA", "B", 10, 1, 1}});
@@ -91,8 +96,8 @@ TEST_CASE("snapshot: a pod may arrive before its node, and survive node updates"
 TEST_CASE("snapshot: the init-container shrink replaces usage by app-only sums") {
   ClusterSnapshot s;
   REQUIRE(s.AddNode(MakeNode("n1").Gpus(1)).ok());
-  Pod pod = MakePod("p").Init(1, 5000).Container(1, 1000)
-                .Holding("n1", "n1-gpu0,NVIDIA,5000,0:;n1-gpu0,NVIDIA,1000,0:;");
+  Pod pod = MakePod("p").Init(1, 5000).Container(1, 1000).Holding(
+      "n1", "n1-gpu0,NVIDIA,5000,0:;n1-gpu0,NVIDIA,1000,0:;");
   REQUIRE(s.AddPod(pod).ok());
   CHECK(UsageOf(s, "n1", 0) == DeviceUsage{1, 5000, 0});
   pod.init_containers_done = true;
@@ -106,7 +111,8 @@ TEST_CASE("snapshot: the init-container shrink replaces usage by app-only sums")
 
 TEST_CASE("snapshot: bad annotations are errors, not silent usage") {
   ClusterSnapshot s;
-  Status st = s.AddNode(MakeNode("n1").Annotation("hami.io/node-nvidia-register", "[{\"devmem\":\"x\"}]"));
+  Status st =
+      s.AddNode(MakeNode("n1").Annotation("hami.io/node-nvidia-register", "[{\"devmem\":\"x\"}]"));
   // The builder overwrites the register key, so build one by hand.
   Node bad;
   bad.name = "n2";
@@ -141,7 +147,8 @@ TEST_CASE("snapshot: a copy is independent of the original") {
   {
     ClusterSnapshot original;
     REQUIRE(original.AddNode(MakeNode("n1").Gpus(1)).ok());
-    REQUIRE(original.AddPod(MakePod("p").Container(1).Holding("n1", "n1-gpu0,NVIDIA,1000,10:;")).ok());
+    REQUIRE(
+        original.AddPod(MakePod("p").Container(1).Holding("n1", "n1-gpu0,NVIDIA,1000,10:;")).ok());
     *copy = original;
     REQUIRE(original.RemovePod("uid-p"));
   }  // the original is gone
@@ -170,8 +177,10 @@ TEST_CASE("snapshot: CPU and memory capacity come from allocatable; unknown when
   REQUIRE(s.AddNode(MakeNode("n4").Gpus(1).Cpu("lots").Memory("-1")).ok());
   CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{8000, 16 * kGiB, 0, 0});
   CHECK(CpuMemoryOf(s, "n2") == NodeCpuMemory{7500, 1024 * kMiB, 0, 0});
-  CHECK(CpuMemoryOf(s, "n3") == NodeCpuMemory{NodeCpuMemory::kUnknown, NodeCpuMemory::kUnknown, 0, 0});
-  CHECK(CpuMemoryOf(s, "n4") == NodeCpuMemory{NodeCpuMemory::kUnknown, NodeCpuMemory::kUnknown, 0, 0});
+  CHECK(CpuMemoryOf(s, "n3") ==
+        NodeCpuMemory{NodeCpuMemory::kUnknown, NodeCpuMemory::kUnknown, 0, 0});
+  CHECK(CpuMemoryOf(s, "n4") ==
+        NodeCpuMemory{NodeCpuMemory::kUnknown, NodeCpuMemory::kUnknown, 0, 0});
   CHECK(s.NodeCpuMemoryOf("ghost").status().code() == StatusCode::kNotFound);
   // Re-registration reads the new capacity.
   REQUIRE(s.AddNode(MakeNode("n3").Gpus(1).Cpu("2")).ok());
@@ -189,7 +198,8 @@ TEST_CASE("snapshot: placed pods count their CPU and memory, with devices or wit
   CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{16000, 64 * kGiB, 2000, 4 * kGiB});
   CHECK(s.pod_count() == 0);
   // With devices: counted once however often it is observed.
-  Pod gpu = MakePod("gpu").Container(1).Requests(1000, 1024).Holding("n1", "n1-gpu0,NVIDIA,1000,10:;");
+  Pod gpu =
+      MakePod("gpu").Container(1).Requests(1000, 1024).Holding("n1", "n1-gpu0,NVIDIA,1000,10:;");
   REQUIRE(s.AddPod(gpu).ok());
   REQUIRE(s.AddPod(gpu).ok());
   CHECK(CpuMemoryOf(s, "n1") == NodeCpuMemory{16000, 64 * kGiB, 3000, 5 * kGiB});
@@ -253,7 +263,8 @@ TEST_CASE("snapshot: CPU and memory sums match a recount over random adds, updat
   testing::Gen gen(5);
   ClusterSnapshot s;
   const std::vector<std::string> nodes = {"n0", "n1", "n2", "n3"};
-  for (const std::string& n : nodes) REQUIRE(s.AddNode(MakeNode(n).Gpus(1).Cpu("64").Memory("256Gi")).ok());
+  for (const std::string& n : nodes)
+    REQUIRE(s.AddNode(MakeNode(n).Gpus(1).Cpu("64").Memory("256Gi")).ok());
   struct Live {
     std::string node;
     std::int64_t cpu = 0, memory = 0;
@@ -303,5 +314,6 @@ TEST_CASE("snapshot: CPU and memory sums match a recount over random adds, updat
     }
   }
   for (const auto& [uid, l] : live) CHECK(s.RemovePod(uid));
-  for (const std::string& n : nodes) CHECK(CpuMemoryOf(s, n) == NodeCpuMemory{64000, 256 * kGiB, 0, 0});
+  for (const std::string& n : nodes)
+    CHECK(CpuMemoryOf(s, n) == NodeCpuMemory{64000, 256 * kGiB, 0, 0});
 }

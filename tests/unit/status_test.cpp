@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include "devshare/status.hpp"
+
+#include <doctest/doctest.h>
 
 using devshare::Result;
 using devshare::Status;

@@ -25,14 +25,38 @@ class MakeDevice {
     d_.mode = "hami-core";
     d_.health = true;
   }
-  MakeDevice& Index(std::uint32_t v) { d_.index = v; return *this; }
-  MakeDevice& Count(std::int32_t v) { d_.count = v; return *this; }
-  MakeDevice& Mem(std::int32_t v) { d_.devmem = v; return *this; }
-  MakeDevice& Cores(std::int32_t v) { d_.devcore = v; return *this; }
-  MakeDevice& Type(std::string v) { d_.type = std::move(v); return *this; }
-  MakeDevice& Numa(std::int32_t v) { d_.numa = v; return *this; }
-  MakeDevice& Mode(std::string v) { d_.mode = std::move(v); return *this; }
-  MakeDevice& Health(bool v) { d_.health = v; return *this; }
+  MakeDevice& Index(std::uint32_t v) {
+    d_.index = v;
+    return *this;
+  }
+  MakeDevice& Count(std::int32_t v) {
+    d_.count = v;
+    return *this;
+  }
+  MakeDevice& Mem(std::int32_t v) {
+    d_.devmem = v;
+    return *this;
+  }
+  MakeDevice& Cores(std::int32_t v) {
+    d_.devcore = v;
+    return *this;
+  }
+  MakeDevice& Type(std::string v) {
+    d_.type = std::move(v);
+    return *this;
+  }
+  MakeDevice& Numa(std::int32_t v) {
+    d_.numa = v;
+    return *this;
+  }
+  MakeDevice& Mode(std::string v) {
+    d_.mode = std::move(v);
+    return *this;
+  }
+  MakeDevice& Health(bool v) {
+    d_.health = v;
+    return *this;
+  }
   operator Device() const { return d_; }  // NOLINT: builder
   Device Build() const { return d_; }
 
@@ -50,10 +74,12 @@ class Gen {
   bool Bool() { return Int(0, 1) == 1; }
   // A string over `alphabet`, length in [min_len, max_len].
   std::string Text(std::string_view alphabet, std::size_t min_len, std::size_t max_len) {
-    std::string s(static_cast<std::size_t>(Int(static_cast<std::int64_t>(min_len),
-                                               static_cast<std::int64_t>(max_len))),
+    std::string s(static_cast<std::size_t>(
+                      Int(static_cast<std::int64_t>(min_len), static_cast<std::int64_t>(max_len))),
                   ' ');
-    for (char& c : s) c = alphabet[static_cast<std::size_t>(Int(0, static_cast<std::int64_t>(alphabet.size()) - 1))];
+    for (char& c : s)
+      c = alphabet[static_cast<std::size_t>(
+          Int(0, static_cast<std::int64_t>(alphabet.size()) - 1))];
     return s;
   }
 
@@ -70,14 +96,23 @@ class MakeNode {
                 std::int32_t numa = 0, std::string type = "NVIDIA A100-SXM4-40GB") {
     const auto i = static_cast<std::uint32_t>(devices_.size());
     devices_.push_back(MakeDevice(node_.name + "-gpu" + std::to_string(i))
-                           .Index(i).Count(slots).Mem(mem).Cores(cores).Numa(numa).Type(type));
+                           .Index(i)
+                           .Count(slots)
+                           .Mem(mem)
+                           .Cores(cores)
+                           .Numa(numa)
+                           .Type(type));
     return *this;
   }
-  MakeNode& Gpus(int n, std::int32_t slots = 10, std::int32_t mem = 8000, std::int32_t cores = 100) {
+  MakeNode& Gpus(int n, std::int32_t slots = 10, std::int32_t mem = 8000,
+                 std::int32_t cores = 100) {
     for (int i = 0; i < n; ++i) Gpu(slots, mem, cores);
     return *this;
   }
-  MakeNode& With(Device d) { devices_.push_back(std::move(d)); return *this; }
+  MakeNode& With(Device d) {
+    devices_.push_back(std::move(d));
+    return *this;
+  }
   MakeNode& Annotation(std::string key, std::string value) {
     node_.annotations.Set(key, value);
     return *this;
@@ -134,7 +169,10 @@ class MakePod {
     pod_.node_name = std::move(node);
     return *this;
   }
-  MakePod& Uid(std::string uid) { pod_.uid = std::move(uid); return *this; }
+  MakePod& Uid(std::string uid) {
+    pod_.uid = std::move(uid);
+    return *this;
+  }
   // The CPU (millicores) and memory (MiB) the pod requests.
   MakePod& Requests(std::int64_t cpu_milli, std::int64_t memory_mib) {
     pod_.cpu_milli = cpu_milli;

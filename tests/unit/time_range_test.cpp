@@ -2,6 +2,8 @@
 // years 0000..9999 in UTC, checked at both edges for every zone offset from
 // -23:59 to +23:59, for each decoder that reads a time. Whatever decodes must
 // encode and read back as the same instant.
+#include "devshare/time_range.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -10,7 +12,6 @@
 
 #include "devshare/annotations.hpp"
 #include "devshare/lease.hpp"
-#include "devshare/time_range.hpp"
 
 using namespace devshare;
 

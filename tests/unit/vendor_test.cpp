@@ -1,9 +1,9 @@
 // Vendors as data and HAMi's device-config YAML (spec/hami-behaviour.md §10.2).
+#include "devshare/vendor.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
-
-#include "devshare/vendor.hpp"
 
 using namespace devshare;
 
@@ -126,8 +126,8 @@ TEST_CASE("device config: the chart's file") {
   DeviceConfig c = MustParse(kChartConfig);
   std::vector<std::string> words;
   for (const VendorSpec& v : c.vendors) words.push_back(v.common_word);
-  CHECK(words == std::vector<std::string>{"NVIDIA", "MLU", "DCU", "Metax-GPU", "MR-V100",
-                                          "Ascend910B3"});
+  CHECK(words ==
+        std::vector<std::string>{"NVIDIA", "MLU", "DCU", "Metax-GPU", "MR-V100", "Ascend910B3"});
   CHECK(c.ignored_sections == std::vector<std::string>{"mthreads"});
 
   CHECK(c.nvidia.device_split_count == 10u);
@@ -192,11 +192,15 @@ TEST_CASE("device config: errors name the key and its line") {
       {"nvidia:\n  defaultGPUNum: 4294967296\n", "nvidia.defaultGPUNum", "expected an integer"},
       {"nvidia:\n  overwriteEnv: maybe\n", "nvidia.overwriteEnv", "expected true or false"},
       {"nvidia:\n  deviceSplitCount: -1\n", "nvidia.deviceSplitCount", "[0, 4294967295]"},
-      {"nvidia:\n  deviceMemoryScaling: fast\n", "nvidia.deviceMemoryScaling", "non-negative finite number"},
-      {"nvidia:\n  deviceMemoryScaling: nan\n", "nvidia.deviceMemoryScaling", "non-negative finite number"},
-      {"nvidia:\n  deviceCoreScaling: inf\n", "nvidia.deviceCoreScaling", "non-negative finite number"},
+      {"nvidia:\n  deviceMemoryScaling: fast\n", "nvidia.deviceMemoryScaling",
+       "non-negative finite number"},
+      {"nvidia:\n  deviceMemoryScaling: nan\n", "nvidia.deviceMemoryScaling",
+       "non-negative finite number"},
+      {"nvidia:\n  deviceCoreScaling: inf\n", "nvidia.deviceCoreScaling",
+       "non-negative finite number"},
       {"nvidia:\n  resourceCountName: [a, b]\n", "nvidia.resourceCountName", "expected a string"},
-      {"nvidia:\n  gpuCorePolicy: always\n", "nvidia.gpuCorePolicy", "not one of default, force, disable"},
+      {"nvidia:\n  gpuCorePolicy: always\n", "nvidia.gpuCorePolicy",
+       "not one of default, force, disable"},
       {"nvidia:\n  libCudaLogLevel: \"2\"\n", "nvidia.libCudaLogLevel", "0, 1, 3, 4"},
       {"nvidia:\n  migProfileAllowlist:\n  - models: [A30]\n    profiles: [big]\n",
        "nvidia.migProfileAllowlist[0].profiles[0]", "does not look like <n>g.<memory>"},

@@ -2,7 +2,6 @@
 // score (Volcano ed72c7c8, pkg/scheduler/api/devices/nvidia/vgpu; the
 // expected values are worked out from its checkNodeGPUSharingPredicateAndScore).
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <string>
@@ -134,7 +133,8 @@ TEST_CASE("Volcano config: its resource names and annotations, alone") {
 
   Result<DeviceConfig> beside = ParseDeviceConfig("nvidia:\n  deviceSplitCount: 10\nvolcano: {}\n");
   CHECK(beside.status().code() == StatusCode::kInvalidConfig);
-  CHECK(beside.status().message().find("cannot be configured beside other vendors") != std::string::npos);
+  CHECK(beside.status().message().find("cannot be configured beside other vendors") !=
+        std::string::npos);
   Result<DeviceConfig> unknown = ParseDeviceConfig("volcano:\n  resourceNumberName: x\n");
   CHECK(unknown.status().code() == StatusCode::kInvalidConfig);
   CHECK(unknown.status().message().find("resourceNumberName") != std::string::npos);
@@ -145,7 +145,8 @@ TEST_CASE("Volcano pod devices: containers joined by ';'") {
   CHECK(EncodePodDevices(two, PodDevicesFormat::kVolcano) == "GPU-a,NVIDIA,1000,30:;");
   CHECK(EncodePodDevices(two, PodDevicesFormat::kHami) == "GPU-a,NVIDIA,1000,30:;;");
   CHECK(EncodePodDevices({}, PodDevicesFormat::kVolcano).empty());
-  Result<PodSingleDevice> back = DecodePodDevices(EncodePodDevices(two, PodDevicesFormat::kVolcano));
+  Result<PodSingleDevice> back =
+      DecodePodDevices(EncodePodDevices(two, PodDevicesFormat::kVolcano));
   REQUIRE(back.ok());
   CHECK(*back == two);
 }
@@ -168,7 +169,9 @@ TEST_CASE("Volcano snapshot: devices from its register annotation, usage of the 
   CHECK(s.pod_count() == 2);
 }
 
-TEST_CASE("Volcano device orders: binpack the most memory used, spread the fewest slots, then the lowest index") {
+TEST_CASE(
+    "Volcano device orders: binpack the most memory used, spread the fewest slots, then the lowest "
+    "index") {
   const ClusterSnapshot s = Cluster();
   // binpack: gpu1 (6000 used), then gpu0 (2000), then gpu2 before gpu3.
   CHECK(Uuids(MustFilter(s, Asking({1}, 1000), Volcano("volcano-binpack"))) ==
@@ -199,7 +202,8 @@ TEST_CASE("Volcano node score: binpack sums 100 x used/total after each pick; sp
   CHECK(one.scores[0].score == 100 * (7000.0 / 16384.0));
   FilterResult two = MustFilter(s, Asking({1, 1}, 1000), Volcano("volcano-binpack"));
   CHECK(two.scores[0].score == 100 * (7000.0 / 16384.0) + 100 * (8000.0 / 16384.0));
-  FilterResult three = MustFilter(s, Asking({2}, 1000), Volcano("binpack"));  // HAMi's order, Volcano's score
+  FilterResult three =
+      MustFilter(s, Asking({2}, 1000), Volcano("binpack"));  // HAMi's order, Volcano's score
   CHECK(three.scores[0].score > 0);
   CHECK(MustFilter(s, Asking({1}, 1000), Volcano("volcano-spread")).scores[0].score == 0);
 
@@ -220,13 +224,16 @@ TEST_CASE("Volcano UUID selectors: volcano.sh/vgpu-use-gpuuuid and -nouse-gpuuui
   const ClusterSnapshot s = Cluster();
   Pod allow = Asking({1}, 1000);
   allow.annotations.Set("volcano.sh/vgpu-use-gpuuuid", "n1-gpu3, n1-gpu2");
-  CHECK(Uuids(MustFilter(s, allow, Volcano("volcano-binpack"))) == std::vector<std::string>{"n1-gpu2"});
+  CHECK(Uuids(MustFilter(s, allow, Volcano("volcano-binpack"))) ==
+        std::vector<std::string>{"n1-gpu2"});
   Pod deny = Asking({1}, 1000);
   deny.annotations.Set("volcano.sh/vgpu-nouse-gpuuuid", "n1-gpu1");
-  CHECK(Uuids(MustFilter(s, deny, Volcano("volcano-binpack"))) == std::vector<std::string>{"n1-gpu0"});
+  CHECK(Uuids(MustFilter(s, deny, Volcano("volcano-binpack"))) ==
+        std::vector<std::string>{"n1-gpu0"});
   Pod hami = Asking({1}, 1000);
   hami.annotations.Set("nvidia.com/use-gpuuuid", "n1-gpu3");  // HAMi's key: not Volcano's
-  CHECK(Uuids(MustFilter(s, hami, Volcano("volcano-binpack"))) == std::vector<std::string>{"n1-gpu1"});
+  CHECK(Uuids(MustFilter(s, hami, Volcano("volcano-binpack"))) ==
+        std::vector<std::string>{"n1-gpu1"});
 }
 
 TEST_CASE("Volcano policies are validated") {

@@ -38,7 +38,8 @@ std::string Escape(std::string_view key) {
 class PatchBuilder {
  public:
   void Add(std::string path, bj::value value) {
-    ops_.push_back(bj::object{{"op", "add"}, {"path", std::move(path)}, {"value", std::move(value)}});
+    ops_.push_back(
+        bj::object{{"op", "add"}, {"path", std::move(path)}, {"value", std::move(value)}});
   }
   bool empty() const { return ops_.empty(); }
   std::string Serialize() const { return ops_.empty() ? "" : bj::serialize(ops_); }
@@ -79,7 +80,8 @@ void EmitContainer(const bj::object& json, const std::string& path, const Contai
     const bj::value* env = json.if_contains("env");
     if (env == nullptr || !env->is_array()) {
       bj::array items;
-      for (const auto& [name, value] : m.env) items.push_back(bj::object{{"name", name}, {"value", value}});
+      for (const auto& [name, value] : m.env)
+        items.push_back(bj::object{{"name", name}, {"value", value}});
       patch.Add(path + "/env", std::move(items));
     } else {
       for (const auto& [name, value] : m.env) {
@@ -103,8 +105,9 @@ Result<bool> MutateNvidia(Container& c, const VendorSpec& v, const NvidiaOptions
   if (const std::string* pct = LimitElseRequest(c, v.memory_percentage_resource)) {
     const std::optional<std::int64_t> value = QuantityAsInt64(*pct);
     if (value && (*value < 0 || *value > 100)) {
-      return Status::InvalidArgument(fmt::format("container {}: {} must be between 0 and 100, got {}",
-                                                 c.name, v.memory_percentage_resource, *pct));
+      return Status::InvalidArgument(
+          fmt::format("container {}: {} must be between 0 and 100, got {}", c.name,
+                      v.memory_percentage_resource, *pct));
     }
   }
   if (const std::string* priority = c.limits.Find(v.priority_resource);
@@ -211,7 +214,8 @@ std::string Base64(std::string_view in) {
   }
   if (i < in.size()) {
     std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(in[i])) << 16;
-    if (i + 1 < in.size()) n |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
+    if (i + 1 < in.size())
+      n |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
@@ -231,7 +235,8 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
   const bj::object* root = doc->if_object();
   const bj::object* request = root != nullptr ? ObjectAt(*root, "request") : nullptr;
   if (request == nullptr) {
-    return Status::Malformed(fmt::format("{}: request is missing or not an object", kWhat), "request");
+    return Status::Malformed(fmt::format("{}: request is missing or not an object", kWhat),
+                             "request");
   }
   const bj::value* uid = request->if_contains("uid");
   if (uid == nullptr || !uid->is_string() || uid->get_string().empty()) {
@@ -265,7 +270,8 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
     const char* key;
     std::vector<Container>* containers;
   };
-  for (const List& list : {List{"initContainers", &pod.init_containers}, List{"containers", &pod.containers}}) {
+  for (const List& list :
+       {List{"initContainers", &pod.init_containers}, List{"containers", &pod.containers}}) {
     const bj::value* array = spec != nullptr ? spec->if_contains(list.key) : nullptr;
     for (std::size_t i = 0; i < list.containers->size(); ++i) {
       Container& c = (*list.containers)[i];
@@ -282,13 +288,15 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
       }
       has_resource = has_resource || found;
       // DecodePod read this container from the same JSON, so it is there.
-      EmitContainer(array->as_array()[i].as_object(), fmt::format("/spec/{}/{}", list.key, i), m, patch);
+      EmitContainer(array->as_array()[i].as_object(), fmt::format("/spec/{}/{}", list.key, i), m,
+                    patch);
     }
   }
   if (has_resource) {
     for (const auto* list : {&pod.init_containers, &pod.containers}) {
       for (const Container& c : *list) {
-        if (c.privileged) return Deny(d, kDenied, fmt::format("container {} is privileged", c.name));
+        if (c.privileged)
+          return Deny(d, kDenied, fmt::format("container {} is privileged", c.name));
       }
     }
     if (nvidia != nullptr && !config.nvidia.runtime_class_name.empty() &&

@@ -48,14 +48,14 @@ Result<NodeLock> DecodeNodeLock(std::string_view value) {
   }
   if (!ParseRfc3339(parts[0], lock)) {
     return Status::Malformed(
-        fmt::format("{}: time {} is not RFC 3339 (2006-01-02T15:04:05Z07:00) at byte 0",
-                    kLockWhat, Quote(parts[0])),
+        fmt::format("{}: time {} is not RFC 3339 (2006-01-02T15:04:05Z07:00) at byte 0", kLockWhat,
+                    Quote(parts[0])),
         "time", 0);
   }
   if (const std::string_view violation = internal::RangeViolation(lock.unix_seconds);
       !violation.empty()) {
-    return Status::Malformed(
-        fmt::format("{}: time {} {}", kLockWhat, Quote(parts[0]), violation), "time", 0);
+    return Status::Malformed(fmt::format("{}: time {} {}", kLockWhat, Quote(parts[0]), violation),
+                             "time", 0);
   }
   if (n == 3) {
     lock.has_owner = true;
@@ -81,10 +81,14 @@ std::string EncodeNodeLock(const NodeLock& lock) {
 
 std::string_view HandshakeStateName(HandshakeState state) {
   switch (state) {
-    case HandshakeState::kRequesting: return "Requesting";
-    case HandshakeState::kReported: return "Reported";
-    case HandshakeState::kDeleted: return "Deleted";
-    case HandshakeState::kOther: return "Other";
+    case HandshakeState::kRequesting:
+      return "Requesting";
+    case HandshakeState::kReported:
+      return "Reported";
+    case HandshakeState::kDeleted:
+      return "Deleted";
+    case HandshakeState::kOther:
+      return "Other";
   }
   return "Other";
 }
@@ -92,9 +96,8 @@ std::string_view HandshakeStateName(HandshakeState state) {
 namespace {
 
 Status HandshakeTimeError(std::string_view value, std::size_t offset, std::string_view layout) {
-  return Status::Malformed(fmt::format("{}: time {} does not match {} at byte {}",
-                                       kHandshakeWhat, Quote(value.substr(offset)), layout,
-                                       offset),
+  return Status::Malformed(fmt::format("{}: time {} does not match {} at byte {}", kHandshakeWhat,
+                                       Quote(value.substr(offset)), layout, offset),
                            "time", offset);
 }
 
@@ -219,7 +222,8 @@ std::string EncodeHandshake(const Handshake& handshake, std::int32_t zone_offset
       return fmt::format("{}_{}", HandshakeStateName(handshake.state),
                          internal::FormatCivil(t, sep, ' '));
     }
-    case HandshakeState::kOther: break;
+    case HandshakeState::kOther:
+      break;
   }
   return "";
 }

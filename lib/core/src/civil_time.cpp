@@ -46,8 +46,8 @@ std::int64_t DaysFromCivil(std::int64_t y, int m, int d) {
 }
 
 std::int64_t ToUnixSeconds(const CivilTime& t, std::int32_t offset_seconds) {
-  return DaysFromCivil(t.year, t.month, t.day) * 86400 + t.hour * 3600 + t.minute * 60 +
-         t.second - offset_seconds;
+  return DaysFromCivil(t.year, t.month, t.day) * 86400 + t.hour * 3600 + t.minute * 60 + t.second -
+         offset_seconds;
 }
 
 CivilTime FromUnixSeconds(std::int64_t unix_seconds, std::int32_t offset_seconds) {
@@ -85,8 +85,8 @@ std::optional<ParsedCivil> ParseCivil(std::string_view s, char date_sep, char mi
   if (s[4] != date_sep || s[7] != date_sep || s[10] != mid || s[13] != ':' || s[16] != ':') {
     return std::nullopt;
   }
-  if (*month < 1 || *month > 12 || *day < 1 || *day > DaysInMonth(*year, *month) ||
-      *hour > 23 || *minute > 59 || *second > 59) {
+  if (*month < 1 || *month > 12 || *day < 1 || *day > DaysInMonth(*year, *month) || *hour > 23 ||
+      *minute > 59 || *second > 59) {
     return std::nullopt;
   }
   std::size_t length = 19;
@@ -121,8 +121,8 @@ std::string_view RangeViolation(std::int64_t unix_seconds) {
 }
 
 std::string FormatCivil(const CivilTime& t, char date_sep, char mid) {
-  return fmt::format("{:04}{}{:02}{}{:02}{}{:02}:{:02}:{:02}", t.year, date_sep, t.month,
-                     date_sep, t.day, mid, t.hour, t.minute, t.second);
+  return fmt::format("{:04}{}{:02}{}{:02}{}{:02}:{:02}:{:02}", t.year, date_sep, t.month, date_sep,
+                     t.day, mid, t.hour, t.minute, t.second);
 }
 
 std::string FormatOffset(std::int32_t offset_seconds, bool colon, bool z_for_utc) {

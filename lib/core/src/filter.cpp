@@ -13,7 +13,8 @@
 
 namespace devshare {
 
-using namespace internal;  // NOLINT: this file drives the units of filter_plan, node_fit, fragmentation
+using namespace internal;  // NOLINT: this file drives the units of filter_plan, node_fit,
+                           // fragmentation
 
 Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
                             std::span<const std::string> candidates, std::int64_t now,
@@ -52,7 +53,8 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
     auto known = s.by_name.begin();
     for (std::string_view name : names) {
       while (known != s.by_name.end() && s.nodes[*known].name < name) ++known;
-      const bool found = known != s.by_name.end() && s.nodes[*known].name == name && s.nodes[*known].present;
+      const bool found =
+          known != s.by_name.end() && s.nodes[*known].name == name && s.nodes[*known].present;
       if (found) {
         nodes.push_back(&s.nodes[*known]);
       } else {
@@ -76,7 +78,8 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
     result.scores.push_back(NodeScore{node->name, v.score});
     // Names ascend, so a strictly better score is needed to replace: ties go
     // to the first name.
-    bool better = best == nullptr || (plan.node_spread ? v.score < best_score : v.score > best_score);
+    bool better =
+        best == nullptr || (plan.node_spread ? v.score < best_score : v.score > best_score);
     // A pod without devices: among equal scores, the node with the fewest
     // free GPUs, which its CPU and memory can strand the least later.
     if (!result.has_requests && !better && v.score == best_score && v.free_gpus < best_free_gpus) {
@@ -114,7 +117,8 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
                     [&](const DeviceSlot& d) { return d.info.type == vendor.common_word; });
     auto has_entry = [&](std::size_t c) {
       const auto& asks = plan.request_vendor[c];
-      return every_container || std::find(asks.begin(), asks.end(), plan.vendors[slot]) != asks.end();
+      return every_container ||
+             std::find(asks.begin(), asks.end(), plan.vendors[slot]) != asks.end();
     };
     std::size_t entries = 0;
     for (std::size_t c = 0; c < containers; ++c) entries += has_entry(c) ? 1 : 0;
@@ -126,9 +130,11 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
         if (p.profile != nullptr) {
           mig.push_back(MigAllocation{static_cast<std::int64_t>(position),
                                       static_cast<std::int64_t>(devices[position].size()), info.id,
-                                      p.profile->name, p.placement, "", std::nullopt, std::nullopt});
+                                      p.profile->name, p.placement, "", std::nullopt,
+                                      std::nullopt});
         }
-        devices[position].push_back(ContainerDevice{info.id, vendor.common_word, p.usedmem, p.usedcores});
+        devices[position].push_back(
+            ContainerDevice{info.id, vendor.common_word, p.usedmem, p.usedcores});
       }
     }
     const std::string encoded = EncodePodDevices(devices, vendor.pod_devices_format);
@@ -148,7 +154,8 @@ Result<ClusterFragmentation> MeasureFragmentation(const ClusterSnapshot& snapsho
   if (!valid.ok()) return valid;
   const SnapshotState& s = snapshot.state();
   PodPlan plan;  // no pod: nothing released, no CPU or memory placed
-  plan.fgd = MakeFgdModel(workload.empty() ? std::span<const WorkloadClass>(DefaultWorkload()) : workload);
+  plan.fgd =
+      MakeFgdModel(workload.empty() ? std::span<const WorkloadClass>(DefaultWorkload()) : workload);
   Scratch scratch;
   ClusterFragmentation result;
   result.nodes.reserve(s.by_name.size());

@@ -50,7 +50,6 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
   return p;
 }
 
-
 constexpr std::int64_t kMaxClassMemoryMib = std::int64_t{1} << 40;  // bytes stay within int64
 
 }  // namespace
@@ -73,13 +72,15 @@ Status ValidateWorkload(std::span<const WorkloadClass> workload) {
 Status ValidateOptions(const FilterOptions& options) {
   if (options.node_policy != "binpack" && options.node_policy != "spread" &&
       options.node_policy != "fgd" && options.node_policy != "volcano") {
-    return Status::InvalidArgument(fmt::format("unknown node policy {} (want binpack, spread, fgd or volcano)",
-                                               internal::Quote(options.node_policy)));
+    return Status::InvalidArgument(
+        fmt::format("unknown node policy {} (want binpack, spread, fgd or volcano)",
+                    internal::Quote(options.node_policy)));
   }
   Status status;
   internal::ForEachSplit(options.gpu_policy, ',', [&](std::string_view token, std::size_t) {
     token = internal::TrimSpace(token);
-    static constexpr std::string_view kKnown[] = {"binpack", "spread", "topology-aware", "mutex", "numa", "fgd"};
+    static constexpr std::string_view kKnown[] = {"binpack", "spread", "topology-aware",
+                                                  "mutex",   "numa",   "fgd"};
     static constexpr std::string_view kAlone[] = {"volcano-binpack", "volcano-spread"};
     const bool alone = std::find(std::begin(kAlone), std::end(kAlone), token) != std::end(kAlone);
     if (alone && internal::TrimSpace(options.gpu_policy) != token) {
@@ -158,8 +159,10 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
       plan.node_volcano && (plan.gpu.volcano == VolcanoOrder::kBinpack ||
                             (!plan.gpu.chain && plan.gpu.single == SingleOrder::kBinpack));
   Selectors& sel = plan.selectors;
-  if (const std::string* v = annotations.Find(s.config.use_uuid_annotation)) sel.use_uuid = DecodeNameList(*v);
-  if (const std::string* v = annotations.Find(s.config.nouse_uuid_annotation)) sel.nouse_uuid = DecodeNameList(*v);
+  if (const std::string* v = annotations.Find(s.config.use_uuid_annotation))
+    sel.use_uuid = DecodeNameList(*v);
+  if (const std::string* v = annotations.Find(s.config.nouse_uuid_annotation))
+    sel.nouse_uuid = DecodeNameList(*v);
   if (const std::string* v = annotations.Find(keys::kUseGpuType)) {
     for (std::string& t : DecodeNameList(*v)) sel.use_type.push_back(UpperAscii(t));
   }
@@ -221,8 +224,8 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
     }
   }
   plan.simple = request_count == 1 && !plan.numa_bind && !plan.gpu.topology && !plan.any_quota;
-  plan.ties_possible =
-      request_count > 1 && !plan.gpu.chain && !plan.gpu.fgd && plan.gpu.volcano == VolcanoOrder::kNone;
+  plan.ties_possible = request_count > 1 && !plan.gpu.chain && !plan.gpu.fgd &&
+                       plan.gpu.volcano == VolcanoOrder::kNone;
   return plan;
 }
 

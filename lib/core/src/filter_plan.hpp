@@ -32,7 +32,7 @@ enum class VolcanoOrder { kNone, kBinpack, kSpread };
 
 struct GpuPolicy {
   bool chain = false;
-  std::vector<SortKey> keys;    // chain mode
+  std::vector<SortKey> keys;                 // chain mode
   SingleOrder single = SingleOrder::kOther;  // single mode
   bool mutex = false;
   bool topology = false;
@@ -108,7 +108,7 @@ struct PodPlan {
   // whose keys can be equal (not a chain or fgd, which end on the index):
   // the order one request's sort leaves breaks the next one's ties.
   bool ties_possible = false;
-  bool reasons = true;  // FilterOptions::reasons
+  bool reasons = true;   // FilterOptions::reasons
   HamiExact hami_exact;  // FilterOptions::hami_exact
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;

@@ -21,7 +21,8 @@ std::string GenReason(const ReasonCounts& counts, std::size_t devices) {
   for (std::size_t r = 0; r < kReasonCount; ++r) {
     if (counts[r] <= 0) continue;
     Piece& p = pieces[n++];
-    auto end = fmt::format_to_n(p.text.data(), p.text.size(), "{}/{} {}", counts[r], devices, kReasonNames[r]);
+    auto end = fmt::format_to_n(p.text.data(), p.text.size(), "{}/{} {}", counts[r], devices,
+                                kReasonNames[r]);
     p.size = std::min(end.size, p.text.size());
     total += p.size + 2;
   }

@@ -10,7 +10,6 @@
 
 namespace devshare::internal {
 
-
 enum Reason : std::size_t {
   kCardNotHealth,
   kCardCordoned,

@@ -53,7 +53,8 @@ double Fragmentation(const FragState& s, const PodPlan& plan, const FitWeights& 
   double total = w.unfit * s.all;
   for (std::size_t g = 0; g < shapes.size(); ++g) {
     const FgdShape& shape = shapes[g];
-    const double frag = shape.gpu_milli > 0 ? s.below[g] : (s.whole >= shape.gpus ? s.partial : s.all);
+    const double frag =
+        shape.gpu_milli > 0 ? s.below[g] : (s.whole >= shape.gpus ? s.partial : s.all);
     total += w.fit[g] * frag;
   }
   return plan.fgd.total > 0 ? total / plan.fgd.total : 0;
@@ -69,8 +70,8 @@ void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan,
 }
 
 // Keeps scratch.frag in step with picks just applied to the devices.
-void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked, const PodPlan& plan,
-                Scratch& scratch) {
+void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
+                const PodPlan& plan, Scratch& scratch) {
   if (!scratch.frag_valid) return;
   for (const Pick& p : picked) {
     const float was = scratch.frag_free[p.device];
@@ -120,9 +121,11 @@ FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage) {
   const auto row = static_cast<std::size_t>(
       std::upper_bound(m.cpu_steps.begin(), m.cpu_steps.end(), room.cpu) - m.cpu_steps.begin());
   const std::size_t n = m.shapes.size();
-  if (m.row_memory[row] <= room.memory) return FitWeights{m.rows.data() + row * n, m.row_unfit[row]};
+  if (m.row_memory[row] <= room.memory)
+    return FitWeights{m.rows.data() + row * n, m.row_unfit[row]};
   auto fits = [&](const FgdClass& c) {
-    return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) && (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
+    return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) &&
+           (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
   };
   storage.assign(n, 0.0);
   for (const FgdClass& c : m.classes) {
@@ -145,8 +148,8 @@ FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
       return s.gpus == gpus && s.gpu_milli == c.gpu_milli;
     });
     if (shape == m.shapes.end()) {
-      shape = m.shapes.insert(m.shapes.end(), FgdShape{gpus, c.gpu_milli,
-                                                        static_cast<float>(c.gpu_milli) / 1000.0f});
+      shape = m.shapes.insert(
+          m.shapes.end(), FgdShape{gpus, c.gpu_milli, static_cast<float>(c.gpu_milli) / 1000.0f});
     }
     m.classes.push_back(FgdClass{static_cast<std::uint32_t>(shape - m.shapes.begin()), c.cpu_milli,
                                  c.memory_mib * 1024 * 1024, c.weight});
@@ -164,7 +167,8 @@ FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
   m.row_memory.assign(rows, 0);
   // unfit_from[i]: the weight of classes i.. (summed from the last one).
   std::vector<double> unfit_from(m.classes.size() + 1, 0.0);
-  for (std::size_t i = m.classes.size(); i > 0; --i) unfit_from[i - 1] = unfit_from[i] + m.classes[i - 1].weight;
+  for (std::size_t i = m.classes.size(); i > 0; --i)
+    unfit_from[i - 1] = unfit_from[i] + m.classes[i - 1].weight;
   // Row r extends row r - 1 by the classes asking exactly cpu_steps[r - 1].
   std::size_t next = 0;
   for (std::size_t r = 0; r < rows; ++r) {
@@ -198,14 +202,14 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
       continue;
     }
     const std::int64_t mem = ScoredMemory(request, info.devmem);
-    const float share =
-        std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) / static_cast<float>(info.devcore),
-                 static_cast<float>(mem) / static_cast<float>(info.devmem));
+    const float share = std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) /
+                                     static_cast<float>(info.devcore),
+                                 static_cast<float>(mem) / static_cast<float>(info.devmem));
     const float f = scratch.frag_free[i];
     // Devices with the same free share and ask score the same.
-    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const Scratch::ScoreMemo& m) {
-      return m.free == f && m.share == share;
-    });
+    auto memo =
+        std::find_if(scratch.memo.begin(), scratch.memo.end(),
+                     [&](const Scratch::ScoreMemo& m) { return m.free == f && m.share == share; });
     if (memo != scratch.memo.end()) {
       devices[i].score = memo->score;
       continue;

@@ -35,8 +35,8 @@ double Fragmentation(const FragState& s, const PodPlan& plan, const FitWeights& 
 // Measures the working devices into scratch.frag unless it matches them.
 void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch);
 // Keeps scratch.frag in step with picks just applied to the devices.
-void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked, const PodPlan& plan,
-                Scratch& scratch);
+void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
+                const PodPlan& plan, Scratch& scratch);
 // The fgd node score from the decrease in fragmentation a placement brings:
 // 100 * sigmoid(decrease), rounded down.
 double FgdNodeScore(double decrease);
@@ -48,8 +48,8 @@ Room Less(Room room, const PodPlan& plan);
 FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage);
 // fgd as a GPU policy: each device's score is the increase in node
 // fragmentation if `request`'s share of it were taken (lower is better).
-void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request, const PodPlan& plan,
-                     Scratch& scratch);
+void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
+                     const PodPlan& plan, Scratch& scratch);
 
 }  // namespace devshare::internal
 

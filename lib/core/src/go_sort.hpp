@@ -78,7 +78,8 @@ class GoSorter {
         pivot = (b - 1) - (pivot - a);
         hint = Hint::kIncreasing;
       }
-      if (was_balanced && was_partitioned && hint == Hint::kIncreasing && PartialInsertionSort(a, b)) {
+      if (was_balanced && was_partitioned && hint == Hint::kIncreasing &&
+          PartialInsertionSort(a, b)) {
         return;
       }
       if (a > 0 && !less_(a - 1, pivot)) {
@@ -167,7 +168,8 @@ class GoSorter {
     const std::int64_t length = b - a;
     if (length < 8) return;
     std::uint64_t random = static_cast<std::uint64_t>(length);  // xorshift seeded with the length
-    const std::uint64_t modulus = std::uint64_t{1} << std::bit_width(static_cast<std::uint64_t>(length));
+    const std::uint64_t modulus = std::uint64_t{1}
+                                  << std::bit_width(static_cast<std::uint64_t>(length));
     for (std::int64_t idx = a + (length / 4) * 2 - 1; idx <= a + (length / 4) * 2 + 1; ++idx) {
       random ^= random << 13;
       random ^= random >> 7;

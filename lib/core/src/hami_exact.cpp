@@ -34,9 +34,9 @@ Result<HamiExact> ParseHamiExact(std::string_view rows) {
     }
     std::vector<std::string_view> names;
     for (const Row& row : kRows) names.push_back(row.name);
-    status = Status::InvalidArgument(
-        fmt::format("hami-exact: unknown row {} (rows: {}; or all, none)", internal::Quote(word),
-                    fmt::join(names, ", ")));
+    status =
+        Status::InvalidArgument(fmt::format("hami-exact: unknown row {} (rows: {}; or all, none)",
+                                            internal::Quote(word), fmt::join(names, ", ")));
     return false;
   });
   if (!status.ok()) return status;

@@ -53,7 +53,8 @@ RegistrationStep HamiSchedulerPass(const NodeObservation& node, HamiNodeMemory& 
       healthy = node.allocatable > 0;
     }
   } else {
-    write = Stamp(key, HandshakeState::kRequesting, HandshakeDialect::kHami, now, zone_offset_seconds);
+    write =
+        Stamp(key, HandshakeState::kRequesting, HandshakeDialect::kHami, now, zone_offset_seconds);
     refresh = true;
   }
 
@@ -98,7 +99,8 @@ LegacyPluginWrites LegacyPluginPass(std::string_view encoded_devices, std::strin
                                     std::int32_t zone_offset_seconds) {
   return LegacyPluginWrites{
       AnnotationWrite{std::string(register_key), std::string(encoded_devices)},
-      Stamp(handshake_key, HandshakeState::kReported, HandshakeDialect::kHami, now, zone_offset_seconds)};
+      Stamp(handshake_key, HandshakeState::kReported, HandshakeDialect::kHami, now,
+            zone_offset_seconds)};
 }
 
 RegistrationStep VolcanoSchedulerPass(const NodeObservation& node, std::string_view key,

@@ -18,27 +18,33 @@ Result<boost::json::value> ParseJson(std::string_view text, std::string_view wha
   if (!ec && consumed == text.size()) parser.finish(ec);
   if (ec) {
     return Status::Malformed(
-        fmt::format("{}: invalid JSON at byte {}: {}", what, consumed, ec.message()),
-        "", consumed);
+        fmt::format("{}: invalid JSON at byte {}: {}", what, consumed, ec.message()), "", consumed);
   }
   if (consumed != text.size()) {
     return Status::Malformed(
-        fmt::format("{}: unexpected data after the JSON value at byte {}", what, consumed),
-        "", consumed);
+        fmt::format("{}: unexpected data after the JSON value at byte {}", what, consumed), "",
+        consumed);
   }
   return parser.release();
 }
 
 std::string_view KindName(const boost::json::value& v) {
   switch (v.kind()) {
-    case boost::json::kind::null: return "null";
-    case boost::json::kind::bool_: return "a boolean";
+    case boost::json::kind::null:
+      return "null";
+    case boost::json::kind::bool_:
+      return "a boolean";
     case boost::json::kind::int64:
-    case boost::json::kind::uint64: return "an integer";
-    case boost::json::kind::double_: return "a non-integer number";
-    case boost::json::kind::string: return "a string";
-    case boost::json::kind::array: return "an array";
-    case boost::json::kind::object: return "an object";
+    case boost::json::kind::uint64:
+      return "an integer";
+    case boost::json::kind::double_:
+      return "a non-integer number";
+    case boost::json::kind::string:
+      return "a string";
+    case boost::json::kind::array:
+      return "an array";
+    case boost::json::kind::object:
+      return "an object";
   }
   return "a value";
 }
@@ -126,16 +132,36 @@ void AppendGoJsonString(std::string& out, std::string_view s) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '<': out += "\\u003c"; break;
-        case '>': out += "\\u003e"; break;
-        case '&': out += "\\u0026"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '<':
+          out += "\\u003c";
+          break;
+        case '>':
+          out += "\\u003e";
+          break;
+        case '&':
+          out += "\\u0026";
+          break;
         default:
           if (c < 0x20) {
             out += "\\u00";

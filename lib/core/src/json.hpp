@@ -23,17 +23,17 @@ Result<boost::json::value> ParseJson(std::string_view text, std::string_view wha
 // Status naming `what` and `field`.
 Status ReadInt(const boost::json::value& v, std::int64_t min, std::int64_t max,
                std::string_view what, const std::string& field, std::int64_t& out);
-Status ReadString(const boost::json::value& v, std::string_view what,
-                  const std::string& field, std::string& out);
-Status ReadBool(const boost::json::value& v, std::string_view what,
-                const std::string& field, bool& out);
+Status ReadString(const boost::json::value& v, std::string_view what, const std::string& field,
+                  std::string& out);
+Status ReadBool(const boost::json::value& v, std::string_view what, const std::string& field,
+                bool& out);
 
 // "a string", "an object", ... for messages.
 std::string_view KindName(const boost::json::value& v);
 
 // A kMalformed status "<what>: <field>: expected <expected>, got <kind>".
-Status TypeError(std::string_view what, const std::string& field,
-                 std::string_view expected, const boost::json::value& got);
+Status TypeError(std::string_view what, const std::string& field, std::string_view expected,
+                 const boost::json::value& got);
 
 // Appends `s` as a JSON string exactly as Go's json.Marshal writes it: HTML
 // characters escaped as \u003c \u003e \u0026, control characters as \b \f \n

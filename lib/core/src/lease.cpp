@@ -41,14 +41,14 @@ Status ReadOptionalMicroTime(const bj::object& spec, std::string_view key,
 std::string EncodeMicroTime(std::int64_t unix_us) {
   const std::int64_t seconds = FloorDiv(unix_us, 1000000);
   const std::int64_t micros = unix_us - seconds * 1000000;
-  return fmt::format("{}.{:06}Z", internal::FormatCivil(internal::FromUnixSeconds(seconds, 0), '-', 'T'),
-                     micros);
+  return fmt::format(
+      "{}.{:06}Z", internal::FormatCivil(internal::FromUnixSeconds(seconds, 0), '-', 'T'), micros);
 }
 
 Result<std::int64_t> DecodeMicroTime(std::string_view text) {
   auto fail = [&] {
-    return Status::Malformed(fmt::format("MicroTime {} is not 2006-01-02T15:04:05.000000Z07:00",
-                                         internal::Quote(text)));
+    return Status::Malformed(
+        fmt::format("MicroTime {} is not 2006-01-02T15:04:05.000000Z07:00", internal::Quote(text)));
   };
   auto civil = internal::ParseCivil(text.substr(0, 19), '-', 'T');
   if (!civil || civil->length != 19 || text.size() < 27 || text[19] != '.') return fail();
@@ -102,7 +102,8 @@ Result<LeaseRecord> DecodeLease(const bj::object& root) {
   }
   constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
-  if (const bj::value* v = spec.if_contains("leaseDurationSeconds"); v != nullptr && !v->is_null()) {
+  if (const bj::value* v = spec.if_contains("leaseDurationSeconds");
+      v != nullptr && !v->is_null()) {
     std::int64_t d = 0;
     Status st = internal::ReadInt(*v, kMin, kMax, kWhat, "spec.leaseDurationSeconds", d);
     if (!st.ok()) return st;
@@ -127,8 +128,8 @@ std::string EncodeLease(const LeaseRecord& lease) {
   spec["holderIdentity"] = lease.holder ? bj::value(*lease.holder) : bj::value(nullptr);
   spec["leaseDurationSeconds"] =
       lease.duration_seconds ? bj::value(*lease.duration_seconds) : bj::value(nullptr);
-  spec["acquireTime"] =
-      lease.acquire_time_us ? bj::value(EncodeMicroTime(*lease.acquire_time_us)) : bj::value(nullptr);
+  spec["acquireTime"] = lease.acquire_time_us ? bj::value(EncodeMicroTime(*lease.acquire_time_us))
+                                              : bj::value(nullptr);
   spec["renewTime"] =
       lease.renew_time_us ? bj::value(EncodeMicroTime(*lease.renew_time_us)) : bj::value(nullptr);
   spec["leaseTransitions"] = lease.transitions;
@@ -227,11 +228,11 @@ ElectionDecision TryAcquireOrRenew(Elector& elector, const std::optional<LeaseRe
     elector.observed_at_ms = now_ms;
   }
   const bool mine = current->holder && *current->holder == config.identity;
-  const std::int64_t valid_for =
-      std::int64_t{current->duration_seconds.value_or(0)} * 1000;
+  const std::int64_t valid_for = std::int64_t{current->duration_seconds.value_or(0)} * 1000;
   const bool held_by_other = current->holder && !current->holder->empty() && !mine &&
                              elector.observed_at_ms + valid_for > now_ms;
-  if (held_by_other || (elector.leading && now_ms - elector.renewed_at_ms > config.renew_deadline_ms)) {
+  if (held_by_other ||
+      (elector.leading && now_ms - elector.renewed_at_ms > config.renew_deadline_ms)) {
     if (elector.leading) {
       elector.leading = false;
       d.action = ElectionAction::kStepDown;

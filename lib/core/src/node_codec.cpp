@@ -1,10 +1,10 @@
 #include "devshare/node_codec.hpp"
 
-#include <boost/json/basic_parser_impl.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <boost/json/basic_parser_impl.hpp>
 #include <cstddef>
 #include <limits>
 #include <tuple>
@@ -50,9 +50,27 @@ enum class Ctx : std::uint8_t {
 };
 
 enum class Field : std::uint8_t {
-  kUnknown, kId, kIndex, kCount, kDevmem, kDevcore, kType, kNuma, kMode, kHealth, kVendor,
-  kMigProfiles, kMigTemplate, kCustomInfo, kName, kMemoryMB, kCore, kSliceCount, kPlacements,
-  kStart, kSize,
+  kUnknown,
+  kId,
+  kIndex,
+  kCount,
+  kDevmem,
+  kDevcore,
+  kType,
+  kNuma,
+  kMode,
+  kHealth,
+  kVendor,
+  kMigProfiles,
+  kMigTemplate,
+  kCustomInfo,
+  kName,
+  kMemoryMB,
+  kCore,
+  kSliceCount,
+  kPlacements,
+  kStart,
+  kSize,
 };
 
 struct FieldName {
@@ -60,15 +78,26 @@ struct FieldName {
   Field field;
 };
 constexpr FieldName kDeviceFields[] = {
-    {"id", Field::kId},         {"index", Field::kIndex},     {"count", Field::kCount},
-    {"devmem", Field::kDevmem}, {"devcore", Field::kDevcore}, {"type", Field::kType},
-    {"numa", Field::kNuma},     {"mode", Field::kMode},       {"health", Field::kHealth},
-    {"devicevendor", Field::kVendor}, {"migProfiles", Field::kMigProfiles},
-    {"migtemplate", Field::kMigTemplate}, {"custominfo", Field::kCustomInfo},
+    {"id", Field::kId},
+    {"index", Field::kIndex},
+    {"count", Field::kCount},
+    {"devmem", Field::kDevmem},
+    {"devcore", Field::kDevcore},
+    {"type", Field::kType},
+    {"numa", Field::kNuma},
+    {"mode", Field::kMode},
+    {"health", Field::kHealth},
+    {"devicevendor", Field::kVendor},
+    {"migProfiles", Field::kMigProfiles},
+    {"migtemplate", Field::kMigTemplate},
+    {"custominfo", Field::kCustomInfo},
 };
 constexpr FieldName kProfileFields[] = {
-    {"name", Field::kName}, {"memoryMB", Field::kMemoryMB}, {"core", Field::kCore},
-    {"sliceCount", Field::kSliceCount}, {"placements", Field::kPlacements},
+    {"name", Field::kName},
+    {"memoryMB", Field::kMemoryMB},
+    {"core", Field::kCore},
+    {"sliceCount", Field::kSliceCount},
+    {"placements", Field::kPlacements},
 };
 constexpr FieldName kPlacementFields[] = {{"start", Field::kStart}, {"size", Field::kSize}};
 
@@ -85,18 +114,24 @@ Field Lookup(const FieldName (&fields)[N], std::string_view key) {
   return Field::kUnknown;
 }
 
-
 // What a JSON value is, for messages (as internal::KindName).
 enum class Kind { kNull, kBool, kInteger, kDouble, kString, kArray, kObject };
 std::string_view KindText(Kind k) {
   switch (k) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return "a boolean";
-    case Kind::kInteger: return "an integer";
-    case Kind::kDouble: return "a non-integer number";
-    case Kind::kString: return "a string";
-    case Kind::kArray: return "an array";
-    case Kind::kObject: return "an object";
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return "a boolean";
+    case Kind::kInteger:
+      return "an integer";
+    case Kind::kDouble:
+      return "a non-integer number";
+    case Kind::kString:
+      return "a string";
+    case Kind::kArray:
+      return "an array";
+    case Kind::kObject:
+      return "an object";
   }
   return "a value";
 }
@@ -108,7 +143,9 @@ class DeviceJsonHandler {
   static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
   static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
 
-  explicit DeviceJsonHandler(std::vector<Device>* out) : out_(out) { stack_.push_back({Ctx::kTop, 0}); }
+  explicit DeviceJsonHandler(std::vector<Device>* out) : out_(out) {
+    stack_.push_back({Ctx::kTop, 0});
+  }
 
   // Set when the handler stopped the parser; the message lacks the offset,
   // which the caller adds.
@@ -133,10 +170,18 @@ class DeviceJsonHandler {
       key = part_;
     }
     switch (Top()) {
-      case Ctx::kDevice: field_ = Lookup(kDeviceFields, key); break;
-      case Ctx::kProfile: field_ = Lookup(kProfileFields, key); break;
-      case Ctx::kPlacement: field_ = Lookup(kPlacementFields, key); break;
-      default: field_ = Field::kUnknown; break;
+      case Ctx::kDevice:
+        field_ = Lookup(kDeviceFields, key);
+        break;
+      case Ctx::kProfile:
+        field_ = Lookup(kProfileFields, key);
+        break;
+      case Ctx::kPlacement:
+        field_ = Lookup(kPlacementFields, key);
+        break;
+      default:
+        field_ = Field::kUnknown;
+        break;
     }
     part_.clear();
     return true;
@@ -177,26 +222,36 @@ class DeviceJsonHandler {
   }
   bool on_null(boost::system::error_code& ec) {
     switch (Top()) {
-      case Ctx::kSkip: return true;
-      case Ctx::kTop: return true;  // `null`: no devices
-      case Ctx::kDevices: return Fail(ec, DevicePath(), "an object", Kind::kNull);
-      case Ctx::kProfiles: return Fail(ec, ProfilePath(), "an object", Kind::kNull);
-      case Ctx::kPlacements: Profile().placements.emplace_back(); return true;  // a zero placement
+      case Ctx::kSkip:
+        return true;
+      case Ctx::kTop:
+        return true;  // `null`: no devices
+      case Ctx::kDevices:
+        return Fail(ec, DevicePath(), "an object", Kind::kNull);
+      case Ctx::kProfiles:
+        return Fail(ec, ProfilePath(), "an object", Kind::kNull);
+      case Ctx::kPlacements:
+        Profile().placements.emplace_back();
+        return true;  // a zero placement
       case Ctx::kDevice:
         if (field_ == Field::kMigProfiles) Current().mig_profiles.clear();
         return true;
       case Ctx::kProfile:
         if (field_ == Field::kPlacements) Profile().placements.clear();
         return true;
-      case Ctx::kPlacement: return true;
+      case Ctx::kPlacement:
+        return true;
     }
     return true;
   }
 
   bool on_object_begin(boost::system::error_code& ec) {
     switch (Top()) {
-      case Ctx::kSkip: ++skip_depth_; return true;
-      case Ctx::kTop: return Fail(ec, "value", "an array of devices", Kind::kObject);
+      case Ctx::kSkip:
+        ++skip_depth_;
+        return true;
+      case Ctx::kTop:
+        return Fail(ec, "value", "an array of devices", Kind::kObject);
       case Ctx::kDevices:
         out_->emplace_back();
         Push(Ctx::kDevice);
@@ -223,11 +278,18 @@ class DeviceJsonHandler {
 
   bool on_array_begin(boost::system::error_code& ec) {
     switch (Top()) {
-      case Ctx::kSkip: ++skip_depth_; return true;
-      case Ctx::kTop: Push(Ctx::kDevices); return true;
-      case Ctx::kDevices: return Fail(ec, DevicePath(), "an object", Kind::kArray);
-      case Ctx::kProfiles: return Fail(ec, ProfilePath(), "an object", Kind::kArray);
-      case Ctx::kPlacements: return Fail(ec, PlacementPath(), "an object", Kind::kArray);
+      case Ctx::kSkip:
+        ++skip_depth_;
+        return true;
+      case Ctx::kTop:
+        Push(Ctx::kDevices);
+        return true;
+      case Ctx::kDevices:
+        return Fail(ec, DevicePath(), "an object", Kind::kArray);
+      case Ctx::kProfiles:
+        return Fail(ec, ProfilePath(), "an object", Kind::kArray);
+      case Ctx::kPlacements:
+        return Fail(ec, PlacementPath(), "an object", Kind::kArray);
       case Ctx::kDevice:
         if (field_ == Field::kMigProfiles) {
           Current().mig_profiles.clear();
@@ -277,7 +339,8 @@ class DeviceJsonHandler {
     stack_.pop_back();
     // The finished value was an element of the array now on top.
     Frame& parent = stack_.back();
-    if (parent.ctx == Ctx::kDevices || parent.ctx == Ctx::kProfiles || parent.ctx == Ctx::kPlacements) {
+    if (parent.ctx == Ctx::kDevices || parent.ctx == Ctx::kProfiles ||
+        parent.ctx == Ctx::kPlacements) {
       ++parent.index;
     }
     // Back in an object: its key was consumed by the value just ended.
@@ -296,21 +359,29 @@ class DeviceJsonHandler {
   }
   std::string FieldPath(std::string_view name) const {
     switch (Top()) {
-      case Ctx::kDevice: return fmt::format("{}.{}", DevicePath(), name);
-      case Ctx::kProfile: return fmt::format("{}.{}", ProfilePath(), name);
-      case Ctx::kPlacement: return fmt::format("{}.{}", PlacementPath(), name);
-      default: return std::string(name);
+      case Ctx::kDevice:
+        return fmt::format("{}.{}", DevicePath(), name);
+      case Ctx::kProfile:
+        return fmt::format("{}.{}", ProfilePath(), name);
+      case Ctx::kPlacement:
+        return fmt::format("{}.{}", PlacementPath(), name);
+      default:
+        return std::string(name);
     }
   }
   std::string_view FieldText() const {
-    for (const FieldName& f : kDeviceFields) if (f.field == field_) return f.name;
-    for (const FieldName& f : kProfileFields) if (f.field == field_) return f.name;
-    for (const FieldName& f : kPlacementFields) if (f.field == field_) return f.name;
+    for (const FieldName& f : kDeviceFields)
+      if (f.field == field_) return f.name;
+    for (const FieldName& f : kProfileFields)
+      if (f.field == field_) return f.name;
+    for (const FieldName& f : kPlacementFields)
+      if (f.field == field_) return f.name;
     return "value";
   }
 
   bool Fail(boost::system::error_code& ec, std::string field, std::string_view expected, Kind got) {
-    error_message = fmt::format("{}: {}: expected {}, got {}", kJsonWhat, field, expected, KindText(got));
+    error_message =
+        fmt::format("{}: {}: expected {}, got {}", kJsonWhat, field, expected, KindText(got));
     error_field = std::move(field);
     ec = boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
     return false;
@@ -320,23 +391,44 @@ class DeviceJsonHandler {
   // or where no field is read.
   bool Scalar(Kind kind, boost::system::error_code& ec) {
     switch (Top()) {
-      case Ctx::kSkip: return true;
-      case Ctx::kTop: return Fail(ec, "value", "an array of devices", kind);
-      case Ctx::kDevices: return Fail(ec, DevicePath(), "an object", kind);
-      case Ctx::kProfiles: return Fail(ec, ProfilePath(), "an object", kind);
-      case Ctx::kPlacements: return Fail(ec, PlacementPath(), "an object", kind);
-      default: break;
+      case Ctx::kSkip:
+        return true;
+      case Ctx::kTop:
+        return Fail(ec, "value", "an array of devices", kind);
+      case Ctx::kDevices:
+        return Fail(ec, DevicePath(), "an object", kind);
+      case Ctx::kProfiles:
+        return Fail(ec, ProfilePath(), "an object", kind);
+      case Ctx::kPlacements:
+        return Fail(ec, PlacementPath(), "an object", kind);
+      default:
+        break;
     }
     std::string_view expected;
     switch (field_) {
-      case Field::kUnknown: return true;  // unknown keys are ignored
-      case Field::kId: case Field::kType: case Field::kMode: case Field::kVendor: case Field::kName:
-        expected = "a string"; break;
-      case Field::kHealth: expected = "a boolean"; break;
-      case Field::kMigProfiles: case Field::kMigTemplate: case Field::kPlacements:
-        expected = "an array"; break;
-      case Field::kCustomInfo: expected = "an object"; break;
-      default: expected = "an integer"; break;
+      case Field::kUnknown:
+        return true;  // unknown keys are ignored
+      case Field::kId:
+      case Field::kType:
+      case Field::kMode:
+      case Field::kVendor:
+      case Field::kName:
+        expected = "a string";
+        break;
+      case Field::kHealth:
+        expected = "a boolean";
+        break;
+      case Field::kMigProfiles:
+      case Field::kMigTemplate:
+      case Field::kPlacements:
+        expected = "an array";
+        break;
+      case Field::kCustomInfo:
+        expected = "an object";
+        break;
+      default:
+        expected = "an integer";
+        break;
     }
     return Fail(ec, FieldPath(FieldText()), expected, kind);
   }
@@ -345,11 +437,20 @@ class DeviceJsonHandler {
     switch (Top()) {
       case Ctx::kDevice:
         switch (field_) {
-          case Field::kId: Current().id = std::string(value); return true;
-          case Field::kType: Current().type = std::string(value); return true;
-          case Field::kMode: Current().mode = std::string(value); return true;
-          case Field::kVendor: Current().vendor = std::string(value); return true;
-          default: break;
+          case Field::kId:
+            Current().id = std::string(value);
+            return true;
+          case Field::kType:
+            Current().type = std::string(value);
+            return true;
+          case Field::kMode:
+            Current().mode = std::string(value);
+            return true;
+          case Field::kVendor:
+            Current().vendor = std::string(value);
+            return true;
+          default:
+            break;
         }
         break;
       case Ctx::kProfile:
@@ -358,7 +459,8 @@ class DeviceJsonHandler {
           return true;
         }
         break;
-      default: break;
+      default:
+        break;
     }
     return Scalar(Kind::kString, ec);
   }
@@ -385,22 +487,32 @@ class DeviceJsonHandler {
       case Ctx::kDevice: {
         Device& d = Current();
         switch (field_) {
-          case Field::kIndex: return Store(v, 0, kUint32Max, d.index, ec);
-          case Field::kCount: return Store(v, kInt32Min, kInt32Max, d.count, ec);
-          case Field::kDevmem: return Store(v, kInt32Min, kInt32Max, d.devmem, ec);
-          case Field::kDevcore: return Store(v, kInt32Min, kInt32Max, d.devcore, ec);
-          case Field::kNuma: return Store(v, kInt32Min, kInt32Max, d.numa, ec);
-          default: break;
+          case Field::kIndex:
+            return Store(v, 0, kUint32Max, d.index, ec);
+          case Field::kCount:
+            return Store(v, kInt32Min, kInt32Max, d.count, ec);
+          case Field::kDevmem:
+            return Store(v, kInt32Min, kInt32Max, d.devmem, ec);
+          case Field::kDevcore:
+            return Store(v, kInt32Min, kInt32Max, d.devcore, ec);
+          case Field::kNuma:
+            return Store(v, kInt32Min, kInt32Max, d.numa, ec);
+          default:
+            break;
         }
         break;
       }
       case Ctx::kProfile: {
         MigProfile& p = Profile();
         switch (field_) {
-          case Field::kMemoryMB: return Store(v, kInt32Min, kInt32Max, p.memory_mb, ec);
-          case Field::kCore: return Store(v, kInt32Min, kInt32Max, p.core, ec);
-          case Field::kSliceCount: return Store(v, 0, kUint32Max, p.slice_count, ec);
-          default: break;
+          case Field::kMemoryMB:
+            return Store(v, kInt32Min, kInt32Max, p.memory_mb, ec);
+          case Field::kCore:
+            return Store(v, kInt32Min, kInt32Max, p.core, ec);
+          case Field::kSliceCount:
+            return Store(v, 0, kUint32Max, p.slice_count, ec);
+          default:
+            break;
         }
         break;
       }
@@ -410,7 +522,8 @@ class DeviceJsonHandler {
         if (field_ == Field::kSize) return Store(v, 0, kUint32Max, p.size, ec);
         break;
       }
-      default: break;
+      default:
+        break;
     }
     return Scalar(Kind::kInteger, ec);
   }
@@ -422,7 +535,6 @@ class DeviceJsonHandler {
   std::string part_;  // a key or string delivered in parts
 };
 
-
 void AppendJsonDevice(std::string& out, const Device& d) {
   out += '{';
   bool first = true;
@@ -433,14 +545,38 @@ void AppendJsonDevice(std::string& out, const Device& d) {
     out += name;
     out += "\":";
   };
-  if (!d.id.empty()) { key("id"); internal::AppendGoJsonString(out, d.id); }
-  if (d.index != 0) { key("index"); fmt::format_to(std::back_inserter(out), "{}", d.index); }
-  if (d.count != 0) { key("count"); fmt::format_to(std::back_inserter(out), "{}", d.count); }
-  if (d.devmem != 0) { key("devmem"); fmt::format_to(std::back_inserter(out), "{}", d.devmem); }
-  if (d.devcore != 0) { key("devcore"); fmt::format_to(std::back_inserter(out), "{}", d.devcore); }
-  if (!d.type.empty()) { key("type"); internal::AppendGoJsonString(out, d.type); }
-  if (d.numa != 0) { key("numa"); fmt::format_to(std::back_inserter(out), "{}", d.numa); }
-  if (!d.mode.empty()) { key("mode"); internal::AppendGoJsonString(out, d.mode); }
+  if (!d.id.empty()) {
+    key("id");
+    internal::AppendGoJsonString(out, d.id);
+  }
+  if (d.index != 0) {
+    key("index");
+    fmt::format_to(std::back_inserter(out), "{}", d.index);
+  }
+  if (d.count != 0) {
+    key("count");
+    fmt::format_to(std::back_inserter(out), "{}", d.count);
+  }
+  if (d.devmem != 0) {
+    key("devmem");
+    fmt::format_to(std::back_inserter(out), "{}", d.devmem);
+  }
+  if (d.devcore != 0) {
+    key("devcore");
+    fmt::format_to(std::back_inserter(out), "{}", d.devcore);
+  }
+  if (!d.type.empty()) {
+    key("type");
+    internal::AppendGoJsonString(out, d.type);
+  }
+  if (d.numa != 0) {
+    key("numa");
+    fmt::format_to(std::back_inserter(out), "{}", d.numa);
+  }
+  if (!d.mode.empty()) {
+    key("mode");
+    internal::AppendGoJsonString(out, d.mode);
+  }
   if (!d.mig_profiles.empty()) {
     key("migProfiles");
     out += '[';
@@ -467,7 +603,10 @@ void AppendJsonDevice(std::string& out, const Device& d) {
     }
     out += ']';
   }
-  if (d.health) { key("health"); out += "true"; }
+  if (d.health) {
+    key("health");
+    out += "true";
+  }
   out += '}';
 }
 
@@ -544,10 +683,14 @@ Result<std::vector<Device>> DecodeLegacy(std::string_view value) {
     Device d;
     d.id = f[0];
     d.type = f[4];
-    if (!(status = ParseInt32Field(kLegacyWhat, position, "count", f[1], base + at[1], d.count)).ok() ||
-        !(status = ParseInt32Field(kLegacyWhat, position, "devmem", f[2], base + at[2], d.devmem)).ok() ||
-        !(status = ParseInt32Field(kLegacyWhat, position, "devcore", f[3], base + at[3], d.devcore)).ok() ||
-        !(status = ParseInt32Field(kLegacyWhat, position, "numa", f[5], base + at[5], d.numa)).ok() ||
+    if (!(status = ParseInt32Field(kLegacyWhat, position, "count", f[1], base + at[1], d.count))
+             .ok() ||
+        !(status = ParseInt32Field(kLegacyWhat, position, "devmem", f[2], base + at[2], d.devmem))
+             .ok() ||
+        !(status = ParseInt32Field(kLegacyWhat, position, "devcore", f[3], base + at[3], d.devcore))
+             .ok() ||
+        !(status = ParseInt32Field(kLegacyWhat, position, "numa", f[5], base + at[5], d.numa))
+             .ok() ||
         !(status = ParseHealthField(kLegacyWhat, position, f[6], base + at[6], d.health)).ok()) {
       return false;
     }
@@ -555,8 +698,8 @@ Result<std::vector<Device>> DecodeLegacy(std::string_view value) {
     if (n == 9) {
       auto index = ParseGoInt(f[7], 64);
       if (!index || *index < 0 || *index > kUint32Max) {
-        status = FieldError(kLegacyWhat, position, "index", "not an index in [0, 4294967295]:",
-                            f[7], base + at[7]);
+        status = FieldError(kLegacyWhat, position, "index",
+                            "not an index in [0, 4294967295]:", f[7], base + at[7]);
         return false;
       }
       d.index = static_cast<std::uint32_t>(*index);
@@ -586,8 +729,8 @@ Result<std::vector<Device>> DecodeVolcano(std::string_view value) {
     const std::size_t n = SplitFields(record, f, at);
     if (n != 6) {
       status = Status::Malformed(
-          fmt::format("{}: device[{}]: unexpected field count {} (want 6) at byte {}",
-                      kVolcanoWhat, position, n, base),
+          fmt::format("{}: device[{}]: unexpected field count {} (want 6) at byte {}", kVolcanoWhat,
+                      position, n, base),
           fmt::format("device[{}]", position), base);
       return false;
     }
@@ -597,16 +740,19 @@ Result<std::vector<Device>> DecodeVolcano(std::string_view value) {
     d.mode = f[5];
     d.devcore = 100;
     d.index = static_cast<std::uint32_t>(record_index);
-    if (!(status = ParseInt32Field(kVolcanoWhat, position, "count", f[1], base + at[1], d.count)).ok() ||
-        !(status = ParseInt32Field(kVolcanoWhat, position, "devmem", f[2], base + at[2], d.devmem)).ok() ||
+    if (!(status = ParseInt32Field(kVolcanoWhat, position, "count", f[1], base + at[1], d.count))
+             .ok() ||
+        !(status = ParseInt32Field(kVolcanoWhat, position, "devmem", f[2], base + at[2], d.devmem))
+             .ok() ||
         !(status = ParseHealthField(kVolcanoWhat, position, f[4], base + at[4], d.health)).ok()) {
       return false;
     }
     // Volcano's fields are unsigned: a negative number would wrap around.
-    for (const auto& [name, v, offset] : {std::tuple{"count", d.count, at[1]}, std::tuple{"devmem", d.devmem, at[2]}}) {
+    for (const auto& [name, v, offset] :
+         {std::tuple{"count", d.count, at[1]}, std::tuple{"devmem", d.devmem, at[2]}}) {
       if (v < 0) {
-        status = Status::Malformed(fmt::format("{}: device[{}]: {} {} is negative at byte {}", kVolcanoWhat,
-                                               position, name, v, base + offset),
+        status = Status::Malformed(fmt::format("{}: device[{}]: {} {} is negative at byte {}",
+                                               kVolcanoWhat, position, name, v, base + offset),
                                    fmt::format("device[{}].{}", position, name), base + offset);
         return false;
       }
@@ -620,8 +766,7 @@ Result<std::vector<Device>> DecodeVolcano(std::string_view value) {
 
 RegisterFormat DetectFormat(std::string_view value) {
   const std::string_view trimmed = internal::TrimSpace(value);
-  if (trimmed.empty() || trimmed.front() == '[' || trimmed.front() == '{' ||
-      trimmed == "null") {
+  if (trimmed.empty() || trimmed.front() == '[' || trimmed.front() == '{' || trimmed == "null") {
     return RegisterFormat::kJson;
   }
   // The first non-empty record decides between Volcano (6 fields) and legacy.
@@ -670,16 +815,20 @@ Result<RegisterFormat> ParseRegisterFormat(std::string_view name) {
   if (name == "json") return RegisterFormat::kJson;
   if (name == "legacy") return RegisterFormat::kLegacy;
   if (name == "volcano") return RegisterFormat::kVolcano;
-  return Status::InvalidArgument(fmt::format(
-      "unknown register format {} (want auto, json, legacy or volcano)", Quote(name)));
+  return Status::InvalidArgument(
+      fmt::format("unknown register format {} (want auto, json, legacy or volcano)", Quote(name)));
 }
 
 std::string_view RegisterFormatName(RegisterFormat format) {
   switch (format) {
-    case RegisterFormat::kAuto: return "auto";
-    case RegisterFormat::kJson: return "json";
-    case RegisterFormat::kLegacy: return "legacy";
-    case RegisterFormat::kVolcano: return "volcano";
+    case RegisterFormat::kAuto:
+      return "auto";
+    case RegisterFormat::kJson:
+      return "json";
+    case RegisterFormat::kLegacy:
+      return "legacy";
+    case RegisterFormat::kVolcano:
+      return "volcano";
   }
   return "unknown";
 }
@@ -691,9 +840,11 @@ Result<std::vector<Device>> DecodeNodeDevices(std::string_view value, RegisterFo
       if (auto fast = internal::DecodeNodeJsonFast(value)) return std::move(*fast);
       return internal::DecodeNodeJsonFull(value);
     }
-    case RegisterFormat::kVolcano: return DecodeVolcano(value);
+    case RegisterFormat::kVolcano:
+      return DecodeVolcano(value);
     case RegisterFormat::kLegacy:
-    case RegisterFormat::kAuto: break;
+    case RegisterFormat::kAuto:
+      break;
   }
   return DecodeLegacy(value);
 }
@@ -720,8 +871,7 @@ std::string EncodeNodeDevices(std::span<const Device> devices, RegisterFormat fo
       break;
     case RegisterFormat::kVolcano:
       for (const Device& d : devices) {
-        fmt::format_to(it, "{},{},{},{},{},{}:", d.id, d.count, d.devmem, d.type, d.health,
-                       d.mode);
+        fmt::format_to(it, "{},{},{},{},{},{}:", d.id, d.count, d.devmem, d.type, d.health, d.mode);
       }
       break;
   }

@@ -75,9 +75,11 @@ void ScoreDevices(std::vector<WorkDevice>& devices, const ContainerRequests& req
       core += q.coresreq;
       mem += ScoredMemory(q, info.devmem);
     }
-    d.score = 10.0f * (static_cast<float>(w.slot * (req + d.used)) / static_cast<float>(info.count) +
-                       static_cast<float>(w.core * (core + d.usedcores)) / static_cast<float>(info.devcore) +
-                       static_cast<float>(w.memory * (mem + d.usedmem)) / static_cast<float>(info.devmem));
+    d.score =
+        10.0f *
+        (static_cast<float>(w.slot * (req + d.used)) / static_cast<float>(info.count) +
+         static_cast<float>(w.core * (core + d.usedcores)) / static_cast<float>(info.devcore) +
+         static_cast<float>(w.memory * (mem + d.usedmem)) / static_cast<float>(info.devmem));
   }
 }
 
@@ -108,7 +110,8 @@ OrderKey KeyOf(const WorkDevice& d, const PodPlan& plan) {
   }
   if (p.single == SingleOrder::kMutex) return {-static_cast<float>(d.used), numa, 0, 0};
   const bool binpack = p.single == SingleOrder::kBinpack;
-  if (plan.numa_bind) return binpack ? OrderKey{-numa, d.score, 0, 0} : OrderKey{numa, -d.score, 0, 0};
+  if (plan.numa_bind)
+    return binpack ? OrderKey{-numa, d.score, 0, 0} : OrderKey{numa, -d.score, 0, 0};
   return binpack ? OrderKey{d.score, numa, 0, 0} : OrderKey{-d.score, numa, 0, 0};
 }
 
@@ -154,10 +157,12 @@ inline std::int32_t FitMemory(const ContainerRequest& r, std::int32_t devmem) {
 
 // Before NUMA: health, cordons, the type and mode selectors.
 [[gnu::always_inline]] inline Reason CheckIdentity(const PodPlan& plan, const NodeState& node,
-                                                   const internal::HotDevice& d, const DeviceSlot* slot,
-                                                   bool selectors, bool cordons) {
+                                                   const internal::HotDevice& d,
+                                                   const DeviceSlot* slot, bool selectors,
+                                                   bool cordons) {
   if (!d.healthy) return kCardNotHealth;
-  if (cordons && std::binary_search(node.cordoned.begin(), node.cordoned.end(), slot->info.id)) return kCardCordoned;
+  if (cordons && std::binary_search(node.cordoned.begin(), node.cordoned.end(), slot->info.id))
+    return kCardCordoned;
   if (selectors && !TypeAllowed(plan, slot->info)) return kCardTypeMismatch;
   return kReasonCount;
 }
@@ -212,9 +217,8 @@ MigChoice ChooseMig(const Device& info, const std::vector<MigPlacement>& occupie
                        return high_first ? a.start > b.start : a.start < b.start;
                      });
     for (const MigPlacement& candidate : placements) {
-      const bool free = std::none_of(occupied.begin(), occupied.end(), [&](const MigPlacement& o) {
-        return Overlaps(candidate, o);
-      });
+      const bool free = std::none_of(occupied.begin(), occupied.end(),
+                                     [&](const MigPlacement& o) { return Overlaps(candidate, o); });
       if (free) return MigChoice{p, candidate};
     }
   }
@@ -281,8 +285,9 @@ bool QuotaFits(const PodPlan& plan, std::uint32_t vendor, std::int64_t mem, std:
 // Topology (spec §5.6), W14 fixed: a missing pair score counts 0.
 
 std::int64_t PairScore(const NodeState& node, const std::string& a, const std::string& b) {
-  auto it = std::lower_bound(node.pair_scores.begin(), node.pair_scores.end(), a,
-                             [](const DevicePairScore& s, const std::string& id) { return s.uuid < id; });
+  auto it =
+      std::lower_bound(node.pair_scores.begin(), node.pair_scores.end(), a,
+                       [](const DevicePairScore& s, const std::string& id) { return s.uuid < id; });
   if (it == node.pair_scores.end() || it->uuid != a) return 0;
   auto peer = std::lower_bound(it->scores.begin(), it->scores.end(), b,
                                [](const auto& s, const std::string& id) { return s.first < id; });
@@ -313,7 +318,8 @@ void ChooseTopology(const NodeState& node, std::vector<Pick>& picked, std::size_
   // `want` collected devices are kept.
   const std::size_t n = picked.size();
   double combinations = 1;
-  for (std::size_t i = 0; i < want; ++i) combinations = combinations * static_cast<double>(n - i) / static_cast<double>(i + 1);
+  for (std::size_t i = 0; i < want; ++i)
+    combinations = combinations * static_cast<double>(n - i) / static_cast<double>(i + 1);
   if (combinations > 200000) {
     picked.resize(want);
     return;
@@ -324,7 +330,8 @@ void ChooseTopology(const NodeState& node, std::vector<Pick>& picked, std::size_
   while (true) {
     std::int64_t total = 0;
     for (std::size_t i = 0; i < want; ++i) {
-      for (std::size_t j = i + 1; j < want; ++j) total += PairScore(node, id(picked[idx[i]]), id(picked[idx[j]]));
+      for (std::size_t j = i + 1; j < want; ++j)
+        total += PairScore(node, id(picked[idx[i]]), id(picked[idx[j]]));
     }
     if (total > best_total) {
       best_total = total;
@@ -350,7 +357,7 @@ struct FitContext {
   std::vector<WorkDevice>& devices;
   std::vector<std::uint32_t>& order;       // the vendor's devices; consumed by Fit
   const std::vector<OrderKey>& keys;       // by device index
-  const std::vector<OrderKey>& history;   // the earlier requests' keys (see Scratch)
+  const std::vector<OrderKey>& history;    // the earlier requests' keys (see Scratch)
   const std::vector<std::uint32_t>* rank;  // by device index, under Go's sort; else null
   const std::vector<ContainerPicks>& placement;
   std::size_t container;
@@ -410,7 +417,8 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
     const internal::HotDevice& info = d;
     bool revisit = false;
     do {
-      if (const Reason r = CheckIdentity(plan, ctx.node, d, d.slot, selectors, cordons); r != kReasonCount) {
+      if (const Reason r = CheckIdentity(plan, ctx.node, d, d.slot, selectors, cordons);
+          r != kReasonCount) {
         ++counts[r];
         break;
       }
@@ -465,7 +473,8 @@ bool Fit(const FitContext& ctx, const ContainerRequest& request, std::uint32_t v
       return true;
     }
   }
-  if (!picked.empty()) counts[kAllocatedCardsInsufficientRequest] = static_cast<std::int32_t>(picked.size());
+  if (!picked.empty())
+    counts[kAllocatedCardsInsufficientRequest] = static_cast<std::int32_t>(picked.size());
   reason = GenReason(counts, n);
   return false;
 }
@@ -499,10 +508,12 @@ bool AddUsage(std::vector<WorkDevice>& devices, std::vector<Pick>& picked, std::
 // Volcano; a device registered without memory adds 0 (Volcano: NaN). One
 // request never picks a device twice, so each device's usage is the one
 // right after its own pick.
-void AddVolcanoScore(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked, double& score) {
+void AddVolcanoScore(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
+                     double& score) {
   for (const Pick& p : picked) {
     const WorkDevice& d = devices[p.device];
-    if (d.devmem > 0) score += 100 * (static_cast<double>(d.usedmem) / static_cast<double>(d.devmem));
+    if (d.devmem > 0)
+      score += 100 * (static_cast<double>(d.usedmem) / static_cast<double>(d.devmem));
   }
 }
 
@@ -536,7 +547,8 @@ void GoSortRanks(Scratch& scratch) {
   internal::GoSort(
       static_cast<std::int64_t>(n),
       [&](std::int64_t a, std::int64_t b) {
-        return scratch.keys[list[static_cast<std::size_t>(a)]] < scratch.keys[list[static_cast<std::size_t>(b)]];
+        return scratch.keys[list[static_cast<std::size_t>(a)]] <
+               scratch.keys[list[static_cast<std::size_t>(b)]];
       },
       [&](std::int64_t a, std::int64_t b) {
         std::swap(list[static_cast<std::size_t>(a)], list[static_cast<std::size_t>(b)]);
@@ -575,11 +587,19 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
         std::find(plan.vendors.begin(), plan.vendors.end(), vendor) - plan.vendors.begin());
     // HAMi sorts its device list before each request; equal keys then keep
     // the order that list had (see Scratch).
-    const bool go_sort = plan.hami_exact.go_device_sort && devices.size() > 12 && !plan.gpu.chain &&
-                         !plan.gpu.fgd;
+    const bool go_sort =
+        plan.hami_exact.go_device_sort && devices.size() > 12 && !plan.gpu.chain && !plan.gpu.fgd;
     if (go_sort) GoSortRanks(scratch);
-    FitContext ctx{plan, node, devices, scratch.order, scratch.keys, scratch.history,
-                   go_sort ? &scratch.rank : nullptr, scratch.placement, container, slot};
+    FitContext ctx{plan,
+                   node,
+                   devices,
+                   scratch.order,
+                   scratch.keys,
+                   scratch.history,
+                   go_sort ? &scratch.rank : nullptr,
+                   scratch.placement,
+                   container,
+                   slot};
     if (!Fit(ctx, request, vendor, scratch.picked, reason)) return false;
     const bool more_follow = r + 1 < requests.size() || container + 1 < plan.requests.size();
     if (!go_sort && plan.ties_possible && more_follow) {
@@ -617,13 +637,15 @@ Feasibility QuickFeasibility(const SnapshotState& s, const PodPlan& plan, const 
     // first does not matter here): its strings are read only for cordons
     // and selectors.
     const DeviceSlot* slot = &node.devices[i];
-    if (CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) != kReasonCount ||
+    if (CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) !=
+            kReasonCount ||
         CheckSlot(plan, d, slot, /*selectors=*/false) != kReasonCount ||
         CheckRoom(d, FitMemory(r, d.devmem), cores) != kReasonCount) {
       continue;
     }
-    if ((cordons || selectors) && (CheckIdentity(plan, node, d, slot, selectors, cordons) != kReasonCount ||
-                                   CheckSlot(plan, d, slot, selectors) != kReasonCount)) {
+    if ((cordons || selectors) &&
+        (CheckIdentity(plan, node, d, slot, selectors, cordons) != kReasonCount ||
+         CheckSlot(plan, d, slot, selectors) != kReasonCount)) {
       continue;
     }
     if (++passing == r.nums) return Feasibility::kFits;
@@ -726,8 +748,9 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
 // policy prefers the lower raw score.
 void NormalizeScores(std::vector<NodeScore>& scores, bool lower_is_better) {
   if (scores.empty()) return;
-  auto [lo, hi] = std::minmax_element(scores.begin(), scores.end(),
-                                      [](const NodeScore& a, const NodeScore& b) { return a.score < b.score; });
+  auto [lo, hi] =
+      std::minmax_element(scores.begin(), scores.end(),
+                          [](const NodeScore& a, const NodeScore& b) { return a.score < b.score; });
   const double min = lo->score, range = hi->score - lo->score;
   for (NodeScore& s : scores) {
     if (!(range > 0)) {

@@ -21,12 +21,13 @@ struct NodeVerdict {
 // Whether `plan`'s pod fits on `node`, and its score there. With
 // `need_devices`, scratch.placement holds the devices chosen per container
 // and vendor; without, a one-request pod may be decided without choosing.
-NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const NodeState& node, Scratch& scratch,
-                         bool need_devices);
+NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const NodeState& node,
+                         Scratch& scratch, bool need_devices);
 
 // Loads `node`'s devices as working copies, the pod's own reservation
 // released (spec §4.2 step 4).
-void LoadNode(const SnapshotState& s, const NodeState& node, const PodPlan& plan, std::vector<WorkDevice>& out);
+void LoadNode(const SnapshotState& s, const NodeState& node, const PodPlan& plan,
+              std::vector<WorkDevice>& out);
 
 // Fills NodeScore::normalized (see filter.hpp) over the feasible nodes.
 void NormalizeScores(std::vector<NodeScore>& scores, bool lower_is_better);

@@ -1,9 +1,9 @@
-#include "node_json.hpp"
-
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
+
+#include "node_json.hpp"
 
 namespace devshare::internal {
 
@@ -71,7 +71,10 @@ bool Field(Cursor& c, std::string_view key, Device& d) {
   std::string_view text;
   if (key == "id" || key == "type" || key == "mode" || key == "devicevendor") {
     if (!c.String(text)) return false;
-    std::string& out = key == "id" ? d.id : key == "type" ? d.type : key == "mode" ? d.mode : d.vendor;
+    std::string& out = key == "id"     ? d.id
+                       : key == "type" ? d.type
+                       : key == "mode" ? d.mode
+                                       : d.vendor;
     out = std::string(text);
     return true;
   }

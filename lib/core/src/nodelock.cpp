@@ -14,16 +14,20 @@ Result<BindPhase> DecodeBindPhase(std::string_view value) {
   if (value == "allocating") return BindPhase::kAllocating;
   if (value == "success") return BindPhase::kSuccess;
   if (value == "failed") return BindPhase::kFailed;
-  return Status::Malformed(fmt::format("bind phase {} is not allocating, success or failed",
-                                       internal::Quote(value)));
+  return Status::Malformed(
+      fmt::format("bind phase {} is not allocating, success or failed", internal::Quote(value)));
 }
 
 std::string_view BindPhaseName(BindPhase phase) {
   switch (phase) {
-    case BindPhase::kNone: return "";
-    case BindPhase::kAllocating: return "allocating";
-    case BindPhase::kSuccess: return "success";
-    case BindPhase::kFailed: return "failed";
+    case BindPhase::kNone:
+      return "";
+    case BindPhase::kAllocating:
+      return "allocating";
+    case BindPhase::kSuccess:
+      return "success";
+    case BindPhase::kFailed:
+      return "failed";
   }
   return "";
 }
@@ -58,7 +62,8 @@ LockDecision DecideLock(const std::optional<std::string>& current, const PodRef&
   if (lock->has_owner && lock->pod_namespace == pod.pod_namespace && lock->pod_name == pod.name) {
     // As HAMi: a pod's own lock is renewed once it has expired, so that no
     // other pod takes it over while this one is still binding.
-    if (expired) return LockDecision{LockAction::kTakeOver, NewLock(pod, now), "own lock expired: renewed"};
+    if (expired)
+      return LockDecision{LockAction::kTakeOver, NewLock(pod, now), "own lock expired: renewed"};
     return LockDecision{LockAction::kReentrant, std::nullopt, "held by this pod"};
   }
   const bool has_owner = lock->has_owner && !lock->pod_namespace.empty() && !lock->pod_name.empty();
@@ -72,9 +77,10 @@ LockDecision DecideLock(const std::optional<std::string>& current, const PodRef&
   }
   if (expired) {
     // #3096: a holder still waiting for Allocate keeps the lock a while.
-    const bool allocating = holder.state == LockHolder::State::kPresent &&
-                            holder.bind_phase == BindPhase::kAllocating && holder.bind_time &&
-                            now - *holder.bind_time <= options.timeout_seconds + options.grace_seconds;
+    const bool allocating =
+        holder.state == LockHolder::State::kPresent &&
+        holder.bind_phase == BindPhase::kAllocating && holder.bind_time &&
+        now - *holder.bind_time <= options.timeout_seconds + options.grace_seconds;
     if (!allocating) {
       return LockDecision{LockAction::kTakeOver, NewLock(pod, now), "lock expired"};
     }
@@ -103,7 +109,8 @@ std::optional<AnnotationWrite> DecideRelease(const std::optional<std::string>& c
 
 bool PodNeedsLock(const std::vector<ContainerRequests>& requests, std::string_view vendor) {
   return std::any_of(requests.begin(), requests.end(), [&](const ContainerRequests& c) {
-    return std::any_of(c.begin(), c.end(), [&](const ContainerRequest& r) { return r.vendor == vendor; });
+    return std::any_of(c.begin(), c.end(),
+                       [&](const ContainerRequest& r) { return r.vendor == vendor; });
   });
 }
 
@@ -130,7 +137,8 @@ BindOutcome BindFailed() {
 
 BindOutcome AllocateFinished(bool success) {
   BindOutcome out;
-  out.pod_patch.Set(keys::kBindPhase, BindPhaseName(success ? BindPhase::kSuccess : BindPhase::kFailed));
+  out.pod_patch.Set(keys::kBindPhase,
+                    BindPhaseName(success ? BindPhase::kSuccess : BindPhase::kFailed));
   out.release_reservation = !success;
   out.release_lock = true;
   return out;

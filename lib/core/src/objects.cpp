@@ -95,9 +95,9 @@ std::optional<Quantity> ParseQuantity(std::string_view s) {
     int exp2;
   };
   static constexpr Suffix kSuffixes[] = {
-      {"", 0, 0},   {"n", -9, 0}, {"u", -6, 0}, {"m", -3, 0}, {"k", 3, 0},
-      {"M", 6, 0},  {"G", 9, 0},  {"T", 12, 0}, {"P", 15, 0}, {"E", 18, 0},
-      {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
+      {"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},
+      {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
+      {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
   };
   for (const Suffix& x : kSuffixes) {
     if (suffix == x.text) {
@@ -315,20 +315,28 @@ Result<Pod> DecodePod(const bj::object& root) {
   if (s.ok()) s = OptionalObject(root, "status", kPodWhat, "status", status);
   if (!s.ok()) return s;
   if (metadata != nullptr) {
-    if (!(s = OptionalString(*metadata, "namespace", kPodWhat, "metadata.namespace", pod.pod_namespace)).ok() ||
+    if (!(s = OptionalString(*metadata, "namespace", kPodWhat, "metadata.namespace",
+                             pod.pod_namespace))
+             .ok() ||
         !(s = OptionalString(*metadata, "name", kPodWhat, "metadata.name", pod.name)).ok() ||
         !(s = OptionalString(*metadata, "uid", kPodWhat, "metadata.uid", pod.uid)).ok() ||
-        !(s = ReadStringMap(*metadata, "annotations", kPodWhat, "metadata.annotations", false, pod.annotations)).ok() ||
-        !(s = ReadStringMap(*metadata, "labels", kPodWhat, "metadata.labels", false, pod.labels)).ok()) {
+        !(s = ReadStringMap(*metadata, "annotations", kPodWhat, "metadata.annotations", false,
+                            pod.annotations))
+             .ok() ||
+        !(s = ReadStringMap(*metadata, "labels", kPodWhat, "metadata.labels", false, pod.labels))
+             .ok()) {
       return s;
     }
     const bj::value* deletion = Member(*metadata, "deletionTimestamp");
     pod.terminating = deletion != nullptr && !deletion->is_null();
   }
   if (spec != nullptr) {
-    if (!(s = OptionalString(*spec, "schedulerName", kPodWhat, "spec.schedulerName", pod.scheduler_name)).ok() ||
+    if (!(s = OptionalString(*spec, "schedulerName", kPodWhat, "spec.schedulerName",
+                             pod.scheduler_name))
+             .ok() ||
         !(s = OptionalString(*spec, "nodeName", kPodWhat, "spec.nodeName", pod.node_name)).ok() ||
-        !(s = ReadContainers(*spec, "initContainers", "spec.initContainers", pod.init_containers)).ok() ||
+        !(s = ReadContainers(*spec, "initContainers", "spec.initContainers", pod.init_containers))
+             .ok() ||
         !(s = ReadContainers(*spec, "containers", "spec.containers", pod.containers)).ok()) {
       return s;
     }
@@ -381,19 +389,27 @@ Result<Node> DecodeNode(const bj::object& root) {
   if (metadata != nullptr) {
     if (!(s = OptionalString(*metadata, "name", kNodeWhat, "metadata.name", node.name)).ok() ||
         !(s = OptionalString(*metadata, "resourceVersion", kNodeWhat, "metadata.resourceVersion",
-                             node.resource_version)).ok() ||
-        !(s = ReadStringMap(*metadata, "annotations", kNodeWhat, "metadata.annotations", false, node.annotations)).ok() ||
-        !(s = ReadStringMap(*metadata, "labels", kNodeWhat, "metadata.labels", false, node.labels)).ok()) {
+                             node.resource_version))
+             .ok() ||
+        !(s = ReadStringMap(*metadata, "annotations", kNodeWhat, "metadata.annotations", false,
+                            node.annotations))
+             .ok() ||
+        !(s = ReadStringMap(*metadata, "labels", kNodeWhat, "metadata.labels", false, node.labels))
+             .ok()) {
       return s;
     }
   }
   if (status != nullptr) {
-    if (!(s = ReadStringMap(*status, "allocatable", kNodeWhat, "status.allocatable", true, node.allocatable)).ok() ||
-        !(s = ReadStringMap(*status, "capacity", kNodeWhat, "status.capacity", true, node.capacity)).ok()) {
+    if (!(s = ReadStringMap(*status, "allocatable", kNodeWhat, "status.allocatable", true,
+                            node.allocatable))
+             .ok() ||
+        !(s = ReadStringMap(*status, "capacity", kNodeWhat, "status.capacity", true, node.capacity))
+             .ok()) {
       return s;
     }
   }
-  if (node.name.empty()) return Status::Malformed("node: metadata.name is missing", "metadata.name");
+  if (node.name.empty())
+    return Status::Malformed("node: metadata.name is missing", "metadata.name");
   return node;
 }
 

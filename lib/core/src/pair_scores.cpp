@@ -43,7 +43,8 @@ Result<std::vector<DevicePairScore>> DecodePairScores(std::string_view value) {
         if (!v.is_object()) return internal::TypeError(kScoreWhat, path + ".score", "an object", v);
         for (const auto& peer : v.get_object()) {
           std::int64_t score = 0;
-          const std::string peer_path = fmt::format("{}.score[{}]", path, internal::Quote(peer.key()));
+          const std::string peer_path =
+              fmt::format("{}.score[{}]", path, internal::Quote(peer.key()));
           Status s = internal::ReadInt(peer.value(), std::numeric_limits<std::int64_t>::min(),
                                        std::numeric_limits<std::int64_t>::max(), kScoreWhat,
                                        peer_path, score);

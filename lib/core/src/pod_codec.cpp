@@ -45,13 +45,14 @@ Status internal::ParsePodDevice(std::string_view text, std::size_t base, std::si
     return true;
   });
   if (n != 4) {
-    return DeviceError(container, device, "",
-                       fmt::format("want 4 fields UUID,Type,Usedmem,Usedcores, got {} in {}", n,
-                                   Quote(text)),
-                       base);
+    return DeviceError(
+        container, device, "",
+        fmt::format("want 4 fields UUID,Type,Usedmem,Usedcores, got {} in {}", n, Quote(text)),
+        base);
   }
   if (f[0].empty()) return DeviceError(container, device, "uuid", "empty device UUID", base);
-  if (f[1].empty()) return DeviceError(container, device, "type", "empty device type", base + at[1]);
+  if (f[1].empty())
+    return DeviceError(container, device, "type", "empty device type", base + at[1]);
   auto mem = internal::ParseGoInt(f[2], 32);
   if (!mem || *mem < 0) {
     return DeviceError(container, device, "usedmem",
@@ -180,8 +181,7 @@ Result<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view value) 
         s = internal::ReadInt(v, kIntMin, kIntMax, kMigWhat, path + ".containerIndex",
                               a.container_index);
       } else if (internal::EqualFoldAscii(key, "deviceIndex")) {
-        s = internal::ReadInt(v, kIntMin, kIntMax, kMigWhat, path + ".deviceIndex",
-                              a.device_index);
+        s = internal::ReadInt(v, kIntMin, kIntMax, kMigWhat, path + ".deviceIndex", a.device_index);
       } else if (internal::EqualFoldAscii(key, "gpuUUID")) {
         s = internal::ReadString(v, kMigWhat, path + ".gpuUUID", a.gpu_uuid);
       } else if (internal::EqualFoldAscii(key, "profile")) {
@@ -204,7 +204,8 @@ Result<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view value) 
         if (s.ok()) a.compute_instance_id = static_cast<std::uint32_t>(n);
       } else if (internal::EqualFoldAscii(key, "placement")) {
         if (v.is_null()) continue;
-        if (!v.is_object()) return internal::TypeError(kMigWhat, path + ".placement", "an object", v);
+        if (!v.is_object())
+          return internal::TypeError(kMigWhat, path + ".placement", "an object", v);
         for (const auto& field : v.get_object()) {
           const bool is_start = internal::EqualFoldAscii(field.key(), "start");
           if (!is_start && !internal::EqualFoldAscii(field.key(), "size")) continue;
@@ -252,8 +253,8 @@ std::string EncodeMigAllocations(std::span<const MigAllocation> allocations) {
   for (std::size_t i = 0; i < allocations.size(); ++i) {
     const MigAllocation& a = allocations[i];
     if (i > 0) out += ',';
-    fmt::format_to(it, "{{\"containerIndex\":{},\"deviceIndex\":{},\"gpuUUID\":",
-                   a.container_index, a.device_index);
+    fmt::format_to(it, "{{\"containerIndex\":{},\"deviceIndex\":{},\"gpuUUID\":", a.container_index,
+                   a.device_index);
     internal::AppendGoJsonString(out, a.gpu_uuid);
     out += ",\"profile\":";
     internal::AppendGoJsonString(out, a.profile);

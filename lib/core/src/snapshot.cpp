@@ -161,7 +161,7 @@ void PlaceHot(SnapshotState& s, NodeState& node) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const DeviceSlot& d = node.devices[i];
     hot[i] = internal::HotDevice{d.info.count, d.info.devmem, d.info.devcore, d.info.numa, 0, 0, 0,
-                                 d.info.index, d.vendor, d.info.health, d.is_mig};
+                                 d.info.index, d.vendor,      d.info.health,  d.is_mig};
   }
 }
 
@@ -209,7 +209,8 @@ Status CollapseValue(std::string_view value, std::uint32_t vendor, std::string_v
       [&](std::size_t container, const internal::ScannedDevice& d) {
         const bool init = container < init_containers;
         if (init && !include_init) return;
-        auto it = std::find_if(acc.begin(), acc.end(), [&](const Acc& a) { return a.uuid == d.uuid; });
+        auto it =
+            std::find_if(acc.begin(), acc.end(), [&](const Acc& a) { return a.uuid == d.uuid; });
         if (it == acc.end()) it = acc.insert(acc.end(), Acc{d.uuid});
         if (init) {
           it->init_mem = std::max(it->init_mem, d.usedmem);
@@ -224,10 +225,10 @@ Status CollapseValue(std::string_view value, std::uint32_t vendor, std::string_v
   if (!status.ok()) return status;
   std::sort(acc.begin(), acc.end(), [](const Acc& a, const Acc& b) { return a.uuid < b.uuid; });
   for (const Acc& a : acc) {
-    out.push_back(PodUsageItem{vendor, PodUsage{std::string(vendor_word), std::string(a.uuid),
-                                                std::max(a.init_mem, a.app_mem),
-                                                std::max(a.init_cores, a.app_cores),
-                                                std::max({a.init_slots, a.app_slots, 1})}});
+    out.push_back(PodUsageItem{
+        vendor,
+        PodUsage{std::string(vendor_word), std::string(a.uuid), std::max(a.init_mem, a.app_mem),
+                 std::max(a.init_cores, a.app_cores), std::max({a.init_slots, a.app_slots, 1})}});
   }
   return Status();
 }
@@ -262,10 +263,10 @@ Status RegisterDevices(const DeviceConfig& config, NodeState& state) {
       Result<std::vector<Device>> decoded = DecodeNodeDevices(*value, vendor.register_format);
       if (!decoded.ok()) {
         if (first_error.ok()) {
-          first_error = Status::Malformed(
-              fmt::format("node {}: {}: {}", state.name, vendor.register_annotation,
-                          decoded.status().message()),
-              std::string(decoded.status().field()), decoded.status().offset());
+          first_error =
+              Status::Malformed(fmt::format("node {}: {}: {}", state.name,
+                                            vendor.register_annotation, decoded.status().message()),
+                                std::string(decoded.status().field()), decoded.status().offset());
         }
         continue;
       }
@@ -301,9 +302,8 @@ Status RegisterDevices(const DeviceConfig& config, NodeState& state) {
       std::sort(state.pair_scores.begin(), state.pair_scores.end(),
                 [](const DevicePairScore& a, const DevicePairScore& b) { return a.uuid < b.uuid; });
     } else if (first_error.ok()) {
-      first_error = Status::Malformed(fmt::format("node {}: {}: {}", state.name,
-                                                  keys::kNodeNvidiaScore,
-                                                  decoded.status().message()));
+      first_error = Status::Malformed(fmt::format(
+          "node {}: {}: {}", state.name, keys::kNodeNvidiaScore, decoded.status().message()));
     }
   }
   return first_error;
@@ -328,9 +328,11 @@ void ReadCapacity(NodeState& state) {
 
 // Adds (sign = +1) or removes (-1) one pod's CPU and memory on `node`: the
 // per-name sums, and the node's copy when it is known.
-void ApplyRequests(SnapshotState& s, std::string_view node, const internal::Requested& r, int sign) {
+void ApplyRequests(SnapshotState& s, std::string_view node, const internal::Requested& r,
+                   int sign) {
   auto sums = s.requested.find(node);
-  if (sums == s.requested.end()) sums = s.requested.emplace(std::string(node), internal::Requested{}).first;
+  if (sums == s.requested.end())
+    sums = s.requested.emplace(std::string(node), internal::Requested{}).first;
   sums->second.cpu_milli += sign * r.cpu_milli;
   sums->second.memory_bytes += sign * r.memory_bytes;
   const internal::Requested now = sums->second;
@@ -354,7 +356,7 @@ bool RemoveRequests(SnapshotState& s, std::string_view uid) {
 // node it is reserved on. A pod with neither keeps what is counted (a stale
 // update), as the device cache does.
 void UpdateRequests(SnapshotState& s, const Pod& pod, const std::string* reserved_node) {
-  const std::string_view node = !pod.node_name.empty() ? std::string_view(pod.node_name)
+  const std::string_view node = !pod.node_name.empty()     ? std::string_view(pod.node_name)
                                 : reserved_node != nullptr ? std::string_view(*reserved_node)
                                                            : std::string_view();
   if (node.empty()) return;
@@ -379,7 +381,8 @@ bool RemoveDevicePod(SnapshotState& s, std::string_view uid) {
   auto it = s.pods.find(uid);
   if (it == s.pods.end()) return false;
   const PodEntry& entry = it->second;
-  if (auto n = s.node_index.find(entry.node); n != s.node_index.end() && s.nodes[n->second].present) {
+  if (auto n = s.node_index.find(entry.node);
+      n != s.node_index.end() && s.nodes[n->second].present) {
     ApplyPod(s, s.nodes[n->second], entry, -1);
   }
   ApplyQuota(s, entry, -1);
@@ -398,8 +401,7 @@ bool RemoveDevicePod(SnapshotState& s, std::string_view uid) {
 
 }  // namespace
 
-ClusterSnapshot::ClusterSnapshot(DeviceConfig config)
-    : state_(std::make_unique<SnapshotState>()) {
+ClusterSnapshot::ClusterSnapshot(DeviceConfig config) : state_(std::make_unique<SnapshotState>()) {
   state_->config = std::move(config);
 }
 ClusterSnapshot::~ClusterSnapshot() = default;
@@ -426,11 +428,13 @@ const DeviceConfig& ClusterSnapshot::config() const { return state_->config; }
 
 Status ClusterSnapshot::AddNode(const Node& node) {
   SnapshotState& s = *state_;
-  auto [it, inserted] = s.node_index.try_emplace(node.name, static_cast<std::uint32_t>(s.nodes.size()));
+  auto [it, inserted] =
+      s.node_index.try_emplace(node.name, static_cast<std::uint32_t>(s.nodes.size()));
   if (inserted) {
     s.nodes.emplace_back();
-    auto at = std::lower_bound(s.by_name.begin(), s.by_name.end(), node.name,
-                               [&](std::uint32_t i, const std::string& name) { return s.nodes[i].name < name; });
+    auto at = std::lower_bound(
+        s.by_name.begin(), s.by_name.end(), node.name,
+        [&](std::uint32_t i, const std::string& name) { return s.nodes[i].name < name; });
     s.by_name.insert(at, it->second);
   }
   NodeState& state = s.nodes[it->second];
@@ -508,14 +512,16 @@ Status ClusterSnapshot::AddPod(const Pod& pod) {
     entry.mig = std::move(*decoded);
   }
   if (existing != s.pods.end()) RemoveDevicePod(s, pod.uid);
-  if (auto it = s.node_index.find(entry.node); it != s.node_index.end() && s.nodes[it->second].present) {
+  if (auto it = s.node_index.find(entry.node);
+      it != s.node_index.end() && s.nodes[it->second].present) {
     ApplyPod(s, s.nodes[it->second], entry, +1);
   }
   ApplyQuota(s, entry, +1);
   std::string uid = entry.uid;
   const PodEntry& stored = s.pods.emplace(std::move(uid), std::move(entry)).first->second;
   auto by_node = s.pods_by_node.find(stored.node);
-  if (by_node == s.pods_by_node.end()) by_node = s.pods_by_node.emplace(stored.node, std::vector<const PodEntry*>{}).first;
+  if (by_node == s.pods_by_node.end())
+    by_node = s.pods_by_node.emplace(stored.node, std::vector<const PodEntry*>{}).first;
   by_node->second.push_back(&stored);
   return Status();
 }
@@ -578,7 +584,8 @@ std::vector<std::string> ClusterSnapshot::NodeNames() const {
 
 Result<std::vector<DeviceView>> ClusterSnapshot::NodeDevices(std::string_view node) const {
   const NodeState* state = state_->FindNode(node);
-  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  if (state == nullptr)
+    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   std::vector<DeviceView> out;
   const internal::HotDevice* hot = state_->Hot(*state);
   for (std::size_t i = 0; i < state->devices.size(); ++i) {
@@ -599,7 +606,8 @@ Result<std::vector<PodUsage>> ClusterSnapshot::PodUsageOf(std::string_view uid) 
 
 Result<NodeCpuMemory> ClusterSnapshot::NodeCpuMemoryOf(std::string_view node) const {
   const NodeState* state = state_->FindNode(node);
-  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  if (state == nullptr)
+    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   return NodeCpuMemory{state->cpu_capacity, state->memory_capacity, state->cpu_requested,
                        state->memory_requested};
 }

@@ -39,10 +39,10 @@ struct HotDevice {
 // The rest of a device: strings and MIG bookkeeping.
 struct DeviceSlot {
   Device info;
-  std::uint32_t vendor = 0;       // index into DeviceConfig::vendors
-  bool is_mig = false;            // info.mode == "mig"
+  std::uint32_t vendor = 0;  // index into DeviceConfig::vendors
+  bool is_mig = false;       // info.mode == "mig"
   std::vector<MigInUse> mig_in_use;
-  std::int32_t mig_unreserved_users = 0;   // pods on a MIG device without a reservation
+  std::int32_t mig_unreserved_users = 0;      // pods on a MIG device without a reservation
   std::int32_t mig_foreign_reservations = 0;  // MIG reservations on a non-MIG device
 
   bool Healthy(std::int32_t orphan_reservations) const {
@@ -61,9 +61,9 @@ struct NodeState {
   // has room for hot_capacity devices.
   std::uint32_t hot_begin = 0;
   std::uint32_t hot_capacity = 0;
-  std::vector<std::string> cordoned;            // sorted
-  std::vector<DevicePairScore> pair_scores;     // sorted by uuid
-  std::int32_t orphan_mig_reservations = 0;     // reservations naming no device here
+  std::vector<std::string> cordoned;         // sorted
+  std::vector<DevicePairScore> pair_scores;  // sorted by uuid
+  std::int32_t orphan_mig_reservations = 0;  // reservations naming no device here
   // Aggregates over all devices (spec §5.1), kept up to date incrementally.
   std::int64_t total_slots = 0, total_cores = 0, total_mem = 0;
   std::int64_t used_slots = 0, used_cores = 0, used_mem = 0;
@@ -136,8 +136,8 @@ struct SnapshotState {
   DeviceConfig config;
   std::vector<NodeState> nodes;
   std::vector<HotDevice> hot;
-  std::size_t hot_garbage = 0;           // slots of abandoned ranges
-  std::vector<std::uint32_t> by_name;    // indices into nodes, by name
+  std::size_t hot_garbage = 0;         // slots of abandoned ranges
+  std::vector<std::uint32_t> by_name;  // indices into nodes, by name
   StringKeyMap<std::uint32_t> node_index;
   StringKeyMap<PodEntry> pods;  // by UID; entries never move
   StringKeyMap<std::vector<const PodEntry*>> pods_by_node;

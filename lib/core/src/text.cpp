@@ -25,9 +25,9 @@ std::optional<std::int64_t> ParseGoInt(std::string_view s, int bits) {
     i = 1;
   }
   if (i == s.size()) return std::nullopt;
-  const std::uint64_t limit =
-      bits == 32 ? (negative ? 2147483648ULL : 2147483647ULL)
-                 : (negative ? 9223372036854775808ULL : 9223372036854775807ULL);
+  const std::uint64_t limit = bits == 32
+                                  ? (negative ? 2147483648ULL : 2147483647ULL)
+                                  : (negative ? 9223372036854775808ULL : 9223372036854775807ULL);
   std::uint64_t value = 0;
   for (; i < s.size(); ++i) {
     const char c = s[i];
@@ -108,7 +108,8 @@ std::size_t CountChar(std::string_view s, char sep) {
   std::size_t n = 0;
   const char* p = s.data();
   const char* end = p + s.size();
-  while ((p = static_cast<const char*>(std::memchr(p, sep, static_cast<std::size_t>(end - p)))) != nullptr) {
+  while ((p = static_cast<const char*>(std::memchr(p, sep, static_cast<std::size_t>(end - p)))) !=
+         nullptr) {
     ++n;
     ++p;
   }

@@ -130,23 +130,23 @@ Status ReadMigAllowlist(const YAML::Node& node, const std::string& path,
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string item_path = fmt::format("{}[{}]", path, i);
     MigProfileAllow allow;
-    Status s = ReadMap(node[i], item_path,
-                       {{"models", [&](const YAML::Node& n, const std::string& p) {
-                           return ReadStringList(n, p, allow.models);
-                         }},
-                        {"profiles", [&](const YAML::Node& n, const std::string& p) {
-                           return ReadStringList(n, p, allow.profiles);
-                         }}});
+    Status s = ReadMap(
+        node[i], item_path,
+        {{"models", [&](const YAML::Node& n,
+                        const std::string& p) { return ReadStringList(n, p, allow.models); }},
+         {"profiles", [&](const YAML::Node& n, const std::string& p) {
+            return ReadStringList(n, p, allow.profiles);
+          }}});
     if (!s.ok()) return s;
     for (std::size_t j = 0; j < allow.profiles.size(); ++j) {
       const std::string& profile = allow.profiles[j];
       const std::size_t g = profile.find("g.");
-      const bool digits = g > 0 && g != std::string::npos &&
-                          profile.find_first_not_of("0123456789") == g;
+      const bool digits =
+          g > 0 && g != std::string::npos && profile.find_first_not_of("0123456789") == g;
       if (!digits || g + 2 >= profile.size()) {
         return FieldError(fmt::format("{}.profiles[{}]", item_path, j), node[i],
-                           fmt::format("MIG profile {} does not look like <n>g.<memory>",
-                                       internal::Quote(profile)));
+                          fmt::format("MIG profile {} does not look like <n>g.<memory>",
+                                      internal::Quote(profile)));
       }
     }
     out.push_back(std::move(allow));
@@ -155,66 +155,65 @@ Status ReadMigAllowlist(const YAML::Node& node, const std::string& path,
 }
 
 Status ReadNvidia(const YAML::Node& node, VendorSpec& v, NvidiaOptions& o) {
-  return ReadMap(
-      node, "nvidia",
-      {{"resourceCountName", String(v.count_resource)},
-       {"resourceMemoryName", String(v.memory_resource)},
-       {"resourceCoreName", String(v.core_resource)},
-       {"resourceMemoryPercentageName", String(v.memory_percentage_resource)},
-       {"resourcePriorityName", String(v.priority_resource)},
-       {"overwriteEnv", Bool(o.overwrite_env)},
-       {"defaultMemory", Int(v.default_memory)},
-       {"defaultCores", Int(v.default_cores)},
-       {"defaultGPUNum", Int(v.default_gpu_num)},
-       {"memoryFactor", Int(v.memory_factor)},
-       {"disableCoreLimit", Bool(o.disable_core_limit)},
-       {"gpuCorePolicy",
-        [&o](const YAML::Node& n, const std::string& p) {
-          Status s = ReadString(n, p, o.gpu_core_policy);
-          if (s.ok() && o.gpu_core_policy != "default" && o.gpu_core_policy != "force" &&
-              o.gpu_core_policy != "disable") {
-            return FieldError(p, n, fmt::format("{} is not one of default, force, disable",
-                                                 internal::Quote(o.gpu_core_policy)));
-          }
-          return s;
-        }},
-       {"runtimeClassName", String(o.runtime_class_name)},
-       {"migProfileAllowlist",
-        [&o](const YAML::Node& n, const std::string& p) {
-          return ReadMigAllowlist(n, p, o.mig_profile_allowlist);
-        }},
-       {"deviceSplitCount",
-        [&o](const YAML::Node& n, const std::string& p) {
-          return ReadOptionalInt(n, p, o.device_split_count);
-        }},
-       {"deviceMemoryScaling",
-        [&o](const YAML::Node& n, const std::string& p) {
-          return ReadOptionalDouble(n, p, o.device_memory_scaling);
-        }},
-       {"deviceCoreScaling",
-        [&o](const YAML::Node& n, const std::string& p) {
-          return ReadOptionalDouble(n, p, o.device_core_scaling);
-        }},
-       {"preConfiguredDeviceMemory",
-        [&o](const YAML::Node& n, const std::string& p) {
-          return ReadOptionalInt(n, p, o.pre_configured_device_memory);
-        }},
-       {"libCudaLogLevel",
-        [&o](const YAML::Node& n, const std::string& p) {
-          if (n.IsNull()) return Status();
-          std::string level;
-          Status s = ReadString(n, p, level);
-          if (!s.ok()) return s;
-          if (level != "0" && level != "1" && level != "3" && level != "4") {
-            return FieldError(p, n, "expected one of 0, 1, 3, 4");
-          }
-          o.lib_cuda_log_level = level;
-          return Status();
-        }},
-       {"enableNumaTopology",
-        [&o](const YAML::Node& n, const std::string& p) {
-          return ReadOptionalBool(n, p, o.enable_numa_topology);
-        }}});
+  return ReadMap(node, "nvidia",
+                 {{"resourceCountName", String(v.count_resource)},
+                  {"resourceMemoryName", String(v.memory_resource)},
+                  {"resourceCoreName", String(v.core_resource)},
+                  {"resourceMemoryPercentageName", String(v.memory_percentage_resource)},
+                  {"resourcePriorityName", String(v.priority_resource)},
+                  {"overwriteEnv", Bool(o.overwrite_env)},
+                  {"defaultMemory", Int(v.default_memory)},
+                  {"defaultCores", Int(v.default_cores)},
+                  {"defaultGPUNum", Int(v.default_gpu_num)},
+                  {"memoryFactor", Int(v.memory_factor)},
+                  {"disableCoreLimit", Bool(o.disable_core_limit)},
+                  {"gpuCorePolicy",
+                   [&o](const YAML::Node& n, const std::string& p) {
+                     Status s = ReadString(n, p, o.gpu_core_policy);
+                     if (s.ok() && o.gpu_core_policy != "default" && o.gpu_core_policy != "force" &&
+                         o.gpu_core_policy != "disable") {
+                       return FieldError(p, n,
+                                         fmt::format("{} is not one of default, force, disable",
+                                                     internal::Quote(o.gpu_core_policy)));
+                     }
+                     return s;
+                   }},
+                  {"runtimeClassName", String(o.runtime_class_name)},
+                  {"migProfileAllowlist",
+                   [&o](const YAML::Node& n, const std::string& p) {
+                     return ReadMigAllowlist(n, p, o.mig_profile_allowlist);
+                   }},
+                  {"deviceSplitCount",
+                   [&o](const YAML::Node& n, const std::string& p) {
+                     return ReadOptionalInt(n, p, o.device_split_count);
+                   }},
+                  {"deviceMemoryScaling",
+                   [&o](const YAML::Node& n, const std::string& p) {
+                     return ReadOptionalDouble(n, p, o.device_memory_scaling);
+                   }},
+                  {"deviceCoreScaling",
+                   [&o](const YAML::Node& n, const std::string& p) {
+                     return ReadOptionalDouble(n, p, o.device_core_scaling);
+                   }},
+                  {"preConfiguredDeviceMemory",
+                   [&o](const YAML::Node& n, const std::string& p) {
+                     return ReadOptionalInt(n, p, o.pre_configured_device_memory);
+                   }},
+                  {"libCudaLogLevel",
+                   [&o](const YAML::Node& n, const std::string& p) {
+                     if (n.IsNull()) return Status();
+                     std::string level;
+                     Status s = ReadString(n, p, level);
+                     if (!s.ok()) return s;
+                     if (level != "0" && level != "1" && level != "3" && level != "4") {
+                       return FieldError(p, n, "expected one of 0, 1, 3, 4");
+                     }
+                     o.lib_cuda_log_level = level;
+                     return Status();
+                   }},
+                  {"enableNumaTopology", [&o](const YAML::Node& n, const std::string& p) {
+                     return ReadOptionalBool(n, p, o.enable_numa_topology);
+                   }}});
 }
 
 Status ReadIluvatars(const YAML::Node& node, std::vector<VendorSpec>& out) {
@@ -256,8 +255,7 @@ Status ReadTemplates(const YAML::Node& node, const std::string& path,
   return Status();
 }
 
-Status ReadVnpuList(const YAML::Node& node, const std::string& path,
-                    std::vector<VendorSpec>& out) {
+Status ReadVnpuList(const YAML::Node& node, const std::string& path, std::vector<VendorSpec>& out) {
   if (node.IsNull()) return Status();
   if (!node.IsSequence()) return FieldError(path, node, "expected a list");
   for (std::size_t i = 0; i < node.size(); ++i) {
@@ -276,8 +274,8 @@ Status ReadVnpuList(const YAML::Node& node, const std::string& path,
          {"memoryFactor", Int(v.memory_factor)},
          {"aiCore", Int(v.ai_core)},
          {"aiCPU", Int(v.ai_cpu)},
-         {"templates",
-          [&v](const YAML::Node& n, const std::string& p) { return ReadTemplates(n, p, v.templates); }},
+         {"templates", [&v](const YAML::Node& n,
+                            const std::string& p) { return ReadTemplates(n, p, v.templates); }},
          {"superPod", Ignored()},
          {"runtimeClassName", Ignored()},
          {"overwriteEnv", Ignored()}});
@@ -337,7 +335,8 @@ namespace {
 
 // A reading error, named as the device config's.
 Status InDeviceConfig(const Status& s) {
-  return Status::InvalidConfig(fmt::format("device config: {}", s.message()), std::string(s.field()));
+  return Status::InvalidConfig(fmt::format("device config: {}", s.message()),
+                               std::string(s.field()));
 }
 
 }  // namespace
@@ -428,8 +427,8 @@ Result<DeviceConfig> ParseDeviceConfig(std::string_view yaml) {
         config.ignored_sections.push_back(section);
         continue;
       } else {
-        return InDeviceConfig(FieldError(section.empty() ? "<key>" : section, entry.first,
-                           "unknown vendor section"));
+        return InDeviceConfig(
+            FieldError(section.empty() ? "<key>" : section, entry.first, "unknown vendor section"));
       }
       if (!s.ok()) return InDeviceConfig(s);
       any_vendor = any_vendor || !empty;

@@ -33,8 +33,8 @@ Status ReadString(const YAML::Node& node, const std::string& path, std::string& 
   return Status();
 }
 
-Status ReadInteger(const YAML::Node& node, const std::string& path, std::int64_t min, std::int64_t max,
-                   std::int64_t& out) {
+Status ReadInteger(const YAML::Node& node, const std::string& path, std::int64_t min,
+                   std::int64_t max, std::int64_t& out) {
   if (node.IsNull()) return Status();
   auto v = IsPlainScalar(node) ? ParseGoInt(node.Scalar(), 64) : std::nullopt;
   if (!v || *v < min || *v > max) {
@@ -64,20 +64,22 @@ Status ReadOptionalBool(const YAML::Node& node, const std::string& path, std::op
   return s;
 }
 
-Status ReadOptionalDouble(const YAML::Node& node, const std::string& path, std::optional<double>& out) {
+Status ReadOptionalDouble(const YAML::Node& node, const std::string& path,
+                          std::optional<double>& out) {
   if (node.IsNull()) return Status();
   double value = 0;
   const std::string& text = node.IsScalar() ? node.Scalar() : std::string();
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (!IsPlainScalar(node) || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-      value < 0) {
+  if (!IsPlainScalar(node) || ec != std::errc() || end != text.data() + text.size() ||
+      !std::isfinite(value) || value < 0) {
     return FieldError(path, node, "expected a non-negative finite number");
   }
   out = value;
   return Status();
 }
 
-Status ReadStringList(const YAML::Node& node, const std::string& path, std::vector<std::string>& out) {
+Status ReadStringList(const YAML::Node& node, const std::string& path,
+                      std::vector<std::string>& out) {
   if (node.IsNull()) return Status();
   if (!node.IsSequence()) return FieldError(path, node, "expected a list of strings");
   out.clear();

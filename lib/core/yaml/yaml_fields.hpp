@@ -32,23 +32,23 @@ Status FieldError(const std::string& path, const YAML::Node& node, std::string_v
 Status ReadString(const YAML::Node& node, const std::string& path, std::string& out);
 // A plain integer within [min, max].
 Status ReadInteger(const YAML::Node& node, const std::string& path, std::int64_t min,
-                                   std::int64_t max, std::int64_t& out);
+                   std::int64_t max, std::int64_t& out);
 Status ReadBool(const YAML::Node& node, const std::string& path, bool& out);
-Status ReadOptionalBool(const YAML::Node& node, const std::string& path,
-                                        std::optional<bool>& out);
+Status ReadOptionalBool(const YAML::Node& node, const std::string& path, std::optional<bool>& out);
 // A non-negative finite number.
 Status ReadOptionalDouble(const YAML::Node& node, const std::string& path,
-                                          std::optional<double>& out);
+                          std::optional<double>& out);
 Status ReadStringList(const YAML::Node& node, const std::string& path,
-                                      std::vector<std::string>& out);
+                      std::vector<std::string>& out);
 
 template <typename T>
 Status ReadInt(const YAML::Node& node, const std::string& path, T& out) {
   std::int64_t value = out;
-  Status s = ReadInteger(node, path, static_cast<std::int64_t>(std::numeric_limits<T>::min()),
-                         static_cast<std::int64_t>(std::min<std::uint64_t>(
-                             std::numeric_limits<T>::max(), std::numeric_limits<std::int64_t>::max())),
-                         value);
+  Status s =
+      ReadInteger(node, path, static_cast<std::int64_t>(std::numeric_limits<T>::min()),
+                  static_cast<std::int64_t>(std::min<std::uint64_t>(
+                      std::numeric_limits<T>::max(), std::numeric_limits<std::int64_t>::max())),
+                  value);
   if (s.ok()) out = static_cast<T>(value);
   return s;
 }
@@ -67,7 +67,7 @@ using FieldReader = std::function<Status(const YAML::Node&, const std::string&)>
 // Reads every key of the map `node` through `fields`; an unknown key or a
 // non-map node is an error. `path` prefixes the keys' paths.
 Status ReadMap(const YAML::Node& node, const std::string& path,
-                               const std::map<std::string, FieldReader, std::less<>>& fields);
+               const std::map<std::string, FieldReader, std::less<>>& fields);
 
 inline FieldReader String(std::string& out) {
   return [&out](const YAML::Node& n, const std::string& p) { return ReadString(n, p, out); };

@@ -32,8 +32,8 @@ std::optional<std::string> Annotation(const Node& node, std::string_view key) {
 
 struct Engine::NodeMemory {
   Node object;
-  std::vector<HamiNodeMemory> hami;                     // by vendor
-  std::vector<std::optional<std::string>> registered;   // change-only: last annotation, by vendor
+  std::vector<HamiNodeMemory> hami;                    // by vendor
+  std::vector<std::optional<std::string>> registered;  // change-only: last annotation, by vendor
   LockSighting lock_sighting;
   bool usable = false;
 };
@@ -43,8 +43,8 @@ struct Engine::BindFlow {
   std::uint64_t request = 0;
   std::string pod_namespace, name, uid, node;
   std::optional<std::string> lock;  // the lock value this bind holds; none until locked
-  int attempt = 0;                 // lock attempts so far
-  std::int64_t deadline_ms = 0;    // lock retries stop here
+  int attempt = 0;                  // lock attempts so far
+  std::int64_t deadline_ms = 0;     // lock retries stop here
 };
 
 struct Engine::Impl {
@@ -59,11 +59,11 @@ struct Engine::Impl {
     BindFlow flow;
   };
 
-  std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
-  std::map<std::string, std::string> node_errors;         // Engine::node_errors
-  std::map<std::string, std::string> pod_errors;          // Engine::pod_errors, by UID
-  std::unordered_map<std::string, Pod> pods;                  // by UID
-  std::unordered_map<std::string, StringMap> reservations;    // by UID: the Filter's patch
+  std::map<std::string, NodeMemory, std::less<>> nodes;     // by name: passes run in a fixed order
+  std::map<std::string, std::string> node_errors;           // Engine::node_errors
+  std::map<std::string, std::string> pod_errors;            // Engine::pod_errors, by UID
+  std::unordered_map<std::string, Pod> pods;                // by UID
+  std::unordered_map<std::string, StringMap> reservations;  // by UID: the Filter's patch
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
   std::vector<LockWait> lock_waits;  // binds waiting to retry the node lock
   LeaseFollower follower;
@@ -85,7 +85,8 @@ bool Engine::Leading() const {
 }
 
 bool Engine::Ready(std::int64_t now_ms) const {
-  if (options_.leadership == Leadership::kFollowLease) return FilterAllowed(impl_->follower, now_ms);
+  if (options_.leadership == Leadership::kFollowLease)
+    return FilterAllowed(impl_->follower, now_ms);
   return impl_->registered;
 }
 
@@ -155,11 +156,13 @@ void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int6
         break;
       case RegistrationProtocol::kVolcano:
         obs.handshake = Annotation(memory.object, keys::kVolcanoHandshake);
-        step = VolcanoSchedulerPass(obs, keys::kVolcanoHandshake, now, options_.zone_offset_seconds);
+        step =
+            VolcanoSchedulerPass(obs, keys::kVolcanoHandshake, now, options_.zone_offset_seconds);
         break;
       case RegistrationProtocol::kChangeOnly:
         step = ChangeOnlySchedulerPass(obs, memory.registered[v]);
-        if (step.refresh || !step.usable) memory.registered[v] = step.usable ? obs.registered : std::nullopt;
+        if (step.refresh || !step.usable)
+          memory.registered[v] = step.usable ? obs.registered : std::nullopt;
         break;
     }
     usable = usable || (step.usable && obs.registered.has_value());
@@ -268,16 +271,19 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   ++counters_.filters;
   if (!Ready(now_ms)) {
     ++counters_.filters_refused;
-    out.push_back(FilterReply{request, {}, {}, "not ready: not the leader, or no registration pass yet"});
+    out.push_back(
+        FilterReply{request, {}, {}, "not ready: not the leader, or no registration pass yet"});
     return;
   }
-  Result<FilterResult> result = devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
+  Result<FilterResult> result =
+      devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
   if (!result.ok()) {
     out.push_back(FilterReply{request, {}, {}, std::string(result.status().message())});
     return;
   }
   if (!result->has_requests) {  // every node passes; fgd still names the one it prefers
-    out.push_back(FilterReply{request, result->node ? std::vector<std::string>{*result->node} : nodes, {}, ""});
+    out.push_back(FilterReply{
+        request, result->node ? std::vector<std::string>{*result->node} : nodes, {}, ""});
     return;
   }
   if (!result->node) {
@@ -287,21 +293,30 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   }
   // Reserve, then PATCH the pod; the reply waits for the PATCH.
   Pod reserved = pod;
-  for (const auto& [key, value] : result->annotations.entries()) reserved.annotations.Set(key, value);
-  if (Status added = snapshot_.AddPod(reserved); !added.ok()) {  // the core wrote what it cannot read: a bug
-    out.push_back(FilterReply{request, {}, {}, fmt::format("internal: the placement does not decode: {}", added.message())});
+  for (const auto& [key, value] : result->annotations.entries())
+    reserved.annotations.Set(key, value);
+  if (Status added = snapshot_.AddPod(reserved);
+      !added.ok()) {  // the core wrote what it cannot read: a bug
+    out.push_back(
+        FilterReply{request,
+                    {},
+                    {},
+                    fmt::format("internal: the placement does not decode: {}", added.message())});
     return;
   }
   impl_->reservations[pod.uid] = result->annotations;
   const std::uint64_t id = NextId();
-  impl_->pending.emplace(id, Impl::FilterFlow{request, pod.uid, FilterReply{request, {*result->node}, {}, ""}});
+  impl_->pending.emplace(
+      id, Impl::FilterFlow{request, pod.uid, FilterReply{request, {*result->node}, {}, ""}});
   ++counters_.pod_patches;
   out.push_back(PatchPod{id, pod.pod_namespace, pod.name, result->annotations});
 }
 
-Result<std::vector<NodeScore>> Engine::Prioritize(const Pod& pod, const std::vector<std::string>& nodes,
+Result<std::vector<NodeScore>> Engine::Prioritize(const Pod& pod,
+                                                  const std::vector<std::string>& nodes,
                                                   std::int64_t now_ms) const {
-  if (!Ready(now_ms)) return Status::Unavailable("not ready: not the leader, or no registration pass yet");
+  if (!Ready(now_ms))
+    return Status::Unavailable("not ready: not the leader, or no registration pass yet");
   FilterOptions options = options_.filter;
   options.reasons = false;
   Result<FilterResult> result = devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options);
@@ -316,7 +331,14 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                   const std::string& uid, const std::string& node, std::int64_t now_ms,
                   std::vector<Command>& out) {
   ++counters_.binds;
-  BindFlow flow{BindFlow::Step::kLock, request, pod_namespace, name, uid, node, std::nullopt, 0,
+  BindFlow flow{BindFlow::Step::kLock,
+                request,
+                pod_namespace,
+                name,
+                uid,
+                node,
+                std::nullopt,
+                0,
                 now_ms + options_.lock_retry_timeout_ms};
   if (impl_->pods.find(uid) == impl_->pods.end()) {
     return FailBind(flow, fmt::format("pod {}/{} not found", pod_namespace, name), out);
@@ -326,7 +348,9 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
   }
   auto reservation = impl_->reservations.find(uid);
   if (reservation == impl_->reservations.end()) {
-    return FailBind(flow, fmt::format("pod {}/{} has no reservation: filter it first", pod_namespace, name), out);
+    return FailBind(
+        flow, fmt::format("pod {}/{} has no reservation: filter it first", pod_namespace, name),
+        out);
   }
   if (options_.bind_mode == BindMode::kLockFree) {
     StringMap annotations = reservation->second;
@@ -356,13 +380,15 @@ void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Comma
 void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
   ++flow.attempt;
   auto node_memory = impl_->nodes.find(flow.node);
-  if (node_memory == impl_->nodes.end()) return FailBind(flow, fmt::format("node {} not found", flow.node), out);
+  if (node_memory == impl_->nodes.end())
+    return FailBind(flow, fmt::format("node {} not found", flow.node), out);
   if (impl_->pods.find(flow.uid) == impl_->pods.end()) {
     return FailBind(flow, fmt::format("pod {}/{} not found", flow.pod_namespace, flow.name), out);
   }
   // The holder is looked up in the watch cache (absent = gone).
   LockHolder holder;
-  const std::optional<std::string> current = Annotation(node_memory->second.object, keys::kNodeLock);
+  const std::optional<std::string> current =
+      Annotation(node_memory->second.object, keys::kNodeLock);
   if (current) {
     Result<NodeLock> lock = DecodeNodeLock(*current);
     holder.state = LockHolder::State::kGone;
@@ -374,12 +400,14 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
           Result<BindPhase> decoded = DecodeBindPhase(*phase);
           holder.bind_phase = decoded.ok() ? *decoded : BindPhase::kNone;
         }
-        if (const std::string* t = other.annotations.Find(keys::kBindTime)) holder.bind_time = QuantityAsInt64(*t);
+        if (const std::string* t = other.annotations.Find(keys::kBindTime))
+          holder.bind_time = QuantityAsInt64(*t);
       }
     }
   }
-  LockDecision decision = DecideLock(current, PodRef{flow.pod_namespace, flow.name}, holder,
-                                     node_memory->second.lock_sighting, Seconds(now_ms), options_.lock);
+  LockDecision decision =
+      DecideLock(current, PodRef{flow.pod_namespace, flow.name}, holder,
+                 node_memory->second.lock_sighting, Seconds(now_ms), options_.lock);
   if (decision.action == LockAction::kHeld || decision.action == LockAction::kCheckHolder) {
     return LockBlocked(std::move(flow), std::move(decision.reason), now_ms, out);
   }
@@ -388,8 +416,11 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
   if (decision.write) {
     flow.step = BindFlow::Step::kLock;
     ++counters_.node_patches;
-    out.push_back(PatchNode{id, flow.node, {*decision.write},
-                            {AnnotationWrite{std::string(keys::kNodeLock), current}}, false});
+    out.push_back(PatchNode{id,
+                            flow.node,
+                            {*decision.write},
+                            {AnnotationWrite{std::string(keys::kNodeLock), current}},
+                            false});
   } else {  // re-entrant: straight to the bind phase
     flow.step = BindFlow::Step::kPhase;
     ++counters_.pod_patches;
@@ -399,7 +430,8 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
 }
 
 // The lock is held (or its write lost a race): retry per the options, or fail.
-void Engine::LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms, std::vector<Command>& out) {
+void Engine::LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
+                         std::vector<Command>& out) {
   ++counters_.lock_contention;
   std::int64_t delay = 0;
   switch (options_.lock_retry) {
@@ -424,7 +456,8 @@ void Engine::LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
   impl_->lock_waits.push_back(Impl::LockWait{now_ms + delay, std::move(flow)});
 }
 
-void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out) {
+void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
+                       std::vector<Command>& out) {
   auto it = impl_->pending.find(id);
   if (it == impl_->pending.end()) return;
   auto flow = std::move(it->second);
@@ -450,7 +483,8 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, st
     // W8: the core says what a failed bind releases; the lock only if it is ours.
     const BindOutcome outcome = BindFailed();
     if (outcome.release_lock && b->lock) {
-      if (std::optional<AnnotationWrite> release = DecideRelease(b->lock, PodRef{b->pod_namespace, b->name}, false)) {
+      if (std::optional<AnnotationWrite> release =
+              DecideRelease(b->lock, PodRef{b->pod_namespace, b->name}, false)) {
         const std::uint64_t id = NextId();
         impl_->pending.emplace(id, Impl::Release{});
         ++counters_.node_patches;

@@ -1,9 +1,9 @@
 #include "devshare/kube/api_client.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json.hpp>
 #include <deque>
 #include <optional>
 #include <random>
@@ -41,10 +41,16 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   };
 
   Impl(asio::io_context& io_context, ClusterAccess a, ApiClientOptions o, Metrics* m)
-      : io(io_context), access(std::move(a)), options(o), metrics(m), bucket_timer(io), tokens(o.burst) {}
+      : io(io_context),
+        access(std::move(a)),
+        options(o),
+        metrics(m),
+        bucket_timer(io),
+        tokens(o.burst) {}
 
   http::request<http::string_body> MakeRequest(const std::string& method, const std::string& target,
-                                               const std::string& content_type, const std::string& body) {
+                                               const std::string& content_type,
+                                               const std::string& body) {
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, access.host);
     req.set(http::field::user_agent, "devshare");
@@ -68,8 +74,9 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   void Pump() {
     if (stopped || waiting || queue.empty()) return;
     const auto now = std::chrono::steady_clock::now();
-    tokens = std::min<double>(options.burst,
-                              tokens + std::chrono::duration<double>(now - refilled).count() * options.qps);
+    tokens = std::min<double>(
+        options.burst,
+        tokens + std::chrono::duration<double>(now - refilled).count() * options.qps);
     refilled = now;
     if (tokens >= 1) {
       tokens -= 1;
@@ -91,12 +98,14 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     auto shared = std::make_shared<Pending>(std::move(p));
     auto self = shared_from_this();
     auto exchange = std::make_shared<Exchange>(
-        io, access, tls.get(), MakeRequest(shared->method, shared->target, shared->content_type, shared->body),
+        io, access, tls.get(),
+        MakeRequest(shared->method, shared->target, shared->content_type, shared->body),
         options.timeout, nullptr, [self, shared](ApiResponse r) {
           if (self->metrics != nullptr) self->metrics->CountApiRequest(shared->verb, r.status);
           const std::string& retry_after = r.retry_after;
           const bool retriable = r.status == 429 || r.status >= 500;
-          if (retriable && !retry_after.empty() && shared->attempt < self->options.max_retries && !self->stopped) {
+          if (retriable && !retry_after.empty() && shared->attempt < self->options.max_retries &&
+              !self->stopped) {
             ++shared->attempt;
             auto timer = std::make_shared<asio::steady_timer>(self->io);
             int seconds = 1;
@@ -105,7 +114,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
             } catch (...) {
             }
             timer->expires_after(std::chrono::seconds(seconds));
-            timer->async_wait([self, shared, timer](beast::error_code) { self->Enqueue(std::move(*shared)); });
+            timer->async_wait(
+                [self, shared, timer](beast::error_code) { self->Enqueue(std::move(*shared)); });
             return;
           }
           if (shared->done) shared->done(std::move(r));
@@ -121,44 +131,48 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     if (!w->selector.empty()) target += "&fieldSelector=" + UrlEncode(w->selector);
     if (!continue_token.empty()) target += "&continue=" + UrlEncode(continue_token);
     auto self = shared_from_this();
-    Enqueue(Pending{"list", "GET", target, "", "", [self, w, fresh](ApiResponse r) {
-                      if (self->stopped) return;
-                      bj::value doc;
-                      boost::system::error_code ec;
-                      if (r.status == 200) doc = bj::parse(r.body, ec);
-                      if (r.status != 200 || ec || !doc.is_object()) return self->Backoff(w);
-                      if (const bj::value* items = doc.get_object().if_contains("items"); items && items->is_array()) {
-                        for (bj::value& item : doc.get_object()["items"].get_array()) {
-                          (*fresh)[Key(item)] = std::move(item);
-                        }
-                      }
-                      const std::string cont = Meta(doc, "continue");
-                      if (!cont.empty()) return self->List(w, cont, fresh);
-                      // The list is whole: replace the cache.
-                      for (auto& [key, object] : w->known) {
-                        if (fresh->count(key) == 0) w->on_event(WatchEvent{"DELETED", object});
-                      }
-                      for (auto& [key, object] : *fresh) {
-                        w->on_event(WatchEvent{w->known.count(key) != 0 ? "MODIFIED" : "ADDED", object});
-                      }
-                      w->known = std::move(*fresh);
-                      w->version = Meta(doc, "resourceVersion");
-                      w->failures = 0;
-                      if (w->on_synced) w->on_synced();
-                      self->StartWatch(w);
-                    }});
+    Enqueue(Pending{
+        "list", "GET", target, "", "", [self, w, fresh](ApiResponse r) {
+          if (self->stopped) return;
+          bj::value doc;
+          boost::system::error_code ec;
+          if (r.status == 200) doc = bj::parse(r.body, ec);
+          if (r.status != 200 || ec || !doc.is_object()) return self->Backoff(w);
+          if (const bj::value* items = doc.get_object().if_contains("items");
+              items && items->is_array()) {
+            for (bj::value& item : doc.get_object()["items"].get_array()) {
+              (*fresh)[Key(item)] = std::move(item);
+            }
+          }
+          const std::string cont = Meta(doc, "continue");
+          if (!cont.empty()) return self->List(w, cont, fresh);
+          // The list is whole: replace the cache.
+          for (auto& [key, object] : w->known) {
+            if (fresh->count(key) == 0) w->on_event(WatchEvent{"DELETED", object});
+          }
+          for (auto& [key, object] : *fresh) {
+            w->on_event(WatchEvent{w->known.count(key) != 0 ? "MODIFIED" : "ADDED", object});
+          }
+          w->known = std::move(*fresh);
+          w->version = Meta(doc, "resourceVersion");
+          w->failures = 0;
+          if (w->on_synced) w->on_synced();
+          self->StartWatch(w);
+        }});
   }
 
   void StartWatch(const std::shared_ptr<WatchState>& w) {
     if (stopped) return;
     std::uniform_int_distribution<int> timeout(300, 600);  // client-go's spread
-    std::string target = fmt::format("{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",
-                                     w->path, UrlEncode(w->version), timeout(rng));
+    std::string target =
+        fmt::format("{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={}",
+                    w->path, UrlEncode(w->version), timeout(rng));
     if (!w->selector.empty()) target += "&fieldSelector=" + UrlEncode(w->selector);
     w->parser.reset();
     auto self = shared_from_this();
     w->exchange = std::make_shared<Exchange>(
-        io, access, tls.get(), MakeRequest("GET", target, "", ""), std::chrono::milliseconds(660000),
+        io, access, tls.get(), MakeRequest("GET", target, "", ""),
+        std::chrono::milliseconds(660000),
         [self, w](std::string_view chunk) { return self->OnWatchBytes(w, chunk); },
         [self, w](ApiResponse r) {
           if (self->stopped) return;
@@ -233,12 +247,16 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   }
 
   static std::string Meta(const bj::value& object, std::string_view key) {
-    const bj::value* meta = object.is_object() ? object.get_object().if_contains("metadata") : nullptr;
-    const bj::value* v = meta != nullptr && meta->is_object() ? meta->get_object().if_contains(key) : nullptr;
+    const bj::value* meta =
+        object.is_object() ? object.get_object().if_contains("metadata") : nullptr;
+    const bj::value* v =
+        meta != nullptr && meta->is_object() ? meta->get_object().if_contains(key) : nullptr;
     return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
   }
 
-  static std::string Key(const bj::value& object) { return Meta(object, "namespace") + "/" + Meta(object, "name"); }
+  static std::string Key(const bj::value& object) {
+    return Meta(object, "namespace") + "/" + Meta(object, "name");
+  }
 
   static std::string UrlEncode(std::string_view s) {
     std::string out;
@@ -267,7 +285,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   std::mt19937 rng{std::random_device{}()};
 };
 
-ApiClient::ApiClient(asio::io_context& io, ClusterAccess access, ApiClientOptions options, Metrics* metrics)
+ApiClient::ApiClient(asio::io_context& io, ClusterAccess access, ApiClientOptions options,
+                     Metrics* metrics)
     : impl_(std::make_shared<Impl>(io, std::move(access), options, metrics)) {}
 
 ApiClient::~ApiClient() { Stop(); }
@@ -298,13 +317,14 @@ Status ApiClient::Start() {
   return Status();
 }
 
-void ApiClient::Call(std::string verb, std::string method, std::string target, std::string content_type,
-                     std::string body, ApiCallback done) {
-  impl_->Enqueue(Impl::Pending{std::move(verb), std::move(method), std::move(target), std::move(content_type),
-                               std::move(body), std::move(done), 0});
+void ApiClient::Call(std::string verb, std::string method, std::string target,
+                     std::string content_type, std::string body, ApiCallback done) {
+  impl_->Enqueue(Impl::Pending{std::move(verb), std::move(method), std::move(target),
+                               std::move(content_type), std::move(body), std::move(done), 0});
 }
 
-void ApiClient::Watch(std::string path, std::string field_selector, std::function<void(const WatchEvent&)> on_event,
+void ApiClient::Watch(std::string path, std::string field_selector,
+                      std::function<void(const WatchEvent&)> on_event,
                       std::function<void()> on_synced) {
   auto w = std::make_shared<Impl::WatchState>();
   w->path = std::move(path);

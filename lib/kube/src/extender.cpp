@@ -1,9 +1,9 @@
 #include "devshare/kube/extender.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <set>
 
 #include "devshare/objects_json.hpp"
@@ -27,7 +27,8 @@ Result<bj::value> ParseJson(std::string_view json) {
 // A string field of `o`, or an error naming it.
 Result<std::string> StringField(const bj::object& o, std::string_view key) {
   const bj::value* v = o.if_contains(key);
-  if (v == nullptr || !v->is_string()) return Bad(fmt::format("{} is missing or not a string", key));
+  if (v == nullptr || !v->is_string())
+    return Bad(fmt::format("{} is missing or not a string", key));
   return std::string(v->get_string());
 }
 
@@ -61,7 +62,8 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json) {
     const bj::value& item = items->get_array()[i];
     const bj::value* name = item.is_object() ? item.get_object().if_contains("metadata") : nullptr;
     name = name != nullptr && name->is_object() ? name->get_object().if_contains("name") : nullptr;
-    if (name == nullptr || !name->is_string()) return Bad(fmt::format("Nodes.items[{}].metadata.name is missing", i));
+    if (name == nullptr || !name->is_string())
+      return Bad(fmt::format("Nodes.items[{}].metadata.name is missing", i));
     args.nodes.emplace_back(name->get_string());
     args.node_items.push_back(bj::serialize(item));
   }
@@ -77,8 +79,9 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
   if (reply.error.empty()) {
     for (const std::string& node : args.nodes) {
       if (kept.count(node) == 0 && !failed.contains(node)) {
-        failed[node] = reply.nodes.empty() ? std::string("does not fit")
-                                           : fmt::format("not chosen: {} is preferred", reply.nodes.front());
+        failed[node] = reply.nodes.empty()
+                           ? std::string("does not fit")
+                           : fmt::format("not chosen: {} is preferred", reply.nodes.front());
       }
     }
   }
@@ -119,8 +122,9 @@ Result<BindArgs> DecodeBindArgs(std::string_view json) {
   if (!doc.ok()) return doc.status();
   const bj::object& o = doc->get_object();
   BindArgs args;
-  for (auto [key, field] : {std::pair{"PodName", &args.pod_name}, std::pair{"PodNamespace", &args.pod_namespace},
-                            std::pair{"PodUID", &args.pod_uid}, std::pair{"Node", &args.node}}) {
+  for (auto [key, field] :
+       {std::pair{"PodName", &args.pod_name}, std::pair{"PodNamespace", &args.pod_namespace},
+        std::pair{"PodUID", &args.pod_uid}, std::pair{"Node", &args.node}}) {
     Result<std::string> v = StringField(o, key);
     if (!v.ok()) return v.status();
     *field = std::move(*v);
@@ -128,6 +132,8 @@ Result<BindArgs> DecodeBindArgs(std::string_view json) {
   return args;
 }
 
-std::string EncodeBindResult(std::string_view error) { return bj::serialize(bj::object{{"Error", error}}); }
+std::string EncodeBindResult(std::string_view error) {
+  return bj::serialize(bj::object{{"Error", error}});
+}
 
 }  // namespace devshare::kube

@@ -12,7 +12,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -40,7 +39,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   using Chunk = std::function<bool(std::string_view)>;  // false: stop reading
 
   Exchange(asio::io_context& io, const ClusterAccess& access, ssl::context* tls,
-           http::request<http::string_body> request, std::chrono::milliseconds timeout, Chunk on_chunk, Done done)
+           http::request<http::string_body> request, std::chrono::milliseconds timeout,
+           Chunk on_chunk, Done done)
       : access_(access),
         resolver_(io),
         request_(std::move(request)),
@@ -55,15 +55,16 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void Run() {
-    resolver_.async_resolve(access_.host, access_.port,
-                            [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
-                              if (ec) return self->Fail("resolve", ec);
-                              self->Lowest().expires_after(self->timeout_);
-                              self->Lowest().async_connect(r, [self](beast::error_code ec2, const tcp::endpoint&) {
-                                if (ec2) return self->Fail("connect", ec2);
-                                self->Handshake();
-                              });
-                            });
+    resolver_.async_resolve(
+        access_.host, access_.port,
+        [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
+          if (ec) return self->Fail("resolve", ec);
+          self->Lowest().expires_after(self->timeout_);
+          self->Lowest().async_connect(r, [self](beast::error_code ec2, const tcp::endpoint&) {
+            if (ec2) return self->Fail("connect", ec2);
+            self->Handshake();
+          });
+        });
   }
 
   void Cancel() {
@@ -80,7 +81,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Handshake() {
     auto* tls = std::get_if<TlsStream>(&stream_);
     if (tls == nullptr) return Write();
-    const std::string& name = access_.tls_server_name.empty() ? access_.host : access_.tls_server_name;
+    const std::string& name =
+        access_.tls_server_name.empty() ? access_.host : access_.tls_server_name;
     SSL_set_tlsext_host_name(tls->native_handle(), name.c_str());
     if (!access_.insecure) {
       // Names are checked by OpenSSL against the certificate (IP or DNS).
@@ -93,10 +95,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
       }
     }
-    tls->async_handshake(ssl::stream_base::client, [self = shared_from_this()](beast::error_code ec) {
-      if (ec) return self->Fail("TLS handshake", ec);
-      self->Write();
-    });
+    tls->async_handshake(ssl::stream_base::client,
+                         [self = shared_from_this()](beast::error_code ec) {
+                           if (ec) return self->Fail("TLS handshake", ec);
+                           self->Write();
+                         });
   }
 
   template <typename F>
@@ -111,45 +114,52 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Write() {
     Lowest().expires_after(timeout_);
     WithStream([&](auto& s) {
-      http::async_write(s, request_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (ec) return self->Fail("write", ec);
-        self->ReadHeader();
-      });
+      http::async_write(s, request_,
+                        [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                          if (ec) return self->Fail("write", ec);
+                          self->ReadHeader();
+                        });
     });
   }
 
   void ReadHeader() {
     parser_.emplace();
-    parser_->body_limit(on_chunk_ ? boost::optional<std::uint64_t>() : boost::optional<std::uint64_t>(1ULL << 30));
+    parser_->body_limit(on_chunk_ ? boost::optional<std::uint64_t>()
+                                  : boost::optional<std::uint64_t>(1ULL << 30));
     WithStream([&](auto& s) {
-      http::async_read_header(s, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (ec) return self->Fail("read", ec);
-        const int status = static_cast<int>(self->parser_->get().result_int());
-        if (self->on_chunk_ && status == 200) {
-          self->chunk_body_ = [raw = self.get()](std::uint64_t, std::string_view body, beast::error_code&) {
-            if (!raw->stopped_ && !raw->on_chunk_(body)) raw->stopped_ = true;
-            return body.size();
-          };
-          self->parser_->on_chunk_body(self->chunk_body_);
-        }
-        self->ReadBody();
-      });
+      http::async_read_header(
+          s, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ec) return self->Fail("read", ec);
+            const int status = static_cast<int>(self->parser_->get().result_int());
+            if (self->on_chunk_ && status == 200) {
+              self->chunk_body_ = [raw = self.get()](std::uint64_t, std::string_view body,
+                                                     beast::error_code&) {
+                if (!raw->stopped_ && !raw->on_chunk_(body)) raw->stopped_ = true;
+                return body.size();
+              };
+              self->parser_->on_chunk_body(self->chunk_body_);
+            }
+            self->ReadBody();
+          });
     });
   }
 
   void ReadBody() {
     if (parser_->is_done() || stopped_) return Finish();
     WithStream([&](auto& s) {
-      http::async_read_some(s, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (ec) return self->Fail("read", ec);
-        self->ReadBody();
-      });
+      http::async_read_some(s, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->Fail("read", ec);
+                              self->ReadBody();
+                            });
     });
   }
 
   void Finish() {
     auto& response = parser_->get();
-    ApiResponse r{static_cast<int>(response.result_int()), std::move(response.body()), {},
+    ApiResponse r{static_cast<int>(response.result_int()),
+                  std::move(response.body()),
+                  {},
                   std::string(response[http::field::retry_after])};
     Cancel();
     Done done = std::move(done_);

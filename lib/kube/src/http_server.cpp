@@ -1,5 +1,6 @@
 #include "devshare/kube/http_server.hpp"
 
+#include <fmt/format.h>
 #include <openssl/ssl.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -8,8 +9,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
-
 #include <filesystem>
 #include <list>
 #include <optional>
@@ -30,18 +29,21 @@ int SelectHttp11(SSL*, const unsigned char** out, unsigned char* outlen, const u
                  unsigned int inlen, void*) {
   static constexpr unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen, kHttp11, sizeof(kHttp11), in, inlen) != OPENSSL_NPN_NEGOTIATED) {
+  if (SSL_select_next_proto(&selected, outlen, kHttp11, sizeof(kHttp11), in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;
   }
   *out = selected;
   return SSL_TLSEXT_ERR_OK;
 }
 
-Result<std::shared_ptr<ssl::context>> LoadTls(const std::string& cert_file, const std::string& key_file) {
+Result<std::shared_ptr<ssl::context>> LoadTls(const std::string& cert_file,
+                                              const std::string& key_file) {
   auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
   boost::system::error_code ec;
-  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                           ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                           ssl::context::no_tlsv1_1,
                        ec);
   if (!ec) context->use_certificate_chain_file(cert_file, ec);
   if (ec) return Status::InvalidConfig(fmt::format("certificate {}: {}", cert_file, ec.message()));
@@ -68,7 +70,11 @@ class Session {
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(asio::io_context& io_context, HttpServerOptions o, HttpHandler h)
-      : io(io_context), options(std::move(o)), handler(std::move(h)), acceptor(io), cert_timer(io) {}
+      : io(io_context),
+        options(std::move(o)),
+        handler(std::move(h)),
+        acceptor(io),
+        cert_timer(io) {}
 
   void Accept();
   void WatchCertificate();
@@ -115,15 +121,18 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     parser_.emplace();
     parser_->body_limit(server_->options.body_limit);
     beast::get_lowest_layer(stream_).expires_after(server_->options.read_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
     if (ec == http::error::body_limit) {
-      HttpResponse too_large{413, "application/json",
-                             fmt::format(R"({{"error":"request body over {} bytes"}})", server_->options.body_limit),
-                             {}};
+      HttpResponse too_large{
+          413,
+          "application/json",
+          fmt::format(R"({{"error":"request body over {} bytes"}})", server_->options.body_limit),
+          {}};
       return Write(std::move(too_large), false, 11);
     }
     if (ec) return Close();  // end of stream, timeout, reset
@@ -134,13 +143,15 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
                   std::string(request[http::field::content_type]), std::move(request.body())};
     const bool keep_alive = request.keep_alive();
     const unsigned version = request.version();
-    server_->handler(std::move(r), [self = this->shared_from_this(), keep_alive, version](HttpResponse response) {
-      self->Write(std::move(response), keep_alive, version);
-    });
+    server_->handler(std::move(r),
+                     [self = this->shared_from_this(), keep_alive, version](HttpResponse response) {
+                       self->Write(std::move(response), keep_alive, version);
+                     });
   }
 
   void Write(HttpResponse r, bool keep_alive, unsigned version) {
-    auto response = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
+    auto response = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), version);
     response->set(http::field::server, "devshare");
     response->set(http::field::content_type, r.content_type);
     for (const auto& [name, value] : r.headers) response->set(name, value);
@@ -148,12 +159,13 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     response->keep_alive(keep_alive && !server_->stopping);
     response->prepare_payload();
     beast::get_lowest_layer(stream_).expires_after(server_->options.read_timeout);
-    http::async_write(stream_, *response,
-                      [self = this->shared_from_this(), response](beast::error_code ec, std::size_t) {
-                        self->busy_ = false;
-                        if (ec || !response->keep_alive()) return self->Close();
-                        self->Read();
-                      });
+    http::async_write(
+        stream_, *response,
+        [self = this->shared_from_this(), response](beast::error_code ec, std::size_t) {
+          self->busy_ = false;
+          if (ec || !response->keep_alive()) return self->Close();
+          self->Read();
+        });
   }
 
   void Close() {
@@ -187,11 +199,13 @@ void HttpServer::Impl::Accept() {
       std::shared_ptr<Session> session;
       if (self->tls) {
         auto c = std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(
-            self, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *self->tls));
+            self,
+            beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *self->tls));
         c->Start();
         session = c;
       } else {
-        auto c = std::make_shared<Connection<beast::tcp_stream>>(self, beast::tcp_stream(std::move(socket)));
+        auto c = std::make_shared<Connection<beast::tcp_stream>>(
+            self, beast::tcp_stream(std::move(socket)));
         c->Start();
         session = c;
       }
@@ -209,7 +223,8 @@ void HttpServer::Impl::WatchCertificate() {
     const auto cert = Modified(self->options.cert_file);
     const auto key = Modified(self->options.key_file);
     if (cert && key && (cert != self->cert_time || key != self->key_time)) {
-      Result<std::shared_ptr<ssl::context>> reloaded = LoadTls(self->options.cert_file, self->options.key_file);
+      Result<std::shared_ptr<ssl::context>> reloaded =
+          LoadTls(self->options.cert_file, self->options.key_file);
       if (reloaded.ok()) {  // a half-written pair is retried at the next check
         self->tls = std::move(*reloaded);
         self->cert_time = cert;
@@ -236,13 +251,16 @@ Status HttpServer::Start() {
   }
   beast::error_code ec;
   const asio::ip::address address = asio::ip::make_address(o.address, ec);
-  if (ec) return Status::InvalidArgument(fmt::format("listen address {}: {}", o.address, ec.message()));
+  if (ec)
+    return Status::InvalidArgument(fmt::format("listen address {}: {}", o.address, ec.message()));
   const tcp::endpoint endpoint(address, o.port);
   impl_->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl_->acceptor.bind(endpoint, ec);
   if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Status::InvalidArgument(fmt::format("listen on {}:{}: {}", o.address, o.port, ec.message()));
+  if (ec)
+    return Status::InvalidArgument(
+        fmt::format("listen on {}:{}: {}", o.address, o.port, ec.message()));
   impl_->Accept();
   if (impl_->tls) impl_->WatchCertificate();
   return Status();

@@ -19,7 +19,8 @@ GpuGauges MeasureGpus(const ClusterSnapshot& snapshot, std::span<const WorkloadC
       ++g.gpus;
       double share = 0;
       if (d.device.devcore > 0) share = static_cast<double>(d.usage.usedcores) / d.device.devcore;
-      if (d.device.devmem > 0) share = std::max(share, static_cast<double>(d.usage.usedmem) / d.device.devmem);
+      if (d.device.devmem > 0)
+        share = std::max(share, static_cast<double>(d.usage.usedmem) / d.device.devmem);
       g.allocated += std::clamp(share, 0.0, 1.0);
       g.memory_bytes += static_cast<std::uint64_t>(std::max(d.device.devmem, 0)) * kMiB;
       g.memory_allocated_bytes += static_cast<std::uint64_t>(std::max(d.usage.usedmem, 0)) * kMiB;
@@ -34,7 +35,8 @@ GpuGauges MeasureGpus(const ClusterSnapshot& snapshot, std::span<const WorkloadC
   return g;
 }
 
-void Metrics::SetCluster(bool leader, const ClusterSnapshot& snapshot, std::span<const WorkloadClass> workload) {
+void Metrics::SetCluster(bool leader, const ClusterSnapshot& snapshot,
+                         std::span<const WorkloadClass> workload) {
   gpus_ = MeasureGpus(snapshot, workload);
   SetState(leader, snapshot.node_count(), gpus_.gpus, snapshot.pod_count());
 }
@@ -63,60 +65,74 @@ void RenderHistograms(std::string& out, std::string_view name, std::string_view 
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
   for (const auto& [outcome, h] : by_outcome) {
     for (std::size_t i = 0; i < Metrics::kBuckets.size(); ++i) {
-      fmt::format_to(std::back_inserter(out), "{}_bucket{{outcome=\"{}\",le=\"{}\"}} {}\n", name, outcome,
-                     Metrics::kBuckets[i], h.counts[i]);
+      fmt::format_to(std::back_inserter(out), "{}_bucket{{outcome=\"{}\",le=\"{}\"}} {}\n", name,
+                     outcome, Metrics::kBuckets[i], h.counts[i]);
     }
-    fmt::format_to(std::back_inserter(out), "{}_bucket{{outcome=\"{}\",le=\"+Inf\"}} {}\n", name, outcome, h.count);
-    fmt::format_to(std::back_inserter(out), "{}_sum{{outcome=\"{}\"}} {}\n", name, outcome, Value(h.sum));
-    fmt::format_to(std::back_inserter(out), "{}_count{{outcome=\"{}\"}} {}\n", name, outcome, h.count);
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{outcome=\"{}\",le=\"+Inf\"}} {}\n", name,
+                   outcome, h.count);
+    fmt::format_to(std::back_inserter(out), "{}_sum{{outcome=\"{}\"}} {}\n", name, outcome,
+                   Value(h.sum));
+    fmt::format_to(std::back_inserter(out), "{}_count{{outcome=\"{}\"}} {}\n", name, outcome,
+                   h.count);
   }
 }
 
-void RenderGauge(std::string& out, std::string_view name, std::string_view help, std::uint64_t value) {
-  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
+void RenderGauge(std::string& out, std::string_view name, std::string_view help,
+                 std::uint64_t value) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help,
+                 name, name, value);
 }
 
 void RenderGauge(std::string& out, std::string_view name, std::string_view help, double value) {
-  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name,
-                 Value(value));
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help,
+                 name, name, Value(value));
 }
 
 }  // namespace
 
 std::string Metrics::Render() const {
   std::string out;
-  RenderHistograms(out, "devshare_filter_duration_seconds", "Time to answer a Filter, by outcome.", filter_);
-  RenderHistograms(out, "devshare_bind_duration_seconds", "Time to answer a Bind, by outcome.", bind_);
-  out += "# HELP devshare_api_requests_total Requests to the API server, by verb and status code.\n"
-         "# TYPE devshare_api_requests_total counter\n";
+  RenderHistograms(out, "devshare_filter_duration_seconds", "Time to answer a Filter, by outcome.",
+                   filter_);
+  RenderHistograms(out, "devshare_bind_duration_seconds", "Time to answer a Bind, by outcome.",
+                   bind_);
+  out +=
+      "# HELP devshare_api_requests_total Requests to the API server, by verb and status code.\n"
+      "# TYPE devshare_api_requests_total counter\n";
   for (const auto& [key, n] : api_) {
-    fmt::format_to(std::back_inserter(out), "devshare_api_requests_total{{verb=\"{}\",code=\"{}\"}} {}\n", key.first,
+    fmt::format_to(std::back_inserter(out),
+                   "devshare_api_requests_total{{verb=\"{}\",code=\"{}\"}} {}\n", key.first,
                    key.second, n);
   }
   RenderGauge(out, "devshare_leader", "1 when this replica leads and has registered the nodes.",
               std::uint64_t{leader_ ? 1u : 0u});
   RenderGauge(out, "devshare_nodes", "Nodes whose devices are in the cache.", nodes_);
   RenderGauge(out, "devshare_nodes_undecodable",
-              "Nodes whose register annotation does not decode; their devices are left out.", undecodable_nodes_);
+              "Nodes whose register annotation does not decode; their devices are left out.",
+              undecodable_nodes_);
   RenderGauge(out, "devshare_devices", "Devices in the cache.", devices_);
   RenderGauge(out, "devshare_pods", "Pods holding devices.", pods_);
-  RenderGauge(out, "devshare_gpus", "Devices in the cache, each counted as one GPU (every vendor's).", gpus_.gpus);
+  RenderGauge(out, "devshare_gpus",
+              "Devices in the cache, each counted as one GPU (every vendor's).", gpus_.gpus);
   RenderGauge(out, "devshare_gpu_allocated",
-              "GPUs allocated to pods: the sum over devices of max(used cores / cores, used memory / memory), "
+              "GPUs allocated to pods: the sum over devices of max(used cores / cores, used memory "
+              "/ memory), "
               "each clamped to [0, 1].",
               gpus_.allocated);
-  RenderGauge(out, "devshare_gpu_memory_bytes", "Device memory registered by the devices in the cache, in bytes.",
+  RenderGauge(out, "devshare_gpu_memory_bytes",
+              "Device memory registered by the devices in the cache, in bytes.",
               gpus_.memory_bytes);
-  RenderGauge(out, "devshare_gpu_memory_allocated_bytes", "Device memory allocated to pods, in bytes.",
-              gpus_.memory_allocated_bytes);
+  RenderGauge(out, "devshare_gpu_memory_allocated_bytes",
+              "Device memory allocated to pods, in bytes.", gpus_.memory_allocated_bytes);
   RenderGauge(out, "devshare_gpu_free",
               "Free GPUs: the sum over healthy devices with a free slot of min(free cores / cores, "
               "free memory / memory) (fgd's measure).",
               gpus_.free);
-  RenderGauge(out, "devshare_gpu_fragmented",
-              "Free GPUs that the expected workload cannot use (fgd's fragmentation, Weng et al. ATC '23; "
-              "at most devshare_gpu_free).",
-              gpus_.fragmented);
+  RenderGauge(
+      out, "devshare_gpu_fragmented",
+      "Free GPUs that the expected workload cannot use (fgd's fragmentation, Weng et al. ATC '23; "
+      "at most devshare_gpu_free).",
+      gpus_.fragmented);
   return out;
 }
 

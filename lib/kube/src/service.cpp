@@ -1,9 +1,9 @@
 #include "devshare/kube/service.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json.hpp>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -11,8 +11,8 @@
 #include <unordered_map>
 
 #include "devshare/kube/extender.hpp"
-#include "devshare/objects_json.hpp"
 #include "devshare/kube/metrics.hpp"
+#include "devshare/objects_json.hpp"
 
 namespace devshare::kube {
 
@@ -26,7 +26,8 @@ constexpr const char* kMergePatch = "application/merge-patch+json";
 // The engine's clock: Unix milliseconds (handshake and bind-time stamps are
 // wall-clock times).
 std::int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -42,7 +43,9 @@ bj::object AnnotationsPatch(const std::vector<AnnotationWrite>& writes) {
   return annotations;
 }
 
-HttpResponse Json(int status, std::string body) { return HttpResponse{status, "application/json", std::move(body), {}}; }
+HttpResponse Json(int status, std::string body) {
+  return HttpResponse{status, "application/json", std::move(body), {}};
+}
 
 HttpResponse Error(int status, std::string_view message) {
   return Json(status, bj::serialize(bj::object{{"error", message}}));
@@ -71,7 +74,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     }
     if (options.leader == ServiceOptions::Leader::kElect && options.election.identity.empty()) {
       std::random_device random;
-      options.election.identity = fmt::format("{}_{:08x}{:08x}", options.hostname, random(), random());
+      options.election.identity =
+          fmt::format("{}_{:08x}{:08x}", options.hostname, random(), random());
     }
     engine = std::make_unique<engine::Engine>(std::move(e));
   }
@@ -108,7 +112,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     auto self = shared_from_this();
     if (c.preconditions.empty()) {
       client.Call("patch-node", "PATCH", path, kMergePatch,
-                  bj::serialize(bj::object{{"metadata", bj::object{{"annotations", AnnotationsPatch(c.writes)}}}}),
+                  bj::serialize(bj::object{
+                      {"metadata", bj::object{{"annotations", AnnotationsPatch(c.writes)}}}}),
                   [self, id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
       return;
     }
@@ -117,21 +122,26 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     client.Call("get-node", "GET", path, "", "", [self, id, path, c](ApiResponse r) {
       boost::system::error_code ec;
       bj::value node = r.status == 200 ? bj::parse(r.body, ec) : bj::value();
-      const bj::value* meta = node.is_object() ? node.get_object().if_contains("metadata") : nullptr;
+      const bj::value* meta =
+          node.is_object() ? node.get_object().if_contains("metadata") : nullptr;
       if (ec || meta == nullptr || !meta->is_object()) return self->Outcome(id, false);
       const bj::value* annotations = meta->get_object().if_contains("annotations");
       for (const AnnotationWrite& p : c.preconditions) {
         const bj::value* v = annotations != nullptr && annotations->is_object()
                                  ? annotations->get_object().if_contains(p.key)
                                  : nullptr;
-        const bool holds = p.value ? (v != nullptr && v->is_string() && v->get_string() == *p.value) : v == nullptr;
+        const bool holds = p.value ? (v != nullptr && v->is_string() && v->get_string() == *p.value)
+                                   : v == nullptr;
         if (!holds) return self->Outcome(id, false);
       }
       const bj::value* version = meta->get_object().if_contains("resourceVersion");
       bj::object metadata{{"annotations", AnnotationsPatch(c.writes)}};
-      if (version != nullptr && version->is_string()) metadata["resourceVersion"] = version->get_string();
-      self->client.Call("patch-node", "PATCH", path, kMergePatch, bj::serialize(bj::object{{"metadata", metadata}}),
-                        [self, id](ApiResponse patched) { self->Outcome(id, patched.status / 100 == 2); });
+      if (version != nullptr && version->is_string())
+        metadata["resourceVersion"] = version->get_string();
+      self->client.Call(
+          "patch-node", "PATCH", path, kMergePatch,
+          bj::serialize(bj::object{{"metadata", metadata}}),
+          [self, id](ApiResponse patched) { self->Outcome(id, patched.status / 100 == 2); });
     });
   }
 
@@ -139,9 +149,11 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     bj::object annotations;
     for (const auto& [k, v] : c.annotations.entries()) annotations[k] = v;
     const std::uint64_t id = c.id;
-    client.Call("patch-pod", "PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name),
-                kMergePatch, bj::serialize(bj::object{{"metadata", bj::object{{"annotations", annotations}}}}),
-                [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+    client.Call(
+        "patch-pod", "PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name),
+        kMergePatch,
+        bj::serialize(bj::object{{"metadata", bj::object{{"annotations", annotations}}}}),
+        [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
   }
 
   void Run(engine::PostBinding& c) {
@@ -151,14 +163,17 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       for (const auto& [k, v] : c.annotations.entries()) annotations[k] = v;
       metadata["annotations"] = std::move(annotations);
     }
-    const bj::object binding{{"apiVersion", "v1"},
-                             {"kind", "Binding"},
-                             {"metadata", std::move(metadata)},
-                             {"target", bj::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", c.node}}}};
+    const bj::object binding{
+        {"apiVersion", "v1"},
+        {"kind", "Binding"},
+        {"metadata", std::move(metadata)},
+        {"target", bj::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", c.node}}}};
     const std::uint64_t id = c.id;
-    client.Call("binding", "POST", fmt::format("/api/v1/namespaces/{}/pods/{}/binding", c.pod_namespace, c.name),
-                "application/json", bj::serialize(binding),
-                [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+    client.Call(
+        "binding", "POST",
+        fmt::format("/api/v1/namespaces/{}/pods/{}/binding", c.pod_namespace, c.name),
+        "application/json", bj::serialize(binding),
+        [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
   }
 
   void Run(engine::FilterReply& reply) {
@@ -166,9 +181,10 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     if (it == filters.end()) return;
     PendingFilter pending = std::move(it->second);
     filters.erase(it);
-    const std::string_view outcome = !reply.error.empty() ? (reply.error.starts_with("not ready") ? "refused" : "error")
-                                     : reply.nodes.empty() ? "unschedulable"
-                                                           : "placed";
+    const std::string_view outcome =
+        !reply.error.empty()  ? (reply.error.starts_with("not ready") ? "refused" : "error")
+        : reply.nodes.empty() ? "unschedulable"
+                              : "placed";
     metrics.ObserveFilter(outcome, Seconds(pending.start));
     pending.respond(Json(200, EncodeFilterResult(pending.args, reply)));
   }
@@ -190,9 +206,12 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
 
   void OnNode(const WatchEvent& e) {
     if (e.type == "DELETED") {
-      const bj::value* meta = e.object.is_object() ? e.object.get_object().if_contains("metadata") : nullptr;
-      const bj::value* name = meta != nullptr && meta->is_object() ? meta->get_object().if_contains("name") : nullptr;
-      if (name != nullptr && name->is_string()) engine->NodeDeleted(std::string(name->get_string()));
+      const bj::value* meta =
+          e.object.is_object() ? e.object.get_object().if_contains("metadata") : nullptr;
+      const bj::value* name =
+          meta != nullptr && meta->is_object() ? meta->get_object().if_contains("name") : nullptr;
+      if (name != nullptr && name->is_string())
+        engine->NodeDeleted(std::string(name->get_string()));
       return;
     }
     if (!e.object.is_object()) return;
@@ -221,8 +240,10 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
 
   void OnPod(const WatchEvent& e) {
     if (e.type == "DELETED") {
-      const bj::value* meta = e.object.is_object() ? e.object.get_object().if_contains("metadata") : nullptr;
-      const bj::value* uid = meta != nullptr && meta->is_object() ? meta->get_object().if_contains("uid") : nullptr;
+      const bj::value* meta =
+          e.object.is_object() ? e.object.get_object().if_contains("metadata") : nullptr;
+      const bj::value* uid =
+          meta != nullptr && meta->is_object() ? meta->get_object().if_contains("uid") : nullptr;
       if (uid != nullptr && uid->is_string()) engine->PodDeleted(std::string(uid->get_string()));
       return;
     }
@@ -248,8 +269,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   // ---- the election (kElect)
 
   std::string LeasePath(bool named) const {
-    return fmt::format("/apis/coordination.k8s.io/v1/namespaces/{}/leases{}", options.lease_namespace,
-                       named ? "/" + options.lease_name : "");
+    return fmt::format("/apis/coordination.k8s.io/v1/namespaces/{}/leases{}",
+                       options.lease_namespace, named ? "/" + options.lease_name : "");
   }
 
   void Elect() {
@@ -262,8 +283,9 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         if (decoded.ok()) current = std::move(*decoded);
       }
       if (r.status == 200 || r.status == 404) {
-        ElectionDecision d = TryAcquireOrRenew(self->elector, current, self->options.election,
-                                               self->options.lease_name, self->options.lease_namespace, NowMs());
+        ElectionDecision d =
+            TryAcquireOrRenew(self->elector, current, self->options.election,
+                              self->options.lease_name, self->options.lease_namespace, NowMs());
         const bool create = d.action == ElectionAction::kCreate;
         if (create || d.action == ElectionAction::kAcquire || d.action == ElectionAction::kRenew) {
           self->client.Call(create ? "create-lease" : "update-lease", create ? "POST" : "PUT",
@@ -273,7 +295,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
                             });
         }
       }
-      self->elect_timer.expires_after(std::chrono::milliseconds(self->options.election.retry_period_ms));
+      self->elect_timer.expires_after(
+          std::chrono::milliseconds(self->options.election.retry_period_ms));
       self->elect_timer.async_wait([self](boost::system::error_code ec) {
         if (!ec && !self->stopping) self->Elect();
       });
@@ -289,8 +312,10 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       if (request.method != "GET") return respond(Error(405, "use GET"));
       if (route == "healthz") return respond(HttpResponse{200, "text/plain", "ok", {}});
       if (route == "readyz") {
-        return respond(Ready() ? HttpResponse{200, "text/plain", "ok", {}}
-                               : HttpResponse{503, "text/plain", "not ready: not leading, or not registered yet", {}});
+        return respond(
+            Ready() ? HttpResponse{200, "text/plain", "ok", {}}
+                    : HttpResponse{
+                          503, "text/plain", "not ready: not leading, or not registered yet", {}});
       }
       metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
       metrics.SetUndecodableNodes(engine->node_errors().size());
@@ -301,8 +326,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     }
     if (!post) return respond(Error(405, "use POST"));
     if (route == "webhook") {
-      Result<AdmissionDecision> d =
-          DecideAdmission(request.body, options.engine.config, options.admission, &engine->snapshot());
+      Result<AdmissionDecision> d = DecideAdmission(request.body, options.engine.config,
+                                                    options.admission, &engine->snapshot());
       if (!d.ok()) return respond(Error(400, d.status().message()));
       return respond(Json(200, EncodeAdmissionResponse(*d)));
     }
@@ -312,7 +337,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       const std::uint64_t id = next_request++;
       binds.emplace(id, std::pair{std::move(respond), std::chrono::steady_clock::now()});
       std::vector<engine::Command> out;
-      engine->Bind(id, args->pod_namespace, args->pod_name, args->pod_uid, args->node, NowMs(), out);
+      engine->Bind(id, args->pod_namespace, args->pod_name, args->pod_uid, args->node, NowMs(),
+                   out);
       return Execute(std::move(out));
     }
     Result<ExtenderArgs> args = DecodeExtenderArgs(request.body);
@@ -323,7 +349,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       if (!synced()) return respond(Error(503, "not ready: the cluster cache is still syncing"));
       Result<std::vector<NodeScore>> scores = engine->Prioritize(args->pod, args->nodes, NowMs());
       if (!scores.ok()) {
-        return respond(Error(scores.status().code() == StatusCode::kUnavailable ? 503 : 400, scores.status().message()));
+        return respond(Error(scores.status().code() == StatusCode::kUnavailable ? 503 : 400,
+                             scores.status().message()));
       }
       return respond(Json(200, EncodeHostPriorities(*scores)));
     }
@@ -336,7 +363,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     engine->PodObserved(args->pod);  // the scheduler's copy is at least as new as the watch's
     std::vector<engine::Command> out;
     engine->Filter(id, args->pod, args->nodes, NowMs(), out);
-    filters.emplace(id, PendingFilter{std::move(respond), std::move(*args), std::chrono::steady_clock::now()});
+    filters.emplace(
+        id, PendingFilter{std::move(respond), std::move(*args), std::chrono::steady_clock::now()});
     Execute(std::move(out));
   }
 
@@ -359,7 +387,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, PendingFilter> filters;
   std::map<std::string, std::string> reported_node_errors;  // ReportNodeError
-  std::unordered_map<std::uint64_t, std::pair<Responder, std::chrono::steady_clock::time_point>> binds;
+  std::unordered_map<std::uint64_t, std::pair<Responder, std::chrono::steady_clock::time_point>>
+      binds;
   Elector elector;
   std::optional<LeaseRecord> current_lease;
   bool nodes_synced = false, pods_synced = false, stopping = false;
@@ -378,23 +407,35 @@ Status Service::Start() {
     if (!s.ok()) return s;
   }
   std::weak_ptr<Impl> weak = impl_;
-  impl_->server = std::make_unique<HttpServer>(impl_->io, impl_->options.http, [weak](HttpRequest r, Responder respond) {
-    if (auto self = weak.lock()) return self->Handle(std::move(r), std::move(respond));
-    respond(Error(503, "shutting down"));
-  });
+  impl_->server = std::make_unique<HttpServer>(
+      impl_->io, impl_->options.http, [weak](HttpRequest r, Responder respond) {
+        if (auto self = weak.lock()) return self->Handle(std::move(r), std::move(respond));
+        respond(Error(503, "shutting down"));
+      });
   s = impl_->server->Start();
   if (!s.ok()) return s;
   impl_->client.Watch(
-      "/api/v1/nodes", "", [weak](const WatchEvent& e) { if (auto self = weak.lock()) self->OnNode(e); },
-      [weak] { if (auto self = weak.lock()) self->nodes_synced = true; });
+      "/api/v1/nodes", "",
+      [weak](const WatchEvent& e) {
+        if (auto self = weak.lock()) self->OnNode(e);
+      },
+      [weak] {
+        if (auto self = weak.lock()) self->nodes_synced = true;
+      });
   impl_->client.Watch(
       "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed",
-      [weak](const WatchEvent& e) { if (auto self = weak.lock()) self->OnPod(e); },
-      [weak] { if (auto self = weak.lock()) self->pods_synced = true; });
+      [weak](const WatchEvent& e) {
+        if (auto self = weak.lock()) self->OnPod(e);
+      },
+      [weak] {
+        if (auto self = weak.lock()) self->pods_synced = true;
+      });
   if (impl_->options.leader != ServiceOptions::Leader::kAlways) {
-    impl_->client.Watch(
-        impl_->LeasePath(false), "metadata.name=" + impl_->options.lease_name,
-        [weak](const WatchEvent& e) { if (auto self = weak.lock()) self->OnLease(e); }, {});
+    impl_->client.Watch(impl_->LeasePath(false), "metadata.name=" + impl_->options.lease_name,
+                        [weak](const WatchEvent& e) {
+                          if (auto self = weak.lock()) self->OnLease(e);
+                        },
+                        {});
   }
   if (impl_->options.leader == ServiceOptions::Leader::kElect) impl_->Elect();
   return Status();
@@ -412,8 +453,8 @@ void Service::Stop() {
     // ReleaseOnCancel: hand the Lease over at once.
     LeaseRecord released = ReleaseLease(*impl_->current_lease, NowMs() * 1000);
     auto self = impl_;
-    impl_->client.Call("update-lease", "PUT", impl_->LeasePath(true), "application/json", EncodeLease(released),
-                       [self](ApiResponse) { self->client.Stop(); });
+    impl_->client.Call("update-lease", "PUT", impl_->LeasePath(true), "application/json",
+                       EncodeLease(released), [self](ApiResponse) { self->client.Stop(); });
     return;
   }
   impl_->client.Stop();

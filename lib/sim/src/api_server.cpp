@@ -8,12 +8,13 @@ namespace devshare::sim::internal {
 
 std::string_view VerbName(Verb verb) {
   static constexpr std::string_view kNames[kVerbCount] = {
-      "patch-node", "patch-pod", "binding", "plugin-patch-node", "plugin-patch-pod", "kubelet-patch-node", "lease"};
+      "patch-node",       "patch-pod",          "binding", "plugin-patch-node",
+      "plugin-patch-pod", "kubelet-patch-node", "lease"};
   return kNames[static_cast<std::size_t>(verb)];
 }
 
-ApiServer::ApiServer(const ApiModel& model, std::size_t clients, std::size_t pods, std::string register_key,
-                     EventQueue& events, std::mt19937_64& rng)
+ApiServer::ApiServer(const ApiModel& model, std::size_t clients, std::size_t pods,
+                     std::string register_key, EventQueue& events, std::mt19937_64& rng)
     : model_(model),
       register_key_(std::move(register_key)),
       events_(events),
@@ -56,13 +57,15 @@ std::optional<std::size_t> ApiServer::PodIndex(const std::string& name) const {
 void ApiServer::Submit(Request request) {
   ++calls_[static_cast<std::size_t>(request.verb)];
   const std::uint64_t id = next_request_++;
-  const std::int64_t start = Throttled(request) ? TokenAt(request.client, events_.now()) : events_.now();
+  const std::int64_t start =
+      Throttled(request) ? TokenAt(request.client, events_.now()) : events_.now();
   requests_.emplace(id, std::move(request));
   events_.At(start, EventKind::kRequestStart, id);
 }
 
 bool ApiServer::Throttled(const Request& request) {
-  return request.verb == Verb::kPatchNode || request.verb == Verb::kPatchPod || request.verb == Verb::kBinding;
+  return request.verb == Verb::kPatchNode || request.verb == Verb::kPatchPod ||
+         request.verb == Verb::kBinding;
 }
 
 // When the client may send a request it has at `from`: client-go's token
@@ -71,8 +74,8 @@ std::int64_t ApiServer::TokenAt(int client, std::int64_t from) {
   TokenBucket& bucket = buckets_[static_cast<std::size_t>(client)];
   const double rate = model_.qps / 1000.0;  // tokens per ms
   if (from > bucket.refilled_at) {
-    bucket.tokens =
-        std::min<double>(model_.burst, bucket.tokens + static_cast<double>(from - bucket.refilled_at) * rate);
+    bucket.tokens = std::min<double>(
+        model_.burst, bucket.tokens + static_cast<double>(from - bucket.refilled_at) * rate);
     bucket.refilled_at = from;
   }
   const std::int64_t base = std::max(from, bucket.refilled_at);
@@ -91,11 +94,13 @@ void ApiServer::Receive(std::uint64_t id) {
   if (inflight_ >= model_.max_inflight) {
     ++rejected_429_;
     const std::int64_t retry = now + model_.retry_after_ms;
-    events_.At(Throttled(request) ? TokenAt(request.client, retry) : retry, EventKind::kRequestStart, id);
+    events_.At(Throttled(request) ? TokenAt(request.client, retry) : retry,
+               EventKind::kRequestStart, id);
     return;
   }
   ++inflight_;
-  std::uniform_int_distribution<std::int64_t> jitter(0, std::max<std::int64_t>(model_.jitter_ms, 0));
+  std::uniform_int_distribution<std::int64_t> jitter(0,
+                                                     std::max<std::int64_t>(model_.jitter_ms, 0));
   events_.At(now + model_.latency_ms + jitter(rng_), EventKind::kRequestDone, id);
 }
 

@@ -79,15 +79,17 @@ struct Request {
   // The scheduler replica whose engine (or elector) hears the outcome and
   // whose token bucket the request waits for; -1: nobody waits.
   int client;
-  std::variant<engine::PatchNode, engine::PatchPod, engine::PostBinding, NodeWrite, PodWrite, LeaseWrite> body;
+  std::variant<engine::PatchNode, engine::PatchPod, engine::PostBinding, NodeWrite, PodWrite,
+               LeaseWrite>
+      body;
 };
 
 // A request the server has applied, or refused.
 struct Completion {
   Request request;
-  bool ok = false;        // false: 404 (no such object) or 409
-  std::size_t node = 0;   // the node written (a PatchNode that succeeded, a NodeWrite)
-  std::size_t pod = 0;    // the pod written (a PatchPod or Binding that succeeded, a PodWrite)
+  bool ok = false;       // false: 404 (no such object) or 409
+  std::size_t node = 0;  // the node written (a PatchNode that succeeded, a NodeWrite)
+  std::size_t pod = 0;   // the pod written (a PatchPod or Binding that succeeded, a PodWrite)
 };
 
 class ApiServer {
@@ -182,7 +184,7 @@ class ApiServer {
 
   std::vector<StoredNode> nodes_;  // by name
   std::unordered_map<std::string, std::size_t> node_index_;
-  std::vector<StoredPod> pods_;    // by the scenario's index
+  std::vector<StoredPod> pods_;  // by the scenario's index
   std::unordered_map<std::string, std::size_t> pod_by_name_;
   std::optional<LeaseRecord> lease_;
   std::uint64_t lease_version_ = 0;

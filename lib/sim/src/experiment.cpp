@@ -1,10 +1,10 @@
 #include "devshare/sim/experiment.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cmath>
 #include <random>
 
@@ -28,7 +28,9 @@ Status ReadDuration(const YAML::Node& node, const std::string& path, std::int64_
       {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
   auto scale = kUnits.find(unit);
   if (digits == 0 || digits > 12 || scale == kUnits.end()) {
-    return FieldError(path, node, fmt::format("expected a duration such as 500ms, 30s, 10m or 1h, got '{}'", text));
+    return FieldError(
+        path, node,
+        fmt::format("expected a duration such as 500ms, 30s, 10m or 1h, got '{}'", text));
   }
   out = std::stoll(text.substr(0, digits)) * scale->second;
   return Status();
@@ -130,12 +132,14 @@ Status ReadEngine(const YAML::Node& node, const std::string& path, engine::Engin
   using engine::LockRetry;
   using engine::RegistrationProtocol;
   return ReadMap(node, path,
-                 {{"registration", OneOf(e.registration, {{"hami", RegistrationProtocol::kHami},
-                                                          {"volcano", RegistrationProtocol::kVolcano},
-                                                          {"change-only", RegistrationProtocol::kChangeOnly}})},
+                 {{"registration",
+                   OneOf(e.registration, {{"hami", RegistrationProtocol::kHami},
+                                          {"volcano", RegistrationProtocol::kVolcano},
+                                          {"change-only", RegistrationProtocol::kChangeOnly}})},
                   {"policy", PolicyField(e.filter)},
                   {"hami_exact", HamiExactField(e.filter.hami_exact)},
-                  {"bind", OneOf(e.bind_mode, {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}})},
+                  {"bind", OneOf(e.bind_mode, {{"node-lock", BindMode::kNodeLock},
+                                               {"lock-free", BindMode::kLockFree}})},
                   {"lock_retry", OneOf(e.lock_retry, {{"once", LockRetry::kOnce},
                                                       {"fixed", LockRetry::kFixed},
                                                       {"backoff", LockRetry::kBackoff}})},
@@ -161,7 +165,8 @@ Status ReadPlugins(const YAML::Node& node, const std::string& path, PluginModel&
                      {{"mode", OneOf(m.mode, {{"change-only", PluginModel::Mode::kChangeOnly},
                                               {"legacy", PluginModel::Mode::kLegacy}})},
                       {"heartbeat", Duration(m.heartbeat_ms)}});
-  if (s.ok() && m.heartbeat_ms <= 0) return FieldError(path + ".heartbeat", node["heartbeat"], "must be above 0");
+  if (s.ok() && m.heartbeat_ms <= 0)
+    return FieldError(path + ".heartbeat", node["heartbeat"], "must be above 0");
   return s;
 }
 
@@ -177,8 +182,8 @@ Status ReadScheduler(const YAML::Node& node, const std::string& path, SchedulerM
 // A list (null: left as it is) whose items `read_item(item, path, index, T&)`
 // fills, each starting from `initial`; it replaces `out`.
 template <typename T, typename ItemReader>
-Status ReadList(const YAML::Node& node, const std::string& path, const T& initial, ItemReader read_item,
-                std::vector<T>& out) {
+Status ReadList(const YAML::Node& node, const std::string& path, const T& initial,
+                ItemReader read_item, std::vector<T>& out) {
   if (node.IsNull()) return Status();
   if (!node.IsSequence()) return FieldError(path, node, "expected a list");
   out.clear();
@@ -219,7 +224,8 @@ Status ReadNodeGroup(const YAML::Node& node, const std::string& path, std::size_
                   {"memory", NonNegative(g.shape.memory_mib)}});
 }
 
-Status ReadPodClass(const YAML::Node& node, const std::string& path, std::size_t index, PodClass& c) {
+Status ReadPodClass(const YAML::Node& node, const std::string& path, std::size_t index,
+                    PodClass& c) {
   Status s = ReadMap(node, path,
                      {{"name", String(c.shape.name)},
                       {"count", NonNegative(c.count)},
@@ -236,7 +242,8 @@ Status ReadPodClass(const YAML::Node& node, const std::string& path, std::size_t
   if (!s.ok()) return s;
   if (c.shape.name.empty()) c.shape.name = fmt::format("class{}", index);
   if (c.shape.gpus > 8) return FieldError(path + ".gpus", node["gpus"], "at most 8 devices");
-  if (c.shape.gpu_milli > 1000) return FieldError(path + ".gpu_milli", node["gpu_milli"], "at most 1000");
+  if (c.shape.gpu_milli > 1000)
+    return FieldError(path + ".gpu_milli", node["gpu_milli"], "at most 1000");
   if (c.every_ms <= 0) return FieldError(path + ".every", node["every"], "must be above 0");
   return Status();
 }
@@ -286,8 +293,9 @@ Status ReadOpenb(const YAML::Node& node, const std::string& path, const LoadOpti
 }
 
 // The settings and workload of one variant (the merged document).
-Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::string& name, std::string& description,
-                    std::vector<std::uint64_t>& seeds, ScenarioTemplate& t) {
+Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::string& name,
+                    std::string& description, std::vector<std::uint64_t>& seeds,
+                    ScenarioTemplate& t) {
   Scenario& s = t.settings;
   std::vector<std::string> seed_texts;
   return ReadMap(
@@ -297,29 +305,40 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
        {"seeds",
         [&seeds](const YAML::Node& n, const std::string& p) {
           if (n.IsNull()) return Status();
-          if (!n.IsSequence() || n.size() == 0) return FieldError(p, n, "expected a non-empty list of seeds");
+          if (!n.IsSequence() || n.size() == 0)
+            return FieldError(p, n, "expected a non-empty list of seeds");
           seeds.clear();
           for (std::size_t i = 0; i < n.size(); ++i) {
             std::int64_t seed = 0;
-            Status st = ReadInteger(n[i], fmt::format("{}[{}]", p, i), 0, std::numeric_limits<std::int64_t>::max(), seed);
+            Status st = ReadInteger(n[i], fmt::format("{}[{}]", p, i), 0,
+                                    std::numeric_limits<std::int64_t>::max(), seed);
             if (!st.ok()) return st;
             seeds.push_back(static_cast<std::uint64_t>(seed));
           }
           return Status();
         }},
        {"end", Duration(s.end_ms)},
-       {"nodes", [&t](const YAML::Node& n, const std::string& p) {
+       {"nodes",
+        [&t](const YAML::Node& n, const std::string& p) {
           return ReadList(n, p, DefaultNodeGroup(), ReadNodeGroup, t.node_groups);
         }},
-       {"pods", [&t](const YAML::Node& n, const std::string& p) {
+       {"pods",
+        [&t](const YAML::Node& n, const std::string& p) {
           return ReadList(n, p, DefaultPodClass(), ReadPodClass, t.pod_classes);
         }},
-       {"openb", [&](const YAML::Node& n, const std::string& p) { return ReadOpenb(n, p, options, t.openb); }},
-       {"engine", [&s](const YAML::Node& n, const std::string& p) { return ReadEngine(n, p, s.engine); }},
+       {"openb", [&](const YAML::Node& n,
+                     const std::string& p) { return ReadOpenb(n, p, options, t.openb); }},
+       {"engine",
+        [&s](const YAML::Node& n, const std::string& p) { return ReadEngine(n, p, s.engine); }},
        {"api", [&s](const YAML::Node& n, const std::string& p) { return ReadApi(n, p, s.api); }},
-       {"plugins", [&s](const YAML::Node& n, const std::string& p) { return ReadPlugins(n, p, s.plugins); }},
-       {"scheduler", [&s](const YAML::Node& n, const std::string& p) { return ReadScheduler(n, p, s.scheduler); }},
-       {"faults", [&s](const YAML::Node& n, const std::string& p) { return ReadList(n, p, Fault{}, ReadFault, s.faults); }},
+       {"plugins",
+        [&s](const YAML::Node& n, const std::string& p) { return ReadPlugins(n, p, s.plugins); }},
+       {"scheduler", [&s](const YAML::Node& n,
+                          const std::string& p) { return ReadScheduler(n, p, s.scheduler); }},
+       {"faults",
+        [&s](const YAML::Node& n, const std::string& p) {
+          return ReadList(n, p, Fault{}, ReadFault, s.faults);
+        }},
        {"variants", [](const YAML::Node&, const std::string&) { return Status(); }}});
 }
 
@@ -350,7 +369,8 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
   } catch (const YAML::Exception& e) {
     return Status::InvalidConfig(fmt::format("{}: invalid YAML: {}", options.what, e.what()));
   }
-  if (!root.IsMap()) return Status::InvalidConfig(fmt::format("{}: expected a mapping", options.what));
+  if (!root.IsMap())
+    return Status::InvalidConfig(fmt::format("{}: expected a mapping", options.what));
   Experiment experiment;
   try {
     const YAML::Node variants = root["variants"];
@@ -364,11 +384,13 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
         const YAML::Node v = variants[i];
         const std::string path = fmt::format("variants[{}]", i);
         if (!v.IsMap()) return InFile(options, FieldError(path, v, "expected a mapping"));
-        if (!v["name"] || !v["name"].IsScalar()) return InFile(options, FieldError(path + ".name", v, "required"));
+        if (!v["name"] || !v["name"].IsScalar())
+          return InFile(options, FieldError(path + ".name", v, "required"));
         for (const auto& entry : v) {
           const std::string key = entry.first.Scalar();
           if (key == "variants" || key == "seeds" || key == "description") {
-            return InFile(options, FieldError(path + "." + key, entry.first, "cannot be set by a variant"));
+            return InFile(options,
+                          FieldError(path + "." + key, entry.first, "cannot be set by a variant"));
           }
         }
         documents.emplace_back(v["name"].Scalar(), Merged(root, v));
@@ -378,8 +400,8 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
       Variant variant;
       variant.name = variant_name;
       std::string ignored_name;
-      Status s = ReadTemplate(document, options, ignored_name, experiment.description, experiment.seeds,
-                              variant.scenario);
+      Status s = ReadTemplate(document, options, ignored_name, experiment.description,
+                              experiment.seeds, variant.scenario);
       if (!s.ok()) return InFile(options, s);
       if (variant.scenario.node_groups.empty() && !variant.scenario.openb) {
         return InFile(options, FieldError("nodes", document, "no nodes: give nodes or openb"));
@@ -393,8 +415,9 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
   for (std::size_t i = 0; i < experiment.variants.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (experiment.variants[i].name == experiment.variants[j].name) {
-        return Status::InvalidConfig(
-            fmt::format("{}: two variants are named '{}'", options.what, experiment.variants[i].name), "variants");
+        return Status::InvalidConfig(fmt::format("{}: two variants are named '{}'", options.what,
+                                                 experiment.variants[i].name),
+                                     "variants");
       }
     }
   }
@@ -404,9 +427,10 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
 Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed) {
   Scenario scenario = t.settings;
   if (t.openb) {
-    Result<Scenario> openb = t.openb->mode == OpenbWorkload::Mode::kReplay
-                                 ? OpenbReplay(t.openb->nodes_csv, t.openb->pods_csv)
-                                 : OpenbScenario(t.openb->nodes_csv, t.openb->pods_csv, t.openb->demand, seed);
+    Result<Scenario> openb =
+        t.openb->mode == OpenbWorkload::Mode::kReplay
+            ? OpenbReplay(t.openb->nodes_csv, t.openb->pods_csv)
+            : OpenbScenario(t.openb->nodes_csv, t.openb->pods_csv, t.openb->demand, seed);
     if (!openb.ok()) return openb.status();
     scenario.nodes = std::move(openb->nodes);
     scenario.pods = std::move(openb->pods);
@@ -425,7 +449,8 @@ Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed) {
   const std::size_t before = scenario.pods.size();
   for (const PodClass& c : t.pod_classes) {
     if (c.count == 0 && scenario.end_ms <= 0) {
-      return Status::InvalidArgument(fmt::format("pod class {}: no count and no end time", c.shape.name));
+      return Status::InvalidArgument(
+          fmt::format("pod class {}: no count and no end time", c.shape.name));
     }
     std::exponential_distribution<double> gap(1.0 / static_cast<double>(c.every_ms));
     double at = static_cast<double>(c.start_ms);
@@ -460,7 +485,8 @@ Result<std::string_view> BuiltinScenario(std::string_view name) {
   return Status::NotFound(fmt::format("no scenario named '{}' (shipped: {})", name, names));
 }
 
-Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment, const ExperimentProgress& progress) {
+Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment,
+                                                 const ExperimentProgress& progress) {
   std::vector<VariantResult> results;
   for (const Variant& variant : experiment.variants) {
     VariantResult result;
@@ -468,18 +494,22 @@ Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment, c
     for (std::uint64_t seed : experiment.seeds) {
       Result<Scenario> scenario = Expand(variant.scenario, seed);
       if (!scenario.ok()) {
-        return Status::InvalidArgument(
-            fmt::format("variant {}, seed {}: {}", variant.name, seed, scenario.status().message()));
+        return Status::InvalidArgument(fmt::format("variant {}, seed {}: {}", variant.name, seed,
+                                                   scenario.status().message()));
       }
       Progress run_progress;
       if (progress) {
-        run_progress = [&](std::uint64_t done, std::uint64_t total) { progress(variant.name, seed, done, total); };
+        run_progress = [&](std::uint64_t done, std::uint64_t total) {
+          progress(variant.name, seed, done, total);
+        };
       }
       Result<Report> report = Run(*scenario, seed, run_progress);
       if (!report.ok()) {
-        std::string message = fmt::format("variant {}, seed {}: {}", variant.name, seed, report.status().message());
-        return report.status().code() == StatusCode::kInternal ? Status::Internal(std::move(message))
-                                                                : Status::InvalidArgument(std::move(message));
+        std::string message =
+            fmt::format("variant {}, seed {}: {}", variant.name, seed, report.status().message());
+        return report.status().code() == StatusCode::kInternal
+                   ? Status::Internal(std::move(message))
+                   : Status::InvalidArgument(std::move(message));
       }
       result.seeds.push_back(seed);
       result.reports.push_back(std::move(*report));
@@ -541,11 +571,13 @@ std::string ResultsJson(const Experiment& experiment, const std::vector<VariantR
   boost::json::array variants;
   for (const VariantResult& v : results) {
     boost::json::array runs;
-    for (std::size_t i = 0; i < v.reports.size(); ++i) runs.push_back(ReportObject(v.seeds[i], v.reports[i]));
+    for (std::size_t i = 0; i < v.reports.size(); ++i)
+      runs.push_back(ReportObject(v.seeds[i], v.reports[i]));
     variants.push_back(boost::json::object{{"name", v.name}, {"runs", std::move(runs)}});
   }
-  return boost::json::serialize(boost::json::object{
-      {"name", experiment.name}, {"description", experiment.description}, {"variants", std::move(variants)}});
+  return boost::json::serialize(boost::json::object{{"name", experiment.name},
+                                                    {"description", experiment.description},
+                                                    {"variants", std::move(variants)}});
 }
 
 }  // namespace devshare::sim

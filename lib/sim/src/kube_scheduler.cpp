@@ -5,8 +5,9 @@
 
 namespace devshare::sim::internal {
 
-KubeScheduler::KubeScheduler(const Scenario& scenario, const std::vector<NodeSpec>& nodes, EventQueue& events,
-                             ApiServer& api, Replicas& replicas, Listener& listener)
+KubeScheduler::KubeScheduler(const Scenario& scenario, const std::vector<NodeSpec>& nodes,
+                             EventQueue& events, ApiServer& api, Replicas& replicas,
+                             Listener& listener)
     : scenario_(scenario),
       nodes_(nodes),
       events_(events),
@@ -15,11 +16,13 @@ KubeScheduler::KubeScheduler(const Scenario& scenario, const std::vector<NodeSpe
       listener_(listener),
       pods_(scenario.pods.size()) {
   rooms_.reserve(nodes.size());
-  for (const NodeSpec& spec : nodes) rooms_.push_back(NodeRoom{spec.cpu_milli, spec.memory_mib, 0, 0});
+  for (const NodeSpec& spec : nodes)
+    rooms_.push_back(NodeRoom{spec.cpu_milli, spec.memory_mib, 0, 0});
 }
 
 bool KubeScheduler::BindingInFlight(std::size_t pod) const {
-  return std::any_of(bindings_.begin(), bindings_.end(), [&](const auto& b) { return b.second.pod == pod; });
+  return std::any_of(bindings_.begin(), bindings_.end(),
+                     [&](const auto& b) { return b.second.pod == pod; });
 }
 
 bool KubeScheduler::Volcano() const {
@@ -70,11 +73,13 @@ void KubeScheduler::Cycle() {
     if (cpu && mem) candidates_.push_back(nodes_[n].name);
   }
   if (candidates_.empty()) {
-    Unschedulable(index, "no node has enough CPU and memory", !scenario_.scheduler.retry_unschedulable);
+    Unschedulable(index, "no node has enough CPU and memory",
+                  !scenario_.scheduler.retry_unschedulable);
     return Kick();
   }
   if (spec.gpus == 0) {  // no device: kube-scheduler binds it itself
-    const std::optional<std::string> preferred = replicas_.PreferredNode(r, api_.pod(index), candidates_);
+    const std::optional<std::string> preferred =
+        replicas_.PreferredNode(r, api_.pod(index), candidates_);
     Assume(index, preferred ? *preferred : candidates_.front());
     api_.BindPod(index, pod.node);
     listener_.Bound(index, pod.node, r);
@@ -85,7 +90,8 @@ void KubeScheduler::Cycle() {
   cycle_pod_ = index;
   cycle_request_ = next_extender_request_++;
   cycle_ready_ = replicas_.Ready(r);
-  events_.At(events_.now() + scenario_.scheduler.extender_timeout_ms, EventKind::kCycleTimeout, cycle_request_);
+  events_.At(events_.now() + scenario_.scheduler.extender_timeout_ms, EventKind::kCycleTimeout,
+             cycle_request_);
   replicas_.Filter(r, cycle_request_, api_.pod(index), candidates_);
 }
 
@@ -96,7 +102,8 @@ bool KubeScheduler::SessionOpen() {
     session_nodes_.clear();
     session_barrier_ = replicas_.registration_queued();
   }
-  if (replicas_.registration_done() < *session_barrier_) return false;  // resumed by the last of those writes
+  if (replicas_.registration_done() < *session_barrier_)
+    return false;  // resumed by the last of those writes
   session_barrier_.reset();
   in_session_ = true;
   session_left_ = queue_.size();
@@ -112,7 +119,8 @@ void KubeScheduler::FilterAnswered(int r, const engine::FilterReply& reply) {
   if (!reply.error.empty()) return Unschedulable(index, "extender: " + reply.error, give_up);
   if (reply.nodes.empty()) return Unschedulable(index, "no device fits", give_up);
   if (!cycle_ready_) {
-    return listener_.Violation(index, "a placement from an engine that had not completed a registration pass");
+    return listener_.Violation(
+        index, "a placement from an engine that had not completed a registration pass");
   }
   listener_.Placed();
   Assume(index, reply.nodes.front());
@@ -153,7 +161,8 @@ void KubeScheduler::Unschedulable(std::size_t index, std::string reason, bool gi
 void KubeScheduler::Requeue(std::size_t index) {
   const SchedulerModel& s = scenario_.scheduler;
   const int doublings = std::min(pods_[index].attempts - 1, 20);
-  const std::int64_t delay = std::min(s.max_backoff_ms, s.initial_backoff_ms << std::max(doublings, 0));
+  const std::int64_t delay =
+      std::min(s.max_backoff_ms, s.initial_backoff_ms << std::max(doublings, 0));
   events_.At(events_.now() + delay, EventKind::kRequeue, index);
 }
 

@@ -54,7 +54,7 @@ struct PodState {
   bool given_up = false;  // unschedulable, and not retried
   std::string node;       // assumed (after Filter) or bound; empty: none
   int attempts = 0;
-  std::string reason;     // why it is not bound, the last time it was tried
+  std::string reason;  // why it is not bound, the last time it was tried
   std::int64_t bound_at = 0;
 };
 
@@ -75,8 +75,8 @@ class KubeScheduler {
   };
 
   // `nodes`: the scenario's nodes in name order (the API server's order).
-  KubeScheduler(const Scenario& scenario, const std::vector<NodeSpec>& nodes, EventQueue& events, ApiServer& api,
-                Replicas& replicas, Listener& listener);
+  KubeScheduler(const Scenario& scenario, const std::vector<NodeSpec>& nodes, EventQueue& events,
+                ApiServer& api, Replicas& replicas, Listener& listener);
   KubeScheduler(const KubeScheduler&) = delete;
   KubeScheduler& operator=(const KubeScheduler&) = delete;
 

@@ -12,8 +12,9 @@
 
 namespace devshare::sim::internal {
 
-Kubelets::Kubelets(const Scenario& scenario, const std::vector<NodeSpec>& nodes, std::string register_key,
-                   std::string handshake_key, EventQueue& events, ApiServer& api)
+Kubelets::Kubelets(const Scenario& scenario, const std::vector<NodeSpec>& nodes,
+                   std::string register_key, std::string handshake_key, EventQueue& events,
+                   ApiServer& api)
     : scenario_(scenario),
       register_key_(std::move(register_key)),
       handshake_key_(std::move(handshake_key)),
@@ -33,8 +34,10 @@ Kubelets::Kubelets(const Scenario& scenario, const std::vector<NodeSpec>& nodes,
 
 void Kubelets::StartHeartbeats(std::mt19937_64& rng) {
   if (scenario_.plugins.mode != PluginModel::Mode::kLegacy) return;
-  std::uniform_int_distribution<std::int64_t> phase(0, std::max<std::int64_t>(scenario_.plugins.heartbeat_ms - 1, 0));
-  for (std::size_t node = 0; node < nodes_.size(); ++node) events_.At(phase(rng), EventKind::kHeartbeat, node);
+  std::uniform_int_distribution<std::int64_t> phase(
+      0, std::max<std::int64_t>(scenario_.plugins.heartbeat_ms - 1, 0));
+  for (std::size_t node = 0; node < nodes_.size(); ++node)
+    events_.At(phase(rng), EventKind::kHeartbeat, node);
 }
 
 void Kubelets::Heartbeat(std::size_t node) {
@@ -46,16 +49,21 @@ void Kubelets::PluginWrites(std::size_t node) {
   const NodeState& n = nodes_[node];
   if (!n.plugin_up) return;
   if (scenario_.plugins.mode == PluginModel::Mode::kLegacy) {
-    LegacyPluginWrites w = LegacyPluginPass(n.encoded, register_key_, handshake_key_, events_.now() / 1000,
-                                            scenario_.engine.zone_offset_seconds);
-    api_.Submit(Request{Verb::kPluginNode, -1,
-                        NodeWrite{node, {std::move(w.register_write), std::move(w.handshake_write)}, std::nullopt}});
+    LegacyPluginWrites w =
+        LegacyPluginPass(n.encoded, register_key_, handshake_key_, events_.now() / 1000,
+                         scenario_.engine.zone_offset_seconds);
+    api_.Submit(Request{
+        Verb::kPluginNode, -1,
+        NodeWrite{
+            node, {std::move(w.register_write), std::move(w.handshake_write)}, std::nullopt}});
     return;
   }
   const std::string* on_node = api_.node(node).annotations.Find(register_key_);
-  std::optional<AnnotationWrite> w = ChangeOnlyPluginPass(
-      on_node != nullptr ? std::optional<std::string>(*on_node) : std::nullopt, n.encoded, register_key_);
-  if (w) api_.Submit(Request{Verb::kPluginNode, -1, NodeWrite{node, {std::move(*w)}, std::nullopt}});
+  std::optional<AnnotationWrite> w =
+      ChangeOnlyPluginPass(on_node != nullptr ? std::optional<std::string>(*on_node) : std::nullopt,
+                           n.encoded, register_key_);
+  if (w)
+    api_.Submit(Request{Verb::kPluginNode, -1, NodeWrite{node, {std::move(*w)}, std::nullopt}});
 }
 
 // ---- Allocate
@@ -80,7 +88,8 @@ void Kubelets::Allocate(std::size_t pod, std::size_t node) {
   std::optional<AnnotationWrite> release =
       DecideRelease(lock != nullptr ? std::optional<std::string>(*lock) : std::nullopt,
                     PodRef{object.pod_namespace, object.name}, false);
-  if (release) api_.Submit(Request{Verb::kPluginNode, -1, NodeWrite{node, {*release}, std::nullopt}});
+  if (release)
+    api_.Submit(Request{Verb::kPluginNode, -1, NodeWrite{node, {*release}, std::nullopt}});
 }
 
 // ---- faults
@@ -112,7 +121,8 @@ void Kubelets::EndFault(Fault::Kind kind, std::size_t node) {
     case Fault::Kind::kPluginHang:
       n.plugin_up = true;
       PluginWrites(node);
-      for (std::size_t pod : n.waiting_allocate) events_.At(events_.now(), EventKind::kAllocate, pod);
+      for (std::size_t pod : n.waiting_allocate)
+        events_.At(events_.now(), EventKind::kAllocate, pod);
       n.waiting_allocate.clear();
       break;
     case Fault::Kind::kDeviceUnhealthy:

@@ -26,7 +26,8 @@ void LeaderElection::Elect(int r) {
   Candidate& c = candidates_[Index(r)];
   if (!c.running) return;
   const std::int64_t now = events_.now();
-  ElectionDecision d = TryAcquireOrRenew(c.elector, api_.lease(), c.config, kLeaseName, kLeaseNamespace, now);
+  ElectionDecision d =
+      TryAcquireOrRenew(c.elector, api_.lease(), c.config, kLeaseName, kLeaseNamespace, now);
   if (d.action == ElectionAction::kCreate || d.action == ElectionAction::kAcquire ||
       d.action == ElectionAction::kRenew) {
     api_.Submit(Request{Verb::kLease, r, LeaseWrite{std::move(d)}});
@@ -36,7 +37,8 @@ void LeaderElection::Elect(int r) {
 
 bool LeaderElection::WriteResult(int r, const ElectionDecision& decision, bool ok) {
   Candidate& c = candidates_[Index(r)];
-  return c.running && ElectionWriteResult(c.elector, decision, ok, events_.now()) == LeaderEvent::kStartedLeading;
+  return c.running && ElectionWriteResult(c.elector, decision, ok, events_.now()) ==
+                          LeaderEvent::kStartedLeading;
 }
 
 }  // namespace devshare::sim::internal

@@ -2,8 +2,6 @@
 // into scenarios (OpenbScenario, OpenbReplay), and a self-contained scenario
 // shaped like them (SyntheticScenario). How a trace row becomes a HAMi
 // request, and the GPU memory assumed per model, are in lib/sim/README.md.
-#include "devshare/sim/simulator.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "devshare/objects.hpp"
+#include "devshare/sim/simulator.hpp"
 #include "scenario_objects.hpp"
 
 namespace devshare::sim {
@@ -24,7 +23,7 @@ namespace {
 
 // Rows of a CSV file with a header: column name -> value, per row.
 Result<std::vector<std::map<std::string, std::string>>> ReadCsv(std::string_view text,
-                                                                 std::string_view what) {
+                                                                std::string_view what) {
   std::vector<std::map<std::string, std::string>> rows;
   std::vector<std::string> header;
   std::size_t line = 0;
@@ -39,7 +38,8 @@ Result<std::vector<std::map<std::string, std::string>>> ReadCsv(std::string_view
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = row.find(',', start);
-      fields.emplace_back(row.substr(start, comma == std::string_view::npos ? row.npos : comma - start));
+      fields.emplace_back(
+          row.substr(start, comma == std::string_view::npos ? row.npos : comma - start));
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
@@ -82,8 +82,8 @@ Result<PodSpec> PodRow(const std::map<std::string, std::string>& row, std::size_
     if (!r->ok()) return r->status();
   }
   if (*gpus > 8 || (*gpus == 1 && (*milli == 0 || *milli > 1000))) {
-    return Status::Malformed(fmt::format("pod list: row {}: num_gpu {} with gpu_milli {} cannot be mapped",
-                                         i + 1, *gpus, *milli));
+    return Status::Malformed(fmt::format(
+        "pod list: row {}: num_gpu {} with gpu_milli {} cannot be mapped", i + 1, *gpus, *milli));
   }
   p.gpus = static_cast<std::int32_t>(*gpus);
   p.gpu_milli = p.gpus == 1 ? static_cast<std::int32_t>(*milli) : 1000;
@@ -109,7 +109,8 @@ std::optional<std::int32_t> ModelMemory(const std::string& model) {
 
 Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv, double demand,
                                std::uint64_t seed, std::int64_t interval_ms) {
-  Result<std::vector<std::map<std::string, std::string>>> node_rows = ReadCsv(nodes_csv, "node list");
+  Result<std::vector<std::map<std::string, std::string>>> node_rows =
+      ReadCsv(nodes_csv, "node list");
   if (!node_rows.ok()) return node_rows.status();
   Result<std::vector<std::map<std::string, std::string>>> pod_rows = ReadCsv(pods_csv, "pod list");
   if (!pod_rows.ok()) return pod_rows.status();
@@ -129,9 +130,10 @@ Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods
     if (!mem.ok()) return mem.status();
     const std::optional<std::int32_t> model_memory = ModelMemory(n.model);
     if (*gpus > 0 && !model_memory) {
-      return Status::Malformed(fmt::format(
-          "node list: row {}: GPU model '{}' has no known memory (V100M16, V100M32, P100, T4, A10, G1, G2, G3)",
-          i + 1, n.model));
+      return Status::Malformed(
+          fmt::format("node list: row {}: GPU model '{}' has no known memory (V100M16, V100M32, "
+                      "P100, T4, A10, G1, G2, G3)",
+                      i + 1, n.model));
     }
     n.gpu_memory_mib = model_memory.value_or(0);
     n.gpus = static_cast<std::int32_t>(*gpus);
@@ -180,8 +182,8 @@ Result<Scenario> OpenbReplay(std::string_view nodes_csv, std::string_view pods_c
     if (!created.ok()) return created.status();
     if (!deleted.ok()) return deleted.status();
     if (*deleted != 0 && *deleted < *created) {
-      return Status::Malformed(fmt::format("pod list: row {}: deleted ({}) before created ({})", i + 1,
-                                           *deleted, *created));
+      return Status::Malformed(fmt::format("pod list: row {}: deleted ({}) before created ({})",
+                                           i + 1, *deleted, *created));
     }
     p->arrive_ms = *created * 1000;
     // A pod deleted the second it was created still runs for a moment.
@@ -199,7 +201,8 @@ Scenario SyntheticScenario(std::uint64_t seed, std::int32_t nodes, double demand
   std::mt19937_64 rng(seed);
   for (std::int32_t n = 0; n < nodes; ++n) {
     const std::string model = kModels[static_cast<std::size_t>(n) % 4];
-    s.nodes.push_back(NodeSpec{fmt::format("node-{:04}", n), 8, *ModelMemory(model), model, 96000, 786432});
+    s.nodes.push_back(
+        NodeSpec{fmt::format("node-{:04}", n), 8, *ModelMemory(model), model, 96000, 786432});
   }
   // (weight, gpus, milli, cpu_milli, memory_mib): a mix like openb's.
   struct Shape {
@@ -208,7 +211,7 @@ Scenario SyntheticScenario(std::uint64_t seed, std::int32_t nodes, double demand
     std::int64_t cpu, memory;
   };
   static constexpr Shape kShapes[] = {
-      {0.25, 1, 250, 4000, 8192},   {0.30, 1, 500, 8000, 16384}, {0.30, 1, 1000, 12000, 32768},
+      {0.25, 1, 250, 4000, 8192},    {0.30, 1, 500, 8000, 16384},    {0.30, 1, 1000, 12000, 32768},
       {0.08, 2, 1000, 24000, 65536}, {0.04, 4, 1000, 48000, 131072}, {0.03, 8, 1000, 88000, 262144},
   };
   std::vector<double> weights;
@@ -218,8 +221,14 @@ Scenario SyntheticScenario(std::uint64_t seed, std::int32_t nodes, double demand
   double requested = 0;
   for (std::size_t i = 0; requested < demand * capacity; ++i) {
     const Shape& shape = kShapes[pick(rng)];
-    PodSpec p{fmt::format("pod-{}", i), shape.gpus, shape.milli, "", shape.cpu, shape.memory,
-              static_cast<std::int64_t>(i) * 1000, 0};
+    PodSpec p{fmt::format("pod-{}", i),
+              shape.gpus,
+              shape.milli,
+              "",
+              shape.cpu,
+              shape.memory,
+              static_cast<std::int64_t>(i) * 1000,
+              0};
     requested += GpusOf(p);
     s.pods.push_back(std::move(p));
   }

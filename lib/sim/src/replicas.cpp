@@ -25,8 +25,8 @@ void AddCounters(Sum& sum, const engine::Counters& c) {
 }  // namespace
 
 Replicas::Replicas(const engine::EngineOptions& options, std::size_t count, std::uint64_t seed,
-                   std::string handshake_key, EventQueue& events, ApiServer& api, const LeaderElection& election,
-                   Listener& listener)
+                   std::string handshake_key, EventQueue& events, ApiServer& api,
+                   const LeaderElection& election, Listener& listener)
     : options_(options),
       seed_(seed),
       handshake_key_(std::move(handshake_key)),
@@ -61,7 +61,8 @@ void Replicas::Start(int r) {
   rep.wake_at.reset();
   const std::int64_t now = events_.now();
   std::vector<engine::Command> out;
-  for (std::size_t n = 0; n < api_.node_count(); ++n) rep.engine->NodeObserved(api_.node(n), now, out);
+  for (std::size_t n = 0; n < api_.node_count(); ++n)
+    rep.engine->NodeObserved(api_.node(n), now, out);
   for (std::size_t p = 0; p < api_.pod_count(); ++p) {
     if (api_.created(p)) rep.engine->PodObserved(api_.pod(p));
   }
@@ -131,7 +132,8 @@ void Replicas::Tell(int r, std::uint64_t id, bool succeeded) {
 
 bool Replicas::Ready(int r) const { return replica(r).engine->Ready(events_.now()); }
 
-void Replicas::Filter(int r, std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes) {
+void Replicas::Filter(int r, std::uint64_t request, const Pod& pod,
+                      const std::vector<std::string>& nodes) {
   std::vector<engine::Command> out;
   replica(r).engine->Filter(request, pod, nodes, events_.now(), out);
   Dispatch(r, std::move(out));
@@ -143,12 +145,14 @@ void Replicas::Bind(int r, std::uint64_t request, const Pod& pod, const std::str
   Dispatch(r, std::move(out));
 }
 
-std::optional<std::string> Replicas::PreferredNode(int r, const Pod& pod, const std::vector<std::string>& nodes) {
+std::optional<std::string> Replicas::PreferredNode(int r, const Pod& pod,
+                                                   const std::vector<std::string>& nodes) {
   std::vector<engine::Command> out;
   replica(r).engine->Filter(0, pod, nodes, events_.now(), out);
   for (const engine::Command& command : out) {
     const auto* reply = std::get_if<engine::FilterReply>(&command);
-    if (reply != nullptr && reply->error.empty() && reply->nodes.size() == 1) return reply->nodes.front();
+    if (reply != nullptr && reply->error.empty() && reply->nodes.size() == 1)
+      return reply->nodes.front();
   }
   return std::nullopt;
 }
@@ -177,8 +181,9 @@ void Replicas::Rearm(int r) {
 }
 
 void Replicas::Handle(int r, engine::PatchNode& c) {
-  const bool handshake = std::any_of(c.writes.begin(), c.writes.end(),
-                                     [&](const AnnotationWrite& w) { return w.key == handshake_key_; });
+  const bool handshake =
+      std::any_of(c.writes.begin(), c.writes.end(),
+                  [&](const AnnotationWrite& w) { return w.key == handshake_key_; });
   const std::optional<LeaseRecord>& lease = api_.lease();
   if (handshake && replicas_.size() > 1 && (!lease || lease->holder != election_.identity(r))) {
     ++duplicate_registration_writes_;
@@ -190,15 +195,20 @@ void Replicas::Handle(int r, engine::PatchNode& c) {
   if (added) {
     rep.registration_order.push_back(c.node);
   } else {
-    ++registration_done_;                    // merged into the newer write
-    replaced_.push_back(queued->second.id);  // told to the engine as failed once this dispatch is done
+    ++registration_done_;  // merged into the newer write
+    replaced_.push_back(
+        queued->second.id);  // told to the engine as failed once this dispatch is done
   }
   queued->second = std::move(c);
   SendRegistration(r);
 }
 
-void Replicas::Handle(int r, engine::PatchPod& c) { api_.Submit(Request{Verb::kPatchPod, r, std::move(c)}); }
-void Replicas::Handle(int r, engine::PostBinding& c) { api_.Submit(Request{Verb::kBinding, r, std::move(c)}); }
+void Replicas::Handle(int r, engine::PatchPod& c) {
+  api_.Submit(Request{Verb::kPatchPod, r, std::move(c)});
+}
+void Replicas::Handle(int r, engine::PostBinding& c) {
+  api_.Submit(Request{Verb::kBinding, r, std::move(c)});
+}
 void Replicas::Handle(int r, engine::FilterReply& reply) { listener_.FilterAnswered(r, reply); }
 void Replicas::Handle(int /*r*/, engine::BindReply& reply) { listener_.BindAnswered(reply); }
 

@@ -52,8 +52,8 @@ class Replicas {
   // `handshake_key`: the handshake annotation, whose writes by a replica not
   // holding the Lease the report counts as duplicates.
   Replicas(const engine::EngineOptions& options, std::size_t count, std::uint64_t seed,
-           std::string handshake_key, EventQueue& events, ApiServer& api, const LeaderElection& election,
-           Listener& listener);
+           std::string handshake_key, EventQueue& events, ApiServer& api,
+           const LeaderElection& election, Listener& listener);
   Replicas(const Replicas&) = delete;
   Replicas& operator=(const Replicas&) = delete;
 
@@ -88,7 +88,8 @@ class Replicas {
   void Bind(int r, std::uint64_t request, const Pod& pod, const std::string& node);
   // The Filter of a pod without devices, which writes nothing: the node the
   // extender names when it names exactly one (fgd scores such pods).
-  std::optional<std::string> PreferredNode(int r, const Pod& pod, const std::vector<std::string>& nodes);
+  std::optional<std::string> PreferredNode(int r, const Pod& pod,
+                                           const std::vector<std::string>& nodes);
   // What replica r's engine holds (the invariant checker compares it).
   const ClusterSnapshot& cache(int r) const { return replica(r).engine->snapshot(); }
 

@@ -29,8 +29,8 @@ Status ReportBuilder::Arrived(double gpus, const ClusterSnapshot& truth) {
     Result<ClusterFragmentation> f = MeasureFragmentation(truth, workload_);
     if (!f.ok()) return f.status();
     report_.fragmentation_curve.push_back(FragmentationSample{kCurveStepPercent * next_curve_point_,
-                                                              100.0 * held_ / report_.gpu_capacity, f->free_gpus,
-                                                              f->fragmented_gpus});
+                                                              100.0 * held_ / report_.gpu_capacity,
+                                                              f->free_gpus, f->fragmented_gpus});
     ++next_curve_point_;
   }
   return Status();
@@ -78,14 +78,18 @@ Result<Report> ReportBuilder::Finish(const ClusterSnapshot& truth) {
   report_.gpu_free = fragmentation->free_gpus;
   report_.gpu_fragmented = fragmentation->fragmented_gpus;
   report_.fragmentation_percent =
-      fragmentation->free_gpus > 0 ? 100.0 * fragmentation->fragmented_gpus / fragmentation->free_gpus : 0;
+      fragmentation->free_gpus > 0
+          ? 100.0 * fragmentation->fragmented_gpus / fragmentation->free_gpus
+          : 0;
   Hold(0);
   if (report_.gpu_capacity > 0 && now > 0) {
-    report_.allocation_mean_percent = 100.0 * held_integral_ / static_cast<double>(now) / report_.gpu_capacity;
+    report_.allocation_mean_percent =
+        100.0 * held_integral_ / static_cast<double>(now) / report_.gpu_capacity;
   }
   std::sort(latencies_.begin(), latencies_.end());
   if (!latencies_.empty()) {
-    for (std::size_t p = 0; p <= 100; ++p) report_.latency_percentiles.push_back(Percentile(latencies_, p));
+    for (std::size_t p = 0; p <= 100; ++p)
+      report_.latency_percentiles.push_back(Percentile(latencies_, p));
     report_.latency_p50_ms = report_.latency_percentiles[50];
     report_.latency_p99_ms = report_.latency_percentiles[99];
   }

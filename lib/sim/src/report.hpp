@@ -27,10 +27,10 @@ namespace devshare::sim::internal {
 
 // A pod as the run leaves it.
 struct PodOutcome {
-  bool bound = false;     // bound at some point
-  bool running = false;   // holds its devices at the end
+  bool bound = false;    // bound at some point
+  bool running = false;  // holds its devices at the end
   bool given_up = false;
-  bool binding = false;   // not bound, with a Bind in flight
+  bool binding = false;  // not bound, with a Bind in flight
   std::int64_t bound_at = 0;
   std::string_view reason;  // why it is not bound, the last time it was tried
 };
@@ -74,7 +74,8 @@ class ReportBuilder {
   Report report_;
   double arrived_gpus_ = 0;  // asked by the arrived pods
   int next_curve_point_ = 1;
-  double held_ = 0, held_integral_ = 0;  // GPUs held by running pods; their integral over time (GPU x ms)
+  double held_ = 0,
+         held_integral_ = 0;  // GPUs held by running pods; their integral over time (GPU x ms)
   std::int64_t held_since_ = 0;
   std::optional<std::int64_t> crashed_at_;
   std::vector<std::int64_t> latencies_;

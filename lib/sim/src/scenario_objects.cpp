@@ -28,7 +28,9 @@ std::vector<Device> MakeDevices(const NodeSpec& spec) {
   return devices;
 }
 
-std::string GpuAllocatable(const NodeSpec& spec) { return std::to_string(spec.gpus * kSlotsPerGpu); }
+std::string GpuAllocatable(const NodeSpec& spec) {
+  return std::to_string(spec.gpus * kSlotsPerGpu);
+}
 
 Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::string& encoded) {
   Node node;
@@ -76,7 +78,8 @@ std::string RegisterKey(const engine::EngineOptions& options) {
 }
 
 std::string HandshakeKey(const engine::EngineOptions& options) {
-  if (options.registration == engine::RegistrationProtocol::kVolcano) return std::string(keys::kVolcanoHandshake);
+  if (options.registration == engine::RegistrationProtocol::kVolcano)
+    return std::string(keys::kVolcanoHandshake);
   return options.config.vendors.empty() ? std::string("hami.io/node-handshake")
                                         : options.config.vendors.front().handshake_annotation;
 }

@@ -19,7 +19,7 @@
 
 namespace devshare::sim::internal {
 
-inline constexpr std::int32_t kSlotsPerGpu = 100;  // slots never bind before memory and cores
+inline constexpr std::int32_t kSlotsPerGpu = 100;      // slots never bind before memory and cores
 inline constexpr std::string_view kNamespace = "sim";  // every pod's
 
 // The devices a node's plugin advertises: `spec.gpus` healthy devices

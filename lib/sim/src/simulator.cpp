@@ -41,10 +41,10 @@ Status CheckPlacement(const ClusterSnapshot& snapshot, std::string_view node,
   for (const DeviceView& d : *devices) {
     if (d.usage.used > d.device.count || d.usage.usedmem > d.device.devmem ||
         d.usage.usedcores > d.device.devcore) {
-      return Status::Internal(fmt::format(
-          "device {} is over capacity ({}/{} slots, {}/{} MiB, {}/{} cores)", d.device.id,
-          d.usage.used, d.device.count, d.usage.usedmem, d.device.devmem, d.usage.usedcores,
-          d.device.devcore));
+      return Status::Internal(
+          fmt::format("device {} is over capacity ({}/{} slots, {}/{} MiB, {}/{} cores)",
+                      d.device.id, d.usage.used, d.device.count, d.usage.usedmem, d.device.devmem,
+                      d.usage.usedcores, d.device.devcore));
     }
   }
   return Status();
@@ -56,7 +56,8 @@ namespace {
 // The scenario's nodes in name order: the order every model indexes them by.
 std::vector<NodeSpec> SortedNodes(const Scenario& scenario) {
   std::vector<NodeSpec> nodes = scenario.nodes;
-  std::sort(nodes.begin(), nodes.end(), [](const NodeSpec& a, const NodeSpec& b) { return a.name < b.name; });
+  std::sort(nodes.begin(), nodes.end(),
+            [](const NodeSpec& a, const NodeSpec& b) { return a.name < b.name; });
   return nodes;
 }
 
@@ -69,11 +70,14 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
         options_(WithWorkload(scenario)),
         nodes_(SortedNodes(scenario)),
         replica_count_(static_cast<std::size_t>(std::max(1, scenario.scheduler.replicas))),
-        api_(scenario.api, replica_count_, scenario.pods.size(), RegisterKey(scenario.engine), events_, rng_),
+        api_(scenario.api, replica_count_, scenario.pods.size(), RegisterKey(scenario.engine),
+             events_, rng_),
         election_(replica_count_, events_, api_),
-        replicas_(options_, replica_count_, seed, HandshakeKey(scenario.engine), events_, api_, election_, *this),
+        replicas_(options_, replica_count_, seed, HandshakeKey(scenario.engine), events_, api_,
+                  election_, *this),
         scheduler_(scenario, nodes_, events_, api_, replicas_, *this),
-        kubelets_(scenario, nodes_, RegisterKey(scenario.engine), HandshakeKey(scenario.engine), events_, api_),
+        kubelets_(scenario, nodes_, RegisterKey(scenario.engine), HandshakeKey(scenario.engine),
+                  events_, api_),
         report_(events_, options_.filter.workload) {}
 
   Result<Report> Run() {
@@ -136,23 +140,36 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
 
   void Fire(const Event& e) {
     switch (e.kind) {
-      case EventKind::kArrive: return Arrive(e.arg);
-      case EventKind::kRequestStart: return api_.Receive(e.arg);
-      case EventKind::kRequestDone: return Complete(e.arg);
-      case EventKind::kWake: return replicas_.Wake(static_cast<int>(e.arg));
-      case EventKind::kCycle: return scheduler_.Cycle();
-      case EventKind::kCycleTimeout: return scheduler_.CycleTimedOut(e.arg);
-      case EventKind::kRequeue: return scheduler_.Enqueue(e.arg);
+      case EventKind::kArrive:
+        return Arrive(e.arg);
+      case EventKind::kRequestStart:
+        return api_.Receive(e.arg);
+      case EventKind::kRequestDone:
+        return Complete(e.arg);
+      case EventKind::kWake:
+        return replicas_.Wake(static_cast<int>(e.arg));
+      case EventKind::kCycle:
+        return scheduler_.Cycle();
+      case EventKind::kCycleTimeout:
+        return scheduler_.CycleTimedOut(e.arg);
+      case EventKind::kRequeue:
+        return scheduler_.Enqueue(e.arg);
       case EventKind::kAllocate: {
         const PodState& pod = scheduler_.pod(e.arg);
-        if (pod.running) kubelets_.Allocate(e.arg, api_.NodeIndex(pod.node));  // not once it departed
+        if (pod.running)
+          kubelets_.Allocate(e.arg, api_.NodeIndex(pod.node));  // not once it departed
         return;
       }
-      case EventKind::kDepart: return Depart(e.arg);
-      case EventKind::kHeartbeat: return kubelets_.Heartbeat(e.arg);
-      case EventKind::kFault: return StartFault(e.arg);
-      case EventKind::kFaultEnd: return EndFault(e.arg);
-      case EventKind::kElect: return election_.Elect(static_cast<int>(e.arg));
+      case EventKind::kDepart:
+        return Depart(e.arg);
+      case EventKind::kHeartbeat:
+        return kubelets_.Heartbeat(e.arg);
+      case EventKind::kFault:
+        return StartFault(e.arg);
+      case EventKind::kFaultEnd:
+        return EndFault(e.arg);
+      case EventKind::kElect:
+        return election_.Elect(static_cast<int>(e.arg));
     }
   }
 
@@ -205,7 +222,9 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
 
   void Completed(const Completion& /*done*/, NodeWrite& w) { scheduler_.NodeChanged(w.node); }
 
-  void Completed(const Completion& /*done*/, PodWrite& w) { replicas_.PodObserved(api_.pod(w.pod)); }
+  void Completed(const Completion& /*done*/, PodWrite& w) {
+    replicas_.PodObserved(api_.pod(w.pod));
+  }
 
   void Completed(const Completion& done, LeaseWrite& w) {
     if (election_.WriteResult(done.request.client, w.decision, done.ok)) scheduler_.Kick();
@@ -259,7 +278,8 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     const PodSpec& spec = scenario_.pods[index];
     report_.Bound(GpusOf(spec));
     if (!scheduler_.pod(index).given_up) Handled();
-    if (spec.duration_ms > 0) events_.At(events_.now() + spec.duration_ms, EventKind::kDepart, index);
+    if (spec.duration_ms > 0)
+      events_.At(events_.now() + spec.duration_ms, EventKind::kDepart, index);
     if (spec.gpus == 0) return;
     const std::string& uid = api_.pod(index).uid;
     if (!api_.truth_error().ok()) return Violation(index, api_.truth_error().message());
@@ -277,7 +297,8 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
   void Placed() override { report_.Placed(); }
 
   void Violation(std::size_t index, std::string_view what) override {
-    Fail(Status::Internal(fmt::format("t={} ms, pod {}: {}", events_.now(), api_.pod(index).name, what)));
+    Fail(Status::Internal(
+        fmt::format("t={} ms, pod {}: {}", events_.now(), api_.pod(index).name, what)));
   }
 
   // The first failure ends the run.
@@ -288,14 +309,17 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
   // A pod is handled: bound, or given up.
   void Handled() {
     ++handled_;
-    if (progress_ && scenario_.end_ms == 0 && (handled_ % progress_step_ == 0 || handled_ == progress_total_)) {
+    if (progress_ && scenario_.end_ms == 0 &&
+        (handled_ % progress_step_ == 0 || handled_ == progress_total_)) {
       progress_(handled_, progress_total_);
     }
   }
 
   // ---- the engines' answers, for kube-scheduler
 
-  void FilterAnswered(int r, const engine::FilterReply& reply) override { scheduler_.FilterAnswered(r, reply); }
+  void FilterAnswered(int r, const engine::FilterReply& reply) override {
+    scheduler_.FilterAnswered(r, reply);
+  }
   void BindAnswered(const engine::BindReply& reply) override { scheduler_.BindAnswered(reply); }
   void RegistrationWritten() override { scheduler_.RegistrationWritten(); }
 
@@ -306,8 +330,8 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
       if (!api_.created(i)) continue;
       const PodState& pod = scheduler_.pod(i);
       const bool binding = !pod.bound && scheduler_.BindingInFlight(i);
-      report_.CountPod(scenario_.pods[i],
-                       PodOutcome{pod.bound, pod.running, pod.given_up, binding, pod.bound_at, pod.reason});
+      report_.CountPod(scenario_.pods[i], PodOutcome{pod.bound, pod.running, pod.given_up, binding,
+                                                     pod.bound_at, pod.reason});
     }
     Result<Report> report = report_.Finish(api_.truth());
     if (!report.ok()) return report;
@@ -353,9 +377,11 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
   }
   std::set<std::string_view> pods;
   for (const PodSpec& p : scenario.pods) {
-    if (p.gpus < 0 || p.gpus > 8) return invalid(fmt::format("pod {} asks {} devices (0..8)", p.name, p.gpus));
+    if (p.gpus < 0 || p.gpus > 8)
+      return invalid(fmt::format("pod {} asks {} devices (0..8)", p.name, p.gpus));
     if (!pods.insert(p.name).second) return invalid(fmt::format("pod {} is named twice", p.name));
-    if (p.arrive_ms < 0 || p.duration_ms < 0) return invalid(fmt::format("pod {} has a negative time", p.name));
+    if (p.arrive_ms < 0 || p.duration_ms < 0)
+      return invalid(fmt::format("pod {} has a negative time", p.name));
     if (p.gpu_milli < 0 || p.cpu_milli < 0 || p.memory_mib < 0) {
       return invalid(fmt::format("pod {} has a negative size", p.name));
     }

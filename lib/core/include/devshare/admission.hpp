@@ -44,9 +44,9 @@ struct AdmissionOptions {
 struct AdmissionDecision {
   std::string uid;
   bool allowed = true;
-  int code = 0;               // HTTP-style status code of a denial (403, 400)
-  std::string message;        // why it was denied, or why it was left alone
-  std::string patch;          // the JSON Patch (not base64), empty for none
+  int code = 0;         // HTTP-style status code of a denial (403, 400)
+  std::string message;  // why it was denied, or why it was left alone
+  std::string patch;    // the JSON Patch (not base64), empty for none
   friend bool operator==(const AdmissionDecision&, const AdmissionDecision&) = default;
 };
 

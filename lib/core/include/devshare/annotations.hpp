@@ -102,7 +102,7 @@ DEVSHARE_EXPORT std::string_view HandshakeStateName(HandshakeState state);
 // does not parse, or whose instant is outside devshare/time_range.hpp's range
 // (a Requesting value with a time of year 0000 read at a zone east of UTC).
 DEVSHARE_EXPORT Result<Handshake> DecodeHandshake(std::string_view value,
-                                                 std::int32_t zone_offset_seconds = 0);
+                                                  std::int32_t zone_offset_seconds = 0);
 // Encodes `Requesting_<t>` or `Deleted_<t>` in the dialect's layout, or
 // `Reported <Go time.String()>`, with the time shown at `zone_offset_seconds`.
 // REQUIRES: handshake.state != kOther and handshake.unix_seconds has a value.

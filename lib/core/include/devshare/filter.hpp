@@ -146,8 +146,8 @@ struct NodeFragmentation {
 };
 
 struct ClusterFragmentation {
-  double free_gpus = 0;        // Σ over the nodes
-  double fragmented_gpus = 0;  // Σ over the nodes; at most free_gpus
+  double free_gpus = 0;                  // Σ over the nodes
+  double fragmented_gpus = 0;            // Σ over the nodes; at most free_gpus
   std::vector<NodeFragmentation> nodes;  // every node, by name
   friend bool operator==(const ClusterFragmentation&, const ClusterFragmentation&) = default;
 };

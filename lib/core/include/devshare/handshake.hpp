@@ -38,17 +38,17 @@ struct AnnotationWrite {
 
 // What a registration step decided.
 struct RegistrationStep {
-  bool usable = false;       // the node's devices may be scheduled on
-  bool refresh = false;      // the scheduler must (re)read the register annotation
+  bool usable = false;                   // the node's devices may be scheduled on
+  bool refresh = false;                  // the scheduler must (re)read the register annotation
   std::optional<AnnotationWrite> write;  // at most one write to the node
   friend bool operator==(const RegistrationStep&, const RegistrationStep&) = default;
 };
 
 // What the scheduler observes of one node for one vendor.
 struct NodeObservation {
-  std::optional<std::string> handshake;  // the handshake annotation, if present
-  std::optional<std::string> registered; // the register annotation, if present
-  std::int64_t allocatable = 0;          // allocatable count of the vendor's resource
+  std::optional<std::string> handshake;   // the handshake annotation, if present
+  std::optional<std::string> registered;  // the register annotation, if present
+  std::int64_t allocatable = 0;           // allocatable count of the vendor's resource
 };
 
 // ---------------------------------------------------------------------------
@@ -121,8 +121,8 @@ DEVSHARE_EXPORT RegistrationStep VolcanoSchedulerPass(const NodeObservation& nod
 // nothing; a node is live when its register annotation is present and its
 // allocatable count is above zero. `previous` is the annotation the cache
 // holds (nullopt when none); refresh is set when it changed.
-DEVSHARE_EXPORT RegistrationStep ChangeOnlySchedulerPass(const NodeObservation& node,
-                                                         const std::optional<std::string>& previous);
+DEVSHARE_EXPORT RegistrationStep
+ChangeOnlySchedulerPass(const NodeObservation& node, const std::optional<std::string>& previous);
 
 }  // namespace devshare
 

@@ -39,11 +39,11 @@ struct LeaseRecord {
   std::string name;
   std::string lease_namespace;
   std::string resource_version;
-  std::optional<std::string> holder;            // spec.holderIdentity
-  std::optional<std::int32_t> duration_seconds; // spec.leaseDurationSeconds
-  std::optional<std::int64_t> acquire_time_us;  // spec.acquireTime, Unix microseconds
-  std::optional<std::int64_t> renew_time_us;    // spec.renewTime, Unix microseconds
-  std::int32_t transitions = 0;                 // spec.leaseTransitions
+  std::optional<std::string> holder;             // spec.holderIdentity
+  std::optional<std::int32_t> duration_seconds;  // spec.leaseDurationSeconds
+  std::optional<std::int64_t> acquire_time_us;   // spec.acquireTime, Unix microseconds
+  std::optional<std::int64_t> renew_time_us;     // spec.renewTime, Unix microseconds
+  std::int32_t transitions = 0;                  // spec.leaseTransitions
   friend bool operator==(const LeaseRecord&, const LeaseRecord&) = default;
 };
 
@@ -71,11 +71,11 @@ enum class LeaderEvent { kNone, kStartedLeading, kStoppedLeading };
 // Following a Lease (HAMi mode).
 
 struct LeaseFollower {
-  std::string hostname;                  // this process's host (pod) name
-  std::optional<LeaseRecord> observed;   // the last record seen, nullopt when deleted
-  std::int64_t observed_at_ms = 0;       // when it last changed
+  std::string hostname;                 // this process's host (pod) name
+  std::optional<LeaseRecord> observed;  // the last record seen, nullopt when deleted
+  std::int64_t observed_at_ms = 0;      // when it last changed
   bool leading = false;
-  bool registered = false;               // a registration pass completed while leading
+  bool registered = false;  // a registration pass completed while leading
 };
 
 // A Lease event: the record now (nullopt when it was deleted or never
@@ -98,7 +98,7 @@ DEVSHARE_EXPORT bool FilterAllowed(const LeaseFollower& follower, std::int64_t n
 // Running an election (client-go's tryAcquireOrRenew).
 
 struct ElectionConfig {
-  std::string identity;                  // `<hostname>_<uuid>`
+  std::string identity;                    // `<hostname>_<uuid>`
   std::int64_t lease_duration_ms = 15000;  // Default: 15 s
   std::int64_t renew_deadline_ms = 10000;  // Default: 10 s
   std::int64_t retry_period_ms = 2000;     // Default: 2 s
@@ -130,12 +130,9 @@ struct ElectionDecision {
 
 // One try, given the Lease just read (nullopt: 404). `name` and `namespace`
 // name the Lease to create.
-DEVSHARE_EXPORT ElectionDecision TryAcquireOrRenew(Elector& elector,
-                                                   const std::optional<LeaseRecord>& current,
-                                                   const ElectionConfig& config,
-                                                   std::string_view name,
-                                                   std::string_view lease_namespace,
-                                                   std::int64_t now_ms);
+DEVSHARE_EXPORT ElectionDecision TryAcquireOrRenew(
+    Elector& elector, const std::optional<LeaseRecord>& current, const ElectionConfig& config,
+    std::string_view name, std::string_view lease_namespace, std::int64_t now_ms);
 // The write of a kCreate/kAcquire/kRenew succeeded (true) or failed, for
 // example with 409 (false). Returns kStartedLeading when leadership began.
 DEVSHARE_EXPORT LeaderEvent ElectionWriteResult(Elector& elector, const ElectionDecision& decision,

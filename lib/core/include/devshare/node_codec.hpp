@@ -38,8 +38,8 @@
 namespace devshare {
 
 enum class RegisterFormat {
-  kAuto,     // decode only: JSON if the value starts with '[' or is `null`,
-             // Volcano if the first record has 6 fields, else legacy
+  kAuto,  // decode only: JSON if the value starts with '[' or is `null`,
+          // Volcano if the first record has 6 fields, else legacy
   kJson,
   kLegacy,
   kVolcano,
@@ -64,10 +64,8 @@ DEVSHARE_EXPORT std::string EncodeNodeDevices(std::span<const Device> devices,
 // Decodes `hami.io/node-nvidia-score`:
 //   [{"uuid":"GPU-0","score":{"GPU-1":100,"GPU-2":200}}, ...]
 // Each entry's scores come out sorted by peer uuid.
-DEVSHARE_EXPORT Result<std::vector<DevicePairScore>> DecodePairScores(
-    std::string_view value);
-DEVSHARE_EXPORT std::string EncodePairScores(
-    std::span<const DevicePairScore> scores);
+DEVSHARE_EXPORT Result<std::vector<DevicePairScore>> DecodePairScores(std::string_view value);
+DEVSHARE_EXPORT std::string EncodePairScores(std::span<const DevicePairScore> scores);
 
 }  // namespace devshare
 

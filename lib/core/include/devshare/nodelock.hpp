@@ -115,7 +115,7 @@ DEVSHARE_EXPORT StringMap BindStartPatch(std::int64_t now);
 
 // What follows a bind attempt or the device plugin's outcome.
 struct BindOutcome {
-  StringMap pod_patch;            // bind-phase (and nothing else)
+  StringMap pod_patch;               // bind-phase (and nothing else)
   bool release_reservation = false;  // drop the pod's devices from the snapshot
   bool release_lock = false;
 };

@@ -48,7 +48,7 @@ class DEVSHARE_EXPORT StringMap {
 
 struct Container {
   std::string name;
-  StringMap limits;    // resource name -> quantity text, e.g. "nvidia.com/gpu": "2"
+  StringMap limits;  // resource name -> quantity text, e.g. "nvidia.com/gpu": "2"
   StringMap requests;
   bool privileged = false;
   friend bool operator==(const Container&, const Container&) = default;
@@ -62,8 +62,8 @@ struct Pod {
   StringMap labels;
   std::string scheduler_name;
   std::string node_name;
-  std::string phase;           // "Pending", "Running", "Succeeded", "Failed", ...
-  bool terminating = false;    // metadata.deletionTimestamp is set
+  std::string phase;         // "Pending", "Running", "Succeeded", "Failed", ...
+  bool terminating = false;  // metadata.deletionTimestamp is set
   std::int64_t priority = 0;
   std::vector<Container> init_containers;
   std::vector<Container> containers;

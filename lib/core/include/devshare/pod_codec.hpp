@@ -70,11 +70,9 @@ DEVSHARE_EXPORT std::string EncodeContainerDeviceType(const ContainerDevices& de
 // array of objects, an incomplete entry (negative index, empty gpuUUID or
 // profile, placement size 0), a partial runtime identity, or a repeated
 // (containerIndex, deviceIndex) pair.
-DEVSHARE_EXPORT Result<std::vector<MigAllocation>> DecodeMigAllocations(
-    std::string_view value);
+DEVSHARE_EXPORT Result<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view value);
 // Encodes reservations; an empty list encodes as "" (HAMi writes no key).
-DEVSHARE_EXPORT std::string EncodeMigAllocations(
-    std::span<const MigAllocation> allocations);
+DEVSHARE_EXPORT std::string EncodeMigAllocations(std::span<const MigAllocation> allocations);
 
 }  // namespace devshare
 

@@ -50,9 +50,9 @@ struct SnapshotState;
 
 // A device on a node with what is in use on it.
 struct DeviceView {
-  Device device;       // as registered; device.vendor is the common word
+  Device device;  // as registered; device.vendor is the common word
   DeviceUsage usage;
-  bool healthy = true; // registered health, less MIG inconsistencies (§4.3)
+  bool healthy = true;  // registered health, less MIG inconsistencies (§4.3)
 };
 
 // A collapsed allocation one cached pod holds on one device (spec §4.8).
@@ -111,8 +111,7 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // Sets the hard limits of one ResourceQuota object (`limits.<resource>`
   // keys; other keys are ignored). Several quotas on one resource in a
   // namespace combine as Kubernetes combines them: the tightest wins.
-  void SetQuota(std::string_view pod_namespace, std::string_view quota_name,
-                const StringMap& hard);
+  void SetQuota(std::string_view pod_namespace, std::string_view quota_name, const StringMap& hard);
   bool RemoveQuota(std::string_view pod_namespace, std::string_view quota_name);
 
   // Read access.

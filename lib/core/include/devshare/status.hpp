@@ -55,8 +55,7 @@ class [[nodiscard]] DEVSHARE_EXPORT Status {
   // Malformed input. `field` names what was wrong (for example
   // `device[2].devmem`), `offset` is the byte position in the input where the
   // problem was found.
-  static Status Malformed(std::string message, std::string field = {},
-                          std::size_t offset = 0);
+  static Status Malformed(std::string message, std::string field = {}, std::size_t offset = 0);
   static Status InvalidConfig(std::string message, std::string field = {});
   static Status InvalidArgument(std::string message);
   static Status NotFound(std::string message);
@@ -99,8 +98,9 @@ class [[nodiscard]] Result {
   // An error. An ok `status` carries no value, so it becomes a kInternal
   // error saying so: a Result is never ok without a value.
   Result(Status status)  // NOLINT: implicit by design
-      : state_(status.ok() ? Status::Internal("a Result was made from an ok Status, without a value")
-                           : std::move(status)) {}
+      : state_(status.ok()
+                   ? Status::Internal("a Result was made from an ok Status, without a value")
+                   : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   // The error, or an ok Status when a value is held.

@@ -49,8 +49,8 @@ enum class Registration {
 
 // A memory template a device is carved into (Ascend vNPU).
 struct MemoryTemplate {
-  std::string name;             // for example "vir05_1c_16g"
-  std::int64_t memory = 0;      // MiB
+  std::string name;         // for example "vir05_1c_16g"
+  std::int64_t memory = 0;  // MiB
   std::int32_t ai_core = 0;
   std::int32_t ai_cpu = 0;
   friend bool operator==(const MemoryTemplate&, const MemoryTemplate&) = default;
@@ -81,11 +81,11 @@ struct VendorSpec {
   std::int32_t default_gpu_num = 1;
 
   Registration registration = Registration::kAnnotation;
-  std::string register_annotation;        // empty for kCapacity
+  std::string register_annotation;  // empty for kCapacity
   RegisterFormat register_format = RegisterFormat::kJson;
-  std::string handshake_annotation;       // empty when the vendor has none
-  std::string to_allocate_annotation;     // pod devices the plugin consumes
-  std::string allocated_annotation;       // pod devices the scheduler keeps
+  std::string handshake_annotation;    // empty when the vendor has none
+  std::string to_allocate_annotation;  // pod devices the plugin consumes
+  std::string allocated_annotation;    // pod devices the scheduler keeps
   PodDevicesFormat pod_devices_format = PodDevicesFormat::kHami;
 
   // Chip data (Iluvatar, Ascend): the chip name and, for Ascend, the
@@ -109,10 +109,10 @@ struct MigProfileAllow {
 
 // NVIDIA options of the `nvidia:` section beyond the VendorSpec.
 struct NvidiaOptions {
-  bool overwrite_env = false;         // Default: false
-  bool disable_core_limit = false;    // Default: false
+  bool overwrite_env = false;               // Default: false
+  bool disable_core_limit = false;          // Default: false
   std::string gpu_core_policy = "default";  // "default" | "force" | "disable"
-  std::string runtime_class_name;     // Default: none
+  std::string runtime_class_name;           // Default: none
   std::vector<MigProfileAllow> mig_profile_allowlist;
   // Node defaults shared with the device plugin (absent when not set).
   std::optional<std::uint32_t> device_split_count;

@@ -60,15 +60,15 @@ struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();
   FilterOptions filter;  // filter.hami_exact also selects HAMi's registration (W4)
   RegistrationProtocol registration = RegistrationProtocol::kChangeOnly;  // Default: change-only
-  Leadership leadership = Leadership::kAlways;              // Default: always leader
-  std::string hostname;             // this replica, for kFollowLease
-  BindMode bind_mode = BindMode::kNodeLock;                 // Default: HAMi's node lock
+  Leadership leadership = Leadership::kAlways;                            // Default: always leader
+  std::string hostname;                      // this replica, for kFollowLease
+  BindMode bind_mode = BindMode::kNodeLock;  // Default: HAMi's node lock
   NodeLockOptions lock;
-  LockRetry lock_retry = LockRetry::kOnce;      // Default: one attempt
-  std::int64_t lock_retry_timeout_ms = 28000;   // Default: HAMi's --node-lock-retry-timeout
-  std::uint64_t seed = 0;                       // seeds the backoff jitter
-  std::int64_t register_period_ms = 15000;  // Default: HAMi's 15 s tick
-  std::int32_t zone_offset_seconds = 0;     // handshake stamps (W16)
+  LockRetry lock_retry = LockRetry::kOnce;     // Default: one attempt
+  std::int64_t lock_retry_timeout_ms = 28000;  // Default: HAMi's --node-lock-retry-timeout
+  std::uint64_t seed = 0;                      // seeds the backoff jitter
+  std::int64_t register_period_ms = 15000;     // Default: HAMi's 15 s tick
+  std::int32_t zone_offset_seconds = 0;        // handshake stamps (W16)
 };
 
 // Commands. `id` ties a command to the ApiResult that reports it.
@@ -102,11 +102,11 @@ struct PostBinding {
 };
 struct FilterReply {
   std::uint64_t request = 0;
-  std::vector<std::string> nodes;        // the nodes kept: the chosen one, or all for a pod
-                                         // asking no device (under the fgd node policy,
-                                         // the one it prefers)
+  std::vector<std::string> nodes;  // the nodes kept: the chosen one, or all for a pod
+                                   // asking no device (under the fgd node policy,
+                                   // the one it prefers)
   std::vector<NodeFailure> failed;
-  std::string error;                     // non-empty: the extender's Error field
+  std::string error;  // non-empty: the extender's Error field
 };
 struct BindReply {
   std::uint64_t request = 0;
@@ -186,7 +186,8 @@ class Engine {
   void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
                     std::vector<Command>& out);
   void TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
-  void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms, std::vector<Command>& out);
+  void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
+                   std::vector<Command>& out);
   void FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
   std::uint64_t NextId() { return next_id_++; }
 

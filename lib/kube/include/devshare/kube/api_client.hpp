@@ -20,7 +20,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json/value.hpp>
-
 #include <chrono>
 #include <functional>
 #include <map>
@@ -35,15 +34,15 @@
 namespace devshare::kube {
 
 struct ApiResponse {
-  int status = 0;          // HTTP status; 0 when the request never got an answer
+  int status = 0;  // HTTP status; 0 when the request never got an answer
   std::string body;
-  std::string error;       // the transport error when status is 0
-  std::string retry_after; // the Retry-After header, if any
+  std::string error;        // the transport error when status is 0
+  std::string retry_after;  // the Retry-After header, if any
 };
 using ApiCallback = std::function<void(ApiResponse)>;
 
 struct WatchEvent {
-  std::string type;         // ADDED, MODIFIED, DELETED
+  std::string type;  // ADDED, MODIFIED, DELETED
   boost::json::value object;
 };
 
@@ -56,7 +55,8 @@ struct ApiClientOptions {
 
 class ApiClient {
  public:
-  ApiClient(boost::asio::io_context& io, ClusterAccess access, ApiClientOptions options, Metrics* metrics);
+  ApiClient(boost::asio::io_context& io, ClusterAccess access, ApiClientOptions options,
+            Metrics* metrics);
   ~ApiClient();
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;
@@ -65,14 +65,14 @@ class ApiClient {
   Status Start();
 
   // One request. `verb` names it in the metrics (for example "patch-node").
-  void Call(std::string verb, std::string method, std::string target, std::string content_type, std::string body,
-            ApiCallback done);
+  void Call(std::string verb, std::string method, std::string target, std::string content_type,
+            std::string body, ApiCallback done);
 
   // Lists and watches `path` (for example "/api/v1/pods") with an optional
   // field selector; `on_event` gets every change, `on_synced` is called after
   // each complete list (the cache is whole).
-  void Watch(std::string path, std::string field_selector, std::function<void(const WatchEvent&)> on_event,
-             std::function<void()> on_synced);
+  void Watch(std::string path, std::string field_selector,
+             std::function<void(const WatchEvent&)> on_event, std::function<void()> on_synced);
 
   void Stop();
 

@@ -19,11 +19,11 @@ struct ClusterAccess {
   std::string host;
   std::string port = "443";
   bool https = true;
-  std::string ca_pem;       // empty: the system's trust store
-  std::string cert_pem;     // client certificate (with key_pem)
+  std::string ca_pem;    // empty: the system's trust store
+  std::string cert_pem;  // client certificate (with key_pem)
   std::string key_pem;
-  std::string token;        // bearer token
-  bool insecure = false;    // insecure-skip-tls-verify
+  std::string token;      // bearer token
+  bool insecure = false;  // insecure-skip-tls-verify
   std::string tls_server_name;
 };
 
@@ -35,12 +35,13 @@ using ReadFileFn = std::function<Result<std::string>(const std::string& path)>;
 // tls-server-name) and user (client-certificate[-data], client-key[-data],
 // token, tokenFile). Relative file paths are resolved against `base_dir`.
 // Errors: kInvalidConfig naming what is missing or wrong.
-Result<ClusterAccess> ParseKubeconfig(std::string_view yaml, const ReadFileFn& read, const std::string& base_dir,
-                                      const std::string& context = {});
+Result<ClusterAccess> ParseKubeconfig(std::string_view yaml, const ReadFileFn& read,
+                                      const std::string& base_dir, const std::string& context = {});
 
 // The in-cluster configuration: KUBERNETES_SERVICE_HOST/PORT from `getenv`,
 // the service account's token and CA. Errors: kNotFound when not in a pod.
-Result<ClusterAccess> InClusterAccess(const std::function<const char*(const char*)>& getenv, const ReadFileFn& read);
+Result<ClusterAccess> InClusterAccess(const std::function<const char*(const char*)>& getenv,
+                                      const ReadFileFn& read);
 
 }  // namespace devshare::kube
 

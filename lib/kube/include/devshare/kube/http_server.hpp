@@ -18,7 +18,6 @@
 #define DEVSHARE_KUBE_HTTP_SERVER_HPP_
 
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -53,8 +52,8 @@ struct HttpServerOptions {
   std::uint16_t port = 8443;  // 0: any free port (see HttpServer::port)
   std::string cert_file;      // PEM; with key_file: HTTPS
   std::string key_file;
-  std::size_t body_limit = 1 << 20;                 // Default: 1 MiB
-  std::chrono::milliseconds read_timeout{30000};    // Default: 30 s
+  std::size_t body_limit = 1 << 20;               // Default: 1 MiB
+  std::chrono::milliseconds read_timeout{30000};  // Default: 30 s
   std::chrono::milliseconds cert_check_period{10000};
 };
 

@@ -62,16 +62,21 @@ struct GpuGauges {
 // Measures `snapshot` for the gauges above; fragmentation is for `workload`
 // (fgd's default mix when empty). O(devices + nodes x classes). When
 // MeasureFragmentation refuses the workload, free and fragmented are NaN.
-GpuGauges MeasureGpus(const ClusterSnapshot& snapshot, std::span<const WorkloadClass> workload = {});
+GpuGauges MeasureGpus(const ClusterSnapshot& snapshot,
+                      std::span<const WorkloadClass> workload = {});
 
 class Metrics {
  public:
   // Upper bounds of the latency buckets, in seconds (+Inf is implied).
   static constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                      0.05,   0.1,   0.25,   0.5,   1,     5};
+                                                      0.05,   0.1,   0.25,   0.5,   1,    5};
 
-  void ObserveFilter(std::string_view outcome, double seconds) { filter_[std::string(outcome)].Observe(seconds); }
-  void ObserveBind(std::string_view outcome, double seconds) { bind_[std::string(outcome)].Observe(seconds); }
+  void ObserveFilter(std::string_view outcome, double seconds) {
+    filter_[std::string(outcome)].Observe(seconds);
+  }
+  void ObserveBind(std::string_view outcome, double seconds) {
+    bind_[std::string(outcome)].Observe(seconds);
+  }
   void CountApiRequest(std::string_view verb, int code) { ++api_[{std::string(verb), code}]; }
   void SetState(bool leader, std::uint64_t nodes, std::uint64_t devices, std::uint64_t pods) {
     leader_ = leader;
@@ -84,7 +89,8 @@ class Metrics {
   void SetUndecodableNodes(std::uint64_t n) { undecodable_nodes_ = n; }
   // SetState and SetGpus from the snapshot: nodes, devices and pods counted
   // as the snapshot holds them. O(devices + nodes x classes).
-  void SetCluster(bool leader, const ClusterSnapshot& snapshot, std::span<const WorkloadClass> workload = {});
+  void SetCluster(bool leader, const ClusterSnapshot& snapshot,
+                  std::span<const WorkloadClass> workload = {});
 
   std::string Render() const;
 

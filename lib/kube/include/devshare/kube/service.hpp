@@ -26,7 +26,6 @@
 #define DEVSHARE_KUBE_SERVICE_HPP_
 
 #include <boost/asio/io_context.hpp>
-
 #include <memory>
 #include <string>
 

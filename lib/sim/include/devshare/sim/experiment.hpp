@@ -59,8 +59,8 @@ struct NodeGroup {
 
 struct PodClass {
   enum class Arrival { kSteady, kPoisson };
-  std::int32_t count = 0;          // 0: until the end
-  std::int64_t every_ms = 1000;    // mean time between arrivals
+  std::int32_t count = 0;        // 0: until the end
+  std::int64_t every_ms = 1000;  // mean time between arrivals
   std::int64_t start_ms = 0;
   Arrival arrival = Arrival::kSteady;
   PodSpec shape;  // the name is <name>-<index>
@@ -98,9 +98,9 @@ struct Experiment {
 using FileReader = std::function<Result<std::string>(const std::string& path)>;
 
 struct LoadOptions {
-  FileReader read;            // required when the file names openb traces
-  std::string base_dir;       // relative paths in the file are resolved here
-  std::string openb_dir;      // when set, replaces the file's openb.dir
+  FileReader read;                // required when the file names openb traces
+  std::string base_dir;           // relative paths in the file are resolved here
+  std::string openb_dir;          // when set, replaces the file's openb.dir
   std::string what = "scenario";  // how errors name the file
 };
 

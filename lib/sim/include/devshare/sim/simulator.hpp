@@ -72,9 +72,9 @@ struct NodeSpec {
 
 struct PodSpec {
   std::string name;
-  std::int32_t gpus = 0;        // devices
-  std::int32_t gpu_milli = 0;   // share of one device when gpus == 1 (1..1000)
-  std::string gpu_spec;         // allowed models, '|'-joined; empty: any
+  std::int32_t gpus = 0;       // devices
+  std::int32_t gpu_milli = 0;  // share of one device when gpus == 1 (1..1000)
+  std::string gpu_spec;        // allowed models, '|'-joined; empty: any
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
   std::int64_t arrive_ms = 0;
@@ -82,13 +82,13 @@ struct PodSpec {
 };
 
 struct ApiModel {
-  double qps = 5;               // Default: client-go's 5, per scheduler replica
-  std::int32_t burst = 10;      // Default: client-go's 10
+  double qps = 5;           // Default: client-go's 5, per scheduler replica
+  std::int32_t burst = 10;  // Default: client-go's 10
   std::int64_t latency_ms = 20;
   std::int64_t jitter_ms = 10;
-  std::int32_t max_inflight = 400;    // Default: kube-apiserver's 400 read + 200 write, as one
-  std::int64_t retry_after_ms = 1000; // a 429's Retry-After
-  std::int64_t allocate_ms = 500;     // Binding to the kubelet's Allocate
+  std::int32_t max_inflight = 400;     // Default: kube-apiserver's 400 read + 200 write, as one
+  std::int64_t retry_after_ms = 1000;  // a 429's Retry-After
+  std::int64_t allocate_ms = 500;      // Binding to the kubelet's Allocate
 };
 
 struct PluginModel {
@@ -98,10 +98,10 @@ struct PluginModel {
 };
 
 struct SchedulerModel {
-  std::int32_t replicas = 1;           // > 1: leader election through a Lease
-  bool retry_unschedulable = false;    // false: a pod that fits nowhere is given up
-  std::int64_t initial_backoff_ms = 1000;  // Default: kube-scheduler's 1 s
-  std::int64_t max_backoff_ms = 10000;     // Default: kube-scheduler's 10 s
+  std::int32_t replicas = 1;                 // > 1: leader election through a Lease
+  bool retry_unschedulable = false;          // false: a pod that fits nowhere is given up
+  std::int64_t initial_backoff_ms = 1000;    // Default: kube-scheduler's 1 s
+  std::int64_t max_backoff_ms = 10000;       // Default: kube-scheduler's 10 s
   std::int64_t extender_timeout_ms = 30000;  // Default: HAMi's extender httpTimeout
 };
 
@@ -136,14 +136,14 @@ struct FragmentationSample {
 };
 
 struct Report {
-  std::uint64_t pods = 0;           // arrived
-  std::uint64_t bound = 0;          // bound at some point
-  std::uint64_t pending = 0;        // arrived, not bound at the end
+  std::uint64_t pods = 0;                                // arrived
+  std::uint64_t bound = 0;                               // bound at some point
+  std::uint64_t pending = 0;                             // arrived, not bound at the end
   std::map<std::string, std::uint64_t> pending_reasons;  // the last reason, by reason
-  double gpu_capacity = 0;        // devices in the cluster
-  double gpu_allocated = 0;       // GPUs held by running pods at the end
-  double allocation_percent = 0;  // gpu_allocated / gpu_capacity
-  double allocation_mean_percent = 0;  // the same, averaged over the run's time
+  double gpu_capacity = 0;                               // devices in the cluster
+  double gpu_allocated = 0;                              // GPUs held by running pods at the end
+  double allocation_percent = 0;                         // gpu_allocated / gpu_capacity
+  double allocation_mean_percent = 0;                    // the same, averaged over the run's time
   // Fragmentation at the end (MeasureFragmentation of the cluster as its API
   // objects say, for the scenario's own mix of GPU pods, or the engine's
   // workload when it names one): the free GPUs, the part of them those pods
@@ -158,15 +158,15 @@ struct Report {
   // shows, not hides).
   std::int64_t latency_p50_ms = 0;
   std::int64_t latency_p99_ms = 0;
-  std::vector<std::int64_t> latency_percentiles;  // 0 % .. 100 %, 101 values
-  std::int64_t throttled_ms = 0;    // time the replicas' writes waited for tokens
+  std::vector<std::int64_t> latency_percentiles;   // 0 % .. 100 %, 101 values
+  std::int64_t throttled_ms = 0;                   // time the replicas' writes waited for tokens
   std::map<std::string, std::uint64_t> api_calls;  // by verb
   std::uint64_t rejected_429 = 0, conflicts_409 = 0;
   std::uint64_t filters_refused = 0, extender_timeouts = 0;
   std::uint64_t lock_contention = 0, lock_retries = 0, binds_failed = 0;
   std::uint64_t registration_writes = 0, nodes_dropped = 0;
   std::uint64_t duplicate_registration_writes = 0;  // by a replica not holding the Lease
-  std::int64_t unavailable_ms = 0;  // leader crash to the next placement
+  std::int64_t unavailable_ms = 0;                  // leader crash to the next placement
   std::int64_t end_ms = 0;
   friend bool operator==(const Report&, const Report&) = default;
 };
@@ -193,8 +193,8 @@ Status CheckPlacement(const ClusterSnapshot& snapshot, std::string_view node,
 // replacement from `pods_csv` arrive one every `interval_ms`, with no
 // departures, until their GPU requests reach `demand` (1.3) times the GPUs
 // of `nodes_csv`. Rows that cannot be mapped are an error naming the line.
-Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv,
-                               double demand, std::uint64_t seed, std::int64_t interval_ms = 1000);
+Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv, double demand,
+                               std::uint64_t seed, std::int64_t interval_ms = 1000);
 
 // The openb traces replayed in time order: every row of `pods_csv` arrives
 // at its creation_time (seconds, shifted so the first arrival is at 0) and
