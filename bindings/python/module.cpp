@@ -1,92 +1,31 @@
-// The private extension `devshare._devshare`: pybind11 bindings of the core.
-// The public package (devshare/__init__.py) re-exports it and turns
-// Kubernetes objects given as dicts into the JSON the core decodes.
+// The private extension `devshare._devshare`: pybind11 bindings of the core,
+// the engine and the simulator. The public package (devshare/__init__.py)
+// re-exports it and turns Kubernetes objects given as dicts into the JSON the
+// core decodes. This file holds the module init, the value types, the codecs
+// and the cluster with its Filter; protocols.cpp, engine.cpp and
+// simulation.cpp the rest.
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common.hpp"
 #include "devshare/admission.hpp"
-#include "devshare/annotations.hpp"
 #include "devshare/filter.hpp"
-#include "devshare/handshake.hpp"
-#include "devshare/lease.hpp"
 #include "devshare/node_codec.hpp"
-#include "devshare/nodelock.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/pod_codec.hpp"
 #include "devshare/request.hpp"
-#include "devshare/sim/experiment.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
 #include "devshare/version.hpp"
 
-namespace py = pybind11;
-using namespace devshare;
+namespace devshare::python {
 
 namespace {
-
-// Python exceptions, created in the module init.
-PyObject* g_decode_error = nullptr;
-PyObject* g_config_error = nullptr;
-
-[[noreturn]] void Raise(const Status& status) {
-  PyObject* type = PyExc_ValueError;
-  switch (status.code()) {
-    case StatusCode::kMalformed:
-      type = g_decode_error;
-      break;
-    case StatusCode::kInvalidConfig:
-      type = g_config_error;
-      break;
-    case StatusCode::kNotFound:
-      type = PyExc_KeyError;
-      break;
-    default:
-      break;
-  }
-  PyErr_SetString(type, std::string(status.message()).c_str());
-  throw py::error_already_set();
-}
-
-template <typename T>
-T Unwrap(Result<T> r) {
-  if (!r.ok()) Raise(r.status());
-  return std::move(r).value();
-}
-
-void Check(const Status& s) {
-  if (!s.ok()) Raise(s);
-}
-
-DeviceConfig ConfigFrom(const std::optional<std::string>& yaml) {
-  return yaml ? Unwrap(ParseDeviceConfig(*yaml)) : DefaultDeviceConfig();
-}
-
-py::dict ToDict(const StringMap& m) {
-  py::dict d;
-  for (const auto& [k, v] : m.entries()) d[py::str(k)] = v;
-  return d;
-}
-
-py::dict WriteDict(const std::optional<AnnotationWrite>& w) {
-  py::dict d;
-  if (w) d[py::str(w->key)] = w->value ? py::object(py::str(*w->value)) : py::object(py::none());
-  return d;
-}
-
-py::dict StepDict(const RegistrationStep& step) {
-  py::dict out;
-  out["usable"] = step.usable;
-  out["refresh"] = step.refresh;
-  out["write"] = WriteDict(step.write);
-  return out;
-}
 
 // A filter result whose maps become Python objects only when read.
 struct PyFilterResult {
@@ -97,6 +36,67 @@ py::object DevicesToPython(const PodDevices& devices) {
   py::dict out;
   for (const auto& [vendor, containers] : devices) out[py::str(vendor)] = py::cast(containers);
   return out;
+}
+
+py::dict FailedDict(const std::vector<NodeFailure>& failed) {
+  py::dict out;
+  for (const NodeFailure& f : failed) out[py::str(f.node)] = f.reason;
+  return out;
+}
+
+py::dict ScoresDict(const std::vector<NodeScore>& scores, bool normalized) {
+  py::dict out;
+  for (const NodeScore& s : scores) out[py::str(s.node)] = normalized ? s.normalized : s.score;
+  return out;
+}
+
+py::dict FilterResultDict(const PyFilterResult& r) {
+  py::dict devices;
+  for (const auto& [vendor, containers] : r.result.devices) {
+    py::list per_container;
+    for (const auto& container : containers) {
+      py::list list;
+      for (const ContainerDevice& d : container) list.append(py::cast(d).attr("to_dict")());
+      per_container.append(std::move(list));
+    }
+    devices[py::str(vendor)] = std::move(per_container);
+  }
+  py::dict out;
+  out["node"] = py::cast(r.result.node);
+  out["devices"] = std::move(devices);
+  out["failed"] = FailedDict(r.result.failed);
+  out["scores"] = ScoresDict(r.result.scores, false);
+  out["normalized_scores"] = ScoresDict(r.result.scores, true);
+  out["annotations"] = ToDict(r.result.annotations);
+  out["has_requests"] = r.result.has_requests;
+  return out;
+}
+
+py::dict NodeFragmentationDict(const NodeFragmentation& n) {
+  py::dict out;
+  out["node"] = n.node;
+  out["free_gpus"] = n.free_gpus;
+  out["fragmented_gpus"] = n.fragmented_gpus;
+  return out;
+}
+
+py::dict ClusterFragmentationDict(const ClusterFragmentation& f) {
+  py::dict nodes;
+  for (const NodeFragmentation& n : f.nodes) {
+    py::dict node;
+    node["free_gpus"] = n.free_gpus;
+    node["fragmented_gpus"] = n.fragmented_gpus;
+    nodes[py::str(n.node)] = std::move(node);
+  }
+  py::dict out;
+  out["free_gpus"] = f.free_gpus;
+  out["fragmented_gpus"] = f.fragmented_gpus;
+  out["nodes"] = std::move(nodes);
+  return out;
+}
+
+py::dict AdmissionDict(const AdmissionDecision& d) {
+  return py::dict(py::module_::import("json").attr("loads")(EncodeAdmissionResponse(d)));
 }
 
 // Kubernetes objects arrive as JSON text (the package serialises dicts).
@@ -135,20 +135,8 @@ class Cluster {
     }
     return PyFilterResult{Unwrap(std::move(r))};
   }
-  py::dict Fragmentation() const {
-    ClusterFragmentation f = Unwrap(MeasureFragmentation(snapshot_, options_.workload));
-    py::dict nodes;
-    for (const NodeFragmentation& n : f.nodes) {
-      py::dict node;
-      node["free_gpus"] = n.free_gpus;
-      node["fragmented_gpus"] = n.fragmented_gpus;
-      nodes[py::str(n.node)] = std::move(node);
-    }
-    py::dict out;
-    out["free_gpus"] = f.free_gpus;
-    out["fragmented_gpus"] = f.fragmented_gpus;
-    out["nodes"] = std::move(nodes);
-    return out;
+  ClusterFragmentation Fragmentation() const {
+    return Unwrap(MeasureFragmentation(snapshot_, options_.workload));
   }
   std::vector<std::string> NodeNames() const { return snapshot_.NodeNames(); }
   std::size_t pod_count() const { return snapshot_.pod_count(); }
@@ -163,70 +151,7 @@ class Cluster {
   std::map<std::string, std::string> uids_;  // "namespace/name" -> UID
 };
 
-std::string LeaderEventName(LeaderEvent e) {
-  switch (e) {
-    case LeaderEvent::kStartedLeading:
-      return "started_leading";
-    case LeaderEvent::kStoppedLeading:
-      return "stopped_leading";
-    case LeaderEvent::kNone:
-      break;
-  }
-  return "none";
-}
-
-std::optional<LeaseRecord> LeaseFrom(const std::optional<std::string>& json) {
-  if (!json) return std::nullopt;
-  return Unwrap(DecodeLease(*json));
-}
-
-std::string LockActionName(LockAction a) {
-  switch (a) {
-    case LockAction::kSet:
-      return "set";
-    case LockAction::kReentrant:
-      return "reentrant";
-    case LockAction::kTakeOver:
-      return "take_over";
-    case LockAction::kCheckHolder:
-      return "check_holder";
-    case LockAction::kHeld:
-      return "held";
-  }
-  return "held";
-}
-
-std::string ElectionActionName(ElectionAction a) {
-  switch (a) {
-    case ElectionAction::kCreate:
-      return "create";
-    case ElectionAction::kAcquire:
-      return "acquire";
-    case ElectionAction::kRenew:
-      return "renew";
-    case ElectionAction::kStepDown:
-      return "step_down";
-    case ElectionAction::kNone:
-      break;
-  }
-  return "none";
-}
-
-}  // namespace
-
-PYBIND11_MODULE(_devshare, m) {
-  m.doc() = "devshare core: codecs, cluster snapshot and filter, protocol state machines.";
-  m.attr("__version__") = DEVSHARE_VERSION;
-  g_decode_error = PyErr_NewExceptionWithDoc("devshare.DecodeError",
-                                             "An annotation or object that does not decode.",
-                                             PyExc_ValueError, nullptr);
-  g_config_error = PyErr_NewExceptionWithDoc("devshare.ConfigError",
-                                             "An invalid device config or scheduler option.",
-                                             PyExc_ValueError, nullptr);
-  m.attr("DecodeError") = py::handle(g_decode_error);
-  m.attr("ConfigError") = py::handle(g_config_error);
-
-  // --- value types -------------------------------------------------------
+void BindValueTypes(py::module_& m) {
   py::class_<Device>(m, "Device", "One physical device as a node registers it.")
       .def(py::init([](std::string id, std::uint32_t index, std::int32_t count, std::int32_t devmem,
                        std::int32_t devcore, std::string type, std::int32_t numa, bool health,
@@ -310,7 +235,7 @@ PYBIND11_MODULE(_devshare, m) {
           },
           "The fields as a dict.");
 
-  py::class_<ContainerRequest>(m, "Request", "What one container asks of one vendor.")
+  py::class_<ContainerRequest>(m, "ContainerRequest", "What one container asks of one vendor.")
       .def_readonly("nums", &ContainerRequest::nums, "devices wanted")
       .def_readonly("memreq", &ContainerRequest::memreq, "MiB (after the memory factor)")
       .def_readonly("mem_percentage", &ContainerRequest::mem_percentage,
@@ -320,8 +245,9 @@ PYBIND11_MODULE(_devshare, m) {
       .def("__eq__", [](const ContainerRequest& a, const ContainerRequest& b) { return a == b; })
       .def("__repr__",
            [](const ContainerRequest& r) {
-             return fmt::format("Request(nums={}, memreq={}, mem_percentage={}, coresreq={})",
-                                r.nums, r.memreq, r.mem_percentage, r.coresreq);
+             return fmt::format(
+                 "ContainerRequest(nums={}, memreq={}, mem_percentage={}, coresreq={})", r.nums,
+                 r.memreq, r.mem_percentage, r.coresreq);
            })
       .def(
           "to_dict",
@@ -335,19 +261,32 @@ PYBIND11_MODULE(_devshare, m) {
           },
           "The fields as a dict.");
 
-  py::class_<DeviceView>(m, "DeviceState", "A device of a node with what is in use on it.")
-      .def_readonly("device", &DeviceView::device)
+  py::class_<DeviceView> view(m, "DeviceView", "A device of a node with what is in use on it.");
+  view.def_readonly("device", &DeviceView::device)
       .def_property_readonly("used", [](const DeviceView& v) { return v.usage.used; })
       .def_property_readonly("usedmem", [](const DeviceView& v) { return v.usage.usedmem; })
       .def_property_readonly("usedcores", [](const DeviceView& v) { return v.usage.usedcores; })
       .def_readonly("healthy", &DeviceView::healthy)
       .def("__repr__", [](const DeviceView& v) {
-        return fmt::format("DeviceState(id='{}', used={}/{}, usedmem={}/{}, usedcores={}/{})",
+        return fmt::format("DeviceView(id='{}', used={}/{}, usedmem={}/{}, usedcores={}/{})",
                            v.device.id, v.usage.used, v.device.count, v.usage.usedmem,
                            v.device.devmem, v.usage.usedcores, v.device.devcore);
       });
+  ValueType(
+      view,
+      [](const DeviceView& v) {
+        py::dict out;
+        out["device"] = py::cast(v.device).attr("to_dict")();
+        out["used"] = v.usage.used;
+        out["usedmem"] = v.usage.usedmem;
+        out["usedcores"] = v.usage.usedcores;
+        out["healthy"] = v.healthy;
+        return out;
+      },
+      "{device: Device.to_dict(), used, usedmem, usedcores, healthy}.");
+}
 
-  // --- codecs --------------------------------------------------------------
+void BindCodecs(py::module_& m) {
   m.def("_decode_node_devices", [](const std::string& value, const std::string& format) {
     return Unwrap(DecodeNodeDevices(value, Unwrap(ParseRegisterFormat(format))));
   });
@@ -379,69 +318,52 @@ PYBIND11_MODULE(_devshare, m) {
           }
           return out;
         });
-  m.def("_decode_node_lock", [](const std::string& value) {
-    NodeLock l = Unwrap(DecodeNodeLock(value));
-    py::dict out;
-    out["unix_seconds"] = l.unix_seconds;
-    out["utc_offset_seconds"] = l.utc_offset_seconds;
-    out["namespace"] = l.has_owner ? py::object(py::str(l.pod_namespace)) : py::object(py::none());
-    out["name"] = l.has_owner ? py::object(py::str(l.pod_name)) : py::object(py::none());
-    return out;
-  });
-  m.def("_decode_handshake", [](const std::string& value, std::int32_t zone) {
-    Handshake h = Unwrap(DecodeHandshake(value, zone));
-    py::dict out;
-    out["state"] = std::string(HandshakeStateName(h.state));
-    out["dialect"] = h.dialect == HandshakeDialect::kHami ? "hami" : "volcano";
-    out["unix_seconds"] =
-        h.unix_seconds ? py::object(py::int_(*h.unix_seconds)) : py::object(py::none());
-    return out;
-  });
-  m.def("_decode_scoring_weights", [](const std::string& value) {
-    ScoringWeights w = Unwrap(DecodeScoringWeights(value));
-    py::dict out;
-    out["slot"] = w.slot;
-    out["core"] = w.core;
-    out["memory"] = w.memory;
-    return out;
-  });
   m.def("_parse_device_config", [](const std::string& yaml) {
     DeviceConfig c = Unwrap(ParseDeviceConfig(yaml));
     py::list vendors;
     for (const VendorSpec& v : c.vendors) vendors.append(v.common_word);
     return vendors;
   });
+}
 
-  // --- cluster and filter --------------------------------------------------
-  py::class_<PyFilterResult>(m, "FilterResult", "Where a pod goes, and why not elsewhere.")
+void BindCluster(py::module_& m) {
+  py::class_<NodeScore> score(m, "NodeScore", "A feasible node's score under the node policy.");
+  score.def_readonly("node", &NodeScore::node)
+      .def_readonly("score", &NodeScore::score, "the node policy's raw score")
+      .def_readonly("normalized", &NodeScore::normalized,
+                    "0..100, higher is better under every node policy")
+      .def("__repr__", [](const NodeScore& s) {
+        return Repr("NodeScore", {{"node", py::cast(s.node)},
+                                  {"score", py::cast(s.score)},
+                                  {"normalized", py::cast(s.normalized)}});
+      });
+  ValueType(
+      score,
+      [](const NodeScore& s) {
+        py::dict out;
+        out["node"] = s.node;
+        out["score"] = s.score;
+        out["normalized"] = s.normalized;
+        return out;
+      },
+      "{node, score, normalized}.");
+
+  py::class_<PyFilterResult> filter(m, "FilterResult", "Where a pod goes, and why not elsewhere.");
+  filter
       .def_property_readonly(
           "node", [](const PyFilterResult& r) { return r.result.node; }, "the chosen node, or None")
       .def_property_readonly(
           "devices", [](const PyFilterResult& r) { return DevicesToPython(r.result.devices); },
           "vendor -> per-container lists of ContainerDevice")
       .def_property_readonly(
-          "failed",
-          [](const PyFilterResult& r) {
-            py::dict out;
-            for (const NodeFailure& f : r.result.failed) out[py::str(f.node)] = f.reason;
-            return out;
-          },
+          "failed", [](const PyFilterResult& r) { return FailedDict(r.result.failed); },
           "node -> reason, for every rejected node")
       .def_property_readonly(
-          "scores",
-          [](const PyFilterResult& r) {
-            py::dict out;
-            for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.score;
-            return out;
-          },
+          "scores", [](const PyFilterResult& r) { return ScoresDict(r.result.scores, false); },
           "node -> the node policy's raw score, for every feasible node")
       .def_property_readonly(
           "normalized_scores",
-          [](const PyFilterResult& r) {
-            py::dict out;
-            for (const NodeScore& s : r.result.scores) out[py::str(s.node)] = s.normalized;
-            return out;
-          },
+          [](const PyFilterResult& r) { return ScoresDict(r.result.scores, true); },
           "node -> 0..100, higher is better under every node policy (the chosen node 100)")
       .def_property_readonly(
           "annotations", [](const PyFilterResult& r) { return ToDict(r.result.annotations); },
@@ -454,22 +376,51 @@ PYBIND11_MODULE(_devshare, m) {
             r.result.node ? fmt::format("'{}'", *r.result.node) : std::string("None"),
             r.result.failed.size(), r.result.scores.size());
       });
+  ValueType(filter, FilterResultDict,
+            "{node, devices: {vendor: [[ContainerDevice.to_dict()]]}, failed, scores, "
+            "normalized_scores, annotations, has_requests}.");
+
+  py::class_<NodeFragmentation> node_fragmentation(m, "NodeFragmentation",
+                                                   "One node's fragmentation under fgd's measure.");
+  node_fragmentation.def_readonly("node", &NodeFragmentation::node)
+      .def_readonly("free_gpus", &NodeFragmentation::free_gpus,
+                    "the free share of every healthy device with a free slot, summed")
+      .def_readonly("fragmented_gpus", &NodeFragmentation::fragmented_gpus,
+                    "the part of free_gpus the workload is expected not to be able to use")
+      .def("__repr__", [](const NodeFragmentation& n) {
+        return Repr("NodeFragmentation", {{"node", py::cast(n.node)},
+                                          {"free_gpus", py::cast(n.free_gpus)},
+                                          {"fragmented_gpus", py::cast(n.fragmented_gpus)}});
+      });
+  ValueType(node_fragmentation, NodeFragmentationDict, "{node, free_gpus, fragmented_gpus}.");
+
+  py::class_<ClusterFragmentation> fragmentation(m, "ClusterFragmentation",
+                                                 "A cluster's fragmentation under fgd's measure.");
+  fragmentation.def_readonly("free_gpus", &ClusterFragmentation::free_gpus, "over the nodes")
+      .def_readonly("fragmented_gpus", &ClusterFragmentation::fragmented_gpus,
+                    "over the nodes; at most free_gpus")
+      .def_property_readonly(
+          "nodes",
+          [](const ClusterFragmentation& f) {
+            py::dict out;
+            for (const NodeFragmentation& n : f.nodes) out[py::str(n.node)] = py::cast(n);
+            return out;
+          },
+          "node name -> NodeFragmentation, every node in name order")
+      .def("__repr__", [](const ClusterFragmentation& f) {
+        return Repr("ClusterFragmentation", {{"free_gpus", py::cast(f.free_gpus)},
+                                             {"fragmented_gpus", py::cast(f.fragmented_gpus)},
+                                             {"nodes", py::cast(f.nodes.size())}});
+      });
+  DictCompatible(fragmentation, ClusterFragmentationDict,
+                 "{free_gpus, fragmented_gpus, nodes: {name: {free_gpus, fragmented_gpus}}}.");
 
   py::class_<Cluster>(m, "_Cluster")
       .def(py::init([](const std::optional<std::string>& config, const std::string& node_policy,
-                       const std::string& gpu_policy,
-                       const std::vector<std::tuple<double, std::int32_t, std::int32_t,
-                                                    std::int64_t, std::int64_t>>& workload,
+                       const std::string& gpu_policy, const std::vector<WorkloadTuple>& workload,
                        bool reasons, const std::string& hami_exact) {
-             FilterOptions o;
-             o.reasons = reasons;
-             o.hami_exact = Unwrap(ParseHamiExact(hami_exact));
-             o.node_policy = node_policy;
-             o.gpu_policy = gpu_policy;
-             for (const auto& [weight, gpus, gpu_milli, cpu_milli, memory_mib] : workload) {
-               o.workload.push_back({weight, gpus, gpu_milli, cpu_milli, memory_mib});
-             }
-             return Cluster(config, o);
+             return Cluster(
+                 config, FilterOptionsFrom(node_policy, gpu_policy, workload, reasons, hami_exact));
            }),
            py::arg("config"), py::arg("node_policy"), py::arg("gpu_policy"), py::arg("workload"),
            py::arg("reasons"), py::arg("hami_exact"))
@@ -483,173 +434,29 @@ PYBIND11_MODULE(_devshare, m) {
       .def("fragmentation", &Cluster::Fragmentation)
       .def("pod_count", &Cluster::pod_count)
       .def("node_devices", &Cluster::NodeDevices);
+}
 
-  // --- protocols -------------------------------------------------------------
-  m.def("_hami_scheduler_pass", [](std::optional<std::string> handshake,
-                                   std::optional<std::string> registered, std::int64_t allocatable,
-                                   py::dict memory, const std::string& key, std::int64_t now,
-                                   std::int32_t zone, const std::string& hami_exact) {
-    HamiNodeMemory mem;
-    mem.reported = memory.contains("reported") ? memory["reported"].cast<std::int64_t>() : 0;
-    mem.registered = memory.contains("registered") ? memory["registered"].cast<std::string>() : "";
-    mem.cached = memory.contains("cached") && memory["cached"].cast<bool>();
-    mem.cleaned_up = memory.contains("cleaned_up") && memory["cleaned_up"].cast<bool>();
-    RegistrationStep step = HamiSchedulerPass({handshake, registered, allocatable}, mem, key, now,
-                                              zone, Unwrap(ParseHamiExact(hami_exact)));
-    memory["reported"] = mem.reported;
-    memory["registered"] = mem.registered;
-    memory["cached"] = mem.cached;
-    memory["cleaned_up"] = mem.cleaned_up;
-    return StepDict(step);
-  });
-  m.def("_volcano_scheduler_pass", [](std::optional<std::string> handshake, const std::string& key,
-                                      std::int64_t now, std::int32_t zone) {
-    return StepDict(VolcanoSchedulerPass({handshake, std::nullopt, 0}, key, now, zone));
-  });
-  m.def("_change_only_scheduler_pass", [](std::optional<std::string> registered,
-                                          std::int64_t allocatable,
-                                          std::optional<std::string> previous) {
-    return StepDict(ChangeOnlySchedulerPass({std::nullopt, registered, allocatable}, previous));
-  });
-
-  py::class_<LeaseFollower>(m, "LeaseFollower", "Leadership from a Lease another process holds.")
-      .def(py::init([](std::string hostname) {
-             LeaseFollower f;
-             f.hostname = std::move(hostname);
-             return f;
-           }),
-           py::arg("hostname"))
-      .def(
-          "observe",
-          [](LeaseFollower& f, const std::optional<std::string>& lease_json, std::int64_t now_ms) {
-            return LeaderEventName(ObserveLease(f, LeaseFrom(lease_json), now_ms));
-          },
-          py::arg("lease"), py::arg("now_ms"),
-          "A Lease event (JSON text, or None when deleted); returns none, started_leading or "
-          "stopped_leading.")
-      .def(
-          "tick",
-          [](LeaseFollower& f, std::int64_t now_ms) {
-            return LeaderEventName(FollowerTick(f, now_ms));
-          },
-          py::arg("now_ms"))
-      .def(
-          "is_leader",
-          [](const LeaseFollower& f, std::int64_t now_ms) { return IsLeader(f, now_ms); },
-          py::arg("now_ms"))
-      .def(
-          "registration_done",
-          [](LeaseFollower& f, std::int64_t now_ms) { RegistrationPassDone(f, now_ms); },
-          py::arg("now_ms"))
-      .def(
-          "filter_allowed",
-          [](const LeaseFollower& f, std::int64_t now_ms) { return FilterAllowed(f, now_ms); },
-          py::arg("now_ms"));
-
-  struct PyElector {
-    ElectionConfig config;
-    Elector state;
-    ElectionDecision last;
-  };
-  py::class_<PyElector>(m, "Elector",
-                        "A leader election with client-go's algorithm (15 s / 10 s / 2 s).")
-      .def(py::init([](std::string identity, std::int64_t lease_ms, std::int64_t renew_ms,
-                       std::int64_t retry_ms) {
-             PyElector e;
-             e.config = ElectionConfig{std::move(identity), lease_ms, renew_ms, retry_ms};
-             Check(ValidateElectionConfig(e.config));
-             return e;
-           }),
-           py::arg("identity"), py::arg("lease_duration_ms") = 15000,
-           py::arg("renew_deadline_ms") = 10000, py::arg("retry_period_ms") = 2000)
-      .def(
-          "try_acquire_or_renew",
-          [](PyElector& e, const std::optional<std::string>& lease_json, const std::string& name,
-             const std::string& ns, std::int64_t now_ms) {
-            e.last = TryAcquireOrRenew(e.state, LeaseFrom(lease_json), e.config, name, ns, now_ms);
-            py::dict out;
-            out["action"] = ElectionActionName(e.last.action);
-            const bool writes = e.last.action == ElectionAction::kCreate ||
-                                e.last.action == ElectionAction::kAcquire ||
-                                e.last.action == ElectionAction::kRenew;
-            out["lease"] =
-                writes ? py::object(py::str(EncodeLease(e.last.lease))) : py::object(py::none());
-            return out;
-          },
-          py::arg("lease"), py::arg("name"), py::arg("namespace"), py::arg("now_ms"),
-          "One try given the Lease just read (JSON text, or None for 404): {action, lease to "
-          "write}.")
-      .def(
-          "write_result",
-          [](PyElector& e, bool succeeded, std::int64_t now_ms) {
-            return LeaderEventName(ElectionWriteResult(e.state, e.last, succeeded, now_ms));
-          },
-          py::arg("succeeded"), py::arg("now_ms"),
-          "Reports the write's outcome; returns the leader event.")
-      .def_property_readonly("leading", [](const PyElector& e) { return e.state.leading; });
-
-  m.def("_decide_lock", [](std::optional<std::string> current, const std::string& ns,
-                           const std::string& name, const std::string& holder_state,
-                           const std::string& holder_phase,
-                           std::optional<std::int64_t> holder_bind_time, py::dict sighting,
-                           std::int64_t now, std::int64_t timeout, std::int64_t grace) {
-    LockHolder holder;
-    holder.state = holder_state == "gone"      ? LockHolder::State::kGone
-                   : holder_state == "present" ? LockHolder::State::kPresent
-                                               : LockHolder::State::kUnknown;
-    if (!holder_phase.empty()) holder.bind_phase = Unwrap(DecodeBindPhase(holder_phase));
-    holder.bind_time = holder_bind_time;
-    LockSighting seen;
-    seen.value = sighting.contains("value") ? sighting["value"].cast<std::string>() : "";
-    seen.first_seen =
-        sighting.contains("first_seen") ? sighting["first_seen"].cast<std::int64_t>() : 0;
-    LockDecision d =
-        DecideLock(current, PodRef{ns, name}, holder, seen, now, NodeLockOptions{timeout, grace});
-    sighting["value"] = seen.value;
-    sighting["first_seen"] = seen.first_seen;
-    py::dict out;
-    out["action"] = LockActionName(d.action);
-    out["write"] = WriteDict(d.write);
-    out["reason"] = d.reason;
-    return out;
-  });
-  m.def("backoff_delay_ms", &BackoffDelayMs, py::arg("attempt"), py::arg("u"),
-        "Retry delay before attempt + 1: 100 ms x 2^attempt x (1 + 0.5 u); None after five "
-        "attempts.");
-
-  m.def("_builtin_scenarios", [] {
-    std::vector<std::string> names;
-    for (std::string_view name : sim::BuiltinScenarioNames()) names.emplace_back(name);
-    return names;
-  });
-  m.def("_builtin_scenario",
-        [](const std::string& name) { return std::string(Unwrap(sim::BuiltinScenario(name))); });
-  m.def(
-      "_run_experiment",
-      [](const std::string& yaml, const std::string& what, const std::string& base_dir,
-         const std::string& openb_dir, const std::optional<std::vector<std::uint64_t>>& seeds) {
-        sim::LoadOptions load;
-        load.what = what;
-        load.base_dir = base_dir;
-        load.openb_dir = openb_dir;
-        load.read = [](const std::string& path) -> Result<std::string> {
-          std::ifstream in(path, std::ios::binary);
-          if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
-          std::ostringstream text;
-          text << in.rdbuf();
-          return text.str();
-        };
-        sim::Experiment experiment = Unwrap(sim::ParseExperiment(yaml, load));
-        if (seeds) experiment.seeds = *seeds;
-        Result<std::vector<sim::VariantResult>> results = Status();
-        {
-          py::gil_scoped_release release;
-          results = sim::RunExperiment(experiment);
-        }
-        return sim::ResultsJson(experiment, Unwrap(std::move(results)));
-      },
-      py::arg("yaml"), py::arg("what"), py::arg("base_dir"), py::arg("openb_dir"),
-      py::arg("seeds"));
+void BindAdmission(py::module_& m) {
+  py::class_<AdmissionDecision> decision(m, "AdmissionDecision",
+                                         "The mutating webhook's decision on one AdmissionReview.");
+  decision.def_readonly("uid", &AdmissionDecision::uid, "the request's uid")
+      .def_readonly("allowed", &AdmissionDecision::allowed)
+      .def_readonly("code", &AdmissionDecision::code, "HTTP-style status code of a denial")
+      .def_readonly("message", &AdmissionDecision::message,
+                    "why it was denied, or why it was left alone")
+      .def_readonly("patch", &AdmissionDecision::patch,
+                    "the JSON Patch (JSON text, not base64), empty for none")
+      .def("to_json", &EncodeAdmissionResponse, "The AdmissionReview response JSON.")
+      .def("__repr__", [](const AdmissionDecision& d) {
+        return Repr("AdmissionDecision", {{"uid", py::cast(d.uid)},
+                                          {"allowed", py::cast(d.allowed)},
+                                          {"code", py::cast(d.code)},
+                                          {"message", py::cast(d.message)},
+                                          {"patch", py::cast(d.patch)}});
+      });
+  DictCompatible(decision, AdmissionDict,
+                 "The AdmissionReview response: {apiVersion, kind, response: {uid, allowed, "
+                 "patch (base64), patchType, status}}.");
 
   m.def(
       "_decide_admission",
@@ -657,9 +464,28 @@ PYBIND11_MODULE(_devshare, m) {
          const std::string& scheduler_name, const Cluster* cluster) {
         AdmissionOptions options;
         options.scheduler_name = scheduler_name;
-        AdmissionDecision d = Unwrap(DecideAdmission(review, ConfigFrom(config), options,
-                                                     cluster ? &cluster->snapshot() : nullptr));
-        return EncodeAdmissionResponse(d);
+        return Unwrap(DecideAdmission(review, ConfigFrom(config), options,
+                                      cluster ? &cluster->snapshot() : nullptr));
       },
       py::arg("review"), py::arg("config"), py::arg("scheduler_name"), py::arg("cluster"));
+}
+
+}  // namespace
+
+}  // namespace devshare::python
+
+PYBIND11_MODULE(_devshare, m) {
+  namespace dp = devshare::python;
+  m.doc() =
+      "devshare core: codecs, cluster snapshot and filter, protocol state machines, the engine "
+      "and the simulator.";
+  m.attr("__version__") = DEVSHARE_VERSION;
+  dp::AddExceptions(m);
+  dp::BindValueTypes(m);
+  dp::BindCodecs(m);
+  dp::BindCluster(m);
+  dp::BindAdmission(m);
+  dp::BindProtocols(m);
+  dp::BindEngine(m);
+  dp::BindSimulation(m);
 }

@@ -1,13 +1,23 @@
 """devshare: the scheduling core for shared accelerators, from Python.
 
 The real C++ core (not a re-implementation): HAMi/Volcano annotation codecs,
-requests, the incremental cluster snapshot and Filter, and the protocol state
-machines (handshake, leases, node lock, admission). Kubernetes objects are
+requests, the incremental cluster snapshot and Filter, the protocol state
+machines (handshake, leases, node lock, admission), the sans-I/O scheduler
+service (``Engine``) and the simulator (``simulate``). Kubernetes objects are
 plain dicts shaped as the API server serves them.
+
+Results are typed objects named as in C++ (``NodeLock``, ``RegistrationStep``,
+``ClusterFragmentation``, ...) with read-only attributes and ``to_dict()``;
+those that used to be dicts also answer ``r["key"]``, ``in``, ``keys()``,
+``get()`` and compare equal to their old dict.
 
 Errors: malformed annotations and objects raise ``DecodeError`` (a
 ``ValueError``); an invalid device config or option raises ``ConfigError``
 (a ``ValueError``).
+
+Deprecated names (a ``DeprecationWarning``, then the same object):
+``DeviceState`` is ``DeviceView``, ``Request`` is ``ContainerRequest``,
+``decide_node_lock`` is ``decide_lock``.
 """
 
 from __future__ import annotations
@@ -15,40 +25,85 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Mapping, Optional, Sequence
+import warnings
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from . import _devshare
 from ._devshare import (
+    AdmissionDecision,
+    AnnotationWrite,
+    BindReply,
+    ClusterFragmentation,
     ConfigError,
     ContainerDevice,
+    ContainerRequest,
+    Counters,
     DecodeError,
     Device,
-    DeviceState,
+    DeviceView,
+    ElectionDecision,
     Elector,
+    ExperimentResults,
+    FilterReply,
     FilterResult,
+    FragmentationSample,
+    Handshake,
     LeaseFollower,
-    Request,
+    LockDecision,
+    NodeFragmentation,
+    NodeLock,
+    NodeScore,
+    PatchNode,
+    PatchPod,
+    PostBinding,
+    RegistrationStep,
+    Report,
+    ScoringWeights,
+    VariantResult,
     backoff_delay_ms,
 )
 
 __version__: str = _devshare.__version__
 
 __all__ = [
+    "AdmissionDecision",
+    "AnnotationWrite",
+    "BindReply",
     "Cluster",
+    "ClusterFragmentation",
+    "Command",
     "ConfigError",
     "ContainerDevice",
+    "ContainerRequest",
+    "Counters",
     "DecodeError",
     "Device",
-    "DeviceState",
+    "DeviceView",
+    "ElectionDecision",
     "Elector",
+    "Engine",
+    "ExperimentResults",
+    "FilterReply",
     "FilterResult",
+    "FragmentationSample",
+    "Handshake",
     "LeaseFollower",
-    "Request",
+    "LockDecision",
+    "NodeFragmentation",
+    "NodeLock",
+    "NodeScore",
+    "PatchNode",
+    "PatchPod",
+    "PostBinding",
+    "RegistrationStep",
+    "Report",
+    "ScoringWeights",
+    "VariantResult",
     "backoff_delay_ms",
     "change_only_scheduler_pass",
     "container_requests",
     "decide_admission",
-    "decide_node_lock",
+    "decide_lock",
     "decode_handshake",
     "decode_node_devices",
     "decode_node_lock",
@@ -61,6 +116,25 @@ __all__ = [
     "simulate",
     "volcano_scheduler_pass",
 ]
+
+# A command the Engine emits; each names the API call to make, or the reply
+# to send, and the API calls report back through Engine.api_result(id, ...).
+Command = Union[PatchNode, PatchPod, PostBinding, FilterReply, BindReply]
+
+# Old names, kept working: each warns (DeprecationWarning), then is the new one.
+_DEPRECATED = {
+    "DeviceState": ("DeviceView", DeviceView),
+    "Request": ("ContainerRequest", ContainerRequest),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new, value = _DEPRECATED[name]
+        warnings.warn(f"devshare.{name} is deprecated; use devshare.{new}", DeprecationWarning,
+                      stacklevel=2)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _json(obj: Any) -> str:
@@ -104,24 +178,26 @@ def encode_pod_devices(containers: Sequence[Sequence[ContainerDevice]], format: 
     return _devshare._encode_pod_devices([list(c) for c in containers], format)
 
 
-def container_requests(container: Mapping[str, Any], config: Optional[Any] = None) -> dict[str, Request]:
+def container_requests(container: Mapping[str, Any], config: Optional[Any] = None) -> dict[str, ContainerRequest]:
     """What a Kubernetes container (a dict) asks of each configured vendor,
     by HAMi's rules (limits, else requests; defaults; memory factor)."""
     pod = {"metadata": {"name": "container"}, "spec": {"containers": [container]}}
     return _devshare._container_requests(json.dumps(pod), _config(config))
 
 
-def decode_node_lock(value: str) -> dict:
-    """Decodes hami.io/mutex.lock: unix_seconds, utc_offset_seconds, namespace, name."""
+def decode_node_lock(value: str) -> NodeLock:
+    """Decodes hami.io/mutex.lock: unix_seconds, utc_offset_seconds, has_owner,
+    pod_namespace and pod_name (None without an owner); as a dict (``lock["name"]``,
+    ``to_dict()``): unix_seconds, utc_offset_seconds, namespace, name."""
     return _devshare._decode_node_lock(value)
 
 
-def decode_handshake(value: str, zone_offset_seconds: int = 0) -> dict:
+def decode_handshake(value: str, zone_offset_seconds: int = 0) -> Handshake:
     """Decodes a HAMi or Volcano handshake value: state, dialect, unix_seconds."""
     return _devshare._decode_handshake(value, zone_offset_seconds)
 
 
-def decode_scoring_weights(value: str) -> dict:
+def decode_scoring_weights(value: str) -> ScoringWeights:
     """Decodes hami.io/device-scoring-weights: slot, core, memory."""
     return _devshare._decode_scoring_weights(value)
 
@@ -131,6 +207,22 @@ def _hami_exact(rows: Any) -> str:
     if isinstance(rows, str):
         return rows
     return ",".join(str(r) for r in rows)
+
+
+def _scheduler_args(config: Optional[Any]) -> tuple:
+    """A Cluster's or Engine's ``config`` as the extension takes it: the device
+    config (YAML text or None) and the ``scheduler`` section's options."""
+    scheduler: Mapping[str, Any] = {}
+    device_config = config
+    if isinstance(config, Mapping):
+        scheduler = config.get("scheduler", {})
+        device_config = {k: v for k, v in config.items() if k != "scheduler"} or None
+    workload = [(float(c.get("weight", 1.0)), int(c.get("gpus", 0)), int(c.get("gpu_milli", 0)),
+                 int(c.get("cpu_milli", 0)), int(c.get("memory_mib", 0)))
+                for c in scheduler.get("workload", [])]
+    return (_config(device_config), scheduler.get("node_policy", "binpack"),
+            scheduler.get("gpu_policy", "spread"), workload, bool(scheduler.get("reasons", True)),
+            _hami_exact(scheduler.get("hami_exact", "none")))
 
 
 class Cluster:
@@ -155,19 +247,7 @@ class Cluster:
     """
 
     def __init__(self, config: Optional[Any] = None) -> None:
-        scheduler: Mapping[str, str] = {}
-        device_config = config
-        if isinstance(config, Mapping):
-            scheduler = config.get("scheduler", {})
-            device_config = {k: v for k, v in config.items() if k != "scheduler"} or None
-        workload = [(float(c.get("weight", 1.0)), int(c.get("gpus", 0)), int(c.get("gpu_milli", 0)),
-                     int(c.get("cpu_milli", 0)), int(c.get("memory_mib", 0)))
-                    for c in scheduler.get("workload", [])]
-        self._impl = _devshare._Cluster(_config(device_config),
-                                        scheduler.get("node_policy", "binpack"),
-                                        scheduler.get("gpu_policy", "spread"), workload,
-                                        bool(scheduler.get("reasons", True)),
-                                        _hami_exact(scheduler.get("hami_exact", "none")))
+        self._impl = _devshare._Cluster(*_scheduler_args(config))
 
     def add_node(self, node: Mapping[str, Any]) -> None:
         """Adds or replaces a Node (a dict); registers its devices from its annotations."""
@@ -205,19 +285,20 @@ class Cluster:
         return self._impl.filter(_json(pod), list(nodes or []),
                                  int(time.time()) if now is None else int(now))
 
-    def fragmentation(self) -> dict:
+    def fragmentation(self) -> ClusterFragmentation:
         """The fragmentation of the cluster as the fgd policy measures it, for
-        the cluster's ``workload`` (a default mix when none was given):
-        ``{"free_gpus", "fragmented_gpus", "nodes": {name: {"free_gpus",
-        "fragmented_gpus"}}}`` — of the free GPUs, the part the workload is
-        expected not to be able to use (a node's free CPU or memory counts)."""
+        the cluster's ``workload`` (a default mix when none was given): of the
+        free GPUs, the part the workload is expected not to be able to use (a
+        node's free CPU or memory counts). ``free_gpus``, ``fragmented_gpus``
+        and ``nodes`` (name -> NodeFragmentation); as a dict: ``{"free_gpus",
+        "fragmented_gpus", "nodes": {name: {"free_gpus", "fragmented_gpus"}}}``."""
         return self._impl.fragmentation()
 
     def node_names(self) -> list[str]:
         """Node names in ascending order."""
         return self._impl.node_names()
 
-    def node_devices(self, name: str) -> list[DeviceState]:
+    def node_devices(self, name: str) -> list[DeviceView]:
         """The devices of a node with their usage; KeyError for an unknown node."""
         return self._impl.node_devices(name)
 
@@ -226,6 +307,138 @@ class Cluster:
 
     def __repr__(self) -> str:
         return f"Cluster(nodes={len(self)}, pods={self._impl.pod_count()})"
+
+
+class Engine:
+    """The scheduler service a deployment runs, sans I/O: the same code as
+    ``devshare serve`` and the simulator (lib/engine).
+
+    Events go in as calls (a node, pod or Lease observed, ``tick(now_ms)``,
+    filter and bind requests, the outcome of the API calls it asked for);
+    each call returns the commands it emitted, a list of ``PatchNode``,
+    ``PatchPod``, ``PostBinding``, ``FilterReply`` and ``BindReply``. A
+    driver performs each PatchNode/PatchPod/PostBinding and reports it with
+    ``api_result(command.id, succeeded, now_ms)``, which may emit more; a
+    reply answers the request of the same number. It reads no clock: every
+    ``now_ms`` is the driver's time in milliseconds (Unix time for the
+    annotations it writes), and ``next_wake_ms()`` says when ``tick`` next
+    has work. Kubernetes objects are dicts (or JSON text).
+
+    ``config`` is as for ``Cluster``: the device-config YAML (text or dict)
+    with an optional ``scheduler`` section (node_policy, gpu_policy,
+    workload, reasons, hami_exact). The options, as in EngineOptions:
+    ``registration`` "change-only" (default), "hami" (a pass every
+    ``register_period_ms``) or "volcano"; ``leadership`` "always" (default)
+    or "follow" (leader while the Lease given to ``lease_observed`` is held
+    by ``hostname``); ``bind_mode`` "node-lock" (default, HAMi's
+    hami.io/mutex.lock, expiring after ``lock_timeout_seconds`` plus
+    ``lock_grace_seconds`` for a holder still allocating) or "lock-free";
+    ``lock_retry`` "once" (default), "fixed" (every 100 ms) or "backoff"
+    (jittered, seeded by ``seed``), until ``lock_retry_timeout_ms``;
+    ``zone_offset_seconds`` the zone handshake stamps are written in.
+    Errors: ConfigError for an invalid config or option.
+
+    Safe to share between threads (calls are serialised); calls run without
+    the GIL.
+    """
+
+    def __init__(self, config: Optional[Any] = None, *, registration: str = "change-only",
+                 leadership: str = "always", hostname: str = "", bind_mode: str = "node-lock",
+                 lock_retry: str = "once", lock_retry_timeout_ms: int = 28000,
+                 lock_timeout_seconds: int = 300, lock_grace_seconds: int = 300, seed: int = 0,
+                 register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:
+        self._impl = _devshare._Engine(*_scheduler_args(config), registration, leadership, hostname,
+                                       bind_mode, lock_retry, int(lock_retry_timeout_ms),
+                                       int(lock_timeout_seconds), int(lock_grace_seconds),
+                                       int(seed), int(register_period_ms), int(zone_offset_seconds))
+
+    def node_observed(self, node: Mapping[str, Any], now_ms: int) -> list[Command]:
+        """A Node added or changed (the whole object). A new node is registered
+        at once; under the change-only and Volcano protocols every change is."""
+        return self._impl.node_observed(_json(node), int(now_ms))
+
+    def node_deleted(self, name: str) -> None:
+        """A Node deleted."""
+        self._impl.node_deleted(name)
+
+    def pod_observed(self, pod: Mapping[str, Any]) -> None:
+        """A Pod added or changed; pods with device annotations hold devices
+        (see ``pod_errors`` for those that do not decode)."""
+        self._impl.pod_observed(_json(pod))
+
+    def pod_deleted(self, uid: str) -> None:
+        """A Pod deleted, by UID."""
+        self._impl.pod_deleted(uid)
+
+    def lease_observed(self, lease: Optional[Mapping[str, Any]], now_ms: int) -> list[Command]:
+        """A Lease event under ``leadership="follow"`` (the Lease, or None when
+        deleted); gaining leadership runs a registration pass."""
+        return self._impl.lease_observed(None if lease is None else _json(lease), int(now_ms))
+
+    def tick(self, now_ms: int) -> list[Command]:
+        """Time passing: a registration pass when one is due, node-lock
+        retries whose wait is over, leadership lapsing."""
+        return self._impl.tick(int(now_ms))
+
+    def next_wake_ms(self) -> Optional[int]:
+        """The earliest time ``tick`` has work (None: none until an event)."""
+        return self._impl.next_wake_ms()
+
+    def filter(self, request: int, pod: Mapping[str, Any], nodes: Sequence[str],
+               now_ms: int) -> list[Command]:
+        """The extender's filter for ``pod`` over ``nodes`` (every node when
+        empty). When placed, a PatchPod writes the placement, and the
+        FilterReply follows its api_result; otherwise the FilterReply comes at
+        once (an error when not ready)."""
+        return self._impl.filter(int(request), _json(pod), list(nodes), int(now_ms))
+
+    def bind(self, request: int, pod_namespace: str, name: str, uid: str, node: str,
+             now_ms: int) -> list[Command]:
+        """The extender's bind of a filtered pod: the node lock (PatchNode),
+        the bind phase (PatchPod), the Binding (PostBinding), then the
+        BindReply; lock-free, the Binding alone. Any failure releases the lock
+        and the reservation."""
+        return self._impl.bind(int(request), pod_namespace, name, uid, node, int(now_ms))
+
+    def prioritize(self, pod: Mapping[str, Any], nodes: Sequence[str], now_ms: int) -> list[NodeScore]:
+        """The extender's prioritize: every feasible node among ``nodes`` with
+        its score (``normalized``: 0..100, higher is better). No commands.
+        Errors: RuntimeError when not ready; Filter's errors."""
+        return self._impl.prioritize(_json(pod), list(nodes), int(now_ms))
+
+    def api_result(self, id: int, succeeded: bool, now_ms: int) -> list[Command]:
+        """The outcome of the PatchNode, PatchPod or PostBinding numbered ``id``
+        (a 409 or a failed precondition is a failure)."""
+        return self._impl.api_result(int(id), bool(succeeded), int(now_ms))
+
+    def ready(self, now_ms: int) -> bool:
+        """/readyz: leading, and a registration pass completed since."""
+        return self._impl.ready(int(now_ms))
+
+    @property
+    def counters(self) -> Counters:
+        """What the engine did so far (a copy)."""
+        return self._impl.counters()
+
+    def node_errors(self) -> dict[str, str]:
+        """Nodes whose register annotation does not decode, with why."""
+        return self._impl.node_errors()
+
+    def pod_errors(self) -> dict[str, str]:
+        """Pods (by UID) whose device annotations do not decode, with why."""
+        return self._impl.pod_errors()
+
+    def node_names(self) -> list[str]:
+        """The registered nodes, in ascending order."""
+        return self._impl.node_names()
+
+    def node_devices(self, name: str) -> list[DeviceView]:
+        """A registered node's devices with their usage (reservations
+        included); KeyError for a node not registered."""
+        return self._impl.node_devices(name)
+
+    def __repr__(self) -> str:
+        return f"Engine(nodes={len(self._impl.node_names())})"
 
 
 def scenarios() -> list:
@@ -244,7 +457,7 @@ def _openb_dir(given: Optional[str]) -> str:
     return ""
 
 
-def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = None) -> dict:
+def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = None) -> ExperimentResults:
     """Runs a scenario on the simulated cluster and returns the results.
 
     ``scenario`` is the name of a shipped scenario (see ``scenarios()``), the
@@ -253,13 +466,16 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
     ``openb`` is the directory of the openb traces for scenarios that use
     them (default: $DEVSHARE_OPENB, ../shared/data/openb, shared/data/openb).
 
-    Returns {"name", "description", "variants": [{"name", "runs": [report,
-    one per seed]}]}; a report holds allocationPercent, gpuFree and
-    gpuFragmented at the end, fragmentationCurve (a point per 10 % of the
-    GPUs asked: demandPercent, allocationPercent, gpuFree, gpuFragmented),
-    latencyP50Ms, latencyPercentilesMs (0..100 %), apiCalls by verb, pending
-    and its reasons, and the other figures of devshare simulate's table. The same
-    seed gives the same results. Errors: ValueError naming the key and line."""
+    Returns the results: ``name``, ``description`` and ``variants``, each a
+    VariantResult with its ``seeds`` and one Report per seed; a report holds
+    allocation_percent, gpu_free and gpu_fragmented at the end,
+    fragmentation_curve (a FragmentationSample per 10 % of the GPUs asked),
+    latency_p50_ms, latency_percentiles (0..100 %), api_calls by verb,
+    pending and its reasons, and the other figures of devshare simulate's
+    table. As a dict (``results["variants"]``, ``to_dict()``): the JSON of
+    ``devshare simulate --json``, {"name", "description", "variants":
+    [{"name", "runs": [{"seed", "allocationPercent", ...}]}]}. The same seed
+    gives the same results. Errors: ValueError naming the key and line."""
     base_dir = ""
     if isinstance(scenario, Mapping):
         text, what = json.dumps(scenario), "scenario"
@@ -277,18 +493,19 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
         seeds = [seed]
     else:
         seeds = [int(s) for s in seed]
-    return json.loads(_devshare._run_experiment(text, what, base_dir, _openb_dir(openb), seeds))
+    return _devshare._run_experiment(text, what, base_dir, _openb_dir(openb), seeds)
 
 
 def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,
                         key: str = "hami.io/node-handshake", zone_offset_seconds: int = 0,
-                        hami_exact: Any = "none") -> dict:
+                        hami_exact: Any = "none") -> RegistrationStep:
     """One pass of HAMi's registration over one node (W4 and W16 fixed; W4 as
     HAMi with ``hami_exact`` "W4" or "all").
 
     ``node`` has ``handshake`` and ``registered`` (annotation values or None)
     and ``allocatable``; ``memory`` is a dict the pass updates in place.
-    Returns {usable, refresh, write}, write being {key: value or None}."""
+    Returns the step: usable, refresh and write (an AnnotationWrite or None);
+    as a dict, {usable, refresh, write} with write {key: value or None} or {}."""
     return _devshare._hami_scheduler_pass(node.get("handshake"), node.get("registered"),
                                           int(node.get("allocatable", 0)), memory, key, now,
                                           zone_offset_seconds, _hami_exact(hami_exact))
@@ -296,26 +513,28 @@ def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,
 
 def volcano_scheduler_pass(handshake: Optional[str], now: int,
                            key: str = "volcano.sh/node-vgpu-handshake",
-                           zone_offset_seconds: int = 0) -> dict:
-    """Volcano's scheduler-side handshake step: {usable, refresh, write}."""
+                           zone_offset_seconds: int = 0) -> RegistrationStep:
+    """Volcano's scheduler-side handshake step: usable, refresh, write."""
     return _devshare._volcano_scheduler_pass(handshake, key, now, zone_offset_seconds)
 
 
 def change_only_scheduler_pass(registered: Optional[str], allocatable: int,
-                               previous: Optional[str] = None) -> dict:
+                               previous: Optional[str] = None) -> RegistrationStep:
     """The change-only protocol: live when registered and allocatable > 0; no writes."""
     return _devshare._change_only_scheduler_pass(registered, allocatable, previous)
 
 
-def decide_node_lock(current: Optional[str], namespace: str, name: str, now: int,
-                     holder: Optional[Mapping[str, Any]] = None, sighting: Optional[dict] = None,
-                     timeout_seconds: int = 300, grace_seconds: int = 300) -> dict:
+def decide_lock(current: Optional[str], namespace: str, name: str, now: int,
+                holder: Optional[Mapping[str, Any]] = None, sighting: Optional[dict] = None,
+                timeout_seconds: int = 300, grace_seconds: int = 300) -> LockDecision:
     """Whether pod namespace/name may take a node's hami.io/mutex.lock.
 
     ``holder`` describes the pod holding it: {"state": "unknown"|"gone"|"present",
     "bind_phase": "allocating"|..., "bind_time": unix seconds}. ``sighting`` (a
-    dict kept per node) ages unreadable values. Returns {action, write, reason}
-    with action one of set, reentrant, take_over, check_holder, held."""
+    dict kept per node) ages unreadable values. Returns the decision: action
+    (set, reentrant, take_over, check_holder or held), write (an
+    AnnotationWrite or None) and reason; as a dict, {action, write, reason}
+    with write {key: value or None} or {}."""
     holder = holder or {}
     return _devshare._decide_lock(current, namespace, name, holder.get("state", "unknown"),
                                   holder.get("bind_phase", ""), holder.get("bind_time"),
@@ -323,10 +542,22 @@ def decide_node_lock(current: Optional[str], namespace: str, name: str, now: int
                                   timeout_seconds, grace_seconds)
 
 
+def decide_node_lock(current: Optional[str], namespace: str, name: str, now: int,
+                     holder: Optional[Mapping[str, Any]] = None, sighting: Optional[dict] = None,
+                     timeout_seconds: int = 300, grace_seconds: int = 300) -> LockDecision:
+    """Deprecated: decide_lock."""
+    warnings.warn("devshare.decide_node_lock is deprecated; use devshare.decide_lock",
+                  DeprecationWarning, stacklevel=2)
+    return decide_lock(current, namespace, name, now, holder, sighting, timeout_seconds,
+                       grace_seconds)
+
+
 def decide_admission(review: Any, config: Optional[Any] = None, scheduler_name: str = "",
-                     cluster: Optional[Cluster] = None) -> dict:
-    """The webhook's AdmissionReview response (a dict) for an AdmissionReview
-    request (a dict or JSON text). ``cluster`` supplies GPU quotas."""
-    out = _devshare._decide_admission(_json(review), _config(config), scheduler_name,
-                                      cluster._impl if cluster is not None else None)
-    return json.loads(out)
+                     cluster: Optional[Cluster] = None) -> AdmissionDecision:
+    """The webhook's decision on an AdmissionReview request (a dict or JSON
+    text): uid, allowed, code, message and patch (the JSON Patch text). As a
+    dict (``decision["response"]``, ``to_dict()``): the AdmissionReview
+    response, whose ``to_json()`` is the text to answer with. ``cluster``
+    supplies GPU quotas."""
+    return _devshare._decide_admission(_json(review), _config(config), scheduler_name,
+                                       cluster._impl if cluster is not None else None)

@@ -1,0 +1,229 @@
+// The simulator (lib/sim): shipped scenarios, running an experiment, and its
+// results as typed objects (ExperimentResults, VariantResult, Report,
+// FragmentationSample). ExperimentResults keeps the dict interface simulate()
+// used to return (the JSON of `devshare simulate --json`).
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "devshare/sim/experiment.hpp"
+
+namespace devshare::python {
+
+namespace {
+
+// An experiment's results: what ResultsJson needs of the experiment, and
+// every variant's reports.
+struct ExperimentResults {
+  std::string name;
+  std::string description;
+  std::vector<sim::VariantResult> variants;
+};
+
+std::string ResultsJsonOf(const ExperimentResults& r) {
+  sim::Experiment experiment;
+  experiment.name = r.name;
+  experiment.description = r.description;
+  return sim::ResultsJson(experiment, r.variants);
+}
+
+py::dict SampleDict(const sim::FragmentationSample& f) {
+  py::dict out;
+  out["demandPercent"] = f.demand_percent;
+  out["allocationPercent"] = f.allocation_percent;
+  out["gpuFree"] = f.gpu_free;
+  out["gpuFragmented"] = f.gpu_fragmented;
+  return out;
+}
+
+// A report's fields under simulate's JSON names, after `out`'s own.
+py::dict ReportDict(const sim::Report& r, py::dict out = py::dict()) {
+  py::list curve;
+  for (const sim::FragmentationSample& f : r.fragmentation_curve) curve.append(SampleDict(f));
+  out["pods"] = r.pods;
+  out["bound"] = r.bound;
+  out["pending"] = r.pending;
+  out["pendingReasons"] = py::cast(r.pending_reasons);
+  out["gpuCapacity"] = r.gpu_capacity;
+  out["gpuAllocated"] = r.gpu_allocated;
+  out["allocationPercent"] = r.allocation_percent;
+  out["allocationMeanPercent"] = r.allocation_mean_percent;
+  out["gpuFree"] = r.gpu_free;
+  out["gpuFragmented"] = r.gpu_fragmented;
+  out["fragmentationPercent"] = r.fragmentation_percent;
+  out["fragmentationCurve"] = std::move(curve);
+  out["latencyP50Ms"] = r.latency_p50_ms;
+  out["latencyP99Ms"] = r.latency_p99_ms;
+  out["latencyPercentilesMs"] = py::cast(r.latency_percentiles);
+  out["throttledMs"] = r.throttled_ms;
+  out["apiCalls"] = py::cast(r.api_calls);
+  out["rejected429"] = r.rejected_429;
+  out["conflicts409"] = r.conflicts_409;
+  out["filtersRefused"] = r.filters_refused;
+  out["extenderTimeouts"] = r.extender_timeouts;
+  out["lockContention"] = r.lock_contention;
+  out["lockRetries"] = r.lock_retries;
+  out["bindsFailed"] = r.binds_failed;
+  out["registrationWrites"] = r.registration_writes;
+  out["nodesDropped"] = r.nodes_dropped;
+  out["duplicateRegistrationWrites"] = r.duplicate_registration_writes;
+  out["unavailableMs"] = r.unavailable_ms;
+  out["endMs"] = r.end_ms;
+  return out;
+}
+
+py::dict VariantDict(const sim::VariantResult& v) {
+  py::list runs;
+  for (std::size_t i = 0; i < v.reports.size(); ++i) {
+    py::dict run;
+    run["seed"] = i < v.seeds.size() ? v.seeds[i] : 0;
+    runs.append(ReportDict(v.reports[i], std::move(run)));
+  }
+  py::dict out;
+  out["name"] = v.name;
+  out["runs"] = std::move(runs);
+  return out;
+}
+
+py::dict ExperimentDict(const ExperimentResults& r) {
+  return py::dict(py::module_::import("json").attr("loads")(ResultsJsonOf(r)));
+}
+
+void BindResults(py::module_& m) {
+  using sim::FragmentationSample;
+  using sim::Report;
+  py::class_<FragmentationSample> sample(m, "FragmentationSample",
+                                         "The cluster when the pods asked a share of its GPUs.");
+  sample.def_readonly("demand_percent", &FragmentationSample::demand_percent)
+      .def_readonly("allocation_percent", &FragmentationSample::allocation_percent,
+                    "GPUs held by running pods / cluster GPUs")
+      .def_readonly("gpu_free", &FragmentationSample::gpu_free)
+      .def_readonly("gpu_fragmented", &FragmentationSample::gpu_fragmented)
+      .def("__repr__", [](const FragmentationSample& f) {
+        return Repr("FragmentationSample", {{"demand_percent", py::cast(f.demand_percent)},
+                                            {"allocation_percent", py::cast(f.allocation_percent)},
+                                            {"gpu_free", py::cast(f.gpu_free)},
+                                            {"gpu_fragmented", py::cast(f.gpu_fragmented)}});
+      });
+  ValueType(sample, SampleDict,
+            "{demandPercent, allocationPercent, gpuFree, gpuFragmented} (simulate's JSON "
+            "names).");
+
+  py::class_<Report> report(m, "Report", "One simulated run: what happened, measured.");
+  report.def_readonly("pods", &Report::pods, "arrived")
+      .def_readonly("bound", &Report::bound, "bound at some point")
+      .def_readonly("pending", &Report::pending, "arrived, not bound at the end")
+      .def_readonly("pending_reasons", &Report::pending_reasons, "pods by their last reason")
+      .def_readonly("gpu_capacity", &Report::gpu_capacity, "devices in the cluster")
+      .def_readonly("gpu_allocated", &Report::gpu_allocated, "GPUs held by running pods at the end")
+      .def_readonly("allocation_percent", &Report::allocation_percent)
+      .def_readonly("allocation_mean_percent", &Report::allocation_mean_percent,
+                    "the allocation averaged over the run's time")
+      .def_readonly("gpu_free", &Report::gpu_free, "free GPUs at the end")
+      .def_readonly("gpu_fragmented", &Report::gpu_fragmented,
+                    "of the free GPUs, the part the scenario's pods could not use")
+      .def_readonly("fragmentation_percent", &Report::fragmentation_percent)
+      .def_readonly("fragmentation_curve", &Report::fragmentation_curve,
+                    "a sample per 10 % of the GPUs asked")
+      .def_readonly("latency_p50_ms", &Report::latency_p50_ms, "creation to bound")
+      .def_readonly("latency_p99_ms", &Report::latency_p99_ms)
+      .def_readonly("latency_percentiles", &Report::latency_percentiles, "0 % .. 100 %")
+      .def_readonly("throttled_ms", &Report::throttled_ms)
+      .def_readonly("api_calls", &Report::api_calls, "by verb")
+      .def_readonly("rejected_429", &Report::rejected_429)
+      .def_readonly("conflicts_409", &Report::conflicts_409)
+      .def_readonly("filters_refused", &Report::filters_refused)
+      .def_readonly("extender_timeouts", &Report::extender_timeouts)
+      .def_readonly("lock_contention", &Report::lock_contention)
+      .def_readonly("lock_retries", &Report::lock_retries)
+      .def_readonly("binds_failed", &Report::binds_failed)
+      .def_readonly("registration_writes", &Report::registration_writes)
+      .def_readonly("nodes_dropped", &Report::nodes_dropped)
+      .def_readonly("duplicate_registration_writes", &Report::duplicate_registration_writes,
+                    "by a replica not holding the Lease")
+      .def_readonly("unavailable_ms", &Report::unavailable_ms, "leader crash to the next placement")
+      .def_readonly("end_ms", &Report::end_ms)
+      .def("__repr__", [](const Report& r) {
+        return Repr("Report", {{"pods", py::cast(r.pods)},
+                               {"bound", py::cast(r.bound)},
+                               {"pending", py::cast(r.pending)},
+                               {"allocation_percent", py::cast(r.allocation_percent)},
+                               {"latency_p50_ms", py::cast(r.latency_p50_ms)}});
+      });
+  ValueType(
+      report, [](const Report& r) { return ReportDict(r); },
+      "The fields under simulate's JSON names (pods, bound, ..., endMs), without the seed.");
+
+  py::class_<sim::VariantResult> variant(m, "VariantResult",
+                                         "A variant's runs: one report per seed.");
+  variant.def_readonly("name", &sim::VariantResult::name)
+      .def_readonly("seeds", &sim::VariantResult::seeds)
+      .def_readonly("reports", &sim::VariantResult::reports, "one per seed, in order")
+      .def("__repr__", [](const sim::VariantResult& v) {
+        return Repr("VariantResult", {{"name", py::cast(v.name)}, {"seeds", py::cast(v.seeds)}});
+      });
+  ValueType(variant, VariantDict, "{name, runs: [{seed, and the report's fields}]}.");
+
+  py::class_<ExperimentResults> results(m, "ExperimentResults",
+                                        "Every variant's runs of a scenario.");
+  results.def_readonly("name", &ExperimentResults::name)
+      .def_readonly("description", &ExperimentResults::description)
+      .def_readonly("variants", &ExperimentResults::variants)
+      .def("to_json", &ResultsJsonOf, "The JSON `devshare simulate --json` writes.")
+      .def("__repr__", [](const ExperimentResults& r) {
+        std::vector<std::string> names;
+        for (const sim::VariantResult& v : r.variants) names.push_back(v.name);
+        return Repr("ExperimentResults",
+                    {{"name", py::cast(r.name)}, {"variants", py::cast(names)}});
+      });
+  DictCompatible(results, ExperimentDict,
+                 "{name, description, variants: [{name, runs: [{seed, and the report's "
+                 "fields}]}]}: the JSON of to_json().");
+}
+
+}  // namespace
+
+void BindSimulation(py::module_& m) {
+  BindResults(m);
+  m.def("_builtin_scenarios", [] {
+    std::vector<std::string> names;
+    for (std::string_view name : sim::BuiltinScenarioNames()) names.emplace_back(name);
+    return names;
+  });
+  m.def("_builtin_scenario",
+        [](const std::string& name) { return std::string(Unwrap(sim::BuiltinScenario(name))); });
+  m.def(
+      "_run_experiment",
+      [](const std::string& yaml, const std::string& what, const std::string& base_dir,
+         const std::string& openb_dir, const std::optional<std::vector<std::uint64_t>>& seeds) {
+        sim::LoadOptions load;
+        load.what = what;
+        load.base_dir = base_dir;
+        load.openb_dir = openb_dir;
+        load.read = [](const std::string& path) -> Result<std::string> {
+          std::ifstream in(path, std::ios::binary);
+          if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
+          std::ostringstream text;
+          text << in.rdbuf();
+          return text.str();
+        };
+        sim::Experiment experiment = Unwrap(sim::ParseExperiment(yaml, load));
+        if (seeds) experiment.seeds = *seeds;
+        Result<std::vector<sim::VariantResult>> run = Status();
+        {
+          py::gil_scoped_release release;
+          run = sim::RunExperiment(experiment);
+        }
+        return ExperimentResults{experiment.name, experiment.description, Unwrap(std::move(run))};
+      },
+      py::arg("yaml"), py::arg("what"), py::arg("base_dir"), py::arg("openb_dir"),
+      py::arg("seeds"));
+}
+
+}  // namespace devshare::python
