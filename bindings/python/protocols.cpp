@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common.hpp"
 #include "devshare/annotations.hpp"
@@ -226,15 +227,16 @@ void BindRegistration(py::module_& m) {
 
   m.def("_hami_scheduler_pass", [](std::optional<std::string> handshake,
                                    std::optional<std::string> registered, std::int64_t allocatable,
-                                   py::dict memory, const std::string& key, std::int64_t now,
+                                   const py::dict& memory, const std::string& key, std::int64_t now,
                                    std::int32_t zone, const std::string& hami_exact) {
     HamiNodeMemory mem;
     mem.reported = memory.contains("reported") ? memory["reported"].cast<std::int64_t>() : 0;
     mem.registered = memory.contains("registered") ? memory["registered"].cast<std::string>() : "";
     mem.cached = memory.contains("cached") && memory["cached"].cast<bool>();
     mem.cleaned_up = memory.contains("cleaned_up") && memory["cleaned_up"].cast<bool>();
-    RegistrationStep step = HamiSchedulerPass({handshake, registered, allocatable}, mem, key, now,
-                                              zone, Unwrap(ParseHamiExact(hami_exact)));
+    RegistrationStep step =
+        HamiSchedulerPass({std::move(handshake), std::move(registered), allocatable}, mem, key, now,
+                          zone, Unwrap(ParseHamiExact(hami_exact)));
     memory["reported"] = mem.reported;
     memory["registered"] = mem.registered;
     memory["cached"] = mem.cached;
@@ -243,13 +245,13 @@ void BindRegistration(py::module_& m) {
   });
   m.def("_volcano_scheduler_pass", [](std::optional<std::string> handshake, const std::string& key,
                                       std::int64_t now, std::int32_t zone) {
-    return VolcanoSchedulerPass({handshake, std::nullopt, 0}, key, now, zone);
+    return VolcanoSchedulerPass({std::move(handshake), std::nullopt, 0}, key, now, zone);
   });
-  m.def("_change_only_scheduler_pass",
-        [](std::optional<std::string> registered, std::int64_t allocatable,
-           std::optional<std::string> previous) {
-          return ChangeOnlySchedulerPass({std::nullopt, registered, allocatable}, previous);
-        });
+  m.def("_change_only_scheduler_pass", [](std::optional<std::string> registered,
+                                          std::int64_t allocatable,
+                                          const std::optional<std::string>& previous) {
+    return ChangeOnlySchedulerPass({std::nullopt, std::move(registered), allocatable}, previous);
+  });
 }
 
 void BindNodeLock(py::module_& m) {
@@ -270,10 +272,10 @@ void BindNodeLock(py::module_& m) {
   DictCompatible(decision, LockDecisionDict,
                  "{action, write: {key: value or None} or {}, reason}.");
 
-  m.def("_decide_lock", [](std::optional<std::string> current, const std::string& ns,
+  m.def("_decide_lock", [](const std::optional<std::string>& current, const std::string& ns,
                            const std::string& name, const std::string& holder_state,
                            const std::string& holder_phase,
-                           std::optional<std::int64_t> holder_bind_time, py::dict sighting,
+                           std::optional<std::int64_t> holder_bind_time, const py::dict& sighting,
                            std::int64_t now, std::int64_t timeout, std::int64_t grace) {
     LockHolder holder;
     holder.state = holder_state == "gone"      ? LockHolder::State::kGone
