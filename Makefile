@@ -28,7 +28,7 @@ RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test openb plots load e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test lint openb plots load e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -47,6 +47,10 @@ test: build
 	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-serve test-observability test-python test-oracle
 	@awk '{p += $$2; f += $$3; s += $$4} END {printf "make test: %d passed, %d failed%s\n", p, f, \
 	  (s ? sprintf(", %d skipped", s) : ""); exit f > 0}' $(RESULTS)
+
+# clang-format on every C++ file, clang-tidy (.clang-tidy) on lib/'s sources.
+lint: build
+	@bash scripts/lint.sh $(BUILD) 2
 
 test-unit: build
 	@bash tests/run_unit.sh $(BUILD) unit $(RESULTS)

@@ -11,6 +11,8 @@ packages=(
   libfmt-dev libboost1.81-dev libboost-json1.81-dev libyaml-cpp-dev libssl-dev
   # tests, fuzzing, benchmarks
   doctest-dev libbenchmark-dev clang-14 libclang-rt-14-dev
+  # make lint
+  clang-format-14 clang-tidy-14
   # python bindings
   pybind11-dev
   # command line

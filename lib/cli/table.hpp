@@ -38,6 +38,7 @@ class Table {
     };
     line(header_);
     std::vector<std::string> rule;
+    rule.reserve(width.size());
     for (std::size_t w : width) rule.emplace_back(w, '-');
     line(rule);
     for (const auto& row : rows_) line(row);

@@ -261,7 +261,7 @@ def devshare_node_lock(ls: dict, hm: dict) -> dict:
     same pod and was written between the start and the end of its call."""
     holder: dict = {"state": "unknown"}
     while True:
-        d = devshare.decide_node_lock(hm["lock"], ls["pod_namespace"], ls["pod_name"], hm["now"], holder)
+        d = devshare.decide_lock(hm["lock"], ls["pod_namespace"], ls["pod_name"], hm["now"], holder)
         if d["action"] != "check_holder":
             break
         holder = ({"state": "present", "bind_phase": ls["bind_phase"], "bind_time": hm.get("bind_time")}

@@ -50,16 +50,16 @@ def test_lease_follower_and_elector():
 
 
 def test_node_lock():
-    free = devshare.decide_node_lock(None, "ns", "p", NOW)
+    free = devshare.decide_lock(None, "ns", "p", NOW)
     assert free["action"] == "set"
     value = free["write"]["hami.io/mutex.lock"]
     assert value.endswith(",ns,p")
-    assert devshare.decide_node_lock(value, "ns", "p", NOW)["action"] == "reentrant"
-    assert devshare.decide_node_lock(value, "ns", "q", NOW)["action"] == "check_holder"
-    assert devshare.decide_node_lock(value, "ns", "q", NOW, holder={"state": "gone"})["action"] == "take_over"
+    assert devshare.decide_lock(value, "ns", "p", NOW)["action"] == "reentrant"
+    assert devshare.decide_lock(value, "ns", "q", NOW)["action"] == "check_holder"
+    assert devshare.decide_lock(value, "ns", "q", NOW, holder={"state": "gone"})["action"] == "take_over"
     sighting = {}
-    assert devshare.decide_node_lock("lock", "ns", "q", NOW, sighting=sighting)["action"] == "held"
-    assert devshare.decide_node_lock("lock", "ns", "q", NOW + 301, sighting=sighting)["action"] == "take_over"
+    assert devshare.decide_lock("lock", "ns", "q", NOW, sighting=sighting)["action"] == "held"
+    assert devshare.decide_lock("lock", "ns", "q", NOW + 301, sighting=sighting)["action"] == "take_over"
 
 
 def test_admission_patch_applies():

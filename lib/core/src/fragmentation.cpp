@@ -132,6 +132,7 @@ FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage) {
     if (fits(c)) storage[c.shape] += c.weight;
   }
   double unfit = 0;
+  // NOLINTNEXTLINE(modernize-loop-convert): descending, as said above
   for (auto c = m.classes.rbegin(); c != m.classes.rend(); ++c) {
     if (!fits(*c)) unfit += c->weight;
   }

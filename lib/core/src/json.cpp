@@ -7,7 +7,7 @@
 namespace devshare::internal {
 
 Result<boost::json::value> ParseJson(std::string_view text, std::string_view what,
-                                     boost::json::storage_ptr sp) {
+                                     const boost::json::storage_ptr& sp) {
   // The constructor's storage holds only the parser's temporaries; reset()
   // puts the document itself in `sp` too.
   unsigned char temporaries[512];

@@ -16,7 +16,7 @@ namespace devshare::internal {
 // trailing data become kMalformed with the byte offset; `what` names the
 // annotation in the message ("node register JSON").
 Result<boost::json::value> ParseJson(std::string_view text, std::string_view what,
-                                     boost::json::storage_ptr sp);
+                                     const boost::json::storage_ptr& sp);
 
 // Field readers with Go's decoding rules: `null` leaves `out` unchanged;
 // integers must be JSON integers within [min, max]. They return an error

@@ -31,7 +31,7 @@ constexpr std::int64_t kUint32Max = std::numeric_limits<std::uint32_t>::max();
 // ---------------------------------------------------------------------------
 // JSON
 
-__extension__ typedef __int128 i128;  // holds every int64 and uint64
+__extension__ using i128 = __int128;  // holds every int64 and uint64
 
 // ---------------------------------------------------------------------------
 // JSON: a streaming reader that fills Devices as the parser goes, with Go's

@@ -20,7 +20,8 @@ void CopyDevices(const std::vector<WorkDevice>& from, std::vector<WorkDevice>& t
   for (std::size_t i = 0; i < from.size(); ++i) {
     WorkDevice& t = to[i];
     const WorkDevice& f = from[i];
-    static_cast<internal::HotDevice&>(t) = f;
+    // The hot part assigned as a whole; the rest field by field below.
+    static_cast<internal::HotDevice&>(t) = f;  // NOLINT(cppcoreguidelines-slicing)
     t.slot = f.slot;
     t.score = f.score;
     if (f.is_mig || !t.mig.empty()) t.mig = f.mig;
@@ -275,10 +276,7 @@ bool QuotaFits(const PodPlan& plan, std::uint32_t vendor, std::int64_t mem, std:
         memory_factor > 1 ? plan.mem_limit[vendor] * memory_factor : plan.mem_limit[vendor];
     if (plan.mem_used[vendor] + mem > limit) return false;
   }
-  if (plan.core_limit[vendor] >= 0 && plan.core_used[vendor] + cores > plan.core_limit[vendor]) {
-    return false;
-  }
-  return true;
+  return plan.core_limit[vendor] < 0 || plan.core_used[vendor] + cores <= plan.core_limit[vendor];
 }
 
 // ---------------------------------------------------------------------------
@@ -344,6 +342,7 @@ void ChooseTopology(const NodeState& node, std::vector<Pick>& picked, std::size_
     for (std::size_t j = k; j < want; ++j) idx[j] = idx[j - 1] + 1;
   }
   std::vector<Pick> chosen;
+  chosen.reserve(best.size());
   for (std::size_t i : best) chosen.push_back(picked[i]);
   picked = std::move(chosen);
 }

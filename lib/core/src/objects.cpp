@@ -48,7 +48,7 @@ bool StringMap::Erase(std::string_view key) {
 
 namespace {
 
-__extension__ typedef unsigned __int128 u128;  // exact quantity arithmetic
+__extension__ using u128 = unsigned __int128;  // exact quantity arithmetic
 
 // value = (negative ? -1 : 1) * mantissa * 10^exp10 * 2^exp2
 struct Quantity {

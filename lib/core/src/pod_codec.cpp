@@ -15,8 +15,6 @@ namespace devshare {
 
 namespace {
 
-using internal::Quote;
-
 constexpr std::string_view kPodWhat = "pod devices";
 constexpr std::string_view kMigWhat = "MIG allocations";
 

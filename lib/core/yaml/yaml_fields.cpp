@@ -99,7 +99,7 @@ Status ReadMap(const YAML::Node& node, const std::string& path,
   for (const auto& entry : node) {
     if (!entry.first.IsScalar()) return FieldError(path, entry.first, "expected a string key");
     const std::string& key = entry.first.Scalar();
-    const std::string key_path = path.empty() ? key : path + "." + key;
+    const std::string key_path = path.empty() ? key : fmt::format("{}.{}", path, key);
     auto it = fields.find(key);
     if (it == fields.end()) return FieldError(key_path, entry.first, "unknown key");
     Status s = it->second(entry.second, key_path);

@@ -125,40 +125,40 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
   // ---- list + watch
 
-  void List(const std::shared_ptr<WatchState>& w, std::string continue_token,
-            std::shared_ptr<std::map<std::string, bj::value>> fresh) {
+  void List(const std::shared_ptr<WatchState>& w, const std::string& continue_token,
+            const std::shared_ptr<std::map<std::string, bj::value>>& fresh) {
     std::string target = fmt::format("{}?limit=500", w->path);
     if (!w->selector.empty()) target += "&fieldSelector=" + UrlEncode(w->selector);
     if (!continue_token.empty()) target += "&continue=" + UrlEncode(continue_token);
     auto self = shared_from_this();
-    Enqueue(Pending{
-        "list", "GET", target, "", "", [self, w, fresh](ApiResponse r) {
-          if (self->stopped) return;
-          bj::value doc;
-          boost::system::error_code ec;
-          if (r.status == 200) doc = bj::parse(r.body, ec);
-          if (r.status != 200 || ec || !doc.is_object()) return self->Backoff(w);
-          if (const bj::value* items = doc.get_object().if_contains("items");
-              items && items->is_array()) {
-            for (bj::value& item : doc.get_object()["items"].get_array()) {
-              (*fresh)[Key(item)] = std::move(item);
-            }
-          }
-          const std::string cont = Meta(doc, "continue");
-          if (!cont.empty()) return self->List(w, cont, fresh);
-          // The list is whole: replace the cache.
-          for (auto& [key, object] : w->known) {
-            if (fresh->count(key) == 0) w->on_event(WatchEvent{"DELETED", object});
-          }
-          for (auto& [key, object] : *fresh) {
-            w->on_event(WatchEvent{w->known.count(key) != 0 ? "MODIFIED" : "ADDED", object});
-          }
-          w->known = std::move(*fresh);
-          w->version = Meta(doc, "resourceVersion");
-          w->failures = 0;
-          if (w->on_synced) w->on_synced();
-          self->StartWatch(w);
-        }});
+    Enqueue(
+        Pending{"list", "GET", target, "", "", [self, w, fresh](const ApiResponse& r) {
+                  if (self->stopped) return;
+                  bj::value doc;
+                  boost::system::error_code ec;
+                  if (r.status == 200) doc = bj::parse(r.body, ec);
+                  if (r.status != 200 || ec || !doc.is_object()) return self->Backoff(w);
+                  if (const bj::value* items = doc.get_object().if_contains("items");
+                      items && items->is_array()) {
+                    for (bj::value& item : doc.get_object()["items"].get_array()) {
+                      (*fresh)[Key(item)] = std::move(item);
+                    }
+                  }
+                  const std::string cont = Meta(doc, "continue");
+                  if (!cont.empty()) return self->List(w, cont, fresh);
+                  // The list is whole: replace the cache.
+                  for (auto& [key, object] : w->known) {
+                    if (fresh->count(key) == 0) w->on_event(WatchEvent{"DELETED", object});
+                  }
+                  for (auto& [key, object] : *fresh) {
+                    w->on_event(WatchEvent{w->known.contains(key) ? "MODIFIED" : "ADDED", object});
+                  }
+                  w->known = std::move(*fresh);
+                  w->version = Meta(doc, "resourceVersion");
+                  w->failures = 0;
+                  if (w->on_synced) w->on_synced();
+                  self->StartWatch(w);
+                }});
   }
 
   void StartWatch(const std::shared_ptr<WatchState>& w) {
@@ -174,7 +174,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         io, access, tls.get(), MakeRequest("GET", target, "", ""),
         std::chrono::milliseconds(660000),
         [self, w](std::string_view chunk) { return self->OnWatchBytes(w, chunk); },
-        [self, w](ApiResponse r) {
+        [self, w](const ApiResponse& r) {
           if (self->stopped) return;
           if (self->metrics != nullptr) self->metrics->CountApiRequest("watch", r.status);
           if (r.status == 410) w->version.clear();

@@ -10,7 +10,7 @@ namespace devshare::kube {
 
 namespace {
 
-Status ConfigError(std::string what) { return Status::InvalidConfig("kubeconfig: " + what); }
+Status ConfigError(const std::string& what) { return Status::InvalidConfig("kubeconfig: " + what); }
 
 // Base64 (the *-data fields) through OpenSSL.
 Result<std::string> Base64Decode(std::string_view text, std::string_view what) {

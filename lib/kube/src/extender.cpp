@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cmath>
 #include <set>
 
 #include "devshare/objects_json.hpp"
@@ -14,7 +15,7 @@ namespace bj = boost::json;
 
 namespace {
 
-Status Bad(std::string what) { return Status::Malformed("extender request: " + what); }
+Status Bad(const std::string& what) { return Status::Malformed("extender request: " + what); }
 
 Result<bj::value> ParseJson(std::string_view json) {
   boost::system::error_code ec;
@@ -78,7 +79,7 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
   }
   if (reply.error.empty()) {
     for (const std::string& node : args.nodes) {
-      if (kept.count(node) == 0 && !failed.contains(node)) {
+      if (!kept.contains(node) && !failed.contains(node)) {
         failed[node] = reply.nodes.empty()
                            ? std::string("does not fit")
                            : fmt::format("not chosen: {} is preferred", reply.nodes.front());
@@ -90,13 +91,13 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
     out["Nodes"] = nullptr;
     bj::array names;
     for (const std::string& node : args.nodes) {
-      if (kept.count(node) != 0) names.emplace_back(node);
+      if (kept.contains(node)) names.emplace_back(node);
     }
     out["NodeNames"] = std::move(names);
   } else {
     bj::array items;
     for (std::size_t i = 0; i < args.nodes.size(); ++i) {
-      if (kept.count(args.nodes[i]) != 0) items.push_back(bj::parse(args.node_items[i]));
+      if (kept.contains(args.nodes[i])) items.push_back(bj::parse(args.node_items[i]));
     }
     out["Nodes"] = bj::object{{"metadata", bj::object{}}, {"items", std::move(items)}};
     out["NodeNames"] = nullptr;
@@ -111,7 +112,7 @@ std::string EncodeHostPriorities(const std::vector<NodeScore>& scores) {
   bj::array out;
   for (const NodeScore& s : scores) {
     // The core's 0..100 on the extender API's 0..10 (MaxExtenderPriority), rounded.
-    const auto score = static_cast<std::int64_t>(std::clamp(s.normalized, 0.0, 100.0) / 10 + 0.5);
+    const auto score = std::lround(std::clamp(s.normalized, 0.0, 100.0) / 10);
     out.push_back(bj::object{{"Host", s.node}, {"Score", score}});
   }
   return bj::serialize(out);

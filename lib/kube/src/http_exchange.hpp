@@ -57,7 +57,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Run() {
     resolver_.async_resolve(
         access_.host, access_.port,
-        [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
+        [self = shared_from_this()](beast::error_code ec, const tcp::resolver::results_type& r) {
           if (ec) return self->Fail("resolve", ec);
           self->Lowest().expires_after(self->timeout_);
           self->Lowest().async_connect(r, [self](beast::error_code ec2, const tcp::endpoint&) {

@@ -114,12 +114,12 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       client.Call("patch-node", "PATCH", path, kMergePatch,
                   bj::serialize(bj::object{
                       {"metadata", bj::object{{"annotations", AnnotationsPatch(c.writes)}}}}),
-                  [self, id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+                  [self, id](const ApiResponse& r) { self->Outcome(id, r.status / 100 == 2); });
       return;
     }
     // Read the node, check what the write expects, then PATCH with the
     // version read: a concurrent writer makes it a 409.
-    client.Call("get-node", "GET", path, "", "", [self, id, path, c](ApiResponse r) {
+    client.Call("get-node", "GET", path, "", "", [self, id, path, c](const ApiResponse& r) {
       boost::system::error_code ec;
       bj::value node = r.status == 200 ? bj::parse(r.body, ec) : bj::value();
       const bj::value* meta =
@@ -141,7 +141,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       self->client.Call(
           "patch-node", "PATCH", path, kMergePatch,
           bj::serialize(bj::object{{"metadata", metadata}}),
-          [self, id](ApiResponse patched) { self->Outcome(id, patched.status / 100 == 2); });
+          [self, id](const ApiResponse& patched) { self->Outcome(id, patched.status / 100 == 2); });
     });
   }
 
@@ -149,11 +149,12 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     bj::object annotations;
     for (const auto& [k, v] : c.annotations.entries()) annotations[k] = v;
     const std::uint64_t id = c.id;
-    client.Call(
-        "patch-pod", "PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name),
-        kMergePatch,
-        bj::serialize(bj::object{{"metadata", bj::object{{"annotations", annotations}}}}),
-        [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+    client.Call("patch-pod", "PATCH",
+                fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name), kMergePatch,
+                bj::serialize(bj::object{{"metadata", bj::object{{"annotations", annotations}}}}),
+                [self = shared_from_this(), id](const ApiResponse& r) {
+                  self->Outcome(id, r.status / 100 == 2);
+                });
   }
 
   void Run(engine::PostBinding& c) {
@@ -169,11 +170,12 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         {"metadata", std::move(metadata)},
         {"target", bj::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", c.node}}}};
     const std::uint64_t id = c.id;
-    client.Call(
-        "binding", "POST",
-        fmt::format("/api/v1/namespaces/{}/pods/{}/binding", c.pod_namespace, c.name),
-        "application/json", bj::serialize(binding),
-        [self = shared_from_this(), id](ApiResponse r) { self->Outcome(id, r.status / 100 == 2); });
+    client.Call("binding", "POST",
+                fmt::format("/api/v1/namespaces/{}/pods/{}/binding", c.pod_namespace, c.name),
+                "application/json", bj::serialize(binding),
+                [self = shared_from_this(), id](const ApiResponse& r) {
+                  self->Outcome(id, r.status / 100 == 2);
+                });
   }
 
   void Run(engine::FilterReply& reply) {
@@ -275,7 +277,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
 
   void Elect() {
     auto self = shared_from_this();
-    client.Call("get-lease", "GET", LeasePath(true), "", "", [self](ApiResponse r) {
+    client.Call("get-lease", "GET", LeasePath(true), "", "", [self](const ApiResponse& r) {
       if (self->stopping) return;
       std::optional<LeaseRecord> current;
       if (r.status == 200) {
@@ -290,7 +292,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         if (create || d.action == ElectionAction::kAcquire || d.action == ElectionAction::kRenew) {
           self->client.Call(create ? "create-lease" : "update-lease", create ? "POST" : "PUT",
                             self->LeasePath(!create), "application/json", EncodeLease(d.lease),
-                            [self, d](ApiResponse w) {
+                            [self, d](const ApiResponse& w) {
                               ElectionWriteResult(self->elector, d, w.status / 100 == 2, NowMs());
                             });
         }
@@ -454,7 +456,7 @@ void Service::Stop() {
     LeaseRecord released = ReleaseLease(*impl_->current_lease, NowMs() * 1000);
     auto self = impl_;
     impl_->client.Call("update-lease", "PUT", impl_->LeasePath(true), "application/json",
-                       EncodeLease(released), [self](ApiResponse) { self->client.Stop(); });
+                       EncodeLease(released), [self](const ApiResponse&) { self->client.Stop(); });
     return;
   }
   impl_->client.Stop();

@@ -137,7 +137,7 @@ bool ApiServer::Apply(Completion& done, engine::PostBinding& c) {
   const std::optional<std::size_t> index = PodIndex(c.name);
   if (!index) return false;
   Pod& pod = pods_[*index].object;
-  if (!pod.node_name.empty() || node_index_.count(c.node) == 0) {
+  if (!pod.node_name.empty() || !node_index_.contains(c.node)) {
     ++conflicts_409_;  // already bound: the API server refuses
     return false;
   }

@@ -389,8 +389,8 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
         for (const auto& entry : v) {
           const std::string key = entry.first.Scalar();
           if (key == "variants" || key == "seeds" || key == "description") {
-            return InFile(options,
-                          FieldError(path + "." + key, entry.first, "cannot be set by a variant"));
+            return InFile(options, FieldError(fmt::format("{}.{}", path, key), entry.first,
+                                              "cannot be set by a variant"));
           }
         }
         documents.emplace_back(v["name"].Scalar(), Merged(root, v));

@@ -105,12 +105,13 @@ class KubeScheduler {
   // Replica r crashed: its cycle and binds are requeued.
   void ReplicaCrashed(int r);
 
-  // A Binding of `pod` to `node` landed (the extender's or kube-scheduler's
-  // own): the pod runs there. Returns false when it was bound already.
-  bool Bound(std::size_t pod, const std::string& node);
+  // A Binding of pod `index` to `node` landed (the extender's or
+  // kube-scheduler's own): the pod runs there. Returns false when it was bound
+  // already.
+  bool Bound(std::size_t index, const std::string& node);
   // The pod's run ends: its CPU and memory are free again. Returns false
   // when it was not running.
-  bool Depart(std::size_t pod);
+  bool Depart(std::size_t index);
 
   // What the report counts of kube-scheduler: the extender's timeouts.
   void AddTo(Report& report) const { report.extender_timeouts += extender_timeouts_; }
@@ -128,10 +129,10 @@ class KubeScheduler {
 
   bool Volcano() const;
   bool SessionOpen();
-  void Unschedulable(std::size_t pod, std::string reason, bool give_up);
-  void Requeue(std::size_t pod);
-  void Assume(std::size_t pod, const std::string& node);
-  void Unassume(std::size_t pod);
+  void Unschedulable(std::size_t index, std::string reason, bool give_up);
+  void Requeue(std::size_t index);
+  void Assume(std::size_t index, const std::string& node);
+  void Unassume(std::size_t index);
 
   const Scenario& scenario_;
   const std::vector<NodeSpec>& nodes_;

@@ -38,8 +38,8 @@ Result<std::vector<std::map<std::string, std::string>>> ReadCsv(std::string_view
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = row.find(',', start);
-      fields.emplace_back(
-          row.substr(start, comma == std::string_view::npos ? row.npos : comma - start));
+      fields.emplace_back(row.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
@@ -73,7 +73,7 @@ Result<std::int64_t> IntField(const std::map<std::string, std::string>& row, con
 // One row of a pod list as a pod (its name, requests and GPU models).
 Result<PodSpec> PodRow(const std::map<std::string, std::string>& row, std::size_t i) {
   PodSpec p;
-  p.name = row.count("name") ? row.at("name") : fmt::format("row-{}", i + 1);
+  p.name = row.contains("name") ? row.at("name") : fmt::format("row-{}", i + 1);
   Result<std::int64_t> gpus = IntField(row, "num_gpu", "pod list", i, 0);
   Result<std::int64_t> milli = IntField(row, "gpu_milli", "pod list", i, 1000);
   Result<std::int64_t> cpu = IntField(row, "cpu_milli", "pod list", i, 0);
@@ -87,7 +87,7 @@ Result<PodSpec> PodRow(const std::map<std::string, std::string>& row, std::size_
   }
   p.gpus = static_cast<std::int32_t>(*gpus);
   p.gpu_milli = p.gpus == 1 ? static_cast<std::int32_t>(*milli) : 1000;
-  p.gpu_spec = row.count("gpu_spec") ? row.at("gpu_spec") : "";
+  p.gpu_spec = row.contains("gpu_spec") ? row.at("gpu_spec") : "";
   p.cpu_milli = *cpu;
   p.memory_mib = *mem;
   return p;
@@ -119,9 +119,9 @@ Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods
   for (std::size_t i = 0; i < node_rows->size(); ++i) {
     const auto& row = (*node_rows)[i];
     NodeSpec n;
-    n.name = row.count("sn") ? row.at("sn") : "";
+    n.name = row.contains("sn") ? row.at("sn") : "";
     if (n.name.empty()) return Status::Malformed(fmt::format("node list: row {}: no sn", i + 1));
-    n.model = row.count("model") ? row.at("model") : "";
+    n.model = row.contains("model") ? row.at("model") : "";
     Result<std::int64_t> gpus = IntField(row, "gpu", "node list", i, 0);
     Result<std::int64_t> cpu = IntField(row, "cpu_milli", "node list", i, 0);
     Result<std::int64_t> mem = IntField(row, "memory_mib", "node list", i, 0);
@@ -174,7 +174,7 @@ Result<Scenario> OpenbReplay(std::string_view nodes_csv, std::string_view pods_c
     const auto& row = (*rows)[i];
     Result<PodSpec> p = PodRow(row, i);
     if (!p.ok()) return p.status();
-    if (row.count("creation_time") == 0 || row.at("creation_time").empty()) {
+    if (!row.contains("creation_time") || row.at("creation_time").empty()) {
       return Status::Malformed(fmt::format("pod list: row {}: no creation_time to replay", i + 1));
     }
     Result<std::int64_t> created = IntField(row, "creation_time", "pod list", i, 0);

@@ -366,7 +366,9 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
 }  // namespace internal
 
 Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress& progress) {
-  auto invalid = [](std::string what) { return Status::InvalidArgument("scenario: " + what); };
+  auto invalid = [](const std::string& what) {
+    return Status::InvalidArgument("scenario: " + what);
+  };
   std::set<std::string_view> nodes;
   for (const NodeSpec& n : scenario.nodes) {
     if (n.name.empty()) return invalid("a node has no name");
@@ -387,7 +389,7 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     }
   }
   for (const Fault& f : scenario.faults) {
-    if (f.kind != Fault::Kind::kLeaderCrash && nodes.count(f.node) == 0) {
+    if (f.kind != Fault::Kind::kLeaderCrash && !nodes.contains(f.node)) {
       return invalid(fmt::format("a fault names the unknown node '{}'", f.node));
     }
     if (f.at_ms < 0 || f.duration_ms < 0) return invalid("a fault has a negative time");

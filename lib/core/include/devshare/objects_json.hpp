@@ -21,9 +21,9 @@
 
 namespace devshare {
 
-DEVSHARE_EXPORT Result<Pod> DecodePod(const boost::json::object& object);
-DEVSHARE_EXPORT Result<Node> DecodeNode(const boost::json::object& object);
-DEVSHARE_EXPORT Result<LeaseRecord> DecodeLease(const boost::json::object& object);
+DEVSHARE_EXPORT Result<Pod> DecodePod(const boost::json::object& root);
+DEVSHARE_EXPORT Result<Node> DecodeNode(const boost::json::object& root);
+DEVSHARE_EXPORT Result<LeaseRecord> DecodeLease(const boost::json::object& root);
 
 }  // namespace devshare
 

@@ -109,9 +109,9 @@ struct LoadOptions {
 // kNotFound for a file that cannot be read.
 Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& options);
 
-// The scenario a variant runs with `seed`: node groups and the openb node
-// list expanded, pod classes and openb pods drawn with the seed.
-Result<Scenario> Expand(const ScenarioTemplate& scenario, std::uint64_t seed);
+// The scenario a variant runs with `seed`: `t`'s node groups and openb node
+// list expanded, its pod classes and openb pods drawn with the seed.
+Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed);
 
 // The scenarios shipped with devshare, by name: default, handshake-storm,
 // lock-storm, failover, openb, openb-replay.
