@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "devshare/pod_codec.hpp"
 #include "filter_plan.hpp"
@@ -67,15 +68,22 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   const NodeState* best = nullptr;
   double best_score = 0;
   double best_free_gpus = 0;
+  double min_score = std::numeric_limits<double>::infinity();  // over result.scores
+  double max_score = -std::numeric_limits<double>::infinity();
   result.scores.reserve(nodes.size());
   for (const NodeState* node : nodes) {
     NodeVerdict v = EvaluateNode(s, plan, *node, scratch, /*need_devices=*/false);
     if (!v.fits) {
-      if (!plan.reasons) v.reason.clear();
-      result.failed.push_back(NodeFailure{node->name, std::move(v.reason)});
+      NodeFailure& failure = result.failed.emplace_back();
+      failure.node = node->name;
+      if (plan.reasons) failure.reason = std::move(v.reason);
       continue;
     }
-    result.scores.push_back(NodeScore{node->name, v.score});
+    min_score = std::min(min_score, v.score);
+    max_score = std::max(max_score, v.score);
+    NodeScore& scored = result.scores.emplace_back();  // no temporary: one copy of the name
+    scored.node = node->name;
+    scored.score = v.score;
     // Names ascend, so a strictly better score is needed to replace: ties go
     // to the first name.
     bool better =
@@ -91,7 +99,7 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
       best_free_gpus = v.free_gpus;
     }
   }
-  NormalizeScores(result.scores, plan.node_spread);
+  NormalizeScores(result.scores, min_score, max_score, plan.node_spread);
   // Unregistered candidates were listed first; merge them into name order.
   auto by_name = [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; };
   if (!std::is_sorted(result.failed.begin(), result.failed.end(), by_name)) {

@@ -744,20 +744,15 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
 }
 
 // NodeScore::normalized: min-max over the feasible nodes, inverted when the
-// policy prefers the lower raw score.
-void NormalizeScores(std::vector<NodeScore>& scores, bool lower_is_better) {
-  if (scores.empty()) return;
-  auto [lo, hi] =
-      std::minmax_element(scores.begin(), scores.end(),
-                          [](const NodeScore& a, const NodeScore& b) { return a.score < b.score; });
-  const double min = lo->score, range = hi->score - lo->score;
-  for (NodeScore& s : scores) {
-    if (!(range > 0)) {
-      s.normalized = 100;
-      continue;
-    }
-    const double up = (s.score - min) / range;
-    s.normalized = 100 * (lower_is_better ? 1 - up : up);
+// policy prefers the lower raw score. One pass, the policy's branch outside it.
+void NormalizeScores(std::vector<NodeScore>& scores, double min, double max, bool lower_is_better) {
+  const double range = max - min;
+  if (!(range > 0)) {
+    for (NodeScore& s : scores) s.normalized = 100;
+  } else if (lower_is_better) {
+    for (NodeScore& s : scores) s.normalized = 100 * (1 - (s.score - min) / range);
+  } else {
+    for (NodeScore& s : scores) s.normalized = 100 * ((s.score - min) / range);
   }
 }
 

@@ -29,8 +29,9 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
 void LoadNode(const SnapshotState& s, const NodeState& node, const PodPlan& plan,
               std::vector<WorkDevice>& out);
 
-// Fills NodeScore::normalized (see filter.hpp) over the feasible nodes.
-void NormalizeScores(std::vector<NodeScore>& scores, bool lower_is_better);
+// Fills NodeScore::normalized (see filter.hpp) over the feasible nodes, whose
+// raw scores lie in [min, max].
+void NormalizeScores(std::vector<NodeScore>& scores, double min, double max, bool lower_is_better);
 
 }  // namespace devshare::internal
 
