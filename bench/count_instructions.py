@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""Instructions per call of what each benchmark times, old build beside new.
+"""Instructions per iteration of what each benchmark times, old build beside new.
 
 Wall time on a shared 2-core machine varies by tens of percent between runs;
 instruction counts do not. Each benchmark runs once (one iteration, or the
 fixed count it declares) under valgrind's callgrind with collection on only
 inside the functions it times, and the instructions collected are divided by
-the calls to them. Usage:
+the calls to the first of them (one per iteration). Usage:
 
     bench/count_instructions.py OLD_BENCH_BUILD NEW_BENCH_BUILD [--only REGEX]
 
 Both directories are `make bench` build directories (meson -Dbench=enabled,
 release); an old one comes from a `git worktree add` of the old revision.
-Prints one row per benchmark: old and new instructions per call and the
+Prints one row per benchmark: old and new instructions per iteration and the
 change in percent.
 """
 import argparse
@@ -22,7 +22,8 @@ import sys
 import tempfile
 
 # benchmark program, benchmark name, the functions it times (callgrind
-# --toggle-collect patterns: collection is on while one of them runs).
+# --toggle-collect patterns: collection is on while one of them runs). The
+# first is called once per iteration: the calls to it are the divisor.
 CASES = [
     ("filter_bench", "BM_Filter_100Nodes", ["devshare::Filter(*"]),
     ("filter_bench", "BM_Filter_1000Nodes", ["devshare::Filter(*"]),
@@ -52,7 +53,7 @@ def glob_to_regex(pattern: str) -> re.Pattern:
 
 
 def measure(build: str, program: str, benchmark: str, toggles: list[str]) -> float:
-    """Instructions per call of `toggles`, or NaN when the benchmark did not run."""
+    """Instructions per iteration, or NaN when the benchmark did not run."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
@@ -77,7 +78,7 @@ def measure(build: str, program: str, benchmark: str, toggles: list[str]) -> flo
                         callee = names.get(ident, "")
                     continue
                 if line.startswith("calls="):
-                    into = any(x.fullmatch(callee) for x in matchers)
+                    into = matchers[0].fullmatch(callee)
                     from_inside = any(x.fullmatch(caller) for x in matchers)
                     if into and not from_inside:
                         calls += int(line.split("=")[1].split()[0])
