@@ -34,7 +34,7 @@ CASES = [
     ("filter_bench", "BM_Fragmentation_5000Nodes", ["devshare::MeasureFragmentation(*"]),
     ("filter_bench", "BM_Extender_Filter5000Nodes",
      ["devshare::kube::DecodeExtenderArgs(*", "devshare::engine::Engine::Filter(*",
-      "devshare::engine::Engine::ApiResult(*", "devshare::kube::EncodeFilterResult(*"]),
+      "devshare::engine::Engine::ApiResult(*", "devshare::kube::EncodeFilterResult*"]),
     ("filter_bench", "BM_Snapshot_AddRemovePod", ["devshare::ClusterSnapshot::RemovePod(*"]),
     ("codec_bench", "BM_Codec_DecodeNodeJson8Gpu", ["devshare::DecodeNodeDevices(*"]),
     ("codec_bench", "BM_Codec_DecodeNodeLegacy8Gpu", ["devshare::DecodeNodeDevices(*"]),

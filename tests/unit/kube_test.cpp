@@ -6,13 +6,16 @@
 #include <openssl/x509.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "devshare/kube/api_client.hpp"
@@ -59,6 +62,93 @@ TEST_CASE("kube: ExtenderArgs with full Nodes (nodeCacheCapable false) echo the 
   const std::string out = EncodeFilterResult(*args, engine::FilterReply{1, {"b"}, {}, ""});
   CHECK(out.starts_with(
       R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"b"},"spec":{}}]},"NodeNames":null,)"));
+}
+
+namespace {
+
+// The filter result as a JSON object keeps it (first insertion decides the
+// position, the last value wins), serialised by Boost.JSON: what the
+// extender's streaming encoder must write byte for byte.
+std::string ReferenceFilterResult(const ExtenderArgs& args, const engine::FilterReply& reply) {
+  namespace bj = boost::json;
+  auto kept = [&](const std::string& node) {
+    return std::find(reply.nodes.begin(), reply.nodes.end(), node) != reply.nodes.end();
+  };
+  bj::object failed;
+  for (const NodeFailure& f : reply.failed)
+    failed[f.node] = f.reason.empty() ? std::string("does not fit") : f.reason;
+  if (reply.error.empty()) {
+    for (const std::string& node : args.nodes) {
+      if (!kept(node) && !failed.contains(node)) {
+        failed[node] = reply.nodes.empty()
+                           ? std::string("does not fit")
+                           : fmt::format("not chosen: {} is preferred", reply.nodes.front());
+      }
+    }
+  }
+  bj::object out;
+  if (args.node_names) {
+    out["Nodes"] = nullptr;
+    bj::array names;
+    for (const std::string& node : args.nodes) {
+      if (kept(node)) names.emplace_back(node);
+    }
+    out["NodeNames"] = std::move(names);
+  } else {
+    bj::array items;
+    for (std::size_t i = 0; i < args.nodes.size(); ++i) {
+      if (kept(args.nodes[i])) items.push_back(bj::parse(args.node_items[i]));
+    }
+    out["Nodes"] = bj::object{{"metadata", bj::object{}}, {"items", std::move(items)}};
+    out["NodeNames"] = nullptr;
+  }
+  out["FailedNodes"] = std::move(failed);
+  out["FailedAndUnresolvableNodes"] = bj::object{};
+  out["Error"] = reply.error;
+  return bj::serialize(out);
+}
+
+}  // namespace
+
+TEST_CASE("kube: the filter result is what a JSON object would serialise, for any reply") {
+  // Names and reasons with characters to escape, duplicates in the request
+  // and in the failures, empty reasons, errors, one or many kept nodes.
+  const std::vector<std::string> names = {"n0",
+                                          "n1",
+                                          "n\"2",
+                                          "n\\3",
+                                          "n\t4",
+                                          "n5",
+                                          "n6",
+                                          "n7",
+                                          "node-with-a-long-name-8",
+                                          "n\x01"
+                                          "9"};
+  const std::vector<std::string> reasons = {"", "1/2 CardInsufficientMemory", "say \"no\"",
+                                            "line\nbreak", "node unregistered"};
+  std::mt19937_64 rng(7);
+  auto pick = [&](const std::vector<std::string>& from) { return from[rng() % from.size()]; };
+  for (int round = 0; round < 2000; ++round) {
+    CAPTURE(round);
+    ExtenderArgs args;
+    args.node_names = rng() % 4 != 0;
+    const std::size_t n = rng() % 12;
+    for (std::size_t i = 0; i < n; ++i) {
+      args.nodes.push_back(pick(names));
+      if (!args.node_names)
+        args.node_items.push_back(
+            fmt::format(R"({{"metadata":{{"name":{}}},"i":{}}})",
+                        boost::json::serialize(boost::json::string_view(args.nodes.back())), i));
+    }
+    engine::FilterReply reply;
+    const std::size_t kept = rng() % 3 == 0 ? rng() % 7 : rng() % 2;
+    for (std::size_t i = 0; i < kept; ++i) reply.nodes.push_back(pick(names));
+    const std::size_t failures = rng() % 2 == 0 ? 0 : rng() % 12;
+    for (std::size_t i = 0; i < failures; ++i)
+      reply.failed.push_back(NodeFailure{pick(names), pick(reasons)});
+    if (rng() % 8 == 0) reply.error = pick(reasons) + " error";
+    CHECK(EncodeFilterResult(args, reply) == ReferenceFilterResult(args, reply));
+  }
 }
 
 TEST_CASE("kube: malformed extender requests are named") {

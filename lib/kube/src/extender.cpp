@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 #include <cmath>
-#include <set>
 
 #include "devshare/objects_json.hpp"
 
@@ -17,9 +18,9 @@ namespace {
 
 Status Bad(const std::string& what) { return Status::Malformed("extender request: " + what); }
 
-Result<bj::value> ParseJson(std::string_view json) {
+Result<bj::value> ParseJson(std::string_view json, bj::storage_ptr storage = {}) {
   boost::system::error_code ec;
-  bj::value v = bj::parse(json, ec);
+  bj::value v = bj::parse(json, ec, std::move(storage));
   if (ec) return Bad(fmt::format("not JSON: {}", ec.message()));
   if (!v.is_object()) return Bad("not a JSON object");
   return v;
@@ -36,7 +37,9 @@ Result<std::string> StringField(const bj::object& o, std::string_view key) {
 }  // namespace
 
 Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json) {
-  Result<bj::value> doc = ParseJson(json);
+  // The document lives only while it is read: one arena, freed at once.
+  bj::monotonic_resource arena(json.size() * 2);
+  Result<bj::value> doc = ParseJson(json, &arena);
   if (!doc.ok()) return doc.status();
   const bj::object& root = doc->get_object();
   ExtenderArgs args;
@@ -48,6 +51,7 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json) {
   const bj::value* names = root.if_contains("NodeNames");
   const bj::value* nodes = root.if_contains("Nodes");
   if (names != nullptr && names->is_array()) {
+    args.nodes.reserve(names->get_array().size());
     for (std::size_t i = 0; i < names->get_array().size(); ++i) {
       const bj::value& n = names->get_array()[i];
       if (!n.is_string()) return Bad(fmt::format("NodeNames[{}] is not a string", i));
@@ -59,6 +63,8 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json) {
   args.node_names = false;
   const bj::value* items = nodes->get_object().if_contains("items");
   if (items == nullptr || !items->is_array()) return Bad("Nodes.items is missing or not a list");
+  args.nodes.reserve(items->get_array().size());
+  args.node_items.reserve(items->get_array().size());
   for (std::size_t i = 0; i < items->get_array().size(); ++i) {
     const bj::value& item = items->get_array()[i];
     const bj::value* name = item.is_object() ? item.get_object().if_contains("metadata") : nullptr;
@@ -71,41 +77,132 @@ Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json) {
   return args;
 }
 
+namespace {
+
+// Appends `s` as a JSON string, escaped as Boost.JSON's serializer escapes it
+// (the encoders below write what bj::serialize wrote before them).
+void AppendJsonString(std::string& out, std::string_view s) {
+  const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
+  });
+  if (!plain) {
+    out += bj::serialize(bj::string_view(s.data(), s.size()));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+// The FailedNodes entries in the order a JSON object keeps them: first
+// insertion decides the position, the last value written wins.
+class FailedNodes {
+ public:
+  explicit FailedNodes(std::size_t expected) {
+    index_.reserve(expected);
+    entries_.reserve(expected);
+  }
+  // Sets `node`'s reason (an escaped JSON string).
+  void Set(std::string_view node, std::string_view reason) {
+    auto [it, added] = index_.try_emplace(node, entries_.size());
+    if (added) {
+      entries_.push_back({node, reason});
+    } else {
+      entries_[it->second].reason = reason;
+    }
+  }
+  // Adds `node` with `reason` unless it is listed already.
+  void Add(std::string_view node, std::string_view reason) {
+    if (index_.try_emplace(node, entries_.size()).second) entries_.push_back({node, reason});
+  }
+  void AppendTo(std::string& out) const {
+    out += '{';
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendJsonString(out, entries_[i].node);
+      out += ':';
+      out += entries_[i].reason;
+    }
+    out += '}';
+  }
+
+ private:
+  struct Entry {
+    std::string_view node;
+    std::string_view reason;  // escaped
+  };
+  boost::unordered_flat_map<std::string_view, std::size_t> index_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace
+
 std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterReply& reply) {
-  const std::set<std::string_view> kept(reply.nodes.begin(), reply.nodes.end());
-  bj::object failed;
-  for (const NodeFailure& f : reply.failed) {
-    failed[f.node] = f.reason.empty() ? std::string("does not fit") : f.reason;
+  // Kept nodes: one, or a few, or (a pod asking no device) every candidate.
+  boost::unordered_flat_set<std::string_view> kept_set;
+  if (reply.nodes.size() > 4) kept_set.insert(reply.nodes.begin(), reply.nodes.end());
+  auto kept = [&](std::string_view node) {
+    if (reply.nodes.size() > 4) return kept_set.contains(node);
+    return std::find(reply.nodes.begin(), reply.nodes.end(), node) != reply.nodes.end();
+  };
+
+  // Reasons escaped once: the shared ones, then each failure's own.
+  std::string does_not_fit;
+  AppendJsonString(does_not_fit, "does not fit");
+  std::string not_chosen;
+  if (!reply.nodes.empty())
+    AppendJsonString(not_chosen, fmt::format("not chosen: {} is preferred", reply.nodes.front()));
+  std::vector<std::string> reasons(reply.failed.size());
+  FailedNodes failed(args.nodes.size() + reply.failed.size());
+  for (std::size_t i = 0; i < reply.failed.size(); ++i) {
+    const NodeFailure& f = reply.failed[i];
+    if (f.reason.empty()) {
+      failed.Set(f.node, does_not_fit);
+      continue;
+    }
+    AppendJsonString(reasons[i], f.reason);
+    failed.Set(f.node, reasons[i]);
   }
   if (reply.error.empty()) {
+    const std::string_view reason = reply.nodes.empty() ? does_not_fit : not_chosen;
     for (const std::string& node : args.nodes) {
-      if (!kept.contains(node) && !failed.contains(node)) {
-        failed[node] = reply.nodes.empty()
-                           ? std::string("does not fit")
-                           : fmt::format("not chosen: {} is preferred", reply.nodes.front());
-      }
+      if (!kept(node)) failed.Add(node, reason);
     }
   }
-  bj::object out;
+
+  std::size_t size = 128 + reply.error.size();
+  for (const std::string& node : args.nodes) size += 2 * node.size() + 8 + not_chosen.size();
+  for (const std::string& r : reasons) size += r.size();
+  for (const std::string& item : args.node_items) size += item.size() + 1;
+  std::string out;
+  out.reserve(size);
   if (args.node_names) {
-    out["Nodes"] = nullptr;
-    bj::array names;
+    out += R"({"Nodes":null,"NodeNames":[)";
+    bool first = true;
     for (const std::string& node : args.nodes) {
-      if (kept.contains(node)) names.emplace_back(node);
+      if (!kept(node)) continue;
+      if (!first) out += ',';
+      first = false;
+      AppendJsonString(out, node);
     }
-    out["NodeNames"] = std::move(names);
+    out += "],";
   } else {
-    bj::array items;
+    out += R"({"Nodes":{"metadata":{},"items":[)";
+    bool first = true;
     for (std::size_t i = 0; i < args.nodes.size(); ++i) {
-      if (kept.contains(args.nodes[i])) items.push_back(bj::parse(args.node_items[i]));
+      if (!kept(args.nodes[i])) continue;
+      if (!first) out += ',';
+      first = false;
+      out += args.node_items[i];
     }
-    out["Nodes"] = bj::object{{"metadata", bj::object{}}, {"items", std::move(items)}};
-    out["NodeNames"] = nullptr;
+    out += R"(]},"NodeNames":null,)";
   }
-  out["FailedNodes"] = std::move(failed);
-  out["FailedAndUnresolvableNodes"] = bj::object{};
-  out["Error"] = reply.error;
-  return bj::serialize(out);
+  out += R"("FailedNodes":)";
+  failed.AppendTo(out);
+  out += R"(,"FailedAndUnresolvableNodes":{},"Error":)";
+  AppendJsonString(out, reply.error);
+  out += '}';
+  return out;
 }
 
 std::string EncodeHostPriorities(const std::vector<NodeScore>& scores) {
