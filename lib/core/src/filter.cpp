@@ -4,7 +4,7 @@
 #include "devshare/filter.hpp"
 
 #include <algorithm>
-#include <functional>
+#include <cstring>
 #include <limits>
 
 #include "devshare/pod_codec.hpp"
@@ -13,6 +13,19 @@
 #include "node_fit.hpp"
 
 namespace devshare {
+namespace {
+
+// std::string_view's three-way comparison, inlined: the candidate walk does
+// two per candidate.
+inline int CompareNames(std::string_view a, std::string_view b) {
+  const std::size_t common = std::min(a.size(), b.size());
+  if (common > 0) {
+    if (const int order = std::memcmp(a.data(), b.data(), common); order != 0) return order;
+  }
+  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+}
+
+}  // namespace
 
 using namespace internal;  // NOLINT: this file drives the units of filter_plan, node_fit,
                            // fragmentation
@@ -45,17 +58,20 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
   } else {
     std::vector<std::string_view> names(candidates.begin(), candidates.end());
     // Sorted and deduplicated, unless they already ascend strictly.
-    if (std::adjacent_find(names.begin(), names.end(), std::greater_equal<>()) != names.end()) {
+    auto descends = [](std::string_view a, std::string_view b) { return CompareNames(a, b) >= 0; };
+    if (std::adjacent_find(names.begin(), names.end(), descends) != names.end()) {
       std::sort(names.begin(), names.end());
       names.erase(std::unique(names.begin(), names.end()), names.end());
     }
-    // Both ascend: one merge walk with the snapshot's nodes by name.
+    // Both ascend: one merge walk with the snapshot's nodes by name, one
+    // comparison per step.
     nodes.reserve(names.size());
     auto known = s.by_name.begin();
     for (std::string_view name : names) {
-      while (known != s.by_name.end() && s.nodes[*known].name < name) ++known;
-      const bool found =
-          known != s.by_name.end() && s.nodes[*known].name == name && s.nodes[*known].present;
+      int order = 1;
+      while (known != s.by_name.end() && (order = CompareNames(s.nodes[*known].name, name)) < 0)
+        ++known;
+      const bool found = known != s.by_name.end() && order == 0 && s.nodes[*known].present;
       if (found) {
         nodes.push_back(&s.nodes[*known]);
       } else {
