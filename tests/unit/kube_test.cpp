@@ -10,6 +10,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -500,6 +501,107 @@ TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") 
       HttpServer(io, HttpServerOptions{"127.0.0.1", 0, "/nonexistent.crt", "/nonexistent.key"}, {})
           .Start()
           .code() == StatusCode::kInvalidConfig);
+}
+
+namespace {
+
+// `count` requests of `client`, one after the other, each `pause` after the
+// previous answer; then the client and the server stop. Returns the statuses.
+std::vector<int> RequestsInTurn(boost::asio::io_context& io, ApiClient& client, HttpServer& server,
+                                int count, std::chrono::milliseconds pause) {
+  std::vector<int> statuses;
+  boost::asio::steady_timer timer(io);
+  std::function<void()> next = [&] {
+    client.Call("get", "GET", "/api/v1/nodes", "", "", [&](ApiResponse r) {
+      statuses.push_back(r.status);
+      if (static_cast<int>(statuses.size()) == count) {
+        client.Stop();
+        server.Stop();
+        return;
+      }
+      timer.expires_after(pause);
+      timer.async_wait([&](boost::system::error_code) { next(); });
+    });
+  };
+  next();
+  io.run();
+  return statuses;
+}
+
+ApiClientOptions Unthrottled() {
+  ApiClientOptions options;
+  options.qps = 1e6;
+  options.burst = 1000;
+  options.timeout = std::chrono::milliseconds(5000);
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("kube: API requests reuse a kept-alive connection, and a closed one is replaced") {
+  for (const bool server_closes_idle : {false, true}) {
+    CAPTURE(server_closes_idle);
+    boost::asio::io_context io;
+    HttpServerOptions options;
+    options.address = "127.0.0.1";
+    options.port = 0;
+    // Closing idle connections after 50 ms: every request after a 200 ms
+    // pause finds its kept connection closed by the server.
+    options.read_timeout = std::chrono::milliseconds(server_closes_idle ? 50 : 5000);
+    HttpServer server(io, options, [](HttpRequest, Responder respond) {
+      respond(HttpResponse{200, "application/json", "{}", {}});
+    });
+    REQUIRE(server.Start().ok());
+    ClusterAccess access;
+    access.host = "127.0.0.1";
+    access.port = std::to_string(server.port());
+    access.https = false;
+    ApiClient client(io, access, Unthrottled(), nullptr);
+    REQUIRE(client.Start().ok());
+    const std::vector<int> statuses = RequestsInTurn(
+        io, client, server, 4, std::chrono::milliseconds(server_closes_idle ? 200 : 0));
+    CHECK(statuses == std::vector<int>{200, 200, 200, 200});
+    const ApiConnectionStats stats = client.connection_stats();
+    if (server_closes_idle) {
+      CHECK(stats.opened == 4);  // each reuse failed before an answer, and went again
+      CHECK(stats.reused == 3);
+    } else {
+      CHECK(stats.opened == 1);
+      CHECK(stats.reused == 3);
+    }
+  }
+}
+
+TEST_CASE("kube: a new TLS connection to the API server resumes the last session") {
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("devshare-resume-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/tls.crt", kCertA);
+  WriteFile(dir + "/tls.key", kKeyA);
+  boost::asio::io_context io;
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  options.cert_file = dir + "/tls.crt";
+  options.key_file = dir + "/tls.key";
+  options.read_timeout = std::chrono::milliseconds(50);  // idle connections closed
+  HttpServer server(io, options, [](HttpRequest, Responder respond) {
+    respond(HttpResponse{200, "application/json", "{}", {}});
+  });
+  REQUIRE(server.Start().ok());
+  ClusterAccess access;
+  access.host = "127.0.0.1";
+  access.port = std::to_string(server.port());
+  access.insecure = true;
+  ApiClient client(io, access, Unthrottled(), nullptr);
+  REQUIRE(client.Start().ok());
+  const std::vector<int> statuses =
+      RequestsInTurn(io, client, server, 3, std::chrono::milliseconds(200));
+  std::filesystem::remove_all(dir);
+  CHECK(statuses == std::vector<int>{200, 200, 200});
+  const ApiConnectionStats stats = client.connection_stats();
+  CHECK(stats.opened == 3);
+  CHECK(stats.resumed == 2);  // the second and third handshakes resumed
 }
 
 TEST_CASE("kube: a client that sends nothing is disconnected after the read timeout") {

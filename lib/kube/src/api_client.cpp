@@ -46,7 +46,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         options(o),
         metrics(m),
         bucket_timer(io),
-        tokens(o.burst) {}
+        tokens(o.burst),
+        pool(std::make_shared<detail::ConnectionPool>(o.idle_connections, o.idle_timeout)) {}
 
   http::request<http::string_body> MakeRequest(const std::string& method, const std::string& target,
                                                const std::string& content_type,
@@ -60,7 +61,6 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
       req.set(http::field::content_type, content_type);
       req.body() = body;
     }
-    req.keep_alive(false);
     req.prepare_payload();
     return req;
   }
@@ -98,7 +98,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     auto shared = std::make_shared<Pending>(std::move(p));
     auto self = shared_from_this();
     auto exchange = std::make_shared<Exchange>(
-        io, access, tls.get(),
+        io, access, tls.get(), pool,
         MakeRequest(shared->method, shared->target, shared->content_type, shared->body),
         options.timeout, nullptr, [self, shared](ApiResponse r) {
           if (self->metrics != nullptr) self->metrics->CountApiRequest(shared->verb, r.status);
@@ -171,7 +171,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     w->parser.reset();
     auto self = shared_from_this();
     w->exchange = std::make_shared<Exchange>(
-        io, access, tls.get(), MakeRequest("GET", target, "", ""),
+        io, access, tls.get(), nullptr, MakeRequest("GET", target, "", ""),
         std::chrono::milliseconds(660000),
         [self, w](std::string_view chunk) { return self->OnWatchBytes(w, chunk); },
         [self, w](const ApiResponse& r) {
@@ -283,6 +283,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   bool stopped = false;
   std::vector<std::shared_ptr<WatchState>> watches;
   std::mt19937 rng{std::random_device{}()};
+  std::shared_ptr<detail::ConnectionPool> pool;
 };
 
 ApiClient::ApiClient(asio::io_context& io, ClusterAccess access, ApiClientOptions options,
@@ -323,6 +324,10 @@ void ApiClient::Call(std::string verb, std::string method, std::string target,
                                std::move(content_type), std::move(body), std::move(done), 0});
 }
 
+ApiConnectionStats ApiClient::connection_stats() const {
+  return ApiConnectionStats{impl_->pool->opened(), impl_->pool->reused(), impl_->pool->resumed()};
+}
+
 void ApiClient::Watch(std::string path, std::string field_selector,
                       std::function<void(const WatchEvent&)> on_event,
                       std::function<void()> on_synced) {
@@ -339,6 +344,7 @@ void ApiClient::Stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   impl_->bucket_timer.cancel();
+  impl_->pool->Close();
   for (const auto& w : impl_->watches) {
     if (w->exchange) w->exchange->Cancel();
   }

@@ -1,6 +1,8 @@
-// http_exchange.hpp — one HTTP(S) request of the API client on a connection
-// of its own: connect, (TLS), write, read, with a timeout; a watch streams
-// its body chunk by chunk. Private to lib/kube (api_client.cpp).
+// http_exchange.hpp — one HTTP(S) request of the API client: on an idle
+// keep-alive connection of the pool, or on a new one (connect, TLS resuming
+// the pool's last session), then write and read with a timeout; a watch
+// streams its body chunk by chunk on a connection of its own. Private to
+// lib/kube (api_client.cpp).
 #ifndef DEVSHARE_KUBE_SRC_HTTP_EXCHANGE_HPP_
 #define DEVSHARE_KUBE_SRC_HTTP_EXCHANGE_HPP_
 
@@ -31,7 +33,86 @@ using tcp = asio::ip::tcp;
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-// One request on a connection of its own: connect, (TLS), write, read.
+// One connection to the API server: its stream and read buffer.
+struct Connection {
+  std::variant<std::monostate, beast::tcp_stream, TlsStream> stream;
+  beast::flat_buffer buffer;
+  std::chrono::steady_clock::time_point idle_since;
+};
+
+// The API server's idle keep-alive connections (at most `max_idle`, each
+// dropped after `idle_timeout` unused) and the TLS session a new connection
+// resumes. Counts what it did, for the metrics and tests.
+class ConnectionPool {
+ public:
+  ConnectionPool(std::size_t max_idle, std::chrono::seconds idle_timeout)
+      : max_idle_(max_idle), idle_timeout_(idle_timeout) {}
+  ~ConnectionPool() {
+    if (session_ != nullptr) SSL_SESSION_free(session_);
+  }
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  // The most recently returned idle connection, or null.
+  std::unique_ptr<Connection> Take() {
+    const auto now = std::chrono::steady_clock::now();
+    while (!idle_.empty()) {
+      std::unique_ptr<Connection> c = std::move(idle_.back());
+      idle_.pop_back();
+      if (now - c->idle_since < idle_timeout_) {
+        ++reused_;
+        return c;
+      }
+    }
+    return nullptr;
+  }
+  // A connection whose exchange ended with both sides keeping it alive.
+  void Give(std::unique_ptr<Connection> c) {
+    if (closed_ || idle_.size() >= max_idle_) return;
+    c->idle_since = std::chrono::steady_clock::now();
+    idle_.push_back(std::move(c));
+  }
+  // Closes every idle connection, and keeps none from now on.
+  void Close() {
+    closed_ = true;
+    idle_.clear();
+  }
+
+  // TLS: a new connection offers the last session; an exchange that ends
+  // remembers its connection's session.
+  void Resume(SSL* ssl) {
+    if (session_ != nullptr) SSL_set_session(ssl, session_);
+  }
+  void Remember(SSL* ssl) {
+    if (SSL_session_reused(ssl) != 0) ++resumed_;
+    const SSL_SESSION* current = SSL_get0_session(ssl);
+    if (current == nullptr || SSL_SESSION_is_resumable(current) == 0) return;
+    // A copy: OpenSSL marks a connection's own session not resumable when the
+    // connection is freed without a TLS shutdown, as idle ones are.
+    SSL_SESSION* s = SSL_SESSION_dup(current);
+    if (s == nullptr) return;
+    if (session_ != nullptr) SSL_SESSION_free(session_);
+    session_ = s;
+  }
+
+  void CountOpened() { ++opened_; }
+  std::uint64_t opened() const { return opened_; }
+  std::uint64_t reused() const { return reused_; }
+  std::uint64_t resumed() const { return resumed_; }
+
+ private:
+  std::size_t max_idle_;
+  std::chrono::seconds idle_timeout_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  SSL_SESSION* session_ = nullptr;
+  bool closed_ = false;
+  std::uint64_t opened_ = 0, reused_ = 0, resumed_ = 0;
+};
+
+// One request. With a pool: on an idle connection when there is one (and,
+// if that connection turns out closed before any byte of the answer, once
+// more on a new one), kept alive for the next request afterwards. Without
+// (`pool` null): on a connection of its own, closed at the end.
 // `on_chunk` set: the body is streamed to it (a watch) instead of kept.
 class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
@@ -39,22 +120,45 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   using Chunk = std::function<bool(std::string_view)>;  // false: stop reading
 
   Exchange(asio::io_context& io, const ClusterAccess& access, ssl::context* tls,
-           http::request<http::string_body> request, std::chrono::milliseconds timeout,
-           Chunk on_chunk, Done done)
-      : access_(access),
+           std::shared_ptr<ConnectionPool> pool, http::request<http::string_body> request,
+           std::chrono::milliseconds timeout, Chunk on_chunk, Done done)
+      : io_(io),
+        access_(access),
+        tls_(tls),
+        pool_(std::move(pool)),
         resolver_(io),
         request_(std::move(request)),
         timeout_(timeout),
         on_chunk_(std::move(on_chunk)),
         done_(std::move(done)) {
-    if (tls != nullptr) {
-      stream_.emplace<TlsStream>(io, *tls);
-    } else {
-      stream_.emplace<beast::tcp_stream>(io);
-    }
+    request_.keep_alive(pool_ != nullptr);
   }
 
   void Run() {
+    if (pool_ != nullptr) conn_ = pool_->Take();
+    if (conn_ != nullptr) {
+      reused_ = true;
+      return Write();
+    }
+    Connect();
+  }
+
+  void Cancel() {
+    if (conn_ == nullptr) return;
+    beast::error_code ignored;
+    Lowest().socket().close(ignored);
+  }
+
+ private:
+  void Connect() {
+    reused_ = false;
+    conn_ = std::make_unique<Connection>();
+    if (tls_ != nullptr) {
+      conn_->stream.emplace<TlsStream>(io_, *tls_);
+    } else {
+      conn_->stream.emplace<beast::tcp_stream>(io_);
+    }
+    if (pool_ != nullptr) pool_->CountOpened();
     resolver_.async_resolve(
         access_.host, access_.port,
         [self = shared_from_this()](beast::error_code ec, const tcp::resolver::results_type& r) {
@@ -67,20 +171,15 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         });
   }
 
-  void Cancel() {
-    beast::error_code ignored;
-    Lowest().socket().close(ignored);
-  }
-
- private:
   beast::tcp_stream& Lowest() {
-    if (auto* tls = std::get_if<TlsStream>(&stream_)) return beast::get_lowest_layer(*tls);
-    return std::get<beast::tcp_stream>(stream_);
+    if (auto* tls = std::get_if<TlsStream>(&conn_->stream)) return beast::get_lowest_layer(*tls);
+    return std::get<beast::tcp_stream>(conn_->stream);
   }
 
   void Handshake() {
-    auto* tls = std::get_if<TlsStream>(&stream_);
+    auto* tls = std::get_if<TlsStream>(&conn_->stream);
     if (tls == nullptr) return Write();
+    if (pool_ != nullptr) pool_->Resume(tls->native_handle());
     const std::string& name =
         access_.tls_server_name.empty() ? access_.host : access_.tls_server_name;
     SSL_set_tlsext_host_name(tls->native_handle(), name.c_str());
@@ -108,7 +207,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         [&](auto& s) {
           if constexpr (!std::is_same_v<std::decay_t<decltype(s)>, std::monostate>) f(s);
         },
-        stream_);
+        conn_->stream);
   }
 
   void Write() {
@@ -116,7 +215,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     WithStream([&](auto& s) {
       http::async_write(s, request_,
                         [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                          if (ec) return self->Fail("write", ec);
+                          if (ec) return self->Retry("write", ec);
                           self->ReadHeader();
                         });
     });
@@ -128,8 +227,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                                   : boost::optional<std::uint64_t>(1ULL << 30));
     WithStream([&](auto& s) {
       http::async_read_header(
-          s, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-            if (ec) return self->Fail("read", ec);
+          s, conn_->buffer, *parser_,
+          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ec) return self->Retry("read", ec);
             const int status = static_cast<int>(self->parser_->get().result_int());
             if (self->on_chunk_ && status == 200) {
               self->chunk_body_ = [raw = self.get()](std::uint64_t, std::string_view body,
@@ -147,7 +247,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void ReadBody() {
     if (parser_->is_done() || stopped_) return Finish();
     WithStream([&](auto& s) {
-      http::async_read_some(s, buffer_, *parser_,
+      http::async_read_some(s, conn_->buffer, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               if (ec) return self->Fail("read", ec);
                               self->ReadBody();
@@ -161,24 +261,49 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                   std::move(response.body()),
                   {},
                   std::string(response[http::field::retry_after])};
-    Cancel();
+    const bool keep = pool_ != nullptr && parser_->is_done() && parser_->keep_alive();
+    if (pool_ != nullptr) {
+      if (auto* tls = std::get_if<TlsStream>(&conn_->stream)) pool_->Remember(tls->native_handle());
+    }
+    if (keep) {
+      Lowest().expires_never();
+      pool_->Give(std::move(conn_));
+    } else {
+      Cancel();
+    }
     Done done = std::move(done_);
     if (done) done(std::move(r));
   }
 
+  // A reused connection the server had closed fails before any byte of an
+  // answer: the request goes once more, on a new connection.
+  void Retry(const char* step, beast::error_code ec) {
+    const bool nothing_read = !parser_ || !parser_->got_some();
+    if (reused_ && nothing_read && ec != beast::error::timeout) {
+      Cancel();
+      parser_.reset();
+      return Connect();
+    }
+    Fail(step, ec);
+  }
+
   void Fail(const char* step, beast::error_code ec) {
+    Cancel();
     Done done = std::move(done_);
     if (done) done(ApiResponse{0, {}, fmt::format("{}: {}", step, ec.message()), {}});
   }
 
+  asio::io_context& io_;
   const ClusterAccess& access_;
+  ssl::context* tls_;
+  std::shared_ptr<ConnectionPool> pool_;  // null: a connection of its own
   tcp::resolver resolver_;
-  std::variant<std::monostate, beast::tcp_stream, TlsStream> stream_;
+  std::unique_ptr<Connection> conn_;
+  bool reused_ = false;  // conn_ came from the pool
   http::request<http::string_body> request_;
   std::chrono::milliseconds timeout_;
   Chunk on_chunk_;
   Done done_;
-  beast::flat_buffer buffer_;
   std::function<std::size_t(std::uint64_t, std::string_view, beast::error_code&)> chunk_body_;
   std::optional<http::response_parser<http::string_body>> parser_;
   bool stopped_ = false;

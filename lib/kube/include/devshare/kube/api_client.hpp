@@ -6,6 +6,11 @@
 // Contract:
 //   - Requests wait for a token bucket (QPS/burst, client-go's 5/10 by
 //     default), first come first served; watches are not throttled.
+//   - Requests reuse idle HTTP/1.1 keep-alive connections (at most
+//     `idle_connections` kept, each for `idle_timeout`, client-go's 25 and
+//     90 s); a new TLS connection resumes the last session. A request whose
+//     reused connection the server had closed goes again on a new one,
+//     when no byte of an answer came. Each watch has a connection of its own.
 //   - A 429 or 5xx carrying Retry-After is retried after that many seconds,
 //     at most 10 times, as client-go does; any other status is the caller's.
 //   - Watch lists (paginated), then watches from the list's resourceVersion
@@ -51,6 +56,15 @@ struct ApiClientOptions {
   int burst = 10;
   int max_retries = 10;
   std::chrono::milliseconds timeout{30000};  // per request (not watches)
+  std::size_t idle_connections = 25;
+  std::chrono::seconds idle_timeout{90};
+};
+
+// What the client's requests did with connections (watches not counted).
+struct ApiConnectionStats {
+  std::uint64_t opened = 0;   // new connections
+  std::uint64_t reused = 0;   // requests on an idle kept-alive connection
+  std::uint64_t resumed = 0;  // TLS handshakes that resumed a session
 };
 
 class ApiClient {
@@ -74,6 +88,9 @@ class ApiClient {
   void Watch(std::string path, std::string field_selector,
              std::function<void(const WatchEvent&)> on_event, std::function<void()> on_synced);
 
+  ApiConnectionStats connection_stats() const;
+
+  // Ends the watches, closes the idle connections; requests in flight end.
   void Stop();
 
   struct Impl;  // opaque
