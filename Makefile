@@ -91,11 +91,17 @@ test-serve: build
 test-observability: build
 	@$(PYTHON) tests/deploy/check_observability.py --devshare $(DEVSHARE) $(RESULTS)
 
-# /filter under load with a 5,000-node cache (wrk; tests/e2e/load.sh).
+# /filter under load with a 5,000-node cache, on loopback (tests/e2e/load.sh):
+# LOAD_SECONDS of vegeta at a fixed LOAD_RATE per second (open loop; vegeta is
+# built from the Go module proxy on first use), then LOAD_SECONDS of wrk with
+# each count of LOAD_CONNECTIONS (closed loop). Fails on any error; prints the
+# latency against the p99 target, the CPU of each process and serve's memory.
 LOAD_NODES ?= 5000
 LOAD_SECONDS ?= 20
+LOAD_RATE ?= 1000
+LOAD_CONNECTIONS ?= 50,200
 load: build
-	@bash tests/e2e/load.sh $(DEVSHARE) $(LOAD_NODES) $(LOAD_SECONDS)
+	@bash tests/e2e/load.sh $(DEVSHARE) $(LOAD_NODES) $(LOAD_SECONDS) $(LOAD_RATE) $(LOAD_CONNECTIONS)
 
 test-install: build
 	@rm -rf $(STAGE)
