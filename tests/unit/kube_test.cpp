@@ -460,20 +460,27 @@ std::pair<std::string, std::string> Presented(std::uint16_t port) {
   return {name, std::string(reinterpret_cast<const char*>(alpn), alpn_length)};
 }
 
-}  // namespace
-
-TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") {
-  const std::string dir =
-      std::filesystem::temp_directory_path() / ("devshare-tls-" + std::to_string(getpid()));
+// A loopback HTTPS server's options, serving certificate A from a fresh
+// directory `dir` (removed by the caller).
+HttpServerOptions LoopbackTls(const std::string& dir) {
   std::filesystem::create_directories(dir);
   WriteFile(dir + "/tls.crt", kCertA);
   WriteFile(dir + "/tls.key", kKeyA);
-  boost::asio::io_context io;
   HttpServerOptions options;
   options.address = "127.0.0.1";
   options.port = 0;
   options.cert_file = dir + "/tls.crt";
   options.key_file = dir + "/tls.key";
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") {
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("devshare-tls-" + std::to_string(getpid()));
+  boost::asio::io_context io;
+  HttpServerOptions options = LoopbackTls(dir);
   options.cert_check_period = std::chrono::milliseconds(20);
   HttpServer server(io, options, [](HttpRequest, Responder respond) { respond(HttpResponse{}); });
   REQUIRE(server.Start().ok());
@@ -575,15 +582,8 @@ TEST_CASE("kube: API requests reuse a kept-alive connection, and a closed one is
 TEST_CASE("kube: a new TLS connection to the API server resumes the last session") {
   const std::string dir =
       std::filesystem::temp_directory_path() / ("devshare-resume-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  WriteFile(dir + "/tls.crt", kCertA);
-  WriteFile(dir + "/tls.key", kKeyA);
   boost::asio::io_context io;
-  HttpServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  options.cert_file = dir + "/tls.crt";
-  options.key_file = dir + "/tls.key";
+  HttpServerOptions options = LoopbackTls(dir);
   options.read_timeout = std::chrono::milliseconds(50);  // idle connections closed
   HttpServer server(io, options, [](HttpRequest, Responder respond) {
     respond(HttpResponse{200, "application/json", "{}", {}});
