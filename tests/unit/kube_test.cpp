@@ -512,10 +512,29 @@ TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") 
 
 namespace {
 
-// `count` requests of `client`, one after the other, each `pause` after the
-// previous answer; then the client and the server stop. Returns the statuses.
-std::vector<int> RequestsInTurn(boost::asio::io_context& io, ApiClient& client, HttpServer& server,
-                                int count, std::chrono::milliseconds pause) {
+// `count` requests of an API client to a loopback server made with
+// `options` (HTTPS when it has a certificate, not verified), one after the
+// other, each `pause` after the previous answer. Returns the statuses and
+// what the client did with connections.
+std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(const HttpServerOptions& options,
+                                                               int count,
+                                                               std::chrono::milliseconds pause) {
+  boost::asio::io_context io;
+  HttpServer server(io, options, [](HttpRequest, Responder respond) {
+    respond(HttpResponse{200, "application/json", "{}", {}});
+  });
+  REQUIRE(server.Start().ok());
+  ClusterAccess access;
+  access.host = "127.0.0.1";
+  access.port = std::to_string(server.port());
+  access.https = !options.cert_file.empty();
+  access.insecure = true;
+  ApiClientOptions client_options;
+  client_options.qps = 1e6;
+  client_options.burst = 1000;
+  client_options.timeout = std::chrono::milliseconds(5000);
+  ApiClient client(io, access, client_options, nullptr);
+  REQUIRE(client.Start().ok());
   std::vector<int> statuses;
   boost::asio::steady_timer timer(io);
   std::function<void()> next = [&] {
@@ -532,74 +551,43 @@ std::vector<int> RequestsInTurn(boost::asio::io_context& io, ApiClient& client, 
   };
   next();
   io.run();
-  return statuses;
+  return {statuses, client.connection_stats()};
 }
 
-ApiClientOptions Unthrottled() {
-  ApiClientOptions options;
-  options.qps = 1e6;
-  options.burst = 1000;
-  options.timeout = std::chrono::milliseconds(5000);
+HttpServerOptions Loopback() {
+  HttpServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
   return options;
 }
 
 }  // namespace
 
 TEST_CASE("kube: API requests reuse a kept-alive connection, and a closed one is replaced") {
-  for (const bool server_closes_idle : {false, true}) {
-    CAPTURE(server_closes_idle);
-    boost::asio::io_context io;
-    HttpServerOptions options;
-    options.address = "127.0.0.1";
-    options.port = 0;
-    // Closing idle connections after 50 ms: every request after a 200 ms
-    // pause finds its kept connection closed by the server.
-    options.read_timeout = std::chrono::milliseconds(server_closes_idle ? 50 : 5000);
-    HttpServer server(io, options, [](HttpRequest, Responder respond) {
-      respond(HttpResponse{200, "application/json", "{}", {}});
-    });
-    REQUIRE(server.Start().ok());
-    ClusterAccess access;
-    access.host = "127.0.0.1";
-    access.port = std::to_string(server.port());
-    access.https = false;
-    ApiClient client(io, access, Unthrottled(), nullptr);
-    REQUIRE(client.Start().ok());
-    const std::vector<int> statuses = RequestsInTurn(
-        io, client, server, 4, std::chrono::milliseconds(server_closes_idle ? 200 : 0));
-    CHECK(statuses == std::vector<int>{200, 200, 200, 200});
-    const ApiConnectionStats stats = client.connection_stats();
-    if (server_closes_idle) {
-      CHECK(stats.opened == 4);  // each reuse failed before an answer, and went again
-      CHECK(stats.reused == 3);
-    } else {
-      CHECK(stats.opened == 1);
-      CHECK(stats.reused == 3);
-    }
-  }
+  HttpServerOptions options = Loopback();
+  options.read_timeout = std::chrono::milliseconds(5000);
+  auto [statuses, stats] = RequestsInTurn(options, 4, std::chrono::milliseconds(0));
+  CHECK(statuses == std::vector<int>{200, 200, 200, 200});
+  CHECK(stats.opened == 1);
+  CHECK(stats.reused == 3);
+
+  // The server closes idle connections after 50 ms: every request after a
+  // 200 ms pause finds its kept connection closed, and goes again on a new one.
+  options.read_timeout = std::chrono::milliseconds(50);
+  std::tie(statuses, stats) = RequestsInTurn(options, 4, std::chrono::milliseconds(200));
+  CHECK(statuses == std::vector<int>{200, 200, 200, 200});
+  CHECK(stats.opened == 4);
+  CHECK(stats.reused == 3);
 }
 
 TEST_CASE("kube: a new TLS connection to the API server resumes the last session") {
   const std::string dir =
       std::filesystem::temp_directory_path() / ("devshare-resume-" + std::to_string(getpid()));
-  boost::asio::io_context io;
   HttpServerOptions options = LoopbackTls(dir);
   options.read_timeout = std::chrono::milliseconds(50);  // idle connections closed
-  HttpServer server(io, options, [](HttpRequest, Responder respond) {
-    respond(HttpResponse{200, "application/json", "{}", {}});
-  });
-  REQUIRE(server.Start().ok());
-  ClusterAccess access;
-  access.host = "127.0.0.1";
-  access.port = std::to_string(server.port());
-  access.insecure = true;
-  ApiClient client(io, access, Unthrottled(), nullptr);
-  REQUIRE(client.Start().ok());
-  const std::vector<int> statuses =
-      RequestsInTurn(io, client, server, 3, std::chrono::milliseconds(200));
+  const auto [statuses, stats] = RequestsInTurn(options, 3, std::chrono::milliseconds(200));
   std::filesystem::remove_all(dir);
   CHECK(statuses == std::vector<int>{200, 200, 200});
-  const ApiConnectionStats stats = client.connection_stats();
   CHECK(stats.opened == 3);
   CHECK(stats.resumed == 2);  // the second and third handshakes resumed
 }
