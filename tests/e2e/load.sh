@@ -97,11 +97,23 @@ if ! command -v wrk >/dev/null; then
 fi
 
 # --- the stand-in API server and devshare serve --------------------------------------
+# Two free ports below the ephemeral range: a port the kernel hands out for
+# listening could be given to serve's own connection to the API server
+# before serve listens on it.
 read -r api_port port < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*(x.getsockname()[1] for x in s))')
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+ports = []
+while len(ports) < 2:
+    p = random.randrange(10000, max(low, 10002))
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+    if p not in ports:
+        ports.append(p)
+print(*ports)')
 python3 "$here/fake_apiserver.py" --port "$api_port" --nodes "$nodes" &
 api_pid=$!
 pids+=("$api_pid")
@@ -137,7 +149,8 @@ curl -sf -X POST --data-binary @"$work/body.json" "http://127.0.0.1:$port/filter
 python3 - "$work/answer.json" "$work/body.json" <<'PY'
 import json, os, sys
 r = json.load(open(sys.argv[1]))
-assert len(r["NodeNames"]) == 1 and not r["Error"], r
+if len(r["NodeNames"]) != 1 or r["Error"]:
+    sys.exit(f"load: FAILED: the first Filter placed nothing: {r['Error'] or r['FailedNodes']}")
 print(f"load: one Filter keeps {r['NodeNames']} and lists {len(r['FailedNodes'])} others in FailedNodes "
       f"(request {os.path.getsize(sys.argv[2]) // 1000} kB, answer {os.path.getsize(sys.argv[1]) // 1000} kB)")
 PY
@@ -165,10 +178,22 @@ declare -A summary=()
 summary_keys=()
 put() { summary[$1]=$2; summary_keys+=("$1"); }
 
+# Filters answered, by outcome, and pod PATCHes, by status, as serve counts
+# them: "filter_placed 123", "patch_200 123". An answer carrying an Error is
+# HTTP 200 too (the extender protocol); only this count shows it.
+serve_counts() {
+  curl -sf "http://127.0.0.1:$port/metrics" | awk '
+    /^devshare_filter_duration_seconds_count/ { split($1, a, "\""); print "filter_" a[2], $2 }
+    /^devshare_api_requests_total\{verb="patch-pod"/ { split($1, a, "\""); print "patch_" a[4], $2 }'
+}
+
 phase_begin() {
+  serve_counts >"$work/counts0"
   t0=$(now) serve0=$(ticks "$serve_pid") api0=$(ticks "$api_pid") idle0=$(idle_ticks)
 }
-# phase_end KEY GENERATOR-NAME: prints and records the CPU and memory lines.
+# phase_end KEY GENERATOR-NAME: prints and records the CPU and memory lines,
+# and what serve answered: a Filter not placed (an Error, or unschedulable)
+# is an error.
 phase_end() {
   local key=$1 gen=$2 t1 serve1 api1 idle1 gen_ticks
   t1=$(now) serve1=$(ticks "$serve_pid") api1=$(ticks "$api_pid") idle1=$(idle_ticks)
@@ -190,6 +215,21 @@ phase_end() {
   log "  devshare serve RSS ${rss} MiB after the phase, peak ${hwm} MiB"
   put "${key}_cpu_serve_pct" "$s_p"; put "${key}_cpu_api_pct" "$a_p"; put "${key}_cpu_gen_pct" "$g_p"
   put "${key}_cpu_other_pct" "$o_p"; put "${key}_rss_mib" "$rss"
+  serve_counts >"$work/counts1"
+  local counted not_placed
+  counted=$(awk 'NR == FNR { before[$1] = $2; next } $2 != before[$1] { print $1, $2 - before[$1] }' \
+    "$work/counts0" "$work/counts1")
+  log "  devshare serve answered: $(awk '
+    /^filter_/ { sub(/^filter_/, "", $1); f = f sep1 $2 " " $1; sep1 = ", " }
+    /^patch_/ { sub(/^patch_/, "", $1); p = p sep2 $2 " answered " $1; sep2 = ", " }
+    END { printf "Filters %s; pod PATCHes %s", f ? f : "none", p ? p : "none" }' <<<"$counted")"
+  not_placed=$(awk '/^filter_/ && $1 != "filter_placed" { n += $2 } END { print n + 0 }' <<<"$counted")
+  put "${key}_filters_not_placed" "$not_placed"
+  if [ "$not_placed" != 0 ]; then
+    log "  ERRORS: $not_placed Filters not placed (serve.log: $(grep -c . "$work/serve.log") lines, the last:)"
+    tail -3 "$work/serve.log" | sed 's/^/load:     /'
+    errors=$((errors + 1))
+  fi
 }
 alive() {
   kill -0 "$serve_pid" 2>/dev/null || { tail -20 "$work/serve.log"; fail "devshare serve exited during $1"; }
@@ -272,7 +312,10 @@ for c in ${connections//,/ }; do
   w_errors=$((e_connect + e_read + e_write + e_status + e_timeout))
   w_rps=$(awk -v n="$w_requests" -v us="$w_us" 'BEGIN{printf "%.1f", n / (us / 1e6)}')
   log "  $w_requests requests, $w_rps/s; latency p50 $w_p50 ms, p90 $w_p90 ms, p99 $w_p99 ms, max $w_max ms"
-  if [ "$w_errors" != 0 ]; then
+  if [ "$w_requests" = 0 ]; then
+    log "  ERRORS: no request answered"
+    errors=$((errors + 1))
+  elif [ "$w_errors" != 0 ]; then
     log "  ERRORS: $w_errors (connect $e_connect, read $e_read, write $e_write, status >= 400 $e_status, timeout $e_timeout)"
     errors=$((errors + 1))
   else
@@ -286,13 +329,8 @@ done
 rss_end=$(rss_mib "$serve_pid" VmRSS) hwm=$(rss_mib "$serve_pid" VmHWM)
 log "devshare serve memory: RSS ${rss0} MiB before the load, ${rss_end} MiB after it, peak ${hwm} MiB"
 put rss_end_mib "$rss_end"; put rss_peak_mib "$hwm"; put wall_s $((SECONDS - started))
-# Each Filter that places the pod PATCHes it once, as serve counts.
-log "devshare serve's count: $(curl -sf "http://127.0.0.1:$port/metrics" | awk '
-  /^devshare_filter_duration_seconds_count/ { split($1, a, "\""); f = f sep1 a[2] " " $2; sep1 = ", " }
-  /^devshare_api_requests_total\{verb="patch-pod"/ { split($1, a, "\""); p = p sep2 $2 " answered " a[4]; sep2 = ", " }
-  END { printf "Filters %s; pod PATCHes %s", f, p }')"
 line="load: summary"
 for k in "${summary_keys[@]}"; do line+=" $k=${summary[$k]}"; done
 echo "$line"
-[ "$errors" = 0 ] || fail "errors in $errors phase(s)"
+[ "$errors" = 0 ] || fail "$errors check(s) found errors"
 log "0 errors in every phase ($((SECONDS - started)) s)"
