@@ -14,11 +14,13 @@
 # API server and the load generator used, as seconds and as a share of the
 # phase's wall time (100 % = one core), and what the rest of the machine used
 # meanwhile; and devshare serve's resident memory after it and its peak
-# (VmHWM). The last line, `load: summary key=value ...`, has every figure.
+# (VmHWM). The line `load: summary key=value ...` near the end has every
+# figure.
 #
 # Fails on any error: a non-2xx answer, a socket error or timeout, vegeta's
-# success below 100 %. Latency is printed against the target, never asserted
-# (the machine may be shared).
+# success below 100 %, a Filter serve answered without placing the pod (an
+# Error in an HTTP 200), a phase with no answer. Latency is printed against
+# the target, never asserted (the machine may be shared).
 #
 #   tests/e2e/load.sh DEVSHARE [NODES] [SECONDS] [RATE] [CONNECTIONS]
 #
