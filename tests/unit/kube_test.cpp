@@ -513,12 +513,14 @@ TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") 
 namespace {
 
 // `count` requests of an API client to a loopback server made with
-// `options` (HTTPS when it has a certificate, not verified), one after the
-// other, each `pause` after the previous answer. Returns the statuses and
-// what the client did with connections.
+// `options` (HTTPS when it has a certificate, not verified), in `at_once`
+// chains, each request `pause` after the previous answer of its chain.
+// Returns the statuses and what the client did with connections.
 std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(const HttpServerOptions& options,
                                                                int count,
-                                                               std::chrono::milliseconds pause) {
+                                                               std::chrono::milliseconds pause,
+                                                               int at_once = 1,
+                                                               std::size_t max_connections = 32) {
   boost::asio::io_context io;
   HttpServer server(io, options, [](HttpRequest, Responder respond) {
     respond(HttpResponse{200, "application/json", "{}", {}});
@@ -533,11 +535,14 @@ std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(const HttpServerO
   client_options.qps = 1e6;
   client_options.burst = 1000;
   client_options.timeout = std::chrono::milliseconds(5000);
+  client_options.max_connections = max_connections;
   ApiClient client(io, access, client_options, nullptr);
   REQUIRE(client.Start().ok());
   std::vector<int> statuses;
-  boost::asio::steady_timer timer(io);
+  int sent = 0;
   std::function<void()> next = [&] {
+    if (sent == count) return;
+    ++sent;
     client.Call("get", "GET", "/api/v1/nodes", "", "", [&](ApiResponse r) {
       statuses.push_back(r.status);
       if (static_cast<int>(statuses.size()) == count) {
@@ -545,11 +550,11 @@ std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(const HttpServerO
         server.Stop();
         return;
       }
-      timer.expires_after(pause);
-      timer.async_wait([&](boost::system::error_code) { next(); });
+      auto timer = std::make_shared<boost::asio::steady_timer>(io, pause);
+      timer->async_wait([&, timer](boost::system::error_code) { next(); });
     });
   };
-  next();
+  for (int i = 0; i < at_once; ++i) next();
   io.run();
   return {statuses, client.connection_stats()};
 }
@@ -578,6 +583,15 @@ TEST_CASE("kube: API requests reuse a kept-alive connection, and a closed one is
   CHECK(statuses == std::vector<int>{200, 200, 200, 200});
   CHECK(stats.opened == 4);
   CHECK(stats.reused == 3);
+}
+
+TEST_CASE("kube: API requests beyond the connection limit wait for a free connection") {
+  auto [statuses, stats] =
+      RequestsInTurn(Loopback(), 24, std::chrono::milliseconds(0), /*at_once=*/8,
+                     /*max_connections=*/3);
+  CHECK(statuses == std::vector<int>(24, 200));
+  CHECK(stats.opened == 3);
+  CHECK(stats.reused == 21);
 }
 
 TEST_CASE("kube: a new TLS connection to the API server resumes the last session") {

@@ -47,7 +47,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
         metrics(m),
         bucket_timer(io),
         tokens(o.burst),
-        pool(std::make_shared<detail::ConnectionPool>(o.idle_connections, o.idle_timeout)) {}
+        pool(std::make_shared<detail::ConnectionPool>(o.max_connections, o.idle_timeout)) {}
 
   http::request<http::string_body> MakeRequest(const std::string& method, const std::string& target,
                                                const std::string& content_type,

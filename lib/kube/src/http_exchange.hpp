@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -40,41 +41,75 @@ struct Connection {
   std::chrono::steady_clock::time_point idle_since;
 };
 
-// The API server's idle keep-alive connections (at most `max_idle`, each
-// dropped after `idle_timeout` unused) and the TLS session a new connection
-// resumes. Counts what it did, for the metrics and tests.
+// The API server's connections for requests: at most `max_open` at a time,
+// each kept alive while idle for up to `idle_timeout`; a request that finds
+// none free and the limit reached waits for one, first come first served.
+// Also the TLS session a new connection resumes. Counts what it did, for the
+// metrics and tests.
 class ConnectionPool {
  public:
-  ConnectionPool(std::size_t max_idle, std::chrono::seconds idle_timeout)
-      : max_idle_(max_idle), idle_timeout_(idle_timeout) {}
+  // Called with an idle connection, or with null: open a new one (the slot
+  // is counted already).
+  using Start = std::function<void(std::unique_ptr<Connection>)>;
+
+  ConnectionPool(std::size_t max_open, std::chrono::seconds idle_timeout)
+      : max_open_(std::max<std::size_t>(max_open, 1)), idle_timeout_(idle_timeout) {}
   ~ConnectionPool() {
     if (session_ != nullptr) SSL_SESSION_free(session_);
   }
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  // The most recently returned idle connection, or null.
-  std::unique_ptr<Connection> Take() {
+  // Starts a request now (on the most recently idle connection, or a new
+  // one within the limit) or when a connection frees up.
+  void Acquire(Start start) {
     const auto now = std::chrono::steady_clock::now();
     while (!idle_.empty()) {
       std::unique_ptr<Connection> c = std::move(idle_.back());
       idle_.pop_back();
       if (now - c->idle_since < idle_timeout_) {
         ++reused_;
-        return c;
+        return start(std::move(c));
       }
+      --open_;
     }
-    return nullptr;
+    if (open_ < max_open_) {
+      ++open_;
+      return start(nullptr);
+    }
+    waiting_.push_back(std::move(start));
   }
-  // A connection whose exchange ended with both sides keeping it alive.
-  void Give(std::unique_ptr<Connection> c) {
-    if (closed_ || idle_.size() >= max_idle_) return;
+  // A connection whose exchange ended with both sides keeping it alive: to
+  // the first waiting request, else idle (unless the pool is closed).
+  void Release(std::unique_ptr<Connection> c) {
+    if (!waiting_.empty()) {
+      Start next = std::move(waiting_.front());
+      waiting_.pop_front();
+      ++reused_;
+      return next(std::move(c));
+    }
+    if (closed_) {
+      --open_;
+      return;
+    }
     c->idle_since = std::chrono::steady_clock::now();
     idle_.push_back(std::move(c));
   }
-  // Closes every idle connection, and keeps none from now on.
+  // A connection that ended (closed, or never opened): its slot goes to the
+  // first waiting request, which opens a new one.
+  void Closed() {
+    if (!waiting_.empty()) {
+      Start next = std::move(waiting_.front());
+      waiting_.pop_front();
+      return next(nullptr);
+    }
+    --open_;
+  }
+  // Closes every idle connection and keeps none from now on; requests
+  // waiting or in flight still run.
   void Close() {
     closed_ = true;
+    open_ -= idle_.size();
     idle_.clear();
   }
 
@@ -101,9 +136,11 @@ class ConnectionPool {
   std::uint64_t resumed() const { return resumed_; }
 
  private:
-  std::size_t max_idle_;
+  std::size_t max_open_;
   std::chrono::seconds idle_timeout_;
+  std::size_t open_ = 0;  // idle or in use
   std::vector<std::unique_ptr<Connection>> idle_;
+  std::deque<Start> waiting_;
   SSL_SESSION* session_ = nullptr;
   bool closed_ = false;
   std::uint64_t opened_ = 0, reused_ = 0, resumed_ = 0;
@@ -135,12 +172,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   void Run() {
-    if (pool_ != nullptr) conn_ = pool_->Take();
-    if (conn_ != nullptr) {
-      reused_ = true;
-      return Write();
-    }
-    Connect();
+    if (pool_ == nullptr) return Connect();
+    pool_->Acquire([self = shared_from_this()](std::unique_ptr<Connection> c) {
+      self->counted_ = true;
+      if (c == nullptr) return self->Connect();
+      self->conn_ = std::move(c);
+      self->reused_ = true;
+      self->Write();
+    });
   }
 
   void Cancel() {
@@ -267,9 +306,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     }
     if (keep) {
       Lowest().expires_never();
-      pool_->Give(std::move(conn_));
+      counted_ = false;
+      pool_->Release(std::move(conn_));
     } else {
-      Cancel();
+      EndConnection();
     }
     Done done = std::move(done_);
     if (done) done(std::move(r));
@@ -287,8 +327,17 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     Fail(step, ec);
   }
 
-  void Fail(const char* step, beast::error_code ec) {
+  // Closes the connection and gives its slot back.
+  void EndConnection() {
     Cancel();
+    if (counted_) {
+      counted_ = false;
+      pool_->Closed();
+    }
+  }
+
+  void Fail(const char* step, beast::error_code ec) {
+    EndConnection();
     Done done = std::move(done_);
     if (done) done(ApiResponse{0, {}, fmt::format("{}: {}", step, ec.message()), {}});
   }
@@ -299,7 +348,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::shared_ptr<ConnectionPool> pool_;  // null: a connection of its own
   tcp::resolver resolver_;
   std::unique_ptr<Connection> conn_;
-  bool reused_ = false;  // conn_ came from the pool
+  bool reused_ = false;   // conn_ came from the pool
+  bool counted_ = false;  // this exchange holds one of the pool's slots
   http::request<http::string_body> request_;
   std::chrono::milliseconds timeout_;
   Chunk on_chunk_;

@@ -92,11 +92,17 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 
 namespace {
 
+constexpr std::size_t kReadBuffer = 64 * 1024;
+
 template <typename Stream>
 class Connection : public Session, public std::enable_shared_from_this<Connection<Stream>> {
  public:
   Connection(std::shared_ptr<HttpServer::Impl> server, Stream stream)
-      : server_(std::move(server)), stream_(std::move(stream)) {}
+      : server_(std::move(server)), stream_(std::move(stream)) {
+    // Reads go as large as the buffer's free room: without room, 512 bytes
+    // each (about 140 reads for a 5,000-node ExtenderArgs).
+    buffer_.reserve(kReadBuffer);
+  }
 
   void Start() {
     if constexpr (std::is_same_v<Stream, beast::ssl_stream<beast::tcp_stream>>) {

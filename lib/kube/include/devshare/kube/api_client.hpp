@@ -6,10 +6,11 @@
 // Contract:
 //   - Requests wait for a token bucket (QPS/burst, client-go's 5/10 by
 //     default), first come first served; watches are not throttled.
-//   - Requests reuse idle HTTP/1.1 keep-alive connections (at most
-//     `idle_connections` kept, each for `idle_timeout`, client-go's 25 and
-//     90 s); a new TLS connection resumes the last session. A request whose
-//     reused connection the server had closed goes again on a new one,
+//   - Requests go on at most `max_connections` HTTP/1.1 connections, kept
+//     alive while idle for up to `idle_timeout` (client-go's 90 s); a request
+//     that finds none free waits for one, first come first served, instead of
+//     opening more. A new TLS connection resumes the last session. A request
+//     whose reused connection the server had closed goes again on a new one,
 //     when no byte of an answer came. Each watch has a connection of its own.
 //   - A 429 or 5xx carrying Retry-After is retried after that many seconds,
 //     at most 10 times, as client-go does; any other status is the caller's.
@@ -56,7 +57,7 @@ struct ApiClientOptions {
   int burst = 10;
   int max_retries = 10;
   std::chrono::milliseconds timeout{30000};  // per request (not watches)
-  std::size_t idle_connections = 25;
+  std::size_t max_connections = 32;
   std::chrono::seconds idle_timeout{90};
 };
 
