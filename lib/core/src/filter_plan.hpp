@@ -78,6 +78,7 @@ struct FgdModel {
   std::vector<double> row_unfit;         // per row: weight of the classes that do not fit
   std::vector<std::int64_t> row_memory;  // per row: largest memory ask of a fitting class
   double total = 0;                      // Σ weight
+  float max_need = 0;                    // the largest fractional shape's need
 };
 
 struct PodPlan {

@@ -27,9 +27,12 @@ float FreeShare(const WorkDevice& d) {
 // The sums behind it are kept in a FragState so that changing one device's
 // free share costs O(shapes), not O(devices x classes).
 void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
+  if (f == 0) return;  // a full device adds nothing
   const std::vector<FgdShape>& shapes = plan.fgd.shapes;
-  for (std::size_t g = 0; g < shapes.size(); ++g) {
-    if (shapes[g].gpu_milli > 0 && f < shapes[g].need) s.below[g] += sign * f;
+  if (f < plan.fgd.max_need) {  // else below no fractional shape's need
+    for (std::size_t g = 0; g < shapes.size(); ++g) {
+      if (shapes[g].gpu_milli > 0 && f < shapes[g].need) s.below[g] += sign * f;
+    }
   }
   s.all += sign * f;
   if (f >= kWholeDevice) {
@@ -151,6 +154,7 @@ FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
     if (shape == m.shapes.end()) {
       shape = m.shapes.insert(
           m.shapes.end(), FgdShape{gpus, c.gpu_milli, static_cast<float>(c.gpu_milli) / 1000.0f});
+      if (c.gpu_milli > 0) m.max_need = std::max(m.max_need, shape->need);
     }
     m.classes.push_back(FgdClass{static_cast<std::uint32_t>(shape - m.shapes.begin()), c.cpu_milli,
                                  c.memory_mib * 1024 * 1024, c.weight});
