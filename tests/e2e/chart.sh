@@ -149,7 +149,19 @@ node=$(kapi GET /api/v1/namespaces/default/pods/chart-gpu | jfield spec.nodeName
 devices=$(kapi GET /api/v1/namespaces/default/pods/chart-gpu | jfield 'metadata.annotations["hami.io/vgpu-devices-allocated"]')
 on_its_node() { [[ "$devices" == "GPU-$node-"*,NVIDIA,4000,* ]]; }
 check "with 4000 MiB of a GPU of its node ($node: $devices)" on_its_node
-metrics() { curl -sfk "https://127.0.0.1:$pod_port/metrics" | grep -q '^devshare_'; }
+# A scrape, as Prometheus would retry it: up to three tries a second apart,
+# each failure said on stderr (curl's error and the HTTP status).
+metrics() {
+  local try
+  for try in 1 2 3; do
+    curl -sSfk --max-time 5 "https://127.0.0.1:$pod_port/metrics" -o "$out/metrics.txt" \
+      -w '%{http_code}\n' >"$out/metrics.status" 2>"$out/metrics.err" &&
+      grep -q '^devshare_' "$out/metrics.txt" && return 0
+    echo "chart: /metrics try $try: status $(cat "$out/metrics.status") $(cat "$out/metrics.err")" >&2
+    sleep 1
+  done
+  return 1
+}
 check "/metrics answers with devshare's metrics" metrics
 # The container's process (unshare, sh, chroot and env exec into it) runs as the
 # pod's user.
