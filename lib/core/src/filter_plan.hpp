@@ -185,7 +185,7 @@ struct Scratch {
   // frag_valid when they match the working devices (kept in step with the
   // picks), and device scores already computed per (free, share).
   std::vector<float> frag_free;
-  FragState frag, frag_changed;
+  FragState frag;
   bool frag_valid = false;
   struct ScoreMemo {
     float free, share, score;

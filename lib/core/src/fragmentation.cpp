@@ -42,6 +42,42 @@ void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
   }
 }
 
+// Fragmentation(s, plan, w) of `s` with one device's free share moved from
+// `from` to `to`: the same operations as AddDevice(-from), AddDevice(+to) on
+// a copy and then Fragmentation, so the same result to the bit, without the
+// copy of the per-shape sums.
+double FragmentationAfterMove(const FragState& s, float from, float to, const PodPlan& plan,
+                              const FitWeights& w) {
+  double all = s.all, partial = s.partial;
+  std::int32_t whole = s.whole;
+  auto add = [&](float f, double sign) {
+    if (f == 0) return;
+    all += sign * f;
+    if (f >= kWholeDevice) {
+      whole += sign > 0 ? 1 : -1;
+    } else {
+      partial += sign * f;
+    }
+  };
+  add(from, -1);
+  add(to, +1);
+  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
+  double total = w.unfit * all;
+  for (std::size_t g = 0; g < shapes.size(); ++g) {
+    const FgdShape& shape = shapes[g];
+    double frag = 0;
+    if (shape.gpu_milli > 0) {
+      frag = s.below[g];
+      if (from != 0 && from < shape.need) frag += -1.0 * from;
+      if (to != 0 && to < shape.need) frag += 1.0 * to;
+    } else {
+      frag = whole >= shape.gpus ? partial : all;
+    }
+    total += w.fit[g] * frag;
+  }
+  return plan.fgd.total > 0 ? total / plan.fgd.total : 0;
+}
+
 void Measure(const std::vector<float>& free, const PodPlan& plan, FragState& s) {
   s.below.assign(plan.fgd.shapes.size(), 0.0);
   s.all = s.partial = 0;
@@ -219,11 +255,9 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
       devices[i].score = memo->score;
       continue;
     }
-    FragState& changed = scratch.frag_changed;
-    changed = scratch.frag;
-    AddDevice(changed, f, plan, -1);
-    AddDevice(changed, std::max(0.0f, f - share), plan, +1);
-    devices[i].score = static_cast<float>(Fragmentation(changed, plan, scratch.after) - before);
+    const double after =
+        FragmentationAfterMove(scratch.frag, f, std::max(0.0f, f - share), plan, scratch.after);
+    devices[i].score = static_cast<float>(after - before);
     if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, devices[i].score});
   }
 }
