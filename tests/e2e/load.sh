@@ -47,48 +47,15 @@ fail() { echo "load: FAILED: $*"; exit 1; }
 # module graph, the shared module and build cache, a directory per recipe.
 build_vegeta() {
   local dir=$here/vegeta cache=${DEVSHARE_CACHE:-$HOME/.cache/devshare}/k8s-e2e
-  local jobs=${K8S_BUILD_JOBS:-2} version key bindir tmp lock start ldflags
-  local flags=(-trimpath -buildvcs=false)
-  command -v go >/dev/null || fail "no Go toolchain on PATH (needed to build vegeta)"
+  local jobs=${K8S_BUILD_JOBS:-2} version bindir start=$SECONDS
+  # shellcheck source=scripts/go-cache-build.sh
+  source "$here/../../scripts/go-cache-build.sh"
   version=$(awk '$1=="github.com/tsenart/vegeta/v12"{print $2} $1=="require" && $2=="github.com/tsenart/vegeta/v12"{print $3}' "$dir/go.mod" | head -1)
   [ -n "$version" ] || fail "no github.com/tsenart/vegeta/v12 version in $dir/go.mod"
-  ldflags="-s -w -X main.Version=$version"
-  key=$( { cat "$dir/go.mod" "$dir/go.sum"; go env GOVERSION GOOS GOARCH
-           echo "CGO_ENABLED=0 ${flags[*]} $ldflags"; } | sha256sum | cut -c1-12)
-  bindir=$cache/bin/vegeta-$version-$key
-  if [ -f "$bindir/.complete" ]; then
-    touch "$bindir/.complete"
-    vegeta=$bindir/vegeta
-    log "vegeta $version: $vegeta (built before)"
-    return 0
-  fi
-  mkdir -p "$cache/gomod" "$cache/gobuild" "$cache/bin"
-  exec {lock}>"$cache/bin/.vegeta.lock"
-  flock "$lock"
-  if [ ! -f "$bindir/.complete" ]; then
-    find "$cache/bin" -mindepth 1 -maxdepth 1 -name ".build.vegeta.*" -exec rm -rf {} +
-    tmp=$(mktemp -d "$cache/bin/.build.vegeta.XXXXXX")
-    start=$(date +%s.%N)
-    log "building vegeta $version from the Go module proxy with $(go env GOVERSION) (-p $jobs)"
-    if ! (cd "$dir" && GOMODCACHE=$cache/gomod GOCACHE=$cache/gobuild GOFLAGS=-mod=readonly \
-            GOTOOLCHAIN=local CGO_ENABLED=0 \
-            go build -p "$jobs" "${flags[@]}" -ldflags "$ldflags" -o "$tmp/vegeta" github.com/tsenart/vegeta/v12); then
-      rm -rf "$tmp"
-      fail "could not build vegeta $version (tests/e2e/vegeta/go.mod)"
-    fi
-    chmod 755 "$tmp"
-    touch "$tmp/.complete"
-    rm -rf "$bindir"
-    mv "$tmp" "$bindir"
-    # Other recipes of vegeta that no run has asked for in 14 days.
-    find "$cache/bin" -mindepth 2 -maxdepth 2 -path "$cache/bin/vegeta-*/.complete" -mtime +14 -printf '%h\0' |
-      xargs -0 -r rm -rf
-    log "vegeta $version built in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}') s: $bindir/vegeta"
-  else
-    log "vegeta $version: $bindir/vegeta (built meanwhile by another run)"
-  fi
-  exec {lock}>&-
+  bindir=$(go_build "$dir" vegeta "$version" "-s -w -X main.Version=$version" \
+             vegeta=github.com/tsenart/vegeta/v12) || exit 1
   vegeta=$bindir/vegeta
+  log "vegeta $version: $vegeta ($((SECONDS - start)) s)"
 }
 build_vegeta
 
