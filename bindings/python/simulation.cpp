@@ -33,48 +33,18 @@ std::string ResultsJsonOf(const ExperimentResults& r) {
   return sim::ResultsJson(experiment, r.variants);
 }
 
+// simulate's JSON as Python objects.
+py::dict FromJson(const std::string& json) {
+  return py::dict(py::module_::import("json").attr("loads")(json));
+}
+
 py::dict SampleDict(const sim::FragmentationSample& f) {
-  py::dict out;
-  out["demandPercent"] = f.demand_percent;
-  out["allocationPercent"] = f.allocation_percent;
-  out["gpuFree"] = f.gpu_free;
-  out["gpuFragmented"] = f.gpu_fragmented;
-  return out;
+  return FromJson(sim::FragmentationSampleJson(f));
 }
 
 // A report's fields under simulate's JSON names, after `out`'s own.
 py::dict ReportDict(const sim::Report& r, py::dict out = py::dict()) {
-  py::list curve;
-  for (const sim::FragmentationSample& f : r.fragmentation_curve) curve.append(SampleDict(f));
-  out["pods"] = r.pods;
-  out["bound"] = r.bound;
-  out["pending"] = r.pending;
-  out["pendingReasons"] = py::cast(r.pending_reasons);
-  out["gpuCapacity"] = r.gpu_capacity;
-  out["gpuAllocated"] = r.gpu_allocated;
-  out["allocationPercent"] = r.allocation_percent;
-  out["allocationMeanPercent"] = r.allocation_mean_percent;
-  out["gpuFree"] = r.gpu_free;
-  out["gpuFragmented"] = r.gpu_fragmented;
-  out["fragmentationPercent"] = r.fragmentation_percent;
-  out["fragmentationCurve"] = std::move(curve);
-  out["latencyP50Ms"] = r.latency_p50_ms;
-  out["latencyP99Ms"] = r.latency_p99_ms;
-  out["latencyPercentilesMs"] = py::cast(r.latency_percentiles);
-  out["throttledMs"] = r.throttled_ms;
-  out["apiCalls"] = py::cast(r.api_calls);
-  out["rejected429"] = r.rejected_429;
-  out["conflicts409"] = r.conflicts_409;
-  out["filtersRefused"] = r.filters_refused;
-  out["extenderTimeouts"] = r.extender_timeouts;
-  out["lockContention"] = r.lock_contention;
-  out["lockRetries"] = r.lock_retries;
-  out["bindsFailed"] = r.binds_failed;
-  out["registrationWrites"] = r.registration_writes;
-  out["nodesDropped"] = r.nodes_dropped;
-  out["duplicateRegistrationWrites"] = r.duplicate_registration_writes;
-  out["unavailableMs"] = r.unavailable_ms;
-  out["endMs"] = r.end_ms;
+  out.attr("update")(FromJson(sim::ReportJson(r)));
   return out;
 }
 
@@ -91,9 +61,7 @@ py::dict VariantDict(const sim::VariantResult& v) {
   return out;
 }
 
-py::dict ExperimentDict(const ExperimentResults& r) {
-  return py::dict(py::module_::import("json").attr("loads")(ResultsJsonOf(r)));
-}
+py::dict ExperimentDict(const ExperimentResults& r) { return FromJson(ResultsJsonOf(r)); }
 
 void BindResults(py::module_& m) {
   using sim::FragmentationSample;

@@ -138,6 +138,11 @@ Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment,
 // "runs": [{"seed", and every field of the Report in camelCase}]}]}.
 std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results);
 
+// One report as ResultsJson writes it in a run, without the seed; one sample
+// of its fragmentation curve.
+std::string ReportJson(const Report& report);
+std::string FragmentationSampleJson(const FragmentationSample& sample);
+
 }  // namespace devshare::sim
 
 #endif  // DEVSHARE_SIM_EXPERIMENT_HPP_
