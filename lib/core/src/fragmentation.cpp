@@ -26,6 +26,18 @@ float FreeShare(const WorkDevice& d) {
 //
 // The sums behind it are kept in a FragState so that changing one device's
 // free share costs O(shapes), not O(devices x classes).
+// The sums every shape reads (Σ free, Σ free of the devices not fully free,
+// the fully free devices) with a device of free share `f` added (sign +1) or
+// removed (-1).
+void AddToTotals(double& all, double& partial, std::int32_t& whole, float f, double sign) {
+  all += sign * f;
+  if (f >= kWholeDevice) {
+    whole += sign > 0 ? 1 : -1;
+  } else {
+    partial += sign * f;
+  }
+}
+
 void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
   if (f == 0) return;  // a full device adds nothing
   const std::vector<FgdShape>& shapes = plan.fgd.shapes;
@@ -34,12 +46,7 @@ void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
       if (shapes[g].gpu_milli > 0 && f < shapes[g].need) s.below[g] += sign * f;
     }
   }
-  s.all += sign * f;
-  if (f >= kWholeDevice) {
-    s.whole += sign > 0 ? 1 : -1;
-  } else {
-    s.partial += sign * f;
-  }
+  AddToTotals(s.all, s.partial, s.whole, f, sign);
 }
 
 // Fragmentation(s, plan, w) of `s` with one device's free share moved from
@@ -50,17 +57,8 @@ double FragmentationAfterMove(const FragState& s, float from, float to, const Po
                               const FitWeights& w) {
   double all = s.all, partial = s.partial;
   std::int32_t whole = s.whole;
-  auto add = [&](float f, double sign) {
-    if (f == 0) return;
-    all += sign * f;
-    if (f >= kWholeDevice) {
-      whole += sign > 0 ? 1 : -1;
-    } else {
-      partial += sign * f;
-    }
-  };
-  add(from, -1);
-  add(to, +1);
+  if (from != 0) AddToTotals(all, partial, whole, from, -1);
+  if (to != 0) AddToTotals(all, partial, whole, to, +1);
   const std::vector<FgdShape>& shapes = plan.fgd.shapes;
   double total = w.unfit * all;
   for (std::size_t g = 0; g < shapes.size(); ++g) {
