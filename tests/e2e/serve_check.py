@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import socket
 import sys
 
@@ -95,6 +96,9 @@ def main() -> int:
               and 'devshare_api_requests_total{verb="binding",code="201"} 1' in text, text[:400])
         check("a watch ended by a 410 ERROR event was followed by a relist (3 lists: nodes twice, pods)",
               'devshare_api_requests_total{verb="list",code="200"} 3' in text, text[-800:])
+        reuses = re.search(r"^devshare_api_connection_reuses_total (\d+)$", text, re.M)
+        check("API requests reuse kept-alive connections (the stand-in keeps them alive)",
+              reuses is not None and int(reuses.group(1)) > 0, text[-800:])
         check("a 429 with Retry-After was retried (the Filter above still placed its pod)",
               'devshare_api_requests_total{verb="patch-pod",code="429"} 1' in text
               and 'devshare_api_requests_total{verb="patch-pod",code="200"}' in text, text[-800:])

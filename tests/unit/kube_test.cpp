@@ -257,6 +257,7 @@ TEST_CASE("kube: metrics render as Prometheus text") {
   m.ObserveFilter("placed", 0.002);
   m.CountApiRequest("patch-pod", 200);
   m.SetState(true, 3, 24, 5);
+  m.SetApiConnections(ApiConnectionStats{2, 40, 1});
   const std::string text = m.Render();
   CHECK(
       text.find("devshare_filter_duration_seconds_bucket{outcome=\"placed\",le=\"0.0025\"} 1\n") !=
@@ -267,6 +268,10 @@ TEST_CASE("kube: metrics render as Prometheus text") {
         std::string::npos);
   CHECK(text.find("devshare_leader 1\n") != std::string::npos);
   CHECK(text.find("devshare_devices 24\n") != std::string::npos);
+  CHECK(text.find("# TYPE devshare_api_connections_opened_total counter\n"
+                  "devshare_api_connections_opened_total 2\n") != std::string::npos);
+  CHECK(text.find("devshare_api_connection_reuses_total 40\n") != std::string::npos);
+  CHECK(text.find("devshare_api_tls_resumptions_total 1\n") != std::string::npos);
 }
 
 TEST_CASE("kube: metrics gauges of GPU allocation and fragmentation, from the snapshot") {

@@ -77,10 +77,16 @@ void RenderHistograms(std::string& out, std::string_view name, std::string_view 
   }
 }
 
+// One sample without labels; `type` is "gauge" or "counter".
+void RenderScalar(std::string& out, std::string_view type, std::string_view name,
+                  std::string_view help, std::uint64_t value) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name,
+                 type, name, value);
+}
+
 void RenderGauge(std::string& out, std::string_view name, std::string_view help,
                  std::uint64_t value) {
-  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help,
-                 name, name, value);
+  RenderScalar(out, "gauge", name, help, value);
 }
 
 void RenderGauge(std::string& out, std::string_view name, std::string_view help, double value) {
@@ -104,6 +110,13 @@ std::string Metrics::Render() const {
                    "devshare_api_requests_total{{verb=\"{}\",code=\"{}\"}} {}\n", key.first,
                    key.second, n);
   }
+  RenderScalar(out, "counter", "devshare_api_connections_opened_total",
+               "Connections opened to the API server for requests (watches not counted).",
+               connections_.opened);
+  RenderScalar(out, "counter", "devshare_api_connection_reuses_total",
+               "Requests sent on a kept-alive connection to the API server.", connections_.reused);
+  RenderScalar(out, "counter", "devshare_api_tls_resumptions_total",
+               "TLS handshakes with the API server that resumed a session.", connections_.resumed);
   RenderGauge(out, "devshare_leader", "1 when this replica leads and has registered the nodes.",
               std::uint64_t{leader_ ? 1u : 0u});
   RenderGauge(out, "devshare_nodes", "Nodes whose devices are in the cache.", nodes_);

@@ -321,6 +321,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       }
       metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
       metrics.SetUndecodableNodes(engine->node_errors().size());
+      metrics.SetApiConnections(client.connection_stats());
       return respond(HttpResponse{200, "text/plain; version=0.0.4", metrics.Render(), {}});
     }
     if (route != "filter" && route != "prioritize" && route != "bind" && route != "webhook") {

@@ -61,13 +61,6 @@ struct ApiClientOptions {
   std::chrono::seconds idle_timeout{90};
 };
 
-// What the client's requests did with connections (watches not counted).
-struct ApiConnectionStats {
-  std::uint64_t opened = 0;   // new connections
-  std::uint64_t reused = 0;   // requests on an idle kept-alive connection
-  std::uint64_t resumed = 0;  // TLS handshakes that resumed a session
-};
-
 class ApiClient {
  public:
   ApiClient(boost::asio::io_context& io, ClusterAccess access, ApiClientOptions options,

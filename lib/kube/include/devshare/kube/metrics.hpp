@@ -65,6 +65,14 @@ struct GpuGauges {
 GpuGauges MeasureGpus(const ClusterSnapshot& snapshot,
                       std::span<const WorkloadClass> workload = {});
 
+// What the API client's requests did with connections (watches not
+// counted): ApiClient::connection_stats.
+struct ApiConnectionStats {
+  std::uint64_t opened = 0;   // new connections
+  std::uint64_t reused = 0;   // requests on an idle kept-alive connection
+  std::uint64_t resumed = 0;  // TLS handshakes that resumed a session
+};
+
 class Metrics {
  public:
   // Upper bounds of the latency buckets, in seconds (+Inf is implied).
@@ -78,6 +86,7 @@ class Metrics {
     bind_[std::string(outcome)].Observe(seconds);
   }
   void CountApiRequest(std::string_view verb, int code) { ++api_[{std::string(verb), code}]; }
+  void SetApiConnections(const ApiConnectionStats& c) { connections_ = c; }
   void SetState(bool leader, std::uint64_t nodes, std::uint64_t devices, std::uint64_t pods) {
     leader_ = leader;
     nodes_ = nodes;
@@ -106,6 +115,7 @@ class Metrics {
   bool leader_ = false;
   std::uint64_t nodes_ = 0, devices_ = 0, pods_ = 0, undecodable_nodes_ = 0;
   GpuGauges gpus_;
+  ApiConnectionStats connections_;
 };
 
 }  // namespace devshare::kube
