@@ -758,7 +758,7 @@ TEST_CASE("fragmentation of a cluster: fgd's node score is the decrease it measu
                                          gen.Int(0, 3) * 4000, 0});
     }
     for (int p = 0; p < 40; ++p) {
-      const int cores = static_cast<int>(gen.Int(1, 100));
+      const int cores = gen.Bool() ? 100 : static_cast<int>(gen.Int(1, 99));
       Pod pod = MakePod("p" + std::to_string(p))
                     .Container(cores == 100 ? static_cast<int>(gen.Int(1, 3)) : 1, -1, cores, cores)
                     .Requests(gen.Int(0, 8) * 1000, 0);
@@ -782,6 +782,102 @@ TEST_CASE("fragmentation of a cluster: fgd's node score is the decrease it measu
       for (const NodeScore& n : r.scores) score = n.node == *r.node ? n.score : score;
       CHECK(score ==
             std::floor(100.0 / (1.0 + std::exp(-std::nearbyint((before - after) * 1e6) / 1e6))));
+    }
+  }
+}
+
+TEST_CASE("fgd: a snapshot keeping the fragmentation measure decides as one that does not") {
+  // Twins fed the same changes, one measuring each node as it changes
+  // (SetFragmentationWorkload, at the start or midway), compared after every
+  // change: Filter under fgd, and MeasureFragmentation, to the bit.
+  Gen gen(23);
+  for (int round = 0; round < 24; ++round) {
+    CAPTURE(round);
+    FilterOptions o;
+    o.node_policy = gen.Bool() ? "fgd" : "binpack";
+    o.gpu_policy = o.node_policy == "binpack" || gen.Bool() ? "fgd" : "spread";
+    for (int c = static_cast<int>(gen.Int(0, 6)); c > 0; --c) {
+      const bool fraction = gen.Bool();
+      o.workload.push_back(WorkloadClass{static_cast<double>(gen.Int(1, 5)),
+                                         fraction ? 0 : static_cast<std::int32_t>(gen.Int(1, 4)),
+                                         fraction ? static_cast<std::int32_t>(gen.Int(1, 999)) : 0,
+                                         gen.Int(0, 4) * 4000, gen.Int(0, 4) * 16384});
+    }
+    ClusterSnapshot plain;
+    ClusterSnapshot kept;
+    const int measure_from = static_cast<int>(gen.Int(0, 30));
+    auto node = [&](int n) {
+      MakeNode made("node" + std::to_string(n));
+      for (auto g = gen.Int(0, 8); g > 0; --g)
+        made.Gpu(static_cast<std::int32_t>(gen.Int(1, 10)),
+                 static_cast<std::int32_t>(gen.Int(1, 4) * 4096), 100);
+      if (gen.Bool()) made.Cpu(std::to_string(gen.Int(8, 64)));
+      if (gen.Bool()) made.Memory(std::to_string(gen.Int(16, 256)) + "Gi");
+      return made;
+    };
+    auto both = [&](auto change) {
+      change(plain);
+      change(kept);
+    };
+    const int nodes = static_cast<int>(gen.Int(1, 10));
+    for (int n = 0; n < nodes; ++n) {
+      const Node made = node(n);
+      both([&](ClusterSnapshot& s) { REQUIRE(s.AddNode(made).ok()); });
+    }
+    std::vector<Pod> placed;
+    for (int step = 0; step < 60; ++step) {
+      CAPTURE(step);
+      if (step == measure_from) REQUIRE(kept.SetFragmentationWorkload(o.workload).ok());
+      const auto what = gen.Int(0, 9);
+      if (what == 0) {  // a node comes back changed, or goes
+        const int n = static_cast<int>(gen.Int(0, nodes - 1));
+        if (gen.Bool()) {
+          const Node made = node(n);
+          both([&](ClusterSnapshot& s) { REQUIRE(s.AddNode(made).ok()); });
+        } else {
+          both([&](ClusterSnapshot& s) { s.RemoveNode("node" + std::to_string(n)); });
+        }
+      } else if (what == 1 && !placed.empty()) {  // a pod leaves
+        const auto i = static_cast<std::size_t>(
+            gen.Int(0, static_cast<std::int64_t>(placed.size()) - 1));
+        both([&](ClusterSnapshot& s) { s.RemovePod(placed[i].uid); });
+        placed.erase(placed.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        // A pod arrives: without devices, bound by kube-scheduler; with
+        // devices, where the Filter puts it; or a placed one filtered
+        // again (its own placement released first).
+        const bool again = what == 2 && !placed.empty();
+        Pod pod = again ? placed[static_cast<std::size_t>(
+                              gen.Int(0, static_cast<std::int64_t>(placed.size()) - 1))]
+                        : Pod(MakePod("p" + std::to_string(step))
+                                  .Requests(gen.Bool() ? 0 : gen.Int(1, 8) * 1000,
+                                            gen.Bool() ? 0 : gen.Int(1, 8) * 4096));
+        if (!again && gen.Int(0, 4) == 0) {
+          const std::vector<std::string> names = plain.NodeNames();
+          if (names.empty()) continue;
+          pod = MakePod(pod.name).Requests(pod.cpu_milli, pod.memory_bytes >> 20).BoundTo(
+              names[static_cast<std::size_t>(
+                  gen.Int(0, static_cast<std::int64_t>(names.size()) - 1))]);
+        } else if (!again) {
+          const int cores = gen.Bool() ? 100 : static_cast<int>(gen.Int(1, 99));
+          pod = MakePod(pod.name)
+                    .Requests(pod.cpu_milli, pod.memory_bytes >> 20)
+                    .Container(cores == 100 ? static_cast<int>(gen.Int(1, 3)) : 1, -1, cores,
+                               cores);
+        }
+        FilterResult a = MustFilter(plain, pod, o);
+        FilterResult b = MustFilter(kept, pod, o);
+        CHECK(a.node == b.node);
+        CHECK(a.annotations == b.annotations);
+        CHECK(a.scores == b.scores);
+        CHECK(a.failed == b.failed);
+        if (!again && (a.node || !pod.node_name.empty())) {
+          for (const auto& [key, value] : a.annotations.entries()) pod.annotations.Set(key, value);
+          both([&](ClusterSnapshot& s) { REQUIRE(s.AddPod(pod).ok()); });
+          placed.push_back(pod);
+        }
+      }
+      CHECK(*MeasureFragmentation(plain, o.workload) == *MeasureFragmentation(kept, o.workload));
     }
   }
 }

@@ -177,20 +177,19 @@ Result<ClusterFragmentation> MeasureFragmentation(const ClusterSnapshot& snapsho
   Status valid = ValidateWorkload(workload);
   if (!valid.ok()) return valid;
   const SnapshotState& s = snapshot.state();
-  PodPlan plan;  // no pod: nothing released, no CPU or memory placed
-  plan.fgd =
-      MakeFgdModel(workload.empty() ? std::span<const WorkloadClass>(DefaultWorkload()) : workload);
-  Scratch scratch;
+  std::unique_ptr<FgdModel> own;
+  const FgdModel& model = ModelFor(s, workload, own);
+  FitMemo fits;
+  NodeMeasure measured;
   ClusterFragmentation result;
   result.nodes.reserve(s.by_name.size());
   for (std::uint32_t i : s.by_name) {
     const NodeState& node = s.nodes[i];
     if (!node.present) continue;
-    LoadNode(s, node, plan, scratch.work);
-    scratch.frag_valid = false;
-    EnsureMeasured(scratch.work, plan, scratch);
-    const FitWeights fit = FitFor(plan.fgd, NodeRoom(node, plan), scratch.before_fit);
-    NodeFragmentation n{node.name, scratch.frag.all, Fragmentation(scratch.frag, plan, fit)};
+    // The snapshot's own measure, or one made now.
+    const NodeMeasure* m = own == nullptr ? &s.fragmentation->nodes[i] : &measured;
+    if (own != nullptr) MeasureNode(s, node, model, fits, measured);
+    NodeFragmentation n{node.name, m->sums.all, m->fragmentation};
     result.free_gpus += n.free_gpus;
     result.fragmented_gpus += n.fragmented_gpus;
     result.nodes.push_back(std::move(n));

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "devshare/filter.hpp"
 #include "devshare/hami_exact.hpp"
 #include "devshare/request.hpp"
+#include "fgd_model.hpp"
 #include "snapshot_state.hpp"
 
 namespace devshare::internal {
@@ -50,37 +52,6 @@ struct Selectors {
   std::string mode;
 };
 
-// The workload of the fgd policy prepared for one Filter call. Classes are
-// grouped by GPU shape (gpus, gpu_milli); what depends on a node's CPU and
-// memory is only which classes fit there, so the weight of the fitting
-// classes per shape is tabulated by free CPU: row r holds the classes whose
-// CPU ask is at most cpu_steps[r - 1] (row 0: the classes asking no CPU).
-// A row serves a node directly when its free memory covers the row's largest
-// memory ask; otherwise the classes are checked one by one.
-struct FgdShape {
-  std::int32_t gpus = 0;
-  std::int32_t gpu_milli = 0;
-  float need = 0;  // gpu_milli / 1000 (fractional shapes)
-};
-
-struct FgdClass {
-  std::uint32_t shape = 0;
-  std::int64_t cpu_milli = 0;     // 0: any node
-  std::int64_t memory_bytes = 0;  // 0: any node
-  double weight = 0;
-};
-
-struct FgdModel {
-  std::vector<FgdShape> shapes;
-  std::vector<FgdClass> classes;
-  std::vector<std::int64_t> cpu_steps;   // ascending distinct CPU asks (> 0)
-  std::vector<double> rows;              // (cpu_steps + 1) rows x shapes: fitting weight
-  std::vector<double> row_unfit;         // per row: weight of the classes that do not fit
-  std::vector<std::int64_t> row_memory;  // per row: largest memory ask of a fitting class
-  double total = 0;                      // Σ weight
-  float max_need = 0;                    // the largest fractional shape's need
-};
-
 struct PodPlan {
   const Pod* pod = nullptr;
   std::vector<ContainerRequests> requests;
@@ -113,9 +84,13 @@ struct PodPlan {
   HamiExact hami_exact;  // FilterOptions::hami_exact
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;
-  // fgd: the workload as fit tables, and the CPU and memory the pod asks
-  // (released where it already holds them, like `previous`).
-  FgdModel fgd;
+  // fgd: the workload as fit tables — the snapshot's when the options'
+  // workload is the one it measures (fgd_cached), else own_fgd — and the CPU
+  // and memory the pod asks (released where it already holds them, like
+  // `previous`).
+  const FgdModel* fgd = nullptr;
+  std::unique_ptr<FgdModel> own_fgd;
+  bool fgd_cached = false;
   std::int64_t cpu_milli = 0;
   std::int64_t memory_bytes = 0;
   const internal::PodRequestsEntry* previous_requests = nullptr;
@@ -148,23 +123,6 @@ using ContainerPicks = std::vector<std::vector<Pick>>;
 
 using OrderKey = std::array<float, 4>;
 
-// Fragmentation sums of one node (see Fragmentation below).
-constexpr float kWholeDevice = 0.999f;
-
-struct FragState {
-  std::vector<double> below;  // per fractional shape: Σ free of the devices below its need
-  double all = 0;             // Σ free
-  double partial = 0;         // Σ free of the devices not fully free
-  std::int32_t whole = 0;     // fully free devices
-};
-
-// The classes that fit one node by CPU and memory: the weight per shape
-// (`fit`, one per FgdModel shape) and the weight of the others.
-struct FitWeights {
-  const double* fit = nullptr;
-  double unfit = 0;
-};
-
 struct Scratch {
   std::vector<WorkDevice> base, work;
   std::vector<std::uint32_t> order;
@@ -183,19 +141,24 @@ struct Scratch {
   std::vector<ContainerPicks> placement;
   // fgd: the free share of each working device and the sums over them;
   // frag_valid when they match the working devices (kept in step with the
-  // picks), and device scores already computed per (free, share).
+  // picks). frag_now: their fragmentation with the classes `after` says fit,
+  // when frag_now_valid. memo: the device scores computed for the current
+  // sums, per (free, share), with the free share `to` a pick would leave and
+  // the fragmentation `after` it.
   std::vector<float> frag_free;
   FragState frag;
   bool frag_valid = false;
+  double frag_now = 0;
+  bool frag_now_valid = false;
   struct ScoreMemo {
-    float free, share, score;
+    float free, share, to, score;
+    double after;
   };
   std::vector<ScoreMemo> memo;
   // fgd: the classes fitting the node being evaluated, as it is (before)
-  // and with the pod placed (after); own storage for rows computed class
-  // by class.
+  // and with the pod placed (after); the cells summed during this call.
   FitWeights before, after;
-  std::vector<double> before_fit, after_fit;
+  FitMemo fits;
   // The volcano node policy: the score of the app containers' picks so far.
   double volcano_score = 0;
 };

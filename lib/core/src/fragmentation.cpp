@@ -7,25 +7,6 @@ namespace devshare::internal {
 
 namespace {
 
-// Free share of a device in [0, 1]: the tighter of free cores and free
-// memory; 0 when it has no free slot or is unhealthy.
-float FreeShare(const WorkDevice& d) {
-  const internal::HotDevice& info = d;
-  if (!d.healthy || info.count <= d.used || info.devcore <= 0 || info.devmem <= 0) return 0;
-  const float cores = 1.0f - static_cast<float>(d.usedcores) / static_cast<float>(info.devcore);
-  const float mem = 1.0f - static_cast<float>(d.usedmem) / static_cast<float>(info.devmem);
-  return std::clamp(std::min(cores, mem), 0.0f, 1.0f);
-}
-
-// Expected fragmentation of a node (FGD, Weng et al. ATC'23): for each
-// workload class, the free GPU share that class cannot use, weighted by the
-// class's share. A class the node's free CPU or memory cannot host can use
-// none of it. Otherwise a fractional class r cannot use a device with less
-// than r free; a k-GPU class can use only fully free devices, and nothing at
-// all when fewer than k are fully free.
-//
-// The sums behind it are kept in a FragState so that changing one device's
-// free share costs O(shapes), not O(devices x classes).
 // The sums every shape reads (Σ free, Σ free of the devices not fully free,
 // the fully free devices) with a device of free share `f` added (sign +1) or
 // removed (-1).
@@ -38,31 +19,29 @@ void AddToTotals(double& all, double& partial, std::int32_t& whole, float f, dou
   }
 }
 
-void AddDevice(FragState& s, float f, const PodPlan& plan, double sign) {
-  if (f == 0) return;  // a full device adds nothing
-  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
-  if (f < plan.fgd.max_need) {  // else below no fractional shape's need
-    for (std::size_t g = 0; g < shapes.size(); ++g) {
-      if (shapes[g].gpu_milli > 0 && f < shapes[g].need) s.below[g] += sign * f;
+void AddDevice(FragState& s, float f, const FgdModel& m, double sign) {
+  if (f == 0) return;    // a full device adds nothing
+  if (f < m.max_need) {  // else below no fractional shape's need
+    for (std::size_t g = 0; g < m.shapes.size(); ++g) {
+      if (m.shapes[g].gpu_milli > 0 && f < m.shapes[g].need) s.below[g] += sign * f;
     }
   }
   AddToTotals(s.all, s.partial, s.whole, f, sign);
 }
 
-// Fragmentation(s, plan, w) of `s` with one device's free share moved from
+// Fragmentation(s, m, w) of `s` with one device's free share moved from
 // `from` to `to`: the same operations as AddDevice(-from), AddDevice(+to) on
 // a copy and then Fragmentation, so the same result to the bit, without the
 // copy of the per-shape sums.
-double FragmentationAfterMove(const FragState& s, float from, float to, const PodPlan& plan,
+double FragmentationAfterMove(const FragState& s, float from, float to, const FgdModel& m,
                               const FitWeights& w) {
   double all = s.all, partial = s.partial;
   std::int32_t whole = s.whole;
   if (from != 0) AddToTotals(all, partial, whole, from, -1);
   if (to != 0) AddToTotals(all, partial, whole, to, +1);
-  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
   double total = w.unfit * all;
-  for (std::size_t g = 0; g < shapes.size(); ++g) {
-    const FgdShape& shape = shapes[g];
+  for (std::size_t g = 0; g < m.shapes.size(); ++g) {
+    const FgdShape& shape = m.shapes[g];
     double frag = 0;
     if (shape.gpu_milli > 0) {
       frag = s.below[g];
@@ -73,68 +52,95 @@ double FragmentationAfterMove(const FragState& s, float from, float to, const Po
     }
     total += w.fit[g] * frag;
   }
-  return plan.fgd.total > 0 ? total / plan.fgd.total : 0;
+  return m.total > 0 ? total / m.total : 0;
 }
 
-void Measure(const std::vector<float>& free, const PodPlan& plan, FragState& s) {
-  s.below.assign(plan.fgd.shapes.size(), 0.0);
+void Measure(std::span<const float> free, const FgdModel& m, FragState& s) {
+  s.below.assign(m.shapes.size(), 0.0);
   s.all = s.partial = 0;
   s.whole = 0;
-  for (float f : free) AddDevice(s, f, plan, +1);
+  for (float f : free) AddDevice(s, f, m, +1);
 }
 
 }  // namespace
 
-double Fragmentation(const FragState& s, const PodPlan& plan, const FitWeights& w) {
-  const std::vector<FgdShape>& shapes = plan.fgd.shapes;
+const FgdModel& ModelFor(const SnapshotState& s, std::span<const WorkloadClass> workload,
+                         std::unique_ptr<FgdModel>& own) {
+  if (s.fragmentation && std::ranges::equal(s.fragmentation->workload, workload)) {
+    return s.fragmentation->model;
+  }
+  own = std::make_unique<FgdModel>(MakeFgdModel(workload));
+  return *own;
+}
+
+float FreeShare(const HotDevice& d) {
+  if (!d.healthy || d.count <= d.used || d.devcore <= 0 || d.devmem <= 0) return 0;
+  const float cores = 1.0f - static_cast<float>(d.usedcores) / static_cast<float>(d.devcore);
+  const float mem = 1.0f - static_cast<float>(d.usedmem) / static_cast<float>(d.devmem);
+  return std::clamp(std::min(cores, mem), 0.0f, 1.0f);
+}
+
+double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w) {
   double total = w.unfit * s.all;
-  for (std::size_t g = 0; g < shapes.size(); ++g) {
-    const FgdShape& shape = shapes[g];
+  for (std::size_t g = 0; g < m.shapes.size(); ++g) {
+    const FgdShape& shape = m.shapes[g];
     const double frag =
         shape.gpu_milli > 0 ? s.below[g] : (s.whole >= shape.gpus ? s.partial : s.all);
     total += w.fit[g] * frag;
   }
-  return plan.fgd.total > 0 ? total / plan.fgd.total : 0;
+  return m.total > 0 ? total / m.total : 0;
 }
 
-// Measures the working devices into scratch.frag unless it matches them.
-void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch) {
-  if (scratch.frag_valid) return;
-  scratch.frag_free.resize(devices.size());
-  for (std::size_t i = 0; i < devices.size(); ++i) scratch.frag_free[i] = FreeShare(devices[i]);
-  Measure(scratch.frag_free, plan, scratch.frag);
-  scratch.frag_valid = true;
-}
-
-// Keeps scratch.frag in step with picks just applied to the devices.
-void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
-                const PodPlan& plan, Scratch& scratch) {
-  if (!scratch.frag_valid) return;
-  for (const Pick& p : picked) {
-    const float was = scratch.frag_free[p.device];
-    const float now = FreeShare(devices[p.device]);
-    if (now == was) continue;
-    AddDevice(scratch.frag, was, plan, -1);
-    AddDevice(scratch.frag, now, plan, +1);
-    scratch.frag_free[p.device] = now;
+// The weights of the classes that fit `room`: a table row when the row's
+// memory asks fit too, else the cell (CPU row, memory step) summed class by
+// class once. Both sum the fitting classes in ascending CPU order and the
+// others in descending order, so that equal sets of classes give equal sums
+// to the last bit (and no class left out gives exactly 0).
+FitWeights FitFor(const FgdModel& m, Room room, FitMemo& memo) {
+  const auto row = static_cast<std::size_t>(
+      std::upper_bound(m.cpu_steps.begin(), m.cpu_steps.end(), room.cpu) - m.cpu_steps.begin());
+  const std::size_t n = m.shapes.size();
+  // Columns: the memory steps a room reaches; the last one, every class.
+  const std::size_t columns = m.memory_steps.size() + 1;
+  if (m.row_memory[row] <= room.memory) {
+    return FitWeights{m.rows.data() + row * n, m.row_unfit[row],
+                      static_cast<std::uint32_t>(row * columns + columns - 1)};
   }
+  // Below the row's largest memory ask, so before the last column.
+  const auto column = static_cast<std::size_t>(
+      std::upper_bound(m.memory_steps.begin(), m.memory_steps.end(), room.memory) -
+      m.memory_steps.begin());
+  const std::size_t cell = row * columns + column;
+  if (memo.slot.empty()) memo.slot.assign((m.cpu_steps.size() + 1) * columns, -1);
+  if (memo.slot[cell] < 0) {
+    auto fits = [&](const FgdClass& c) {
+      return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) &&
+             (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
+    };
+    std::vector<double> sums(n, 0.0);
+    for (const FgdClass& c : m.classes) {
+      if (fits(c)) sums[c.shape] += c.weight;
+    }
+    double unfit = 0;
+    // NOLINTNEXTLINE(modernize-loop-convert): descending, as said above
+    for (auto c = m.classes.rbegin(); c != m.classes.rend(); ++c) {
+      if (!fits(*c)) unfit += c->weight;
+    }
+    memo.slot[cell] = static_cast<std::int32_t>(memo.sums.size());
+    memo.sums.push_back(std::move(sums));
+    memo.unfit.push_back(unfit);
+  }
+  const auto slot = static_cast<std::size_t>(memo.slot[cell]);
+  return FitWeights{memo.sums[slot].data(), memo.unfit[slot], static_cast<std::uint32_t>(cell)};
 }
 
-// The fgd node score from the decrease in fragmentation (GPUs) a placement
-// brings, on kube-scheduler's scale as the FGD authors' scheduler plugin
-// computes it: 100 * sigmoid(decrease), rounded down. Placements whose
-// decreases differ by less than about 0.04 GPU (more for large changes)
-// score the same, and the first name wins among them.
-// The decrease is first rounded to a millionth of a GPU, so that summation
-// noise in equal fragmentations cannot cross a step.
-double FgdNodeScore(double decrease) {
-  const double rounded = std::nearbyint(decrease * 1e6) / 1e6;
-  return std::floor(100.0 / (1.0 + std::exp(-rounded)));
+Room FreeRoom(const NodeState& node) {
+  return Room{node.cpu_capacity < 0 ? kUnlimited : node.cpu_capacity - node.cpu_requested,
+              node.memory_capacity < 0 ? kUnlimited : node.memory_capacity - node.memory_requested};
 }
 
 Room NodeRoom(const NodeState& node, const PodPlan& plan) {
-  Room room{node.cpu_capacity < 0 ? kUnlimited : node.cpu_capacity - node.cpu_requested,
-            node.memory_capacity < 0 ? kUnlimited : node.memory_capacity - node.memory_requested};
+  Room room = FreeRoom(node);
   const internal::PodRequestsEntry* previous = plan.previous_requests;
   if (previous != nullptr && previous->node == node.name) {
     if (room.cpu != kUnlimited) room.cpu += previous->requests.cpu_milli;
@@ -149,38 +155,110 @@ Room Less(Room room, const PodPlan& plan) {
   return room;
 }
 
-// The weights of the classes that fit `room`: a table row when the row's
-// memory asks fit too, else summed class by class into `storage`. Both sum
-// the fitting classes in ascending CPU order and the others in descending
-// order, so that equal sets of classes give equal sums to the last bit (and
-// no class left out gives exactly 0).
-FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage) {
-  const auto row = static_cast<std::size_t>(
-      std::upper_bound(m.cpu_steps.begin(), m.cpu_steps.end(), room.cpu) - m.cpu_steps.begin());
-  const std::size_t n = m.shapes.size();
-  if (m.row_memory[row] <= room.memory)
-    return FitWeights{m.rows.data() + row * n, m.row_unfit[row]};
-  auto fits = [&](const FgdClass& c) {
-    return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) &&
-           (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
-  };
-  storage.assign(n, 0.0);
-  for (const FgdClass& c : m.classes) {
-    if (fits(c)) storage[c.shape] += c.weight;
-  }
-  double unfit = 0;
-  // NOLINTNEXTLINE(modernize-loop-convert): descending, as said above
-  for (auto c = m.classes.rbegin(); c != m.classes.rend(); ++c) {
-    if (!fits(*c)) unfit += c->weight;
-  }
-  return FitWeights{storage.data(), unfit};
+// The fgd node score from the decrease in fragmentation (GPUs) a placement
+// brings, on kube-scheduler's scale as the FGD authors' scheduler plugin
+// computes it: 100 * sigmoid(decrease), rounded down. Placements whose
+// decreases differ by less than about 0.04 GPU (more for large changes)
+// score the same, and the first name wins among them.
+// The decrease is first rounded to a millionth of a GPU, so that summation
+// noise in equal fragmentations cannot cross a step.
+double FgdNodeScore(double decrease) {
+  const double rounded = std::nearbyint(decrease * 1e6) / 1e6;
+  return std::floor(100.0 / (1.0 + std::exp(-rounded)));
 }
 
-// Prepares the fgd tables for one Filter call: O(classes log classes +
-// CPU steps x shapes).
+void MeasureNode(const SnapshotState& s, const NodeState& node, const FgdModel& m, FitMemo& fits,
+                 NodeMeasure& out) {
+  const HotDevice* hot = s.Hot(node);
+  out.free.resize(node.devices.size());
+  for (std::size_t i = 0; i < node.devices.size(); ++i) out.free[i] = FreeShare(hot[i]);
+  Measure(out.free, m, out.sums);
+  const FitWeights w = FitFor(m, FreeRoom(node), fits);
+  out.cell = w.cell;
+  out.fragmentation = Fragmentation(out.sums, m, w);
+}
+
+void RemeasureNode(SnapshotState& s, const NodeState& node) {
+  if (!s.fragmentation || !node.present) return;
+  FragmentationCache& cache = *s.fragmentation;
+  if (cache.nodes.size() < s.nodes.size()) cache.nodes.resize(s.nodes.size());
+  const auto index = static_cast<std::size_t>(&node - s.nodes.data());
+  MeasureNode(s, node, cache.model, cache.fits, cache.nodes[index]);
+}
+
+const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
+                                 const PodPlan& plan) {
+  if (!plan.fgd_cached) return nullptr;
+  if (plan.previous != nullptr && plan.previous->node == node.name) return nullptr;
+  if (plan.previous_requests != nullptr && plan.previous_requests->node == node.name) {
+    return nullptr;
+  }
+  return &s.fragmentation->nodes[static_cast<std::size_t>(&node - s.nodes.data())];
+}
+
+void StartMeasure(const NodeMeasure* cached, Scratch& scratch) {
+  scratch.memo.clear();
+  scratch.frag_valid = cached != nullptr;
+  scratch.frag_now_valid = false;
+  if (cached == nullptr) return;
+  scratch.frag_free.assign(cached->free.begin(), cached->free.end());
+  scratch.frag = cached->sums;
+  if (scratch.after.cell == cached->cell) {
+    scratch.frag_now = cached->fragmentation;
+    scratch.frag_now_valid = true;
+  }
+}
+
+void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch) {
+  if (scratch.frag_valid) return;
+  scratch.frag_free.resize(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) scratch.frag_free[i] = FreeShare(devices[i]);
+  Measure(scratch.frag_free, *plan.fgd, scratch.frag);
+  scratch.frag_valid = true;
+  scratch.frag_now_valid = false;
+}
+
+double CurrentFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan,
+                            Scratch& scratch) {
+  EnsureMeasured(devices, plan, scratch);
+  if (!scratch.frag_now_valid) {
+    scratch.frag_now = Fragmentation(scratch.frag, *plan.fgd, scratch.after);
+    scratch.frag_now_valid = true;
+  }
+  return scratch.frag_now;
+}
+
+// When the picks changed one device exactly as a device score foresaw,
+// that score's fragmentation is the new one (the same operations, see
+// FragmentationAfterMove).
+void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
+                const PodPlan& plan, Scratch& scratch) {
+  if (!scratch.frag_valid) return;
+  std::size_t changed = 0;
+  const Scratch::ScoreMemo* foreseen = nullptr;
+  for (const Pick& p : picked) {
+    const float was = scratch.frag_free[p.device];
+    const float now = FreeShare(devices[p.device]);
+    if (now == was) continue;
+    ++changed;
+    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
+      return m.free == was && m.to == now;
+    });
+    foreseen = memo != scratch.memo.end() ? &*memo : nullptr;
+    AddDevice(scratch.frag, was, *plan.fgd, -1);
+    AddDevice(scratch.frag, now, *plan.fgd, +1);
+    scratch.frag_free[p.device] = now;
+  }
+  if (changed == 0) return;
+  scratch.frag_now_valid = changed == 1 && foreseen != nullptr;
+  if (scratch.frag_now_valid) scratch.frag_now = foreseen->after;
+  scratch.memo.clear();  // scored against the sums before these picks
+}
+
+// The fit tables: O(classes log classes + CPU steps x shapes).
 FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
   FgdModel m;
-  for (const WorkloadClass& c : workload) {
+  for (const WorkloadClass& c : workload.empty() ? std::span(DefaultWorkload()) : workload) {
     const std::int32_t gpus = c.gpu_milli > 0 ? 0 : c.gpus;
     auto shape = std::find_if(m.shapes.begin(), m.shapes.end(), [&](const FgdShape& s) {
       return s.gpus == gpus && s.gpu_milli == c.gpu_milli;
@@ -194,11 +272,15 @@ FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
                                  c.memory_mib * 1024 * 1024, c.weight});
     m.total += c.weight;
     if (c.cpu_milli > 0) m.cpu_steps.push_back(c.cpu_milli);
+    if (c.memory_mib > 0) m.memory_steps.push_back(m.classes.back().memory_bytes);
   }
   std::stable_sort(m.classes.begin(), m.classes.end(),
                    [](const FgdClass& a, const FgdClass& b) { return a.cpu_milli < b.cpu_milli; });
   std::sort(m.cpu_steps.begin(), m.cpu_steps.end());
   m.cpu_steps.erase(std::unique(m.cpu_steps.begin(), m.cpu_steps.end()), m.cpu_steps.end());
+  std::sort(m.memory_steps.begin(), m.memory_steps.end());
+  m.memory_steps.erase(std::unique(m.memory_steps.begin(), m.memory_steps.end()),
+                       m.memory_steps.end());
   const std::size_t n = m.shapes.size();
   const std::size_t rows = m.cpu_steps.size() + 1;
   m.rows.assign(rows * n, 0.0);
@@ -231,8 +313,7 @@ FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
 // share of one device were placed on each device (lower is better).
 void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
                      const PodPlan& plan, Scratch& scratch) {
-  EnsureMeasured(devices, plan, scratch);
-  const double before = Fragmentation(scratch.frag, plan, scratch.after);
+  const double before = CurrentFragmentation(devices, plan, scratch);
   scratch.memo.clear();
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const internal::HotDevice& info = devices[i];
@@ -246,17 +327,17 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
                                  static_cast<float>(mem) / static_cast<float>(info.devmem));
     const float f = scratch.frag_free[i];
     // Devices with the same free share and ask score the same.
-    auto memo =
-        std::find_if(scratch.memo.begin(), scratch.memo.end(),
-                     [&](const Scratch::ScoreMemo& m) { return m.free == f && m.share == share; });
+    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
+      return m.free == f && m.share == share;
+    });
     if (memo != scratch.memo.end()) {
       devices[i].score = memo->score;
       continue;
     }
-    const double after =
-        FragmentationAfterMove(scratch.frag, f, std::max(0.0f, f - share), plan, scratch.after);
+    const float to = std::max(0.0f, f - share);
+    const double after = FragmentationAfterMove(scratch.frag, f, to, *plan.fgd, scratch.after);
     devices[i].score = static_cast<float>(after - before);
-    if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, devices[i].score});
+    if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, to, devices[i].score, after});
   }
 }
 

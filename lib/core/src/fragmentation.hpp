@@ -1,51 +1,83 @@
-// fragmentation.hpp — fgd's measure (Weng et al., ATC '23) as Filter and
-// MeasureFragmentation use it: for each workload class, the free GPU share
-// of a node the class cannot use, weighted by the class's share. A class the
-// node's free CPU or memory cannot host can use none of it; otherwise a
-// fractional class r cannot use a device with less than r free, and a k-GPU
-// class only fully free devices, none when fewer than k are. The sums behind
-// it live in a FragState so that changing one device's free share costs
-// O(shapes), not O(devices x classes). Private to the core.
+// fragmentation.hpp — fgd's measure (Weng et al., ATC '23) as Filter,
+// MeasureFragmentation and the snapshot use it: for each workload class, the
+// free GPU share of a node the class cannot use, weighted by the class's
+// share. A class the node's free CPU or memory cannot host can use none of
+// it; otherwise a fractional class r cannot use a device with less than r
+// free, and a k-GPU class only fully free devices, none when fewer than k
+// are. The sums behind it live in a FragState so that changing one device's
+// free share costs O(shapes), not O(devices x classes).
+//
+// Cost per scored node: the snapshot keeps every node's sums for the
+// workload it was given (RemeasureNode after each change to the node), so a
+// node is loaded in O(devices + shapes); each distinct (free share, ask) of
+// its devices costs O(shapes), and so does the placement's fragmentation
+// unless one device changed by exactly the ask it was scored for. Which
+// classes fit a node's CPU and memory is a table row or a cell summed once
+// per Filter call: O(log classes). Private to the core.
 #ifndef DEVSHARE_SRC_FRAGMENTATION_HPP_
 #define DEVSHARE_SRC_FRAGMENTATION_HPP_
 
-#include <cstdint>
-#include <limits>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "fgd_model.hpp"
 #include "filter_plan.hpp"
+#include "snapshot_state.hpp"
 
 namespace devshare::internal {
 
-// Free CPU (millicores) and memory (bytes) of a node, the pod's own
-// placement released first; unknown capacity is unlimited.
-struct Room {
-  std::int64_t cpu = 0;
-  std::int64_t memory = 0;
-};
-constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
-
-// The workload as fit tables, for one Filter call: O(classes log classes +
-// CPU steps x shapes).
+// The workload (the default mix when empty) as fit tables: O(classes log
+// classes + CPU steps x shapes).
 FgdModel MakeFgdModel(std::span<const WorkloadClass> workload);
 
+// The snapshot's tables when `workload` is the one it measures, else tables
+// made into `own`.
+const FgdModel& ModelFor(const SnapshotState& s, std::span<const WorkloadClass> workload,
+                         std::unique_ptr<FgdModel>& own);
+
+// Free share of a device in [0, 1]: the tighter of free cores and free
+// memory; 0 when it has no free slot or is unhealthy.
+float FreeShare(const HotDevice& d);
 // The weighted fragmentation of `s` for the classes `w` says fit.
-double Fragmentation(const FragState& s, const PodPlan& plan, const FitWeights& w);
-// Measures the working devices into scratch.frag unless it matches them.
-void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch);
-// Keeps scratch.frag in step with picks just applied to the devices.
-void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
-                const PodPlan& plan, Scratch& scratch);
+double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w);
+// The weights of the classes that fit `room`: a table row, or a cell summed
+// into `memo` the first time it is asked for.
+FitWeights FitFor(const FgdModel& m, Room room, FitMemo& memo);
+// A node's free CPU and memory; the same with the pod's own placement
+// released first; the same less what the pod asks.
+Room FreeRoom(const NodeState& node);
+Room NodeRoom(const NodeState& node, const PodPlan& plan);
+Room Less(Room room, const PodPlan& plan);
 // The fgd node score from the decrease in fragmentation a placement brings:
 // 100 * sigmoid(decrease), rounded down.
 double FgdNodeScore(double decrease);
-// A node's free CPU and memory; the same less what the pod asks.
-Room NodeRoom(const NodeState& node, const PodPlan& plan);
-Room Less(Room room, const PodPlan& plan);
-// The weights of the classes that fit `room` (a table row, or summed into
-// `storage`).
-FitWeights FitFor(const FgdModel& m, Room room, std::vector<double>& storage);
+
+// `node`'s measure for the model `m`, from the snapshot's numbers.
+void MeasureNode(const SnapshotState& s, const NodeState& node, const FgdModel& m, FitMemo& fits,
+                 NodeMeasure& out);
+// The snapshot's measure of `node` for its fragmentation workload (a no-op
+// without one): called after every change to the node's devices, CPU or
+// memory.
+void RemeasureNode(SnapshotState& s, const NodeState& node);
+// The snapshot's measure of `node` when it is the one the plan needs (the
+// plan's workload is the snapshot's and the pod holds nothing on the
+// node), else nullptr.
+const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
+                                 const PodPlan& plan);
+
+// Filter's working measure (Scratch): starts from `cached` (or is measured
+// when first needed), follows the picks, and knows the working devices'
+// fragmentation under scratch.after when it can.
+void StartMeasure(const NodeMeasure* cached, Scratch& scratch);
+void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch);
+// The working devices' fragmentation with the classes scratch.after says
+// fit (measured first if need be).
+double CurrentFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan,
+                            Scratch& scratch);
+// Keeps the working measure in step with picks just applied to the devices.
+void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
+                const PodPlan& plan, Scratch& scratch);
 // fgd as a GPU policy: each device's score is the increase in node
 // fragmentation if `request`'s share of it were taken (lower is better).
 void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,

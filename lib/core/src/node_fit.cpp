@@ -698,11 +698,14 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   }
   scratch.placement.resize(plan.requests.size());
   for (ContainerPicks& c : scratch.placement) c.resize(plan.vendors.size());
+  // fgd: the node's measure from the snapshot when it has the one needed.
+  const NodeMeasure* cached = nullptr;
   if (plan.node_fgd || plan.gpu.fgd) {
     // Devices are scored with the pod's CPU and memory placed on the node.
     const Room room = NodeRoom(node, plan);
-    scratch.before = FitFor(plan.fgd, room, scratch.before_fit);
-    scratch.after = FitFor(plan.fgd, Less(room, plan), scratch.after_fit);
+    cached = CachedMeasure(s, node, plan);
+    if (cached == nullptr) scratch.before = FitFor(*plan.fgd, room, scratch.fits);
+    scratch.after = FitFor(*plan.fgd, Less(room, plan), scratch.fits);
   }
   // Init containers run one at a time, each on the node as it is; the
   // unchanged node is kept in `base` only when there are any.
@@ -712,7 +715,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
       if (plan.requests[c].empty()) continue;
       CopyDevices(scratch.base, scratch.work);
       ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
-      scratch.frag_valid = false;
+      StartMeasure(cached, scratch);
       if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
     }
     CopyDevices(scratch.base, scratch.work);
@@ -720,12 +723,15 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     LoadNode(s, node, plan, scratch.work);
   }
   ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
-  scratch.frag_valid = false;
+  StartMeasure(cached, scratch);
   scratch.volcano_score = 0;  // app containers only: Volcano does not see init containers
   double before = 0;
-  if (plan.node_fgd) {
+  if (plan.node_fgd && cached != nullptr) {
+    before = cached->fragmentation;
+    verdict.free_gpus = cached->sums.all;
+  } else if (plan.node_fgd) {
     EnsureMeasured(scratch.work, plan, scratch);
-    before = Fragmentation(scratch.frag, plan, scratch.before);
+    before = Fragmentation(scratch.frag, *plan.fgd, scratch.before);
     verdict.free_gpus = scratch.frag.all;
   }
   for (std::size_t c = plan.init_containers; c < plan.requests.size(); ++c) {
@@ -733,8 +739,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   }
   verdict.fits = true;
   if (plan.node_fgd) {
-    EnsureMeasured(scratch.work, plan, scratch);
-    verdict.score = FgdNodeScore(before - Fragmentation(scratch.frag, plan, scratch.after));
+    verdict.score = FgdNodeScore(before - CurrentFragmentation(scratch.work, plan, scratch));
   } else if (plan.node_volcano) {
     verdict.score = scratch.volcano_score;
   } else {

@@ -8,6 +8,7 @@
 #include "devshare/annotations.hpp"
 #include "devshare/node_codec.hpp"
 #include "devshare/pod_codec.hpp"
+#include "fragmentation.hpp"
 #include "pod_scan.hpp"
 #include "snapshot_state.hpp"
 
@@ -133,6 +134,7 @@ void ApplyPod(SnapshotState& s, NodeState& node, const PodEntry& pod, int sign) 
                                       [](const DeviceSlot& d) { return d.is_mig; })) {
     RefreshHealth(s, node);
   }
+  RemeasureNode(s, node);
 }
 
 // Gives `node` a hot range for its devices, reusing its old one when it is
@@ -341,6 +343,7 @@ void ApplyRequests(SnapshotState& s, std::string_view node, const internal::Requ
     NodeState& state = s.nodes[it->second];
     state.cpu_requested = now.cpu_milli;
     state.memory_requested = now.memory_bytes;
+    RemeasureNode(s, state);
   }
 }
 
@@ -454,6 +457,7 @@ Status ClusterSnapshot::AddNode(const Node& node) {
     for (const PodEntry* pod : pods->second) ApplyPod(s, state, *pod, +1);
   }
   RefreshHealth(s, state);
+  RemeasureNode(s, state);
   return status;
 }
 
@@ -565,6 +569,17 @@ bool ClusterSnapshot::RemoveQuota(std::string_view pod_namespace, std::string_vi
     }
   }
   return removed;
+}
+
+Status ClusterSnapshot::SetFragmentationWorkload(std::span<const WorkloadClass> workload) {
+  if (Status valid = internal::ValidateWorkload(workload); !valid.ok()) return valid;
+  SnapshotState& s = *state_;
+  internal::FragmentationCache& cache = s.fragmentation.emplace();
+  cache.workload.assign(workload.begin(), workload.end());
+  cache.model = internal::MakeFgdModel(workload);
+  cache.nodes.resize(s.nodes.size());
+  for (const NodeState& node : s.nodes) internal::RemeasureNode(s, node);
+  return Status();
 }
 
 std::size_t ClusterSnapshot::node_count() const {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "devshare/device.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
+#include "devshare/workload.hpp"
+#include "fgd_model.hpp"
 
 namespace devshare::internal {
 
@@ -132,6 +135,23 @@ struct NamespaceQuota {
   std::vector<QuotaEntry> cores;
 };
 
+// fgd's measure of one node for the snapshot's fragmentation workload.
+struct NodeMeasure {
+  std::vector<float> free;    // per device: its free share
+  FragState sums;             // over `free`
+  std::uint32_t cell = 0;     // the classes the node's free CPU and memory host
+  double fragmentation = 0;   // of `sums` for those classes
+};
+
+// ClusterSnapshot::SetFragmentationWorkload: the workload as given (empty:
+// the default mix), its tables, and every node's measure.
+struct FragmentationCache {
+  std::vector<WorkloadClass> workload;
+  FgdModel model;
+  FitMemo fits;
+  std::vector<NodeMeasure> nodes;  // by index into SnapshotState::nodes
+};
+
 struct SnapshotState {
   DeviceConfig config;
   std::vector<NodeState> nodes;
@@ -146,6 +166,7 @@ struct SnapshotState {
   // and the sums per node name, nodes not (or no longer) registered included.
   StringKeyMap<PodRequestsEntry> requests;
   StringKeyMap<Requested> requested;
+  std::optional<FragmentationCache> fragmentation;
 
   const HotDevice* Hot(const NodeState& node) const { return hot.data() + node.hot_begin; }
   HotDevice* Hot(const NodeState& node) { return hot.data() + node.hot_begin; }

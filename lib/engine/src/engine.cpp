@@ -76,6 +76,9 @@ Engine::Engine(EngineOptions options)
     : options_(std::move(options)), snapshot_(options_.config), impl_(std::make_unique<Impl>()) {
   impl_->follower.hostname = options_.hostname;
   impl_->rng.seed(options_.seed);
+  // The snapshot keeps fgd's per-node measure for the workload Filter is
+  // given. An invalid workload is refused here and by every Filter call.
+  static_cast<void>(snapshot_.SetFragmentationWorkload(options_.filter.workload));
 }
 
 Engine::~Engine() = default;

@@ -41,6 +41,7 @@
 #include "devshare/objects.hpp"
 #include "devshare/status.hpp"
 #include "devshare/vendor.hpp"
+#include "devshare/workload.hpp"
 
 namespace devshare {
 
@@ -113,6 +114,17 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // namespace combine as Kubernetes combines them: the tightest wins.
   void SetQuota(std::string_view pod_namespace, std::string_view quota_name, const StringMap& hard);
   bool RemoveQuota(std::string_view pod_namespace, std::string_view quota_name);
+
+  // Keeps fgd's fragmentation measure of every node for `workload` (empty:
+  // the default mix; see WorkloadClass): every node is measured now, and
+  // each later change re-measures only the node it touches, in
+  // O(devices x workload shapes) — so Filter under the fgd policies loads a
+  // node's measure instead of measuring it, and MeasureFragmentation is
+  // O(nodes). They use it when their workload equals `workload` exactly (an
+  // empty one matches only an empty one) and measure each node themselves
+  // otherwise. A later call replaces the workload. Errors: kInvalidArgument
+  // for a class FilterOptions refuses (nothing changes then).
+  Status SetFragmentationWorkload(std::span<const WorkloadClass> workload);
 
   // Read access.
   std::size_t node_count() const;
