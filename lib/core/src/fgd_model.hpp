@@ -17,7 +17,9 @@ namespace devshare::internal {
 // free CPU: row r holds the classes whose CPU ask is at most cpu_steps[r - 1]
 // (row 0: the classes asking no CPU). A row serves a node directly when its
 // free memory covers the row's largest memory ask; otherwise the classes are
-// summed one by one for the cell (row, memory step) and kept in a FitMemo.
+// summed one by one for the cell (row, memory step): tabulated in `cells`
+// for a model many Filter calls share (TabulateCells), else kept in a
+// FitMemo for one call.
 struct FgdShape {
   std::int32_t gpus = 0;
   std::int32_t gpu_milli = 0;
@@ -39,6 +41,8 @@ struct FgdModel {
   std::vector<double> rows;                 // (cpu_steps + 1) rows x shapes: fitting weight
   std::vector<double> row_unfit;            // per row: weight of the classes that do not fit
   std::vector<std::int64_t> row_memory;     // per row: largest memory ask of a fitting class
+  std::vector<double> cells;                // rows x (memory_steps + 1) cells x shapes, or empty
+  std::vector<double> cell_unfit;           // per cell
   double total = 0;                         // Σ weight
   float max_need = 0;                       // the largest fractional shape's need
 };

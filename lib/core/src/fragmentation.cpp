@@ -1,7 +1,12 @@
 #include "fragmentation.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
+
+#include <boost/container_hash/hash.hpp>
+#include <limits>
 
 namespace devshare::internal {
 
@@ -62,7 +67,29 @@ void Measure(std::span<const float> free, const FgdModel& m, FragState& s) {
   for (float f : free) AddDevice(s, f, m, +1);
 }
 
+// Whether the node being scored was measured as the one `e` was computed
+// on: the same free shares, and devices with the same cores and memory.
+bool Alike(const Scratch::SharedScores& e, const Scratch& scratch, std::size_t devices) {
+  if (e.measure->free.size() != devices) return false;
+  if (std::memcmp(e.measure->free.data(), scratch.start->free.data(), devices * sizeof(float)) != 0)
+    return false;
+  for (std::size_t i = 0; i < devices; ++i) {
+    if (e.hot[i].devcore != scratch.start_hot[i].devcore ||
+        e.hot[i].devmem != scratch.start_hot[i].devmem) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+std::size_t Scratch::SharedKeyHash::operator()(const SharedKey& k) const {
+  std::size_t seed = k.fingerprint;
+  boost::hash_combine(seed, k.request);
+  boost::hash_combine(seed, k.cell);
+  return seed;
+}
 
 const FgdModel& ModelFor(const SnapshotState& s, std::span<const WorkloadClass> workload,
                          std::unique_ptr<FgdModel>& own) {
@@ -91,17 +118,61 @@ double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w)
   return m.total > 0 ? total / m.total : 0;
 }
 
+namespace {
+
+// The weights of the classes that fit `room`, summed class by class: the
+// fitting ones in ascending CPU order, the others in descending order.
+void SumFitting(const FgdModel& m, Room room, double* sums, double& unfit) {
+  auto fits = [&](const FgdClass& c) {
+    return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) &&
+           (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
+  };
+  std::fill(sums, sums + m.shapes.size(), 0.0);
+  for (const FgdClass& c : m.classes) {
+    if (fits(c)) sums[c.shape] += c.weight;
+  }
+  unfit = 0;
+  // NOLINTNEXTLINE(modernize-loop-convert): descending, as said above
+  for (auto c = m.classes.rbegin(); c != m.classes.rend(); ++c) {
+    if (!fits(*c)) unfit += c->weight;
+  }
+}
+
+// Cells: a CPU row of the table, and a column per memory step a room
+// reaches (the last one: every class's).
+std::size_t Columns(const FgdModel& m) { return m.memory_steps.size() + 1; }
+
+}  // namespace
+
+void TabulateCells(FgdModel& m) {
+  const std::size_t n = m.shapes.size();
+  const std::size_t rows = m.cpu_steps.size() + 1;
+  const std::size_t columns = Columns(m);
+  if (rows * columns * (n + 1) > kMaxTabulated) return;
+  m.cells.assign(rows * columns * n, 0.0);
+  m.cell_unfit.assign(rows * columns, 0.0);
+  constexpr std::int64_t kBelowAll = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t row = 0; row < rows; ++row) {
+    for (std::size_t column = 0; column < columns; ++column) {
+      // A room in the cell: its CPU and memory steps.
+      const Room room{row == 0 ? kBelowAll : m.cpu_steps[row - 1],
+                      column == 0 ? kBelowAll : m.memory_steps[column - 1]};
+      const std::size_t cell = row * columns + column;
+      SumFitting(m, room, m.cells.data() + cell * n, m.cell_unfit[cell]);
+    }
+  }
+}
+
 // The weights of the classes that fit `room`: a table row when the row's
-// memory asks fit too, else the cell (CPU row, memory step) summed class by
-// class once. Both sum the fitting classes in ascending CPU order and the
-// others in descending order, so that equal sets of classes give equal sums
-// to the last bit (and no class left out gives exactly 0).
+// memory asks fit too, else the cell (CPU row, memory step), tabulated or
+// summed once. Row and cell sum the same classes in the same order, so that
+// equal sets of classes give equal sums to the last bit (and no class left
+// out gives exactly 0).
 FitWeights FitFor(const FgdModel& m, Room room, FitMemo& memo) {
   const auto row = static_cast<std::size_t>(
       std::upper_bound(m.cpu_steps.begin(), m.cpu_steps.end(), room.cpu) - m.cpu_steps.begin());
   const std::size_t n = m.shapes.size();
-  // Columns: the memory steps a room reaches; the last one, every class.
-  const std::size_t columns = m.memory_steps.size() + 1;
+  const std::size_t columns = Columns(m);
   if (m.row_memory[row] <= room.memory) {
     return FitWeights{m.rows.data() + row * n, m.row_unfit[row],
                       static_cast<std::uint32_t>(row * columns + columns - 1)};
@@ -111,24 +182,16 @@ FitWeights FitFor(const FgdModel& m, Room room, FitMemo& memo) {
       std::upper_bound(m.memory_steps.begin(), m.memory_steps.end(), room.memory) -
       m.memory_steps.begin());
   const std::size_t cell = row * columns + column;
+  if (!m.cells.empty()) {
+    return FitWeights{m.cells.data() + cell * n, m.cell_unfit[cell],
+                      static_cast<std::uint32_t>(cell)};
+  }
   if (memo.slot.empty()) memo.slot.assign((m.cpu_steps.size() + 1) * columns, -1);
   if (memo.slot[cell] < 0) {
-    auto fits = [&](const FgdClass& c) {
-      return (c.cpu_milli == 0 || c.cpu_milli <= room.cpu) &&
-             (c.memory_bytes == 0 || c.memory_bytes <= room.memory);
-    };
-    std::vector<double> sums(n, 0.0);
-    for (const FgdClass& c : m.classes) {
-      if (fits(c)) sums[c.shape] += c.weight;
-    }
-    double unfit = 0;
-    // NOLINTNEXTLINE(modernize-loop-convert): descending, as said above
-    for (auto c = m.classes.rbegin(); c != m.classes.rend(); ++c) {
-      if (!fits(*c)) unfit += c->weight;
-    }
     memo.slot[cell] = static_cast<std::int32_t>(memo.sums.size());
-    memo.sums.push_back(std::move(sums));
-    memo.unfit.push_back(unfit);
+    memo.sums.emplace_back(n);
+    memo.unfit.emplace_back();
+    SumFitting(m, room, memo.sums.back().data(), memo.unfit.back());
   }
   const auto slot = static_cast<std::size_t>(memo.slot[cell]);
   return FitWeights{memo.sums[slot].data(), memo.unfit[slot], static_cast<std::uint32_t>(cell)};
@@ -176,6 +239,13 @@ void MeasureNode(const SnapshotState& s, const NodeState& node, const FgdModel& 
   const FitWeights w = FitFor(m, FreeRoom(node), fits);
   out.cell = w.cell;
   out.fragmentation = Fragmentation(out.sums, m, w);
+  std::size_t fingerprint = 0;
+  for (std::size_t i = 0; i < node.devices.size(); ++i) {
+    boost::hash_combine(fingerprint, std::bit_cast<std::uint32_t>(out.free[i]));
+    boost::hash_combine(fingerprint, hot[i].devcore);
+    boost::hash_combine(fingerprint, hot[i].devmem);
+  }
+  out.fingerprint = fingerprint;
 }
 
 void RemeasureNode(SnapshotState& s, const NodeState& node) {
@@ -196,9 +266,12 @@ const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
   return &s.fragmentation->nodes[static_cast<std::size_t>(&node - s.nodes.data())];
 }
 
-void StartMeasure(const NodeMeasure* cached, Scratch& scratch) {
+void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasure* cached,
+                  Scratch& scratch) {
   scratch.memo.clear();
-  scratch.frag_valid = cached != nullptr;
+  scratch.start = cached;
+  scratch.start_hot = s.Hot(node);
+  scratch.frag_valid = scratch.frag_measured = cached != nullptr;
   scratch.frag_now_valid = false;
   if (cached == nullptr) return;
   scratch.frag_free.assign(cached->free.begin(), cached->free.end());
@@ -214,7 +287,7 @@ void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan,
   scratch.frag_free.resize(devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) scratch.frag_free[i] = FreeShare(devices[i]);
   Measure(scratch.frag_free, *plan.fgd, scratch.frag);
-  scratch.frag_valid = true;
+  scratch.frag_valid = scratch.frag_measured = true;
   scratch.frag_now_valid = false;
 }
 
@@ -228,30 +301,45 @@ double CurrentFragmentation(const std::vector<WorkDevice>& devices, const PodPla
   return scratch.frag_now;
 }
 
-// When the picks changed one device exactly as a device score foresaw,
-// that score's fragmentation is the new one (the same operations, see
-// FragmentationAfterMove).
+double FragmentationAfterPick(const std::vector<WorkDevice>& devices, const PodPlan& plan,
+                              Scratch& scratch, std::size_t device, float now) {
+  const float was = scratch.frag_free[device];
+  if (now == was) return CurrentFragmentation(devices, plan, scratch);
+  // A device score foresaw this move when it left the same free share.
+  auto foreseen = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
+    return m.free == was && m.to == now;
+  });
+  if (foreseen != scratch.memo.end()) return foreseen->after;
+  EnsureMeasured(devices, plan, scratch);
+  return FragmentationAfterMove(scratch.frag, was, now, *plan.fgd, scratch.after);
+}
+
+// One changed device: its move's fragmentation is the new one (the same
+// operations, see FragmentationAfterMove), computed before the sums move.
 void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
                 const PodPlan& plan, Scratch& scratch) {
   if (!scratch.frag_valid) return;
   std::size_t changed = 0;
-  const Scratch::ScoreMemo* foreseen = nullptr;
+  for (const Pick& p : picked) changed += FreeShare(devices[p.device]) != scratch.frag_free[p.device];
+  if (changed == 0) return;
+  if (changed == 1) {
+    for (const Pick& p : picked) {
+      const float now = FreeShare(devices[p.device]);
+      if (now != scratch.frag_free[p.device]) {
+        scratch.frag_now = FragmentationAfterPick(devices, plan, scratch, p.device, now);
+      }
+    }
+  }
   for (const Pick& p : picked) {
     const float was = scratch.frag_free[p.device];
     const float now = FreeShare(devices[p.device]);
     if (now == was) continue;
-    ++changed;
-    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
-      return m.free == was && m.to == now;
-    });
-    foreseen = memo != scratch.memo.end() ? &*memo : nullptr;
     AddDevice(scratch.frag, was, *plan.fgd, -1);
     AddDevice(scratch.frag, now, *plan.fgd, +1);
     scratch.frag_free[p.device] = now;
   }
-  if (changed == 0) return;
-  scratch.frag_now_valid = changed == 1 && foreseen != nullptr;
-  if (scratch.frag_now_valid) scratch.frag_now = foreseen->after;
+  scratch.frag_measured = false;
+  scratch.frag_now_valid = changed == 1;
   scratch.memo.clear();  // scored against the sums before these picks
 }
 
@@ -310,21 +398,50 @@ FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
 }
 
 // fgd as a GPU policy: the increase in node fragmentation if `request`'s
-// share of one device were placed on each device (lower is better).
+// share of one device were placed on each device (lower is better). On
+// measured sums the scores depend only on each device's free share and
+// share asked, and on the `after` cell: nodes alike share them.
 void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
                      const PodPlan& plan, Scratch& scratch) {
-  const double before = CurrentFragmentation(devices, plan, scratch);
-  scratch.memo.clear();
+  EnsureMeasured(devices, plan, scratch);
+  std::vector<float>& shares = scratch.shares;
+  shares.resize(devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const internal::HotDevice& info = devices[i];
     if (info.devcore <= 0 || info.devmem <= 0) {
-      devices[i].score = 0;
+      shares[i] = -1;  // scores 0
       continue;
     }
     const std::int64_t mem = ScoredMemory(request, info.devmem);
-    const float share = std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) /
-                                     static_cast<float>(info.devcore),
-                                 static_cast<float>(mem) / static_cast<float>(info.devmem));
+    shares[i] = std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) /
+                             static_cast<float>(info.devcore),
+                         static_cast<float>(mem) / static_cast<float>(info.devmem));
+  }
+  // Shared only on the snapshot's measure, which has a fingerprint.
+  const bool sharing = scratch.frag_measured && scratch.start != nullptr;
+  const Scratch::SharedKey key{sharing ? scratch.start->fingerprint : 0, &request,
+                               scratch.after.cell};
+  if (sharing) {
+    auto known = scratch.shared.find(key);
+    if (known != scratch.shared.end() && Alike(known->second, scratch, devices.size())) {
+      const Scratch::SharedScores& e = known->second;
+      for (std::size_t i = 0; i < devices.size(); ++i)
+        devices[i].score = scratch.shared_scores[e.scores + i];
+      scratch.memo.assign(scratch.shared_memo.begin() + e.memo_begin,
+                          scratch.shared_memo.begin() + e.memo_end);
+      scratch.frag_now = e.frag_now;
+      scratch.frag_now_valid = true;
+      return;
+    }
+  }
+  const double before = CurrentFragmentation(devices, plan, scratch);
+  scratch.memo.clear();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const float share = shares[i];
+    if (share < 0) {
+      devices[i].score = 0;
+      continue;
+    }
     const float f = scratch.frag_free[i];
     // Devices with the same free share and ask score the same.
     auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
@@ -338,6 +455,18 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
     const double after = FragmentationAfterMove(scratch.frag, f, to, *plan.fgd, scratch.after);
     devices[i].score = static_cast<float>(after - before);
     if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, to, devices[i].score, after});
+  }
+  if (sharing) {
+    Scratch::SharedScores e{scratch.start,
+                            scratch.start_hot,
+                            static_cast<std::uint32_t>(scratch.shared_scores.size()),
+                            static_cast<std::uint32_t>(scratch.shared_memo.size()),
+                            0,
+                            before};
+    for (const WorkDevice& d : devices) scratch.shared_scores.push_back(d.score);
+    scratch.shared_memo.insert(scratch.shared_memo.end(), scratch.memo.begin(), scratch.memo.end());
+    e.memo_end = static_cast<std::uint32_t>(scratch.shared_memo.size());
+    scratch.shared.emplace(key, e);  // a fingerprint's first node stays
   }
 }
 

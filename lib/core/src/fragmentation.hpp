@@ -41,8 +41,13 @@ const FgdModel& ModelFor(const SnapshotState& s, std::span<const WorkloadClass> 
 float FreeShare(const HotDevice& d);
 // The weighted fragmentation of `s` for the classes `w` says fit.
 double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w);
-// The weights of the classes that fit `room`: a table row, or a cell summed
-// into `memo` the first time it is asked for.
+// Sums every cell of `m` into its table, unless they would take more than
+// kMaxTabulated numbers: O(CPU steps x memory steps x classes), once, for a
+// model many Filter calls share.
+constexpr std::size_t kMaxTabulated = std::size_t{1} << 20;
+void TabulateCells(FgdModel& m);
+// The weights of the classes that fit `room`: a table row or cell, or a
+// cell summed into `memo` the first time it is asked for.
 FitWeights FitFor(const FgdModel& m, Room room, FitMemo& memo);
 // A node's free CPU and memory; the same with the pod's own placement
 // released first; the same less what the pod asks.
@@ -69,12 +74,18 @@ const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
 // Filter's working measure (Scratch): starts from `cached` (or is measured
 // when first needed), follows the picks, and knows the working devices'
 // fragmentation under scratch.after when it can.
-void StartMeasure(const NodeMeasure* cached, Scratch& scratch);
+void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasure* cached,
+                  Scratch& scratch);
 void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch);
 // The working devices' fragmentation with the classes scratch.after says
 // fit (measured first if need be).
 double CurrentFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan,
                             Scratch& scratch);
+// The working devices' fragmentation with the classes scratch.after says
+// fit, were `device` (of the measured free shares) left with the free share
+// `now`: a device score's when it foresaw that move.
+double FragmentationAfterPick(const std::vector<WorkDevice>& devices, const PodPlan& plan,
+                              Scratch& scratch, std::size_t device, float now);
 // Keeps the working measure in step with picks just applied to the devices.
 void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
                 const PodPlan& plan, Scratch& scratch);

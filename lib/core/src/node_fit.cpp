@@ -620,6 +620,25 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
 // device) needs the full evaluation.
 enum class Feasibility { kFits, kFails, kUnknown };
 
+// Whether a device passes every check Fit makes for the one request `r`
+// of a simple plan (`cores`: its cores capped at 100; `selectors`, `cordons`:
+// whether those apply on this node); which one fails first does not matter
+// here, so the checks on the device's numbers go first and its strings are
+// read only for cordons and selectors.
+[[gnu::always_inline]] inline bool PassesSimple(const PodPlan& plan, const NodeState& node,
+                                                const internal::HotDevice& d,
+                  const DeviceSlot* slot, const ContainerRequest& r, std::int32_t cores,
+                  bool selectors, bool cordons) {
+  if (CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) != kReasonCount ||
+      CheckSlot(plan, d, slot, /*selectors=*/false) != kReasonCount ||
+      CheckRoom(d, FitMemory(r, d.devmem), cores) != kReasonCount) {
+    return false;
+  }
+  return !(cordons || selectors) ||
+         (CheckIdentity(plan, node, d, slot, selectors, cordons) == kReasonCount &&
+          CheckSlot(plan, d, slot, selectors) == kReasonCount);
+}
+
 Feasibility QuickFeasibility(const SnapshotState& s, const PodPlan& plan, const NodeState& node) {
   const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
   const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
@@ -631,25 +650,64 @@ Feasibility QuickFeasibility(const SnapshotState& s, const PodPlan& plan, const 
   for (std::size_t i = 0; i < node.devices.size(); ++i) {
     const internal::HotDevice& d = hot[i];
     if (d.is_mig) return Feasibility::kUnknown;
-    if (d.vendor != vendor) continue;
-    // Fit's checks, those on the device's numbers first (which one fails
-    // first does not matter here): its strings are read only for cordons
-    // and selectors.
-    const DeviceSlot* slot = &node.devices[i];
-    if (CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) !=
-            kReasonCount ||
-        CheckSlot(plan, d, slot, /*selectors=*/false) != kReasonCount ||
-        CheckRoom(d, FitMemory(r, d.devmem), cores) != kReasonCount) {
-      continue;
-    }
-    if ((cordons || selectors) &&
-        (CheckIdentity(plan, node, d, slot, selectors, cordons) != kReasonCount ||
-         CheckSlot(plan, d, slot, selectors) != kReasonCount)) {
+    if (d.vendor != vendor ||
+        !PassesSimple(plan, node, d, &node.devices[i], r, cores, selectors, cordons)) {
       continue;
     }
     if (++passing == r.nums) return Feasibility::kFits;
   }
   return Feasibility::kFails;
+}
+
+// QuickFeasibility and the node score together for a simple plan's
+// one-device request under the fgd node and GPU policies, on the node's
+// measure from the snapshot, without fitting a working copy: Fit visits the
+// devices by descending key, which differs from device to device under fgd,
+// so it picks the passing device of the highest key, and the placement's
+// fragmentation is that of the one device it changes (as TrackPicks and
+// CurrentFragmentation reach it). On kFits, `verdict` is the node's.
+Feasibility QuickFgd(const SnapshotState& s, const PodPlan& plan, const NodeState& node,
+                     const NodeMeasure& cached, Scratch& scratch, NodeVerdict& verdict) {
+  const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
+  const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
+  const bool selectors = plan.selectors_any && vendor == plan.nvidia;
+  const bool cordons = !node.cordoned.empty();
+  const std::int32_t cores = std::min(r.coresreq, 100);
+  const internal::HotDevice* hot = s.Hot(node);
+  std::vector<std::uint32_t>& passing = scratch.order;
+  passing.clear();
+  for (std::uint32_t i = 0; i < node.devices.size(); ++i) {
+    const internal::HotDevice& d = hot[i];
+    if (d.is_mig) return Feasibility::kUnknown;
+    if (d.vendor == vendor &&
+        PassesSimple(plan, node, d, &node.devices[i], r, cores, selectors, cordons)) {
+      passing.push_back(i);
+    }
+  }
+  if (passing.empty()) return Feasibility::kFails;
+  std::vector<WorkDevice>& devices = scratch.work;
+  LoadNode(s, node, plan, devices);
+  scratch.after = FitFor(*plan.fgd, Less(FreeRoom(node), plan), scratch.fits);
+  StartMeasure(s, node, &cached, scratch);
+  FgdDeviceScores(devices, r, plan, scratch);
+  std::uint32_t best = passing.front();
+  OrderKey best_key = KeyOf(devices[best], plan);
+  for (std::uint32_t i : passing) {
+    const OrderKey key = KeyOf(devices[i], plan);
+    if (best_key < key) {
+      best = i;
+      best_key = key;
+    }
+  }
+  internal::HotDevice picked = devices[best];
+  picked.used += 1;
+  picked.usedmem += FitMemory(r, picked.devmem);
+  picked.usedcores += cores;
+  verdict.fits = true;
+  verdict.free_gpus = cached.sums.all;
+  verdict.score = FgdNodeScore(
+      cached.fragmentation - FragmentationAfterPick(devices, plan, scratch, best, FreeShare(picked)));
+  return Feasibility::kFits;
 }
 
 }  // namespace
@@ -687,7 +745,14 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
                          Scratch& scratch, bool need_devices) {
   NodeVerdict verdict;
   if (!need_devices && plan.simple) {
-    const Feasibility quick = QuickFeasibility(s, plan, node);
+    const NodeMeasure* cached =
+        plan.node_fgd && plan.gpu.fgd &&
+                plan.requests[plan.simple_container][plan.simple_index].nums == 1
+            ? CachedMeasure(s, node, plan)
+            : nullptr;
+    const Feasibility quick = cached != nullptr ? QuickFgd(s, plan, node, *cached, scratch, verdict)
+                                                : QuickFeasibility(s, plan, node);
+    if (quick == Feasibility::kFits && cached != nullptr) return verdict;
     // fgd and volcano score the placement itself.
     if (quick == Feasibility::kFits && !plan.node_fgd && !plan.node_volcano) {
       verdict.fits = true;
@@ -715,7 +780,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
       if (plan.requests[c].empty()) continue;
       CopyDevices(scratch.base, scratch.work);
       ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
-      StartMeasure(cached, scratch);
+      StartMeasure(s, node, cached, scratch);
       if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
     }
     CopyDevices(scratch.base, scratch.work);
@@ -723,7 +788,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     LoadNode(s, node, plan, scratch.work);
   }
   ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
-  StartMeasure(cached, scratch);
+  StartMeasure(s, node, cached, scratch);
   scratch.volcano_score = 0;  // app containers only: Volcano does not see init containers
   double before = 0;
   if (plan.node_fgd && cached != nullptr) {

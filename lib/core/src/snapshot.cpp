@@ -577,6 +577,7 @@ Status ClusterSnapshot::SetFragmentationWorkload(std::span<const WorkloadClass> 
   internal::FragmentationCache& cache = s.fragmentation.emplace();
   cache.workload.assign(workload.begin(), workload.end());
   cache.model = internal::MakeFgdModel(workload);
+  internal::TabulateCells(cache.model);
   cache.nodes.resize(s.nodes.size());
   for (const NodeState& node : s.nodes) internal::RemeasureNode(s, node);
   return Status();

@@ -141,6 +141,9 @@ struct NodeMeasure {
   FragState sums;             // over `free`
   std::uint32_t cell = 0;     // the classes the node's free CPU and memory host
   double fragmentation = 0;   // of `sums` for those classes
+  // Of the bits of `free` and of the devices' cores and memory: nodes
+  // measured alike have the same.
+  std::uint64_t fingerprint = 0;
 };
 
 // ClusterSnapshot::SetFragmentationWorkload: the workload as given (empty:
