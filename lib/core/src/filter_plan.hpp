@@ -144,7 +144,7 @@ struct Scratch {
   // fgd: the free share of each working device and the sums over them;
   // frag_valid when they match the working devices (kept in step with the
   // picks), frag_measured while they are the sums measured from frag_free
-  // (no pick since). frag_now: their fragmentation with the classes `after`
+  // (no pick since), or `start`'s while frag_borrowed. frag_now: their fragmentation with the classes `after`
   // says fit, when frag_now_valid. memo: the device scores computed for the
   // current sums, per (free, share), with the free share `to` a pick would
   // leave and the fragmentation `after` it.
@@ -152,6 +152,8 @@ struct Scratch {
   FragState frag;
   bool frag_valid = false;
   bool frag_measured = false;
+  bool frag_borrowed = false;  // the sums are start's, not yet copied
+
   double frag_now = 0;
   bool frag_now_valid = false;
   struct ScoreMemo {
@@ -187,7 +189,7 @@ struct Scratch {
   boost::unordered_flat_map<SharedKey, SharedScores, SharedKeyHash> shared;
   std::vector<float> shared_scores;
   std::vector<ScoreMemo> shared_memo;
-  std::vector<float> shares;  // per device: its share a request asks
+  std::vector<float> scores;  // FgdDeviceScores' output, per device
   // fgd: the classes fitting the node being evaluated, as it is (before)
   // and with the pod placed (after); the cells summed during this call.
   FitWeights before, after;

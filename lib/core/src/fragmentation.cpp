@@ -266,20 +266,26 @@ const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
   return &s.fragmentation->nodes[static_cast<std::size_t>(&node - s.nodes.data())];
 }
 
+namespace {
+
+// The working free shares and sums: the snapshot's measure while borrowed.
+const std::vector<float>& WorkingFree(const Scratch& scratch) {
+  return scratch.frag_borrowed ? scratch.start->free : scratch.frag_free;
+}
+const FragState& WorkingSums(const Scratch& scratch) {
+  return scratch.frag_borrowed ? scratch.start->sums : scratch.frag;
+}
+
+}  // namespace
+
 void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasure* cached,
                   Scratch& scratch) {
   scratch.memo.clear();
   scratch.start = cached;
   scratch.start_hot = s.Hot(node);
-  scratch.frag_valid = scratch.frag_measured = cached != nullptr;
-  scratch.frag_now_valid = false;
-  if (cached == nullptr) return;
-  scratch.frag_free.assign(cached->free.begin(), cached->free.end());
-  scratch.frag = cached->sums;
-  if (scratch.after.cell == cached->cell) {
-    scratch.frag_now = cached->fragmentation;
-    scratch.frag_now_valid = true;
-  }
+  scratch.frag_valid = scratch.frag_measured = scratch.frag_borrowed = cached != nullptr;
+  scratch.frag_now_valid = cached != nullptr && scratch.after.cell == cached->cell;
+  if (scratch.frag_now_valid) scratch.frag_now = cached->fragmentation;
 }
 
 void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch) {
@@ -291,27 +297,24 @@ void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan,
   scratch.frag_now_valid = false;
 }
 
-double CurrentFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan,
-                            Scratch& scratch) {
-  EnsureMeasured(devices, plan, scratch);
+double CurrentFragmentation(const PodPlan& plan, Scratch& scratch) {
   if (!scratch.frag_now_valid) {
-    scratch.frag_now = Fragmentation(scratch.frag, *plan.fgd, scratch.after);
+    scratch.frag_now = Fragmentation(WorkingSums(scratch), *plan.fgd, scratch.after);
     scratch.frag_now_valid = true;
   }
   return scratch.frag_now;
 }
 
-double FragmentationAfterPick(const std::vector<WorkDevice>& devices, const PodPlan& plan,
-                              Scratch& scratch, std::size_t device, float now) {
-  const float was = scratch.frag_free[device];
-  if (now == was) return CurrentFragmentation(devices, plan, scratch);
+double FragmentationAfterPick(const PodPlan& plan, Scratch& scratch, std::size_t device,
+                              float now) {
+  const float was = WorkingFree(scratch)[device];
+  if (now == was) return CurrentFragmentation(plan, scratch);
   // A device score foresaw this move when it left the same free share.
   auto foreseen = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
     return m.free == was && m.to == now;
   });
   if (foreseen != scratch.memo.end()) return foreseen->after;
-  EnsureMeasured(devices, plan, scratch);
-  return FragmentationAfterMove(scratch.frag, was, now, *plan.fgd, scratch.after);
+  return FragmentationAfterMove(WorkingSums(scratch), was, now, *plan.fgd, scratch.after);
 }
 
 // One changed device: its move's fragmentation is the new one (the same
@@ -320,15 +323,21 @@ void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>&
                 const PodPlan& plan, Scratch& scratch) {
   if (!scratch.frag_valid) return;
   std::size_t changed = 0;
-  for (const Pick& p : picked) changed += FreeShare(devices[p.device]) != scratch.frag_free[p.device];
+  std::size_t last = 0;
+  for (const Pick& p : picked) {
+    if (FreeShare(devices[p.device]) != WorkingFree(scratch)[p.device]) {
+      ++changed;
+      last = p.device;
+    }
+  }
   if (changed == 0) return;
   if (changed == 1) {
-    for (const Pick& p : picked) {
-      const float now = FreeShare(devices[p.device]);
-      if (now != scratch.frag_free[p.device]) {
-        scratch.frag_now = FragmentationAfterPick(devices, plan, scratch, p.device, now);
-      }
-    }
+    scratch.frag_now = FragmentationAfterPick(plan, scratch, last, FreeShare(devices[last]));
+  }
+  if (scratch.frag_borrowed) {  // the sums change: a copy of their own
+    scratch.frag_free = scratch.start->free;
+    scratch.frag = scratch.start->sums;
+    scratch.frag_borrowed = false;
   }
   for (const Pick& p : picked) {
     const float was = scratch.frag_free[p.device];
@@ -401,22 +410,11 @@ FgdModel MakeFgdModel(std::span<const WorkloadClass> workload) {
 // share of one device were placed on each device (lower is better). On
 // measured sums the scores depend only on each device's free share and
 // share asked, and on the `after` cell: nodes alike share them.
-void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
+template <typename Device>
+void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& request,
                      const PodPlan& plan, Scratch& scratch) {
-  EnsureMeasured(devices, plan, scratch);
-  std::vector<float>& shares = scratch.shares;
-  shares.resize(devices.size());
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const internal::HotDevice& info = devices[i];
-    if (info.devcore <= 0 || info.devmem <= 0) {
-      shares[i] = -1;  // scores 0
-      continue;
-    }
-    const std::int64_t mem = ScoredMemory(request, info.devmem);
-    shares[i] = std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) /
-                             static_cast<float>(info.devcore),
-                         static_cast<float>(mem) / static_cast<float>(info.devmem));
-  }
+  std::vector<float>& scores = scratch.scores;
+  scores.resize(devices.size());
   // Shared only on the snapshot's measure, which has a fingerprint.
   const bool sharing = scratch.frag_measured && scratch.start != nullptr;
   const Scratch::SharedKey key{sharing ? scratch.start->fingerprint : 0, &request,
@@ -425,8 +423,7 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
     auto known = scratch.shared.find(key);
     if (known != scratch.shared.end() && Alike(known->second, scratch, devices.size())) {
       const Scratch::SharedScores& e = known->second;
-      for (std::size_t i = 0; i < devices.size(); ++i)
-        devices[i].score = scratch.shared_scores[e.scores + i];
+      std::copy_n(scratch.shared_scores.begin() + e.scores, devices.size(), scores.begin());
       scratch.memo.assign(scratch.shared_memo.begin() + e.memo_begin,
                           scratch.shared_memo.begin() + e.memo_end);
       scratch.frag_now = e.frag_now;
@@ -434,27 +431,33 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
       return;
     }
   }
-  const double before = CurrentFragmentation(devices, plan, scratch);
+  const double before = CurrentFragmentation(plan, scratch);
+  const std::vector<float>& free = WorkingFree(scratch);
+  const FragState& sums = WorkingSums(scratch);
   scratch.memo.clear();
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const float share = shares[i];
-    if (share < 0) {
-      devices[i].score = 0;
+    const internal::HotDevice& info = devices[i];
+    if (info.devcore <= 0 || info.devmem <= 0) {
+      scores[i] = 0;
       continue;
     }
-    const float f = scratch.frag_free[i];
+    const std::int64_t mem = ScoredMemory(request, info.devmem);
+    const float share = std::max(static_cast<float>(std::min<std::int32_t>(request.coresreq, 100)) /
+                                     static_cast<float>(info.devcore),
+                                 static_cast<float>(mem) / static_cast<float>(info.devmem));
+    const float f = free[i];
     // Devices with the same free share and ask score the same.
     auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
       return m.free == f && m.share == share;
     });
     if (memo != scratch.memo.end()) {
-      devices[i].score = memo->score;
+      scores[i] = memo->score;
       continue;
     }
     const float to = std::max(0.0f, f - share);
-    const double after = FragmentationAfterMove(scratch.frag, f, to, *plan.fgd, scratch.after);
-    devices[i].score = static_cast<float>(after - before);
-    if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, to, devices[i].score, after});
+    const double after = FragmentationAfterMove(sums, f, to, *plan.fgd, scratch.after);
+    scores[i] = static_cast<float>(after - before);
+    if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, to, scores[i], after});
   }
   if (sharing) {
     Scratch::SharedScores e{scratch.start,
@@ -463,11 +466,16 @@ void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& r
                             static_cast<std::uint32_t>(scratch.shared_memo.size()),
                             0,
                             before};
-    for (const WorkDevice& d : devices) scratch.shared_scores.push_back(d.score);
+    scratch.shared_scores.insert(scratch.shared_scores.end(), scores.begin(), scores.end());
     scratch.shared_memo.insert(scratch.shared_memo.end(), scratch.memo.begin(), scratch.memo.end());
     e.memo_end = static_cast<std::uint32_t>(scratch.shared_memo.size());
     scratch.shared.emplace(key, e);  // a fingerprint's first node stays
   }
 }
+
+template void FgdDeviceScores<HotDevice>(std::span<const HotDevice>, const ContainerRequest&,
+                                         const PodPlan&, Scratch&);
+template void FgdDeviceScores<WorkDevice>(std::span<const WorkDevice>, const ContainerRequest&,
+                                          const PodPlan&, Scratch&);
 
 }  // namespace devshare::internal

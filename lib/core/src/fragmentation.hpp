@@ -71,27 +71,30 @@ void RemeasureNode(SnapshotState& s, const NodeState& node);
 const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
                                  const PodPlan& plan);
 
-// Filter's working measure (Scratch): starts from `cached` (or is measured
-// when first needed), follows the picks, and knows the working devices'
-// fragmentation under scratch.after when it can.
+// Filter's working measure (Scratch): starts from `cached` (borrowed until
+// a pick changes it) or is measured from the working devices when first
+// needed (EnsureMeasured), follows the picks, and knows the working devices'
+// fragmentation under scratch.after when it can. The functions below
+// EnsureMeasured need it measured.
 void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasure* cached,
                   Scratch& scratch);
 void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch);
 // The working devices' fragmentation with the classes scratch.after says
-// fit (measured first if need be).
-double CurrentFragmentation(const std::vector<WorkDevice>& devices, const PodPlan& plan,
-                            Scratch& scratch);
-// The working devices' fragmentation with the classes scratch.after says
-// fit, were `device` (of the measured free shares) left with the free share
-// `now`: a device score's when it foresaw that move.
-double FragmentationAfterPick(const std::vector<WorkDevice>& devices, const PodPlan& plan,
-                              Scratch& scratch, std::size_t device, float now);
+// fit.
+double CurrentFragmentation(const PodPlan& plan, Scratch& scratch);
+// The same were `device` left with the free share `now`: a device score's
+// when it foresaw that move.
+double FragmentationAfterPick(const PodPlan& plan, Scratch& scratch, std::size_t device,
+                              float now);
 // Keeps the working measure in step with picks just applied to the devices.
 void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
                 const PodPlan& plan, Scratch& scratch);
-// fgd as a GPU policy: each device's score is the increase in node
-// fragmentation if `request`'s share of it were taken (lower is better).
-void FgdDeviceScores(std::vector<WorkDevice>& devices, const ContainerRequest& request,
+// fgd as a GPU policy: each device's score (into scratch.scores) is the
+// increase in node fragmentation if `request`'s share of it were taken
+// (lower is better). `devices` are the measured ones: HotDevice (the
+// snapshot's, borrowed) or WorkDevice.
+template <typename Device>
+void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& request,
                      const PodPlan& plan, Scratch& scratch);
 
 }  // namespace devshare::internal

@@ -87,16 +87,19 @@ void ScoreDevices(std::vector<WorkDevice>& devices, const ContainerRequests& req
 // ---------------------------------------------------------------------------
 // Device order (spec §5.3): Fit visits from the end, so "last" is preferred.
 
+// fgd's key: the smallest fragmentation increase last; then the fuller
+// device; then the index.
+OrderKey FgdKey(float score, const internal::HotDevice& d) {
+  return {-score, static_cast<float>(d.used), -static_cast<float>(d.index), 0};
+}
+
 // The order of spec §5.3 as a key per device, compared lexicographically:
 // ascending key = earlier; Fit visits from the end, so the last is preferred.
 OrderKey KeyOf(const WorkDevice& d, const PodPlan& plan) {
   const GpuPolicy& p = plan.gpu;
   const auto numa = static_cast<float>(d.numa);
   const auto index = static_cast<float>(d.index);
-  if (p.fgd) {
-    // Smallest fragmentation increase last; then the fuller device; then index.
-    return {-d.score, static_cast<float>(d.used), -index, 0};
-  }
+  if (p.fgd) return FgdKey(d.score, d);
   // Volcano: the most memory used, or the fewest slots, then the lowest index.
   if (p.volcano == VolcanoOrder::kBinpack) return {static_cast<float>(d.usedmem), -index, 0, 0};
   if (p.volcano == VolcanoOrder::kSpread) return {-static_cast<float>(d.used), -index, 0, 0};
@@ -569,7 +572,11 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
   for (std::size_t r = 0; r < requests.size(); ++r) {
     const ContainerRequest& request = requests[r];
     const std::uint32_t vendor = plan.request_vendor[container][r];
-    if (plan.gpu.fgd) FgdDeviceScores(devices, request, plan, scratch);
+    if (plan.gpu.fgd) {
+      EnsureMeasured(devices, plan, scratch);
+      FgdDeviceScores(std::span<const WorkDevice>(devices), request, plan, scratch);
+      for (std::size_t i = 0; i < devices.size(); ++i) devices[i].score = scratch.scores[i];
+    }
     scratch.order.clear();
     scratch.keys.resize(devices.size());
     for (std::uint32_t i = 0; i < devices.size(); ++i) {
@@ -685,28 +692,26 @@ Feasibility QuickFgd(const SnapshotState& s, const PodPlan& plan, const NodeStat
     }
   }
   if (passing.empty()) return Feasibility::kFails;
-  std::vector<WorkDevice>& devices = scratch.work;
-  LoadNode(s, node, plan, devices);
   scratch.after = FitFor(*plan.fgd, Less(FreeRoom(node), plan), scratch.fits);
   StartMeasure(s, node, &cached, scratch);
-  FgdDeviceScores(devices, r, plan, scratch);
+  FgdDeviceScores(std::span(hot, node.devices.size()), r, plan, scratch);
   std::uint32_t best = passing.front();
-  OrderKey best_key = KeyOf(devices[best], plan);
+  OrderKey best_key = FgdKey(scratch.scores[best], hot[best]);
   for (std::uint32_t i : passing) {
-    const OrderKey key = KeyOf(devices[i], plan);
+    const OrderKey key = FgdKey(scratch.scores[i], hot[i]);
     if (best_key < key) {
       best = i;
       best_key = key;
     }
   }
-  internal::HotDevice picked = devices[best];
+  internal::HotDevice picked = hot[best];
   picked.used += 1;
   picked.usedmem += FitMemory(r, picked.devmem);
   picked.usedcores += cores;
   verdict.fits = true;
   verdict.free_gpus = cached.sums.all;
-  verdict.score = FgdNodeScore(
-      cached.fragmentation - FragmentationAfterPick(devices, plan, scratch, best, FreeShare(picked)));
+  verdict.score = FgdNodeScore(cached.fragmentation -
+                               FragmentationAfterPick(plan, scratch, best, FreeShare(picked)));
   return Feasibility::kFits;
 }
 
@@ -804,7 +809,8 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   }
   verdict.fits = true;
   if (plan.node_fgd) {
-    verdict.score = FgdNodeScore(before - CurrentFragmentation(scratch.work, plan, scratch));
+    EnsureMeasured(scratch.work, plan, scratch);
+    verdict.score = FgdNodeScore(before - CurrentFragmentation(plan, scratch));
   } else if (plan.node_volcano) {
     verdict.score = scratch.volcano_score;
   } else {
