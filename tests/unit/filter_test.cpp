@@ -838,8 +838,8 @@ TEST_CASE("fgd: a snapshot keeping the fragmentation measure decides as one that
           both([&](ClusterSnapshot& s) { s.RemoveNode("node" + std::to_string(n)); });
         }
       } else if (what == 1 && !placed.empty()) {  // a pod leaves
-        const auto i = static_cast<std::size_t>(
-            gen.Int(0, static_cast<std::int64_t>(placed.size()) - 1));
+        const auto i =
+            static_cast<std::size_t>(gen.Int(0, static_cast<std::int64_t>(placed.size()) - 1));
         both([&](ClusterSnapshot& s) { s.RemovePod(placed[i].uid); });
         placed.erase(placed.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
@@ -855,15 +855,16 @@ TEST_CASE("fgd: a snapshot keeping the fragmentation measure decides as one that
         if (!again && gen.Int(0, 4) == 0) {
           const std::vector<std::string> names = plain.NodeNames();
           if (names.empty()) continue;
-          pod = MakePod(pod.name).Requests(pod.cpu_milli, pod.memory_bytes >> 20).BoundTo(
-              names[static_cast<std::size_t>(
-                  gen.Int(0, static_cast<std::int64_t>(names.size()) - 1))]);
-        } else if (!again) {
-          const int cores = gen.Bool() ? 100 : static_cast<int>(gen.Int(1, 99));
           pod = MakePod(pod.name)
                     .Requests(pod.cpu_milli, pod.memory_bytes >> 20)
-                    .Container(cores == 100 ? static_cast<int>(gen.Int(1, 3)) : 1, -1, cores,
-                               cores);
+                    .BoundTo(names[static_cast<std::size_t>(
+                        gen.Int(0, static_cast<std::int64_t>(names.size()) - 1))]);
+        } else if (!again) {
+          const int cores = gen.Bool() ? 100 : static_cast<int>(gen.Int(1, 99));
+          pod =
+              MakePod(pod.name)
+                  .Requests(pod.cpu_milli, pod.memory_bytes >> 20)
+                  .Container(cores == 100 ? static_cast<int>(gen.Int(1, 3)) : 1, -1, cores, cores);
         }
         FilterResult a = MustFilter(plain, pod, o);
         FilterResult b = MustFilter(kept, pod, o);

@@ -35,16 +35,16 @@ struct FgdClass {
 
 struct FgdModel {
   std::vector<FgdShape> shapes;
-  std::vector<FgdClass> classes;            // by CPU ask, ascending (stable)
-  std::vector<std::int64_t> cpu_steps;      // ascending distinct CPU asks (> 0)
-  std::vector<std::int64_t> memory_steps;   // ascending distinct memory asks (> 0)
-  std::vector<double> rows;                 // (cpu_steps + 1) rows x shapes: fitting weight
-  std::vector<double> row_unfit;            // per row: weight of the classes that do not fit
-  std::vector<std::int64_t> row_memory;     // per row: largest memory ask of a fitting class
-  std::vector<double> cells;                // rows x (memory_steps + 1) cells x shapes, or empty
-  std::vector<double> cell_unfit;           // per cell
-  double total = 0;                         // Σ weight
-  float max_need = 0;                       // the largest fractional shape's need
+  std::vector<FgdClass> classes;           // by CPU ask, ascending (stable)
+  std::vector<std::int64_t> cpu_steps;     // ascending distinct CPU asks (> 0)
+  std::vector<std::int64_t> memory_steps;  // ascending distinct memory asks (> 0)
+  std::vector<double> rows;                // (cpu_steps + 1) rows x shapes: fitting weight
+  std::vector<double> row_unfit;           // per row: weight of the classes that do not fit
+  std::vector<std::int64_t> row_memory;    // per row: largest memory ask of a fitting class
+  std::vector<double> cells;               // rows x (memory_steps + 1) cells x shapes, or empty
+  std::vector<double> cell_unfit;          // per cell
+  double total = 0;                        // Σ weight
+  float max_need = 0;                      // the largest fractional shape's need
 };
 
 // A device at or above this free share counts as fully free.
@@ -80,9 +80,9 @@ constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
 // The weights of the cells of one model that its table rows do not serve,
 // summed class by class once and kept (see FitFor).
 struct FitMemo {
-  std::vector<std::int32_t> slot;           // per cell: index into sums, -1 when not yet summed
-  std::vector<std::vector<double>> sums;    // per summed cell: weight per shape
-  std::vector<double> unfit;                // per summed cell
+  std::vector<std::int32_t> slot;         // per cell: index into sums, -1 when not yet summed
+  std::vector<std::vector<double>> sums;  // per summed cell: weight per shape
+  std::vector<double> unfit;              // per summed cell
 };
 
 }  // namespace devshare::internal

@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <boost/unordered/unordered_flat_map.hpp>
-
 #include "devshare/annotations.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/hami_exact.hpp"
@@ -144,10 +142,10 @@ struct Scratch {
   // fgd: the free share of each working device and the sums over them;
   // frag_valid when they match the working devices (kept in step with the
   // picks), frag_measured while they are the sums measured from frag_free
-  // (no pick since), or `start`'s while frag_borrowed. frag_now: their fragmentation with the classes `after`
-  // says fit, when frag_now_valid. memo: the device scores computed for the
-  // current sums, per (free, share), with the free share `to` a pick would
-  // leave and the fragmentation `after` it.
+  // (no pick since), or `start`'s while frag_borrowed. frag_now: their fragmentation with the
+  // classes `after` says fit, when frag_now_valid. memo: the device scores computed for the current
+  // sums, per (free, share), with the free share `to` a pick would leave and the fragmentation
+  // `after` it.
   std::vector<float> frag_free;
   FragState frag;
   bool frag_valid = false;
@@ -161,13 +159,15 @@ struct Scratch {
     double after;
   };
   std::vector<ScoreMemo> memo;
+  std::span<const ScoreMemo> scored;  // the current sums' memo: `memo` or shared
   // fgd: device scores on measured sums, shared by the nodes of one call
   // the snapshot measured alike. `start` is the node's measure while the
   // sums are its (frag_measured), `start_hot` its devices. A node shares
   // another's scores for the same request and `after` cell when their free
   // shares and devices' cores and memory are the same bits: the scores
   // (offset into shared_scores), the memo (a range of shared_memo) and
-  // frag_now.
+  // frag_now, kept in a direct-mapped table of kSharedSlots (a newer key
+  // takes a taken slot).
   const NodeMeasure* start = nullptr;
   const HotDevice* start_hot = nullptr;
   struct SharedKey {
@@ -176,17 +176,16 @@ struct Scratch {
     std::uint32_t cell = 0;
     friend bool operator==(const SharedKey&, const SharedKey&) = default;
   };
-  struct SharedKeyHash {
-    std::size_t operator()(const SharedKey& k) const;
-  };
   struct SharedScores {
-    const NodeMeasure* measure = nullptr;  // the node they were computed on
+    SharedKey key;
+    const NodeMeasure* measure = nullptr;  // the node they were computed on; null: empty
     const HotDevice* hot = nullptr;
     std::uint32_t scores = 0;
     std::uint32_t memo_begin = 0, memo_end = 0;
     double frag_now = 0;
   };
-  boost::unordered_flat_map<SharedKey, SharedScores, SharedKeyHash> shared;
+  static constexpr std::size_t kSharedSlots = 256;
+  std::vector<SharedScores> shared;  // kSharedSlots once used
   std::vector<float> shared_scores;
   std::vector<ScoreMemo> shared_memo;
   std::vector<float> scores;  // FgdDeviceScores' output, per device

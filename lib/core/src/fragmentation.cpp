@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
-#include <cstring>
-
 #include <boost/container_hash/hash.hpp>
+#include <cmath>
 #include <limits>
 
 namespace devshare::internal {
@@ -71,10 +69,11 @@ void Measure(std::span<const float> free, const FgdModel& m, FragState& s) {
 // on: the same free shares, and devices with the same cores and memory.
 bool Alike(const Scratch::SharedScores& e, const Scratch& scratch, std::size_t devices) {
   if (e.measure->free.size() != devices) return false;
-  if (std::memcmp(e.measure->free.data(), scratch.start->free.data(), devices * sizeof(float)) != 0)
-    return false;
+  const float* free = e.measure->free.data();
+  const float* other = scratch.start->free.data();
   for (std::size_t i = 0; i < devices; ++i) {
-    if (e.hot[i].devcore != scratch.start_hot[i].devcore ||
+    if (std::bit_cast<std::uint32_t>(free[i]) != std::bit_cast<std::uint32_t>(other[i]) ||
+        e.hot[i].devcore != scratch.start_hot[i].devcore ||
         e.hot[i].devmem != scratch.start_hot[i].devmem) {
       return false;
     }
@@ -82,14 +81,16 @@ bool Alike(const Scratch::SharedScores& e, const Scratch& scratch, std::size_t d
   return true;
 }
 
-}  // namespace
-
-std::size_t Scratch::SharedKeyHash::operator()(const SharedKey& k) const {
-  std::size_t seed = k.fingerprint;
-  boost::hash_combine(seed, k.request);
-  boost::hash_combine(seed, k.cell);
-  return seed;
+// The slot of `key` in Scratch::shared.
+std::size_t SlotOf(const Scratch::SharedKey& key) {
+  std::uint64_t h = key.fingerprint;
+  h ^= reinterpret_cast<std::uintptr_t>(key.request) * 0x9E3779B97F4A7C15ULL;
+  h ^= key.cell * 0xC2B2AE3D27D4EB4FULL;
+  h *= 0xFF51AFD7ED558CCDULL;
+  return static_cast<std::size_t>(h >> 56) % Scratch::kSharedSlots;
 }
+
+}  // namespace
 
 const FgdModel& ModelFor(const SnapshotState& s, std::span<const WorkloadClass> workload,
                          std::unique_ptr<FgdModel>& own) {
@@ -256,16 +257,6 @@ void RemeasureNode(SnapshotState& s, const NodeState& node) {
   MeasureNode(s, node, cache.model, cache.fits, cache.nodes[index]);
 }
 
-const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
-                                 const PodPlan& plan) {
-  if (!plan.fgd_cached) return nullptr;
-  if (plan.previous != nullptr && plan.previous->node == node.name) return nullptr;
-  if (plan.previous_requests != nullptr && plan.previous_requests->node == node.name) {
-    return nullptr;
-  }
-  return &s.fragmentation->nodes[static_cast<std::size_t>(&node - s.nodes.data())];
-}
-
 namespace {
 
 // The working free shares and sums: the snapshot's measure while borrowed.
@@ -281,6 +272,7 @@ const FragState& WorkingSums(const Scratch& scratch) {
 void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasure* cached,
                   Scratch& scratch) {
   scratch.memo.clear();
+  scratch.scored = {};
   scratch.start = cached;
   scratch.start_hot = s.Hot(node);
   scratch.frag_valid = scratch.frag_measured = scratch.frag_borrowed = cached != nullptr;
@@ -310,10 +302,9 @@ double FragmentationAfterPick(const PodPlan& plan, Scratch& scratch, std::size_t
   const float was = WorkingFree(scratch)[device];
   if (now == was) return CurrentFragmentation(plan, scratch);
   // A device score foresaw this move when it left the same free share.
-  auto foreseen = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
-    return m.free == was && m.to == now;
-  });
-  if (foreseen != scratch.memo.end()) return foreseen->after;
+  auto foreseen = std::find_if(scratch.scored.begin(), scratch.scored.end(),
+                               [&](const auto& m) { return m.free == was && m.to == now; });
+  if (foreseen != scratch.scored.end()) return foreseen->after;
   return FragmentationAfterMove(WorkingSums(scratch), was, now, *plan.fgd, scratch.after);
 }
 
@@ -350,6 +341,7 @@ void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>&
   scratch.frag_measured = false;
   scratch.frag_now_valid = changed == 1;
   scratch.memo.clear();  // scored against the sums before these picks
+  scratch.scored = {};
 }
 
 // The fit tables: O(classes log classes + CPU steps x shapes).
@@ -419,14 +411,15 @@ void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& re
   const bool sharing = scratch.frag_measured && scratch.start != nullptr;
   const Scratch::SharedKey key{sharing ? scratch.start->fingerprint : 0, &request,
                                scratch.after.cell};
+  Scratch::SharedScores* slot = nullptr;
   if (sharing) {
-    auto known = scratch.shared.find(key);
-    if (known != scratch.shared.end() && Alike(known->second, scratch, devices.size())) {
-      const Scratch::SharedScores& e = known->second;
-      std::copy_n(scratch.shared_scores.begin() + e.scores, devices.size(), scores.begin());
-      scratch.memo.assign(scratch.shared_memo.begin() + e.memo_begin,
-                          scratch.shared_memo.begin() + e.memo_end);
-      scratch.frag_now = e.frag_now;
+    if (scratch.shared.empty()) scratch.shared.resize(Scratch::kSharedSlots);
+    slot = &scratch.shared[SlotOf(key)];
+    if (slot->measure != nullptr && slot->key == key && Alike(*slot, scratch, devices.size())) {
+      std::copy_n(scratch.shared_scores.begin() + slot->scores, devices.size(), scores.begin());
+      scratch.scored = std::span(scratch.shared_memo)
+                           .subspan(slot->memo_begin, slot->memo_end - slot->memo_begin);
+      scratch.frag_now = slot->frag_now;
       scratch.frag_now_valid = true;
       return;
     }
@@ -447,9 +440,8 @@ void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& re
                                  static_cast<float>(mem) / static_cast<float>(info.devmem));
     const float f = free[i];
     // Devices with the same free share and ask score the same.
-    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(), [&](const auto& m) {
-      return m.free == f && m.share == share;
-    });
+    auto memo = std::find_if(scratch.memo.begin(), scratch.memo.end(),
+                             [&](const auto& m) { return m.free == f && m.share == share; });
     if (memo != scratch.memo.end()) {
       scores[i] = memo->score;
       continue;
@@ -459,17 +451,18 @@ void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& re
     scores[i] = static_cast<float>(after - before);
     if (scratch.memo.size() < 16) scratch.memo.push_back({f, share, to, scores[i], after});
   }
+  scratch.scored = scratch.memo;
   if (sharing) {
-    Scratch::SharedScores e{scratch.start,
-                            scratch.start_hot,
-                            static_cast<std::uint32_t>(scratch.shared_scores.size()),
-                            static_cast<std::uint32_t>(scratch.shared_memo.size()),
-                            0,
-                            before};
+    *slot = Scratch::SharedScores{key,
+                                  scratch.start,
+                                  scratch.start_hot,
+                                  static_cast<std::uint32_t>(scratch.shared_scores.size()),
+                                  static_cast<std::uint32_t>(scratch.shared_memo.size()),
+                                  0,
+                                  before};
     scratch.shared_scores.insert(scratch.shared_scores.end(), scores.begin(), scores.end());
     scratch.shared_memo.insert(scratch.shared_memo.end(), scratch.memo.begin(), scratch.memo.end());
-    e.memo_end = static_cast<std::uint32_t>(scratch.shared_memo.size());
-    scratch.shared.emplace(key, e);  // a fingerprint's first node stays
+    slot->memo_end = static_cast<std::uint32_t>(scratch.shared_memo.size());
   }
 }
 

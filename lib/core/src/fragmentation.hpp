@@ -8,12 +8,15 @@
 // free share costs O(shapes), not O(devices x classes).
 //
 // Cost per scored node: the snapshot keeps every node's sums for the
-// workload it was given (RemeasureNode after each change to the node), so a
-// node is loaded in O(devices + shapes); each distinct (free share, ask) of
-// its devices costs O(shapes), and so does the placement's fragmentation
-// unless one device changed by exactly the ask it was scored for. Which
-// classes fit a node's CPU and memory is a table row or a cell summed once
-// per Filter call: O(log classes). Private to the core.
+// workload it was given (RemeasureNode after each change to the node), and
+// Filter borrows them until a pick changes them: O(1) to load. Each distinct
+// (free share, ask) of a node's devices costs O(shapes), unless a node
+// measured alike (NodeMeasure::fingerprint) was scored for the same request
+// in the same call; the placement's fragmentation costs O(shapes) unless one
+// device changed by exactly the ask it was scored for. Which classes fit a
+// node's CPU and memory is a table row or cell (tabulated for the
+// snapshot's workload, else summed once per call): O(log classes). Private
+// to the core.
 #ifndef DEVSHARE_SRC_FRAGMENTATION_HPP_
 #define DEVSHARE_SRC_FRAGMENTATION_HPP_
 
@@ -68,8 +71,15 @@ void RemeasureNode(SnapshotState& s, const NodeState& node);
 // The snapshot's measure of `node` when it is the one the plan needs (the
 // plan's workload is the snapshot's and the pod holds nothing on the
 // node), else nullptr.
-const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
-                                 const PodPlan& plan);
+inline const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
+                                        const PodPlan& plan) {
+  if (!plan.fgd_cached) return nullptr;
+  if (plan.previous != nullptr && plan.previous->node == node.name) return nullptr;
+  if (plan.previous_requests != nullptr && plan.previous_requests->node == node.name) {
+    return nullptr;
+  }
+  return &s.fragmentation->nodes[static_cast<std::size_t>(&node - s.nodes.data())];
+}
 
 // Filter's working measure (Scratch): starts from `cached` (borrowed until
 // a pick changes it) or is measured from the working devices when first
@@ -84,8 +94,7 @@ void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan,
 double CurrentFragmentation(const PodPlan& plan, Scratch& scratch);
 // The same were `device` left with the free share `now`: a device score's
 // when it foresaw that move.
-double FragmentationAfterPick(const PodPlan& plan, Scratch& scratch, std::size_t device,
-                              float now);
+double FragmentationAfterPick(const PodPlan& plan, Scratch& scratch, std::size_t device, float now);
 // Keeps the working measure in step with picks just applied to the devices.
 void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>& picked,
                 const PodPlan& plan, Scratch& scratch);

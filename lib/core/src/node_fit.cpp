@@ -93,6 +93,15 @@ OrderKey FgdKey(float score, const internal::HotDevice& d) {
   return {-score, static_cast<float>(d.used), -static_cast<float>(d.index), 0};
 }
 
+// FgdKey(score_a, a) > FgdKey(score_b, b), compared field by field: Fit
+// visits a first.
+inline bool FgdVisitsFirst(float score_a, const internal::HotDevice& a, float score_b,
+                           const internal::HotDevice& b) {
+  if (score_a != score_b) return score_a < score_b;
+  if (a.used != b.used) return a.used > b.used;
+  return a.index < b.index;
+}
+
 // The order of spec §5.3 as a key per device, compared lexicographically:
 // ascending key = earlier; Fit visits from the end, so the last is preferred.
 OrderKey KeyOf(const WorkDevice& d, const PodPlan& plan) {
@@ -634,8 +643,8 @@ enum class Feasibility { kFits, kFails, kUnknown };
 // read only for cordons and selectors.
 [[gnu::always_inline]] inline bool PassesSimple(const PodPlan& plan, const NodeState& node,
                                                 const internal::HotDevice& d,
-                  const DeviceSlot* slot, const ContainerRequest& r, std::int32_t cores,
-                  bool selectors, bool cordons) {
+                                                const DeviceSlot* slot, const ContainerRequest& r,
+                                                std::int32_t cores, bool selectors, bool cordons) {
   if (CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) != kReasonCount ||
       CheckSlot(plan, d, slot, /*selectors=*/false) != kReasonCount ||
       CheckRoom(d, FitMemory(r, d.devmem), cores) != kReasonCount) {
@@ -695,14 +704,10 @@ Feasibility QuickFgd(const SnapshotState& s, const PodPlan& plan, const NodeStat
   scratch.after = FitFor(*plan.fgd, Less(FreeRoom(node), plan), scratch.fits);
   StartMeasure(s, node, &cached, scratch);
   FgdDeviceScores(std::span(hot, node.devices.size()), r, plan, scratch);
+  // Among equal keys Fit visits the later device first.
   std::uint32_t best = passing.front();
-  OrderKey best_key = FgdKey(scratch.scores[best], hot[best]);
   for (std::uint32_t i : passing) {
-    const OrderKey key = FgdKey(scratch.scores[i], hot[i]);
-    if (best_key < key) {
-      best = i;
-      best_key = key;
-    }
+    if (!FgdVisitsFirst(scratch.scores[best], hot[best], scratch.scores[i], hot[i])) best = i;
   }
   internal::HotDevice picked = hot[best];
   picked.used += 1;
@@ -766,8 +771,6 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     }
     if (quick == Feasibility::kFails && !plan.reasons) return verdict;
   }
-  scratch.placement.resize(plan.requests.size());
-  for (ContainerPicks& c : scratch.placement) c.resize(plan.vendors.size());
   // fgd: the node's measure from the snapshot when it has the one needed.
   const NodeMeasure* cached = nullptr;
   if (plan.node_fgd || plan.gpu.fgd) {
@@ -777,6 +780,17 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     if (cached == nullptr) scratch.before = FitFor(*plan.fgd, room, scratch.fits);
     scratch.after = FitFor(*plan.fgd, Less(room, plan), scratch.fits);
   }
+  // A pod without devices under the fgd node policy changes only which
+  // classes the node's CPU and memory host.
+  if (plan.node_fgd && cached != nullptr && !HasRequests(plan.requests)) {
+    StartMeasure(s, node, cached, scratch);
+    verdict.fits = true;
+    verdict.free_gpus = cached->sums.all;
+    verdict.score = FgdNodeScore(cached->fragmentation - CurrentFragmentation(plan, scratch));
+    return verdict;
+  }
+  scratch.placement.resize(plan.requests.size());
+  for (ContainerPicks& c : scratch.placement) c.resize(plan.vendors.size());
   // Init containers run one at a time, each on the node as it is; the
   // unchanged node is kept in `base` only when there are any.
   if (plan.init_requests) {

@@ -137,10 +137,10 @@ struct NamespaceQuota {
 
 // fgd's measure of one node for the snapshot's fragmentation workload.
 struct NodeMeasure {
-  std::vector<float> free;    // per device: its free share
-  FragState sums;             // over `free`
-  std::uint32_t cell = 0;     // the classes the node's free CPU and memory host
-  double fragmentation = 0;   // of `sums` for those classes
+  std::vector<float> free;   // per device: its free share
+  FragState sums;            // over `free`
+  std::uint32_t cell = 0;    // the classes the node's free CPU and memory host
+  double fragmentation = 0;  // of `sums` for those classes
   // Of the bits of `free` and of the devices' cores and memory: nodes
   // measured alike have the same.
   std::uint64_t fingerprint = 0;

@@ -76,9 +76,14 @@ Engine::Engine(EngineOptions options)
     : options_(std::move(options)), snapshot_(options_.config), impl_(std::make_unique<Impl>()) {
   impl_->follower.hostname = options_.hostname;
   impl_->rng.seed(options_.seed);
-  // The snapshot keeps fgd's per-node measure for the workload Filter is
-  // given. An invalid workload is refused here and by every Filter call.
-  static_cast<void>(snapshot_.SetFragmentationWorkload(options_.filter.workload));
+  // Under the fgd policies the snapshot keeps each node's fragmentation
+  // measure for the workload Filter is given (pods that ask for fgd by
+  // annotation under other policies are measured node by node). An invalid
+  // workload is refused here and by every Filter call.
+  if (options_.filter.node_policy == "fgd" ||
+      options_.filter.gpu_policy.find("fgd") != std::string::npos) {
+    static_cast<void>(snapshot_.SetFragmentationWorkload(options_.filter.workload));
+  }
 }
 
 Engine::~Engine() = default;

@@ -12,6 +12,18 @@
 // ordered by name ascending, the first wins; devices keep registration order
 // under equal keys (stable sort); vendors are tried in DeviceConfig order.
 //
+// Cost, for N candidates of D devices: a one-request pod is checked without
+// fitting a working copy, O(N x D), and only the chosen node is fitted. The
+// fgd node policy scores every feasible node by placing the pod there. With
+// a snapshot that keeps each node's fragmentation measure for the call's
+// workload (ClusterSnapshot::SetFragmentationWorkload, as the engine's
+// does), a node's measure is loaded, not taken, and a one-device pod under
+// fgd as node and GPU policy is scored without a working copy: O(D) per node
+// plus O(S) (S: the workload's GPU shapes) per distinct (free share, ask)
+// not already scored on a node measured alike in the same call. Without it,
+// or for other pods under fgd, each node also costs O(D x S) to measure and
+// a full fit.
+//
 // Thread-safety: Filter only reads the snapshot; several filters may run at
 // once on one snapshot.
 #ifndef DEVSHARE_FILTER_HPP_

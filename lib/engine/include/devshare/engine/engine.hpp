@@ -58,7 +58,10 @@ enum class LockRetry { kOnce, kFixed, kBackoff };
 
 struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();
-  FilterOptions filter;  // filter.hami_exact also selects HAMi's registration (W4)
+  // filter.hami_exact also selects HAMi's registration (W4). Under the fgd
+  // node or GPU policy the snapshot keeps each node's fragmentation measure
+  // for filter.workload (ClusterSnapshot::SetFragmentationWorkload).
+  FilterOptions filter;
   RegistrationProtocol registration = RegistrationProtocol::kChangeOnly;  // Default: change-only
   Leadership leadership = Leadership::kAlways;                            // Default: always leader
   std::string hostname;                      // this replica, for kFollowLease
