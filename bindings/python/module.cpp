@@ -102,8 +102,12 @@ py::dict AdmissionDict(const AdmissionDecision& d) {
 // Kubernetes objects arrive as JSON text (the package serialises dicts).
 class Cluster {
  public:
+  // Under the fgd policies the snapshot keeps each node's fragmentation
+  // measure (an invalid workload is refused by every filter call).
   explicit Cluster(const std::optional<std::string>& config_yaml, FilterOptions options)
-      : snapshot_(ConfigFrom(config_yaml)), options_(std::move(options)) {}
+      : snapshot_(ConfigFrom(config_yaml)), options_(std::move(options)) {
+    if (UsesFgd(options_)) static_cast<void>(snapshot_.SetFragmentationWorkload(options_.workload));
+  }
 
   void AddNode(const std::string& json) { Check(snapshot_.AddNode(Unwrap(DecodeNode(json)))); }
   bool RemoveNode(const std::string& name) { return snapshot_.RemoveNode(name); }

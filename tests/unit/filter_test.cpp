@@ -786,6 +786,25 @@ TEST_CASE("fragmentation of a cluster: fgd's node score is the decrease it measu
   }
 }
 
+TEST_CASE("fgd: which options keep the fragmentation measure") {
+  struct Row {
+    const char* node_policy;
+    const char* gpu_policy;
+    bool fgd;
+  };
+  const Row rows[] = {{"binpack", "spread", false}, {"fgd", "spread", true},
+                      {"binpack", "fgd", true},     {"spread", "binpack,fgd", true},
+                      {"volcano", "volcano-binpack", false}};
+  for (const Row& row : rows) {
+    FilterOptions o;
+    o.node_policy = row.node_policy;
+    o.gpu_policy = row.gpu_policy;
+    CAPTURE(o.node_policy);
+    CAPTURE(o.gpu_policy);
+    CHECK(UsesFgd(o) == row.fgd);
+  }
+}
+
 TEST_CASE("fgd: a snapshot keeping the fragmentation measure decides as one that does not") {
   // Twins fed the same changes, one measuring each node as it changes
   // (SetFragmentationWorkload, at the start or midway), compared after every

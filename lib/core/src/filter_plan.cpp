@@ -231,3 +231,11 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
 }
 
 }  // namespace devshare::internal
+
+namespace devshare {
+
+bool UsesFgd(const FilterOptions& options) {
+  return options.node_policy == "fgd" || internal::ParseGpuPolicy(options.gpu_policy, false).fgd;
+}
+
+}  // namespace devshare

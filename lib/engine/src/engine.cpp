@@ -80,8 +80,7 @@ Engine::Engine(EngineOptions options)
   // measure for the workload Filter is given (pods that ask for fgd by
   // annotation under other policies are measured node by node). An invalid
   // workload is refused here and by every Filter call.
-  if (options_.filter.node_policy == "fgd" ||
-      options_.filter.gpu_policy.find("fgd") != std::string::npos) {
+  if (UsesFgd(options_.filter)) {
     static_cast<void>(snapshot_.SetFragmentationWorkload(options_.filter.workload));
   }
 }

@@ -145,6 +145,11 @@ struct ClusterFragmentation {
   friend bool operator==(const ClusterFragmentation&, const ClusterFragmentation&) = default;
 };
 
+// Whether `options` name fgd as the node or GPU policy: then the snapshot
+// Filter runs on is worth keeping each node's fragmentation measure for
+// options.workload (ClusterSnapshot::SetFragmentationWorkload).
+DEVSHARE_EXPORT bool UsesFgd(const FilterOptions& options);
+
 // Measures the snapshot's fragmentation for `workload` (the default mix of
 // FilterOptions::workload when empty), with each node's free CPU and memory
 // deciding which classes it can host, as the fgd policy scores placements
