@@ -28,7 +28,7 @@ RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test lint openb plots load load-apiserver e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -102,6 +102,19 @@ LOAD_RATE ?= 1000
 LOAD_CONNECTIONS ?= 50,200
 load: build
 	@bash tests/e2e/load.sh $(DEVSHARE) $(LOAD_NODES) $(LOAD_SECONDS) $(LOAD_RATE) $(LOAD_CONNECTIONS)
+
+# devshare serve against a real kube-apiserver and etcd (the e2e control plane):
+# /filter with LOAD_API_CONNECTIONS wrk connections for LOAD_SECONDS over
+# LOAD_API_NODES nodes, each Filter PATCHing the pod. LOAD_API_COMPARE adds
+# other builds side by side, as LABEL=PATH words (say a build before a change).
+LOAD_API_NODES ?= 500
+LOAD_API_CONNECTIONS ?= 50
+LOAD_API_COMPARE ?=
+load-apiserver: build
+	@command -v wrk >/dev/null || sudo apt-get install -y -qq wrk >/dev/null
+	@E2E_DIR=$(CURDIR)/$(E2E_BUILD)/load-apiserver bash tests/e2e/control-plane.sh run -- \
+	  bash tests/e2e/api-load.sh $(LOAD_API_NODES) $(LOAD_SECONDS) $(LOAD_API_CONNECTIONS) \
+	  $(LOAD_API_COMPARE) this=$(CURDIR)/$(DEVSHARE)
 
 test-install: build
 	@rm -rf $(STAGE)

@@ -792,8 +792,10 @@ TEST_CASE("fgd: which options keep the fragmentation measure") {
     const char* gpu_policy;
     bool fgd;
   };
-  const Row rows[] = {{"binpack", "spread", false}, {"fgd", "spread", true},
-                      {"binpack", "fgd", true},     {"spread", "binpack,fgd", true},
+  const Row rows[] = {{"binpack", "spread", false},
+                      {"fgd", "spread", true},
+                      {"binpack", "fgd", true},
+                      {"spread", "binpack,fgd", true},
                       {"volcano", "volcano-binpack", false}};
   for (const Row& row : rows) {
     FilterOptions o;

@@ -80,8 +80,9 @@ struct PodPlan {
   // whose keys can be equal (not a chain or fgd, which end on the index):
   // the order one request's sort leaves breaks the next one's ties.
   bool ties_possible = false;
-  bool reasons = true;   // FilterOptions::reasons
-  HamiExact hami_exact;  // FilterOptions::hami_exact
+  bool reasons = true;      // FilterOptions::reasons
+  bool fgd_cached = false;  // `fgd` is the snapshot's (see below)
+  HamiExact hami_exact;     // FilterOptions::hami_exact
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;
   // fgd: the workload as fit tables — the snapshot's when the options'
@@ -90,7 +91,6 @@ struct PodPlan {
   // `previous`).
   const FgdModel* fgd = nullptr;
   std::unique_ptr<FgdModel> own_fgd;
-  bool fgd_cached = false;
   std::int64_t cpu_milli = 0;
   std::int64_t memory_bytes = 0;
   const internal::PodRequestsEntry* previous_requests = nullptr;
@@ -141,17 +141,17 @@ struct Scratch {
   std::vector<ContainerPicks> placement;
   // fgd: the free share of each working device and the sums over them;
   // frag_valid when they match the working devices (kept in step with the
-  // picks), frag_measured while they are the sums measured from frag_free
-  // (no pick since), or `start`'s while frag_borrowed. frag_now: their fragmentation with the
-  // classes `after` says fit, when frag_now_valid. memo: the device scores computed for the current
-  // sums, per (free, share), with the free share `to` a pick would leave and the fragmentation
-  // `after` it.
+  // picks), frag_measured while they are the sums measured from the free
+  // shares (no pick since). While `borrowed`, they are that measure's, not
+  // yet copied here. frag_now: their fragmentation with the classes `after`
+  // says fit, when frag_now_valid. memo: the device scores computed for the
+  // current sums, per (free, share), with the free share `to` a pick would
+  // leave and the fragmentation `after` it.
   std::vector<float> frag_free;
   FragState frag;
+  const NodeMeasure* borrowed = nullptr;
   bool frag_valid = false;
   bool frag_measured = false;
-  bool frag_borrowed = false;  // the sums are start's, not yet copied
-
   double frag_now = 0;
   bool frag_now_valid = false;
   struct ScoreMemo {

@@ -261,10 +261,10 @@ namespace {
 
 // The working free shares and sums: the snapshot's measure while borrowed.
 const std::vector<float>& WorkingFree(const Scratch& scratch) {
-  return scratch.frag_borrowed ? scratch.start->free : scratch.frag_free;
+  return scratch.borrowed != nullptr ? scratch.borrowed->free : scratch.frag_free;
 }
 const FragState& WorkingSums(const Scratch& scratch) {
-  return scratch.frag_borrowed ? scratch.start->sums : scratch.frag;
+  return scratch.borrowed != nullptr ? scratch.borrowed->sums : scratch.frag;
 }
 
 }  // namespace
@@ -275,7 +275,8 @@ void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasu
   scratch.scored = {};
   scratch.start = cached;
   scratch.start_hot = s.Hot(node);
-  scratch.frag_valid = scratch.frag_measured = scratch.frag_borrowed = cached != nullptr;
+  scratch.borrowed = cached;
+  scratch.frag_valid = scratch.frag_measured = cached != nullptr;
   scratch.frag_now_valid = cached != nullptr && scratch.after.cell == cached->cell;
   if (scratch.frag_now_valid) scratch.frag_now = cached->fragmentation;
 }
@@ -325,10 +326,10 @@ void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>&
   if (changed == 1) {
     scratch.frag_now = FragmentationAfterPick(plan, scratch, last, FreeShare(devices[last]));
   }
-  if (scratch.frag_borrowed) {  // the sums change: a copy of their own
-    scratch.frag_free = scratch.start->free;
-    scratch.frag = scratch.start->sums;
-    scratch.frag_borrowed = false;
+  if (scratch.borrowed != nullptr) {  // the sums change: a copy of their own
+    scratch.frag_free = scratch.borrowed->free;
+    scratch.frag = scratch.borrowed->sums;
+    scratch.borrowed = nullptr;
   }
   for (const Pick& p : picked) {
     const float was = scratch.frag_free[p.device];
