@@ -521,11 +521,9 @@ namespace {
 // `options` (HTTPS when it has a certificate, not verified), in `at_once`
 // chains, each request `pause` after the previous answer of its chain.
 // Returns the statuses and what the client did with connections.
-std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(const HttpServerOptions& options,
-                                                               int count,
-                                                               std::chrono::milliseconds pause,
-                                                               int at_once = 1,
-                                                               std::size_t max_connections = 32) {
+std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(
+    const HttpServerOptions& options, int count, std::chrono::milliseconds pause, int at_once = 1,
+    std::size_t max_connections = 32, int pause_every = 1) {
   boost::asio::io_context io;
   HttpServer server(io, options, [](HttpRequest, Responder respond) {
     respond(HttpResponse{200, "application/json", "{}", {}});
@@ -555,7 +553,9 @@ std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(const HttpServerO
         server.Stop();
         return;
       }
-      auto timer = std::make_shared<boost::asio::steady_timer>(io, pause);
+      const bool pausing = statuses.size() % static_cast<std::size_t>(pause_every) == 0;
+      auto timer = std::make_shared<boost::asio::steady_timer>(
+          io, pausing ? pause : std::chrono::milliseconds(0));
       timer->async_wait([&, timer](boost::system::error_code) { next(); });
     });
   };
@@ -609,6 +609,23 @@ TEST_CASE("kube: a new TLS connection to the API server resumes the last session
   CHECK(statuses == std::vector<int>{200, 200, 200});
   CHECK(stats.opened == 3);
   CHECK(stats.resumed == 2);  // the second and third handshakes resumed
+}
+
+TEST_CASE(
+    "kube: a resumed TLS connection counts one resumption, however many requests it carries") {
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("devshare-resume2-" + std::to_string(getpid()));
+  HttpServerOptions options = LoopbackTls(dir);
+  options.read_timeout = std::chrono::milliseconds(50);  // idle connections closed
+  // Two requests in turn on each connection, a pause after every second.
+  const auto [statuses, stats] = RequestsInTurn(options, 6, std::chrono::milliseconds(200),
+                                                /*at_once=*/1, /*max_connections=*/32,
+                                                /*pause_every=*/2);
+  std::filesystem::remove_all(dir);
+  CHECK(statuses == std::vector<int>(6, 200));
+  CHECK(stats.opened == 3);
+  CHECK(stats.reused == 5);  // the first request after a pause tries the closed connection first
+  CHECK(stats.resumed == 2);
 }
 
 TEST_CASE("kube: a client that sends nothing is disconnected after the read timeout") {

@@ -113,13 +113,16 @@ class ConnectionPool {
     idle_.clear();
   }
 
-  // TLS: a new connection offers the last session; an exchange that ends
-  // remembers its connection's session.
+  // TLS: a new connection offers the last session, and counts its
+  // handshake if it resumed it; an exchange that ends remembers its
+  // connection's session.
   void Resume(SSL* ssl) {
     if (session_ != nullptr) SSL_set_session(ssl, session_);
   }
-  void Remember(SSL* ssl) {
+  void Handshaken(SSL* ssl) {
     if (SSL_session_reused(ssl) != 0) ++resumed_;
+  }
+  void Remember(SSL* ssl) {
     const SSL_SESSION* current = SSL_get0_session(ssl);
     if (current == nullptr || SSL_SESSION_is_resumable(current) == 0) return;
     // A copy: OpenSSL marks a connection's own session not resumable when the
@@ -233,11 +236,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
       }
     }
-    tls->async_handshake(ssl::stream_base::client,
-                         [self = shared_from_this()](beast::error_code ec) {
-                           if (ec) return self->Fail("TLS handshake", ec);
-                           self->Write();
-                         });
+    tls->async_handshake(
+        ssl::stream_base::client, [self = shared_from_this()](beast::error_code ec) {
+          if (ec) return self->Fail("TLS handshake", ec);
+          if (self->pool_ != nullptr) {
+            self->pool_->Handshaken(std::get<TlsStream>(self->conn_->stream).native_handle());
+          }
+          self->Write();
+        });
   }
 
   template <typename F>
