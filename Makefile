@@ -111,7 +111,6 @@ LOAD_API_NODES ?= 500
 LOAD_API_CONNECTIONS ?= 50
 LOAD_API_COMPARE ?=
 load-apiserver: build
-	@command -v wrk >/dev/null || sudo apt-get install -y -qq wrk >/dev/null
 	@E2E_DIR=$(CURDIR)/$(E2E_BUILD)/load-apiserver bash tests/e2e/control-plane.sh run -- \
 	  bash tests/e2e/api-load.sh $(LOAD_API_NODES) $(LOAD_SECONDS) $(LOAD_API_CONNECTIONS) \
 	  $(LOAD_API_COMPARE) this=$(CURDIR)/$(DEVSHARE)

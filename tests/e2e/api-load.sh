@@ -31,7 +31,7 @@ cleanup() { [ -z "$serve_pid" ] || kill "$serve_pid" 2>/dev/null || true; rm -rf
 trap cleanup EXIT
 log() { echo "api-load: $*"; }
 fail() { echo "api-load: FAILED: $*"; exit 1; }
-command -v wrk >/dev/null || fail "wrk is not installed (make load installs it)"
+need_wrk
 
 # --- the cluster: NODES GPU nodes (8 GPUs of 40 GiB, 10 slots) and one pod no scheduler takes
 t0=$SECONDS

@@ -115,3 +115,12 @@ check() {
   if "$@" >/dev/null; then passed=$((passed + 1)); echo "ok: $what"
   else failed=$((failed + 1)); echo "FAILED: $what"; fi
 }
+
+# need_wrk: installs Debian's wrk with apt-get when it is missing.
+need_wrk() {
+  command -v wrk >/dev/null && return 0
+  echo "installing wrk (Debian)" >&2
+  local sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq wrk >/dev/null
+}

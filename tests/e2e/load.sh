@@ -59,11 +59,9 @@ build_vegeta() {
 }
 build_vegeta
 
-if ! command -v wrk >/dev/null; then
-  log "installing wrk (Debian)"
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq wrk >/dev/null
-fi
+# shellcheck source=tests/e2e/lib.sh
+. "$here/lib.sh"
+need_wrk
 
 # --- the stand-in API server and devshare serve --------------------------------------
 # Two free ports below the ephemeral range: a port the kernel hands out for
