@@ -162,14 +162,12 @@ struct Scratch {
   std::span<const ScoreMemo> scored;  // the current sums' memo: `memo` or shared
   // fgd: device scores on measured sums, shared by the nodes of one call
   // the snapshot measured alike. `start` is the node's measure while the
-  // sums are its (frag_measured), `start_hot` its devices. A node shares
-  // another's scores for the same request and `after` cell when their free
-  // shares and devices' cores and memory are the same bits: the scores
-  // (offset into shared_scores), the memo (a range of shared_memo) and
-  // frag_now, kept in a direct-mapped table of kSharedSlots (a newer key
-  // takes a taken slot).
+  // sums are its (frag_measured). A node shares another's scores for the
+  // same request and `after` cell when their signatures (NodeMeasure) are
+  // equal: the scores (offset into shared_scores), the memo (a range of
+  // shared_memo) and frag_now, kept in a direct-mapped table of
+  // kSharedSlots (a newer key takes a taken slot).
   const NodeMeasure* start = nullptr;
-  const HotDevice* start_hot = nullptr;
   struct SharedKey {
     std::uint64_t fingerprint = 0;  // NodeMeasure::fingerprint
     const ContainerRequest* request = nullptr;
@@ -179,7 +177,6 @@ struct Scratch {
   struct SharedScores {
     SharedKey key;
     const NodeMeasure* measure = nullptr;  // the node they were computed on; null: empty
-    const HotDevice* hot = nullptr;
     std::uint32_t scores = 0;
     std::uint32_t memo_begin = 0, memo_end = 0;
     double frag_now = 0;
@@ -189,6 +186,13 @@ struct Scratch {
   std::vector<float> shared_scores;
   std::vector<ScoreMemo> shared_memo;
   std::vector<float> scores;  // FgdDeviceScores' output, per device
+  // fgd: node scores by the rounded decrease, direct-mapped.
+  struct NodeScoreMemo {
+    bool known = false;
+    double decrease = 0;
+    double score = 0;
+  };
+  std::array<NodeScoreMemo, 64> node_scores{};
   // fgd: the classes fitting the node being evaluated, as it is (before)
   // and with the pod placed (after); the cells summed during this call.
   FitWeights before, after;

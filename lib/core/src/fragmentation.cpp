@@ -65,22 +65,6 @@ void Measure(std::span<const float> free, const FgdModel& m, FragState& s) {
   for (float f : free) AddDevice(s, f, m, +1);
 }
 
-// Whether the node being scored was measured as the one `e` was computed
-// on: the same free shares, and devices with the same cores and memory.
-bool Alike(const Scratch::SharedScores& e, const Scratch& scratch, std::size_t devices) {
-  if (e.measure->free.size() != devices) return false;
-  const float* free = e.measure->free.data();
-  const float* other = scratch.start->free.data();
-  for (std::size_t i = 0; i < devices; ++i) {
-    if (std::bit_cast<std::uint32_t>(free[i]) != std::bit_cast<std::uint32_t>(other[i]) ||
-        e.hot[i].devcore != scratch.start_hot[i].devcore ||
-        e.hot[i].devmem != scratch.start_hot[i].devmem) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The slot of `key` in Scratch::shared.
 std::size_t SlotOf(const Scratch::SharedKey& key) {
   std::uint64_t h = key.fingerprint;
@@ -226,9 +210,14 @@ Room Less(Room room, const PodPlan& plan) {
 // score the same, and the first name wins among them.
 // The decrease is first rounded to a millionth of a GPU, so that summation
 // noise in equal fragmentations cannot cross a step.
-double FgdNodeScore(double decrease) {
+double FgdNodeScore(double decrease, Scratch& scratch) {
   const double rounded = std::nearbyint(decrease * 1e6) / 1e6;
-  return std::floor(100.0 / (1.0 + std::exp(-rounded)));
+  // Nodes alike score alike: the last scores by the rounded decrease.
+  Scratch::NodeScoreMemo& memo =
+      scratch.node_scores[std::bit_cast<std::uint64_t>(rounded) * 0x9E3779B97F4A7C15ULL >> 58];
+  if (memo.known && memo.decrease == rounded) return memo.score;
+  memo = {true, rounded, std::floor(100.0 / (1.0 + std::exp(-rounded)))};
+  return memo.score;
 }
 
 void MeasureNode(const SnapshotState& s, const NodeState& node, const FgdModel& m, FitMemo& fits,
@@ -240,13 +229,13 @@ void MeasureNode(const SnapshotState& s, const NodeState& node, const FgdModel& 
   const FitWeights w = FitFor(m, FreeRoom(node), fits);
   out.cell = w.cell;
   out.fragmentation = Fragmentation(out.sums, m, w);
-  std::size_t fingerprint = 0;
+  out.signature.clear();
   for (std::size_t i = 0; i < node.devices.size(); ++i) {
-    boost::hash_combine(fingerprint, std::bit_cast<std::uint32_t>(out.free[i]));
-    boost::hash_combine(fingerprint, hot[i].devcore);
-    boost::hash_combine(fingerprint, hot[i].devmem);
+    out.signature.insert(out.signature.end(), {std::bit_cast<std::uint32_t>(out.free[i]),
+                                               static_cast<std::uint32_t>(hot[i].devcore),
+                                               static_cast<std::uint32_t>(hot[i].devmem)});
   }
-  out.fingerprint = fingerprint;
+  out.fingerprint = boost::hash_range(out.signature.begin(), out.signature.end());
 }
 
 void RemeasureNode(SnapshotState& s, const NodeState& node) {
@@ -269,12 +258,10 @@ const FragState& WorkingSums(const Scratch& scratch) {
 
 }  // namespace
 
-void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasure* cached,
-                  Scratch& scratch) {
+void StartMeasure(const NodeMeasure* cached, Scratch& scratch) {
   scratch.memo.clear();
   scratch.scored = {};
   scratch.start = cached;
-  scratch.start_hot = s.Hot(node);
   scratch.borrowed = cached;
   scratch.frag_valid = scratch.frag_measured = cached != nullptr;
   scratch.frag_now_valid = cached != nullptr && scratch.after.cell == cached->cell;
@@ -416,7 +403,8 @@ void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& re
   if (sharing) {
     if (scratch.shared.empty()) scratch.shared.resize(Scratch::kSharedSlots);
     slot = &scratch.shared[SlotOf(key)];
-    if (slot->measure != nullptr && slot->key == key && Alike(*slot, scratch, devices.size())) {
+    if (slot->measure != nullptr && slot->key == key &&
+        slot->measure->signature == scratch.start->signature) {
       std::copy_n(scratch.shared_scores.begin() + slot->scores, devices.size(), scores.begin());
       scratch.scored = std::span(scratch.shared_memo)
                            .subspan(slot->memo_begin, slot->memo_end - slot->memo_begin);
@@ -456,7 +444,6 @@ void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& re
   if (sharing) {
     *slot = Scratch::SharedScores{key,
                                   scratch.start,
-                                  scratch.start_hot,
                                   static_cast<std::uint32_t>(scratch.shared_scores.size()),
                                   static_cast<std::uint32_t>(scratch.shared_memo.size()),
                                   0,

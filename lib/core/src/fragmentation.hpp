@@ -11,7 +11,7 @@
 // workload it was given (RemeasureNode after each change to the node), and
 // Filter borrows them until a pick changes them: O(1) to load. Each distinct
 // (free share, ask) of a node's devices costs O(shapes), unless a node
-// measured alike (NodeMeasure::fingerprint) was scored for the same request
+// measured alike (NodeMeasure::signature) was scored for the same request
 // in the same call; the placement's fragmentation costs O(shapes) unless one
 // device changed by exactly the ask it was scored for. Which classes fit a
 // node's CPU and memory is a table row or cell (tabulated for the
@@ -58,8 +58,8 @@ Room FreeRoom(const NodeState& node);
 Room NodeRoom(const NodeState& node, const PodPlan& plan);
 Room Less(Room room, const PodPlan& plan);
 // The fgd node score from the decrease in fragmentation a placement brings:
-// 100 * sigmoid(decrease), rounded down.
-double FgdNodeScore(double decrease);
+// 100 * sigmoid(decrease), rounded down (kept in scratch.node_scores).
+double FgdNodeScore(double decrease, Scratch& scratch);
 
 // `node`'s measure for the model `m`, from the snapshot's numbers.
 void MeasureNode(const SnapshotState& s, const NodeState& node, const FgdModel& m, FitMemo& fits,
@@ -86,8 +86,7 @@ inline const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState&
 // needed (EnsureMeasured), follows the picks, and knows the working devices'
 // fragmentation under scratch.after when it can. The functions below
 // EnsureMeasured need it measured.
-void StartMeasure(const SnapshotState& s, const NodeState& node, const NodeMeasure* cached,
-                  Scratch& scratch);
+void StartMeasure(const NodeMeasure* cached, Scratch& scratch);
 void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan, Scratch& scratch);
 // The working devices' fragmentation with the classes scratch.after says
 // fit.

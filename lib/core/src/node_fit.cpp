@@ -702,7 +702,7 @@ Feasibility QuickFgd(const SnapshotState& s, const PodPlan& plan, const NodeStat
   }
   if (passing.empty()) return Feasibility::kFails;
   scratch.after = FitFor(*plan.fgd, Less(FreeRoom(node), plan), scratch.fits);
-  StartMeasure(s, node, &cached, scratch);
+  StartMeasure(&cached, scratch);
   FgdDeviceScores(std::span(hot, node.devices.size()), r, plan, scratch);
   // Among equal keys Fit visits the later device first.
   std::uint32_t best = passing.front();
@@ -715,8 +715,9 @@ Feasibility QuickFgd(const SnapshotState& s, const PodPlan& plan, const NodeStat
   picked.usedcores += cores;
   verdict.fits = true;
   verdict.free_gpus = cached.sums.all;
-  verdict.score = FgdNodeScore(cached.fragmentation -
-                               FragmentationAfterPick(plan, scratch, best, FreeShare(picked)));
+  verdict.score = FgdNodeScore(
+      cached.fragmentation - FragmentationAfterPick(plan, scratch, best, FreeShare(picked)),
+      scratch);
   return Feasibility::kFits;
 }
 
@@ -783,10 +784,11 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   // A pod without devices under the fgd node policy changes only which
   // classes the node's CPU and memory host.
   if (plan.node_fgd && cached != nullptr && !HasRequests(plan.requests)) {
-    StartMeasure(s, node, cached, scratch);
+    StartMeasure(cached, scratch);
     verdict.fits = true;
     verdict.free_gpus = cached->sums.all;
-    verdict.score = FgdNodeScore(cached->fragmentation - CurrentFragmentation(plan, scratch));
+    verdict.score =
+        FgdNodeScore(cached->fragmentation - CurrentFragmentation(plan, scratch), scratch);
     return verdict;
   }
   scratch.placement.resize(plan.requests.size());
@@ -799,7 +801,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
       if (plan.requests[c].empty()) continue;
       CopyDevices(scratch.base, scratch.work);
       ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
-      StartMeasure(s, node, cached, scratch);
+      StartMeasure(cached, scratch);
       if (!FitContainer(plan, node, scratch.work, c, scratch, verdict.reason)) return verdict;
     }
     CopyDevices(scratch.base, scratch.work);
@@ -807,7 +809,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
     LoadNode(s, node, plan, scratch.work);
   }
   ResetOrder(scratch, scratch.work.size(), plan.hami_exact.go_device_sort);
-  StartMeasure(s, node, cached, scratch);
+  StartMeasure(cached, scratch);
   scratch.volcano_score = 0;  // app containers only: Volcano does not see init containers
   double before = 0;
   if (plan.node_fgd && cached != nullptr) {
@@ -824,7 +826,7 @@ NodeVerdict EvaluateNode(const SnapshotState& s, const PodPlan& plan, const Node
   verdict.fits = true;
   if (plan.node_fgd) {
     EnsureMeasured(scratch.work, plan, scratch);
-    verdict.score = FgdNodeScore(before - CurrentFragmentation(plan, scratch));
+    verdict.score = FgdNodeScore(before - CurrentFragmentation(plan, scratch), scratch);
   } else if (plan.node_volcano) {
     verdict.score = scratch.volcano_score;
   } else {

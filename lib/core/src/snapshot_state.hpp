@@ -141,8 +141,9 @@ struct NodeMeasure {
   FragState sums;            // over `free`
   std::uint32_t cell = 0;    // the classes the node's free CPU and memory host
   double fragmentation = 0;  // of `sums` for those classes
-  // Of the bits of `free` and of the devices' cores and memory: nodes
-  // measured alike have the same.
+  // What fgd's device scores depend on besides the request: per device the
+  // bits of its free share, its cores and its memory; and a hash of it.
+  std::vector<std::uint32_t> signature;
   std::uint64_t fingerprint = 0;
 };
 
