@@ -69,19 +69,6 @@ pod = {"metadata": {"name": "load", "namespace": "default", "uid": uid},
            "nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "25", "nvidia.com/gpucores": "25"}}}]}}
 print(json.dumps({"Pod": pod, "Nodes": None, "NodeNames": [f"node-{i:05d}" for i in range(n)]}))
 PY
-cat >"$work/filter.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open("$work/body.json", "r")
-wrk.body = f:read("*a")
-f:close()
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("wrk-summary %d %d %d %.3f %.3f\\n", summary.requests, summary.duration,
-    e.connect + e.read + e.write + e.status + e.timeout,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
-end
-LUA
 
 # --- what each process used -------------------------------------------------------------------
 hz=$(getconf CLK_TCK)
@@ -114,11 +101,14 @@ for spec in "$@"; do
     "$work/first.json" || fail "$label: the first Filter placed nothing: $(head -c 300 "$work/first.json")"
   counters >"$work/counters0"
   s0=$(ticks "$serve_pid") a0=$(ticks "$api_pid") e0=$(ticks "$etcd_pid") w0=$(date +%s.%N)
-  wrk -t2 -c"$connections" -d"${seconds}s" --timeout 10s -s "$work/filter.lua" \
-    "http://127.0.0.1:$port/filter" >"$work/wrk.txt" || fail "$label: wrk exited with status $?"
+  WRK_BODY=$work/body.json wrk -t2 -c"$connections" -d"${seconds}s" --timeout 10s \
+    -s "$here/wrk-filter.lua" "http://127.0.0.1:$port/filter" >"$work/wrk.txt" ||
+    fail "$label: wrk exited with status $?"
   s1=$(ticks "$serve_pid") a1=$(ticks "$api_pid") e1=$(ticks "$etcd_pid") w1=$(date +%s.%N)
   counters >"$work/counters1"
-  read -r _ requests us wrk_errors p50 p99 < <(grep '^wrk-summary ' "$work/wrk.txt")
+  read -r _ requests us e_connect e_read e_write e_status e_timeout p50 _ p99 _ \
+    < <(grep '^wrk-summary ' "$work/wrk.txt")
+  wrk_errors=$((e_connect + e_read + e_write + e_status + e_timeout))
   rps=$(awk -v n="$requests" -v us="$us" 'BEGIN{printf "%.1f", n / (us / 1e6)}')
   cpu() { awk -v t="$1" -v hz="$hz" -v a="$w0" -v b="$w1" 'BEGIN{printf "%.0f", 100 * t / hz / (b - a)}'; }
   placed=$(delta filter_placed) patched=$(delta patch_200)

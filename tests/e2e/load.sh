@@ -253,25 +253,13 @@ put vegeta_p99_ms "$v_p99"; put vegeta_max_ms "$v_max"; put vegeta_errors "$v_er
 put p99_target_ms "$p99_target_ms"; put p99_target "$p99_met"
 
 # --- phases 2 and 3: closed loop, N connections ------------------------------------------------
-cat >"$work/filter.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open("$work/body.json", "r")
-wrk.body = f:read("*a")
-f:close()
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("wrk-summary %d %d %d %d %d %d %d %.3f %.3f %.3f %.3f\n",
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50) / 1000, latency:percentile(90) / 1000, latency:percentile(99) / 1000,
-    latency.max / 1000))
-end
-LUA
+export WRK_BODY=$work/body.json  # read by wrk-filter.lua
 for c in ${connections//,/ }; do
   log "closed loop: wrk -t2 -c$c -d${seconds}s (keep-alive) POST /filter ($nodes nodes)"
   phase_begin
-  run_generator "wrk$c" timeout -k 5 $((seconds + 30)) wrk -t2 -c"$c" -d"${seconds}s" --timeout 10s \
-    -s "$work/filter.lua" "http://127.0.0.1:$port/filter" >"$work/wrk$c.txt" || fail "wrk exited with status $?"
+  run_generator "wrk$c" timeout -k 5 $((seconds + 30)) wrk -t2 -c"$c" \
+    -d"${seconds}s" --timeout 10s -s "$here/wrk-filter.lua" "http://127.0.0.1:$port/filter" \
+    >"$work/wrk$c.txt" || fail "wrk exited with status $?"
   phase_end "wrk$c" "wrk$c"
   alive "the wrk -c$c phase"
   read -r _ w_requests w_us e_connect e_read e_write e_status e_timeout w_p50 w_p90 w_p99 w_max \

@@ -636,41 +636,48 @@ bool FitContainer(const PodPlan& plan, const NodeState& node, std::vector<WorkDe
 // device) needs the full evaluation.
 enum class Feasibility { kFits, kFails, kUnknown };
 
-// Whether a device passes every check Fit makes for the one request `r`
-// of a simple plan (`cores`: its cores capped at 100; `selectors`, `cordons`:
-// whether those apply on this node); which one fails first does not matter
-// here, so the checks on the device's numbers go first and its strings are
-// read only for cordons and selectors.
-[[gnu::always_inline]] inline bool PassesSimple(const PodPlan& plan, const NodeState& node,
-                                                const internal::HotDevice& d,
-                                                const DeviceSlot* slot, const ContainerRequest& r,
-                                                std::int32_t cores, bool selectors, bool cordons) {
-  if (CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) != kReasonCount ||
+// The one request of a simple plan, and what its checks need on one node.
+struct SimpleAsk {
+  const ContainerRequest& request;
+  std::uint32_t vendor;
+  bool selectors;      // the selectors apply (the NVIDIA vendor)
+  bool cordons;        // the node has cordoned devices
+  std::int32_t cores;  // capped at 100
+};
+
+SimpleAsk SimpleAskOf(const PodPlan& plan, const NodeState& node) {
+  const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
+  const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
+  return SimpleAsk{r, vendor, plan.selectors_any && vendor == plan.nvidia, !node.cordoned.empty(),
+                   std::min(r.coresreq, 100)};
+}
+
+// Whether a device is of the request's vendor and passes every check Fit
+// makes for it; which one fails first does not matter here, so the checks
+// on the device's numbers go first and its strings are read only for
+// cordons and selectors.
+[[gnu::always_inline]] inline bool Passes(const SimpleAsk& ask, const PodPlan& plan,
+                                          const NodeState& node, const internal::HotDevice& d,
+                                          const DeviceSlot* slot) {
+  if (d.vendor != ask.vendor ||
+      CheckIdentity(plan, node, d, slot, /*selectors=*/false, /*cordons=*/false) != kReasonCount ||
       CheckSlot(plan, d, slot, /*selectors=*/false) != kReasonCount ||
-      CheckRoom(d, FitMemory(r, d.devmem), cores) != kReasonCount) {
+      CheckRoom(d, FitMemory(ask.request, d.devmem), ask.cores) != kReasonCount) {
     return false;
   }
-  return !(cordons || selectors) ||
-         (CheckIdentity(plan, node, d, slot, selectors, cordons) == kReasonCount &&
-          CheckSlot(plan, d, slot, selectors) == kReasonCount);
+  return !(ask.cordons || ask.selectors) ||
+         (CheckIdentity(plan, node, d, slot, ask.selectors, ask.cordons) == kReasonCount &&
+          CheckSlot(plan, d, slot, ask.selectors) == kReasonCount);
 }
 
 Feasibility QuickFeasibility(const SnapshotState& s, const PodPlan& plan, const NodeState& node) {
-  const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
-  const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
-  const bool selectors = plan.selectors_any && vendor == plan.nvidia;
-  const bool cordons = !node.cordoned.empty();
-  const std::int32_t cores = std::min(r.coresreq, 100);
+  const SimpleAsk ask = SimpleAskOf(plan, node);
   const internal::HotDevice* hot = s.Hot(node);
   std::int32_t passing = 0;
   for (std::size_t i = 0; i < node.devices.size(); ++i) {
-    const internal::HotDevice& d = hot[i];
-    if (d.is_mig) return Feasibility::kUnknown;
-    if (d.vendor != vendor ||
-        !PassesSimple(plan, node, d, &node.devices[i], r, cores, selectors, cordons)) {
-      continue;
-    }
-    if (++passing == r.nums) return Feasibility::kFits;
+    if (hot[i].is_mig) return Feasibility::kUnknown;
+    if (Passes(ask, plan, node, hot[i], &node.devices[i]) && ++passing == ask.request.nums)
+      return Feasibility::kFits;
   }
   return Feasibility::kFails;
 }
@@ -684,26 +691,18 @@ Feasibility QuickFeasibility(const SnapshotState& s, const PodPlan& plan, const 
 // CurrentFragmentation reach it). On kFits, `verdict` is the node's.
 Feasibility QuickFgd(const SnapshotState& s, const PodPlan& plan, const NodeState& node,
                      const NodeMeasure& cached, Scratch& scratch, NodeVerdict& verdict) {
-  const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
-  const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
-  const bool selectors = plan.selectors_any && vendor == plan.nvidia;
-  const bool cordons = !node.cordoned.empty();
-  const std::int32_t cores = std::min(r.coresreq, 100);
+  const SimpleAsk ask = SimpleAskOf(plan, node);
   const internal::HotDevice* hot = s.Hot(node);
   std::vector<std::uint32_t>& passing = scratch.order;
   passing.clear();
   for (std::uint32_t i = 0; i < node.devices.size(); ++i) {
-    const internal::HotDevice& d = hot[i];
-    if (d.is_mig) return Feasibility::kUnknown;
-    if (d.vendor == vendor &&
-        PassesSimple(plan, node, d, &node.devices[i], r, cores, selectors, cordons)) {
-      passing.push_back(i);
-    }
+    if (hot[i].is_mig) return Feasibility::kUnknown;
+    if (Passes(ask, plan, node, hot[i], &node.devices[i])) passing.push_back(i);
   }
   if (passing.empty()) return Feasibility::kFails;
   scratch.after = FitFor(*plan.fgd, Less(FreeRoom(node), plan), scratch.fits);
   StartMeasure(&cached, scratch);
-  FgdDeviceScores(std::span(hot, node.devices.size()), r, plan, scratch);
+  FgdDeviceScores(std::span(hot, node.devices.size()), ask.request, plan, scratch);
   // Among equal keys Fit visits the later device first.
   std::uint32_t best = passing.front();
   for (std::uint32_t i : passing) {
@@ -711,8 +710,8 @@ Feasibility QuickFgd(const SnapshotState& s, const PodPlan& plan, const NodeStat
   }
   internal::HotDevice picked = hot[best];
   picked.used += 1;
-  picked.usedmem += FitMemory(r, picked.devmem);
-  picked.usedcores += cores;
+  picked.usedmem += FitMemory(ask.request, picked.devmem);
+  picked.usedcores += ask.cores;
   verdict.fits = true;
   verdict.free_gpus = cached.sums.all;
   verdict.score = FgdNodeScore(
