@@ -645,7 +645,7 @@ struct SimpleAsk {
   std::int32_t cores;  // capped at 100
 };
 
-SimpleAsk SimpleAskOf(const PodPlan& plan, const NodeState& node) {
+[[gnu::always_inline]] inline SimpleAsk SimpleAskOf(const PodPlan& plan, const NodeState& node) {
   const ContainerRequest& r = plan.requests[plan.simple_container][plan.simple_index];
   const std::uint32_t vendor = plan.request_vendor[plan.simple_container][plan.simple_index];
   return SimpleAsk{r, vendor, plan.selectors_any && vendor == plan.nvidia, !node.cordoned.empty(),
