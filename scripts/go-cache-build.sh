@@ -16,17 +16,18 @@ check_go() {
 
 # go_build MODDIR NAME VERSION LDFLAGS CMD=PACKAGE...: builds each PACKAGE of
 # MODDIR's module graph into $cache/bin/NAME-VERSION-KEY/CMD, unless that
-# directory is complete already; prints the directory.
+# directory is complete already; prints the directory. Without cgo unless
+# GO_BUILD_CGO=1 (a command that needs C libraries' headers).
 go_build() {
   local dir=$1 name=$2 version=$3 ldflags=$4; shift 4
-  local key bindir tmp start spec cmd
-  # Static, reproducible binaries; no VCS stamp (the main module is this
+  local key bindir tmp start spec cmd cgo=${GO_BUILD_CGO:-0}
+  # Reproducible binaries (static without cgo); no VCS stamp (the main module is this
   # repository, whose commit does not change the binaries).
   local flags=(-trimpath -buildvcs=false)
   check_go "$name $version" "$dir"
   # The key covers everything that changes the binaries.
   key=$( { cat "$dir/go.mod" "$dir/go.sum"; go env GOVERSION GOOS GOARCH
-           echo "CGO_ENABLED=0 ${flags[*]} $ldflags $*"; } | sha256sum | cut -c1-12)
+           echo "CGO_ENABLED=$cgo ${flags[*]} $ldflags $*"; } | sha256sum | cut -c1-12)
   bindir=$cache/bin/$name-$version-$key
   if [ -f "$bindir/.complete" ]; then
     touch "$bindir/.complete"  # marks it in use, see the pruning below
@@ -60,7 +61,7 @@ go_build() {
   for spec in "$@"; do
     cmd=${spec%%=*}
     if ! (cd "$dir" && GOMODCACHE=$cache/gomod GOCACHE=$cache/gobuild GOFLAGS=-mod=readonly \
-            GOTOOLCHAIN=local CGO_ENABLED=0 \
+            GOTOOLCHAIN=local CGO_ENABLED=$cgo \
             go build -p "$jobs" "${flags[@]}" -ldflags "$ldflags" -o "$tmp/$cmd" "${spec#*=}") >&2; then
       rm -rf "$tmp"
       fail "go build ${spec#*=} failed" >&2

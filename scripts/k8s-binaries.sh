@@ -3,11 +3,15 @@
 #   kube-apiserver, kube-scheduler  built from k8s.io/kubernetes (tests/e2e/k8s/go.mod)
 #   helm                            built from helm.sh/helm/v3 (tests/e2e/helm/go.mod),
 #                                   for the chart test (charts/devshare)
+#   HAMi's scheduler                cmd/scheduler of ../shared/hami/v2.10.0 (tests/e2e/hami/go.mod
+#                                   replaces HAMi by that tree; cgo, for go-nvml), to run
+#                                   beside devshare serve; left out, with HAMI_SCHEDULER
+#                                   empty, when the shared tree is absent
 #   etcd                            Debian's etcd-server package, or built from
 #                                   go.etcd.io/etcd/server/v3 (tests/e2e/k8s/etcd/go.mod)
 # Idempotent: a second run with the same go.mod, go.sum and Go toolchain only
 # checks the cache and prints the paths. Prints KEY=VALUE lines on stdout
-# (K8S_VERSION, K8S_BIN_DIR, KUBE_APISERVER, KUBE_SCHEDULER, ETCD, HELM) so callers can
+# (K8S_VERSION, K8S_BIN_DIR, KUBE_APISERVER, KUBE_SCHEDULER, ETCD, HELM, HAMI_SCHEDULER) so callers can
 # `eval "$(scripts/k8s-binaries.sh)"`; progress goes to stderr. Exits non-zero
 # with a message naming what could not be had.
 #
@@ -107,9 +111,21 @@ for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
 done
 helm_bindir=$(go_build "$helmdir" helm "$helm_version" "$helm_ldflags" helm=helm.sh/helm/v3/cmd/helm)
 
+# --- HAMi's scheduler ----------------------------------------------------------------
+hamidir=$root/tests/e2e/hami
+hami_scheduler=
+if [ -f "$root/../shared/hami/v2.10.0/go.mod" ]; then
+  hami_bindir=$(GO_BUILD_CGO=1 go_build "$hamidir" hami-scheduler v2.10.0 "-s -w" \
+                  scheduler=github.com/Project-HAMi/HAMi/cmd/scheduler)
+  hami_scheduler=$hami_bindir/scheduler
+else
+  log "no HAMi source tree at $root/../shared/hami/v2.10.0: HAMi's scheduler left out"
+fi
+
 echo "K8S_VERSION=$k8s_version"
 echo "K8S_BIN_DIR=$bindir"
 echo "KUBE_APISERVER=$bindir/kube-apiserver"
 echo "KUBE_SCHEDULER=$bindir/kube-scheduler"
 echo "ETCD=$etcd_bin"
 echo "HELM=$helm_bindir/helm"
+echo "HAMI_SCHEDULER=$hami_scheduler"

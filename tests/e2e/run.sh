@@ -9,6 +9,8 @@
 #                      reasons, failover (DEVSHARE names the executable)
 #   chart.sh           the Helm chart: lint, template, applied to the API server,
 #                      one pod of its Deployment run here as a kubelet would
+#   hami-smoke.sh      HAMi's own scheduler (shared tree) against the same kind
+#                      of control plane: ready, and its /filter as devshare's
 # Prints the time of each step and "e2e-cluster: N passed, N failed" last.
 # If the binaries cannot be provided it says so and reports the run as
 # skipped (never as passed).
@@ -58,6 +60,8 @@ E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port D
   suite devshare "$out/devshare.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/devshare.sh"
 
 DEVSHARE=$DEVSHARE suite chart "$out/chart.log" -- bash "$here/chart.sh"
+
+DEVSHARE=$DEVSHARE suite hami "$out/hami.log" -- bash "$here/hami-smoke.sh"
 
 echo "e2e-cluster: all done in $((SECONDS - t0))s"
 echo "e2e-cluster: $passed passed, $failed failed"
