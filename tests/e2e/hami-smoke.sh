@@ -10,7 +10,7 @@
 #     the allocation on a device of that node);
 #   - `devshare explain` on the same objects picks the same node.
 # Prints "e2e-hami: N passed, N failed" last; without HAMi's source tree it
-# says so and reports nothing run.
+# says so and reports nothing run; with the tree but no binary, it fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
@@ -21,10 +21,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1090
 . "$E2E_BIN_ENV"
 HAMI_CHART=$here/../../../shared/hami/v2.10.0/charts/hami
-if [ -z "${HAMI_SCHEDULER:-}" ]; then
-  echo "e2e-hami: SKIPPED: HAMi's scheduler was not built (no shared HAMi source tree)"
+if [ -z "${HAMI_SCHEDULER:-}" ] && [ ! -d "$HAMI_CHART" ]; then
+  echo "e2e-hami: SKIPPED: no shared HAMi source tree, so no HAMi scheduler"
   echo "e2e-hami: 0 passed, 0 failed"
   exit 0
+elif [ -z "${HAMI_SCHEDULER:-}" ]; then
+  echo "FAILED: HAMi's scheduler did not build from the shared tree (scripts/k8s-binaries.sh's output says why)"
+  echo "e2e-hami: 0 passed, 1 failed"
+  exit 1
 fi
 
 passed=0 failed=0
