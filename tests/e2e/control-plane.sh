@@ -18,6 +18,7 @@
 # placeholders, replaced when the cluster starts:
 #   @SCHEDULER_KUBECONFIG@  the scheduler's kubeconfig (clientConnection.kubeconfig)
 #   @EXTENDER_URL@          $E2E_EXTENDER_URL (e.g. http://127.0.0.1:9443/extender)
+#   @SCHEDULER_NAME@        $E2E_SCHEDULER_NAME (default devshare-scheduler)
 #   @CA_CERT@ @SERVE_CERT@ @SERVE_KEY@  paths of the certificates written here
 # Without --scheduler-config a plain configuration is used (no extender).
 #
@@ -179,6 +180,7 @@ render_config() {
   local src=$1 dst=$2
   sed -e "s#@SCHEDULER_KUBECONFIG@#$E2E_DIR/scheduler.kubeconfig#g" \
       -e "s#@EXTENDER_URL@#${E2E_EXTENDER_URL:-}#g" \
+      -e "s#@SCHEDULER_NAME@#${E2E_SCHEDULER_NAME:-devshare-scheduler}#g" \
       -e "s#@CA_CERT@#$E2E_DIR/pki/ca.crt#g" \
       -e "s#@SERVE_CERT@#$E2E_DIR/pki/serve.crt#g" \
       -e "s#@SERVE_KEY@#$E2E_DIR/pki/serve.key#g" "$src" > "$dst"

@@ -75,24 +75,6 @@ mutated() {
 }
 check "the webhook moves GPU pods to devshare-scheduler" wait_until 30 mutated
 
-# predict POD_JSON: the node devshare explain chooses on the cluster as it is.
-predict() {
-  kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
-  kapi GET "$ns/pods" >"$E2E_DIR/pods.json"
-  python3 - "$E2E_DIR" <<'PY' >"$E2E_DIR/cluster.json"
-import json, sys
-d = sys.argv[1]
-items = json.load(open(f"{d}/nodes.json"))["items"] + [
-    p for p in json.load(open(f"{d}/pods.json"))["items"] if p.get("spec", {}).get("nodeName")]
-for item in items:
-    item.setdefault("apiVersion", "v1")
-    item.setdefault("kind", "Node" if "nodeName" not in item.get("spec", {}) else "Pod")
-print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-PY
-  printf '%s' "$1" >"$E2E_DIR/pod.json"
-  "$DEVSHARE" explain --json --node-policy binpack --gpu-policy spread --cluster "$E2E_DIR/cluster.json" \
-    --pod "$E2E_DIR/pod.json" | jfield chosen
-}
 bound_to() { [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$2" ]; }
 bound() { [ -n "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" ]; }
 devices_on_node() {  # the pod's device annotation names GPUs of its node

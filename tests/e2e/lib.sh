@@ -116,6 +116,27 @@ check() {
   else failed=$((failed + 1)); echo "FAILED: $what"; fi
 }
 
+# predict POD_JSON: the node `$DEVSHARE explain` chooses (binpack nodes,
+# spread GPUs) on the cluster as it is: every Node, and the pods of the
+# default namespace that are bound.
+predict() {
+  kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
+  kapi GET /api/v1/namespaces/default/pods >"$E2E_DIR/pods.json"
+  python3 - "$E2E_DIR" <<'PY' >"$E2E_DIR/cluster.json"
+import json, sys
+d = sys.argv[1]
+items = json.load(open(f"{d}/nodes.json"))["items"] + [
+    p for p in json.load(open(f"{d}/pods.json"))["items"] if p.get("spec", {}).get("nodeName")]
+for item in items:
+    item.setdefault("apiVersion", "v1")
+    item.setdefault("kind", "Node" if "nodeName" not in item.get("spec", {}) else "Pod")
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+PY
+  printf '%s' "$1" >"$E2E_DIR/pod.json"
+  "$DEVSHARE" explain --json --node-policy binpack --gpu-policy spread --cluster "$E2E_DIR/cluster.json" \
+    --pod "$E2E_DIR/pod.json" | jfield chosen
+}
+
 # need_wrk: installs Debian's wrk with apt-get when it is missing.
 need_wrk() {
   command -v wrk >/dev/null && return 0

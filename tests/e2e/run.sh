@@ -61,7 +61,10 @@ E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port D
 
 DEVSHARE=$DEVSHARE suite chart "$out/chart.log" -- bash "$here/chart.sh"
 
-DEVSHARE=$DEVSHARE suite hami "$out/hami.log" -- bash "$here/hami-smoke.sh"
+hami_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+E2E_EXTENDER_URL=https://127.0.0.1:$hami_port E2E_SCHEDULER_NAME=hami-scheduler HAMI_PORT=$hami_port \
+  DEVSHARE=$DEVSHARE suite hami "$out/hami.log" --scheduler-config "$here/scheduler-devshare.yaml" \
+  -- bash "$here/hami-smoke.sh"
 
 echo "e2e-cluster: all done in $((SECONDS - t0))s"
 echo "e2e-cluster: $passed passed, $failed failed"
