@@ -81,6 +81,9 @@ subjectAltName=IP:127.0.0.1,DNS:localhost"
   # the scheduler is the user RBAC's default bindings expect.
   sign admin "/O=system:masters/CN=devshare-e2e-admin" "$client"
   sign serve-client "/O=system:masters/CN=devshare-serve" "$client"
+  # HAMi's scheduler beside devshare: an identity of its own, so that the
+  # audit log attributes every request.
+  sign hami-client "/O=system:masters/CN=hami-scheduler" "$client"
   sign scheduler "/CN=system:kube-scheduler" "$client"
   quiet openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/sa.key"
   quiet openssl pkey -in "$d/sa.key" -pubout -out "$d/sa.pub"
@@ -234,6 +237,7 @@ cmd_start() {
   kubeconfig "$E2E_DIR/admin.kubeconfig" admin
   kubeconfig "$E2E_DIR/scheduler.kubeconfig" scheduler
   kubeconfig "$E2E_DIR/serve.kubeconfig" serve-client
+  kubeconfig "$E2E_DIR/hami.kubeconfig" hami-client
   log "certificates in $E2E_DIR/pki ($(( SECONDS - t0 ))s)"
 
   launch etcd "$ETCD" --name e2e --data-dir "$E2E_DIR/etcd" \
@@ -244,6 +248,10 @@ cmd_start() {
   wait_for etcd "http://127.0.0.1:$etcd_port/health"
 
   local pki=$E2E_DIR/pki
+  # Every request, once it is answered, with who made it
+  # (tests/e2e/audit_count.py counts them).
+  printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' \
+    'rules:' '- level: Metadata' >"$E2E_DIR/audit-policy.yaml"
   # Admission: the default set (which includes MutatingAdmissionWebhook and
   # TaintNodesByCondition) except ServiceAccount, since no controller manager
   # creates the namespaces' default service accounts.
@@ -258,7 +266,9 @@ cmd_start() {
     --authorization-mode RBAC \
     --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook,TaintNodesByCondition \
     --disable-admission-plugins ServiceAccount \
-    --allow-privileged=true --profiling=false --v=1
+    --allow-privileged=true --profiling=false --v=1 \
+    --audit-policy-file "$E2E_DIR/audit-policy.yaml" --audit-log-path "$E2E_DIR/logs/audit.log" \
+    --audit-log-format json --audit-log-mode batch
   local curl_admin=(--cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key")
   wait_for kube-apiserver "$KUBE_SERVER/readyz" "${curl_admin[@]}"
 
@@ -281,6 +291,8 @@ CA_BUNDLE=$(base64 -w0 < "$pki/ca.crt")
 SERVE_CERT=$pki/serve.crt
 SERVE_KEY=$pki/serve.key
 SERVE_KUBECONFIG=$E2E_DIR/serve.kubeconfig
+HAMI_KUBECONFIG=$E2E_DIR/hami.kubeconfig
+AUDIT_LOG=$E2E_DIR/logs/audit.log
 SERVE_CLIENT_CERT=$pki/serve-client.crt
 SERVE_CLIENT_KEY=$pki/serve-client.key
 SCHEDULER_KUBECONFIG=$E2E_DIR/scheduler.kubeconfig

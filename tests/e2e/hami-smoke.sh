@@ -60,9 +60,9 @@ print("\n".join(out))' >"$E2E_DIR/hami-device-config.yaml"
 check "HAMi's chart renders its device configuration" grep -q '^nvidia:' "$E2E_DIR/hami-device-config.yaml"
 
 # As the chart runs it with its webhook's certificate (here the one
-# control-plane.sh makes for 127.0.0.1), as the serve-client identity, which
-# the RBAC of control-plane.sh lets read and write what an extender does.
-KUBECONFIG=$SERVE_KUBECONFIG "$HAMI_SCHEDULER" --http_bind "127.0.0.1:$HAMI_PORT" \
+# control-plane.sh makes for 127.0.0.1), under an identity of its own
+# (hami-scheduler), so that the audit log attributes its requests.
+KUBECONFIG=$HAMI_KUBECONFIG "$HAMI_SCHEDULER" --http_bind "127.0.0.1:$HAMI_PORT" \
   --cert_file "$SERVE_CERT" --key_file "$SERVE_KEY" \
   --device-config-file "$E2E_DIR/hami-device-config.yaml" \
   --metrics-bind-address "127.0.0.1:$metrics_port" --scheduler-name hami-scheduler \
@@ -115,6 +115,16 @@ for spec in "hami-1 20000" "hami-2 20000" "hami-3 12000"; do
   check "$1 bound by kube-scheduler through HAMi, to $want" wait_until 60 bound_to "$1" "$want"
   check "$1 carries HAMi's allocation on a device of $want" annotated "$1" "$want"
 done
+
+# The API server's own count of HAMi's requests (its audit log, written in
+# batches: waited for).
+binds_audited() {
+  python3 "$here/audit_count.py" "$AUDIT_LOG" hami-scheduler >"$E2E_DIR/hami-requests.txt" &&
+    awk '$2 == "create" && $3 == "pods/binding" { n = $4 } END { exit !(n >= 3) }' "$E2E_DIR/hami-requests.txt"
+}
+check "the audit log attributes HAMi's three bindings to its own identity" wait_until 30 binds_audited
+echo "HAMi's requests, as the API server counted them (user verb resource count):"
+sed 's/^/  /' "$E2E_DIR/hami-requests.txt"
 
 echo "e2e-hami: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
