@@ -103,8 +103,10 @@ check "HAMi wrote hami.io/vgpu-node and a device of $expected on the pod" annota
 check "delete pod hami-filter (its reservation with it)" kapi DELETE "$ns/pods/hami-filter"
 
 # --- kube-scheduler with HAMi as its extender ------------------------------------------------
+# HAMI_ALLOCATE_DELAY: seconds the stand-in device plugin takes to complete
+# Allocate (default 0), for trying slower plugins by hand.
 python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
-  >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
+  --allocate-delay "${HAMI_ALLOCATE_DELAY:-0}" >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
 pids+=($!)
 bound_to() { [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$2" ]; }
 for spec in "hami-1 20000" "hami-2 20000" "hami-3 12000"; do
