@@ -28,7 +28,7 @@ RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test lint openb plots load load-apiserver compare e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -161,6 +161,17 @@ oracle-speed: python $(BENCH_BUILD)/build.ninja
 	@bash tests/oracle/build.sh
 	$(VENV_PY) tests/oracle/compare.py --speed $(ORACLE_SPEED_NODES) \
 	  --devshare-speed $(BENCH_BUILD)/bench/oracle_speed
+
+# devshare and HAMi's own scheduler behind kube-scheduler, each in a fresh
+# control plane, the same pods: pods/s, creation-to-binding p50/p99, the
+# extender's CPU and memory, its API requests as the API server counts them.
+COMPARE_NODES ?= 50
+COMPARE_PODS ?= 200
+COMPARE_QPS ?= 50
+COMPARE_BURST ?= 100
+compare: build
+	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) bash tests/e2e/run-compare.sh \
+	  $(COMPARE_NODES) $(COMPARE_PODS) $(COMPARE_QPS) $(COMPARE_BURST)
 
 $(BENCH_BUILD)/build.ninja:
 	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release

@@ -36,21 +36,7 @@ need_wrk
 # --- the cluster: NODES GPU nodes (8 GPUs of 40 GiB, 10 slots) and one pod no scheduler takes
 t0=$SECONDS
 gpu_node_json NODE-NAME 8 10 40960 >"$work/node.json"
-python3 - "$nodes" "$work/node.json" <<'PY' || fail "creating the nodes"
-import http.client, json, os, ssl, sys, urllib.parse
-n, template = int(sys.argv[1]), open(sys.argv[2]).read()
-ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA"])
-ctx.load_cert_chain(os.environ["KUBE_CLIENT_CERT"], os.environ["KUBE_CLIENT_KEY"])
-url = urllib.parse.urlparse(os.environ["KUBE_SERVER"])
-conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx)
-for i in range(n):
-    conn.request("POST", "/api/v1/nodes", template.replace("NODE-NAME", f"node-{i:05d}"),
-                 {"Content-Type": "application/json"})
-    r = conn.getresponse()
-    body = r.read()
-    if r.status >= 300:
-        sys.exit(f"POST node-{i:05d}: HTTP {r.status}: {body[:300]!r}")
-PY
+bulk_nodes "$nodes" "$work/node.json" || fail "creating the nodes"
 pod=$(python3 -c '
 import json
 print(json.dumps({"apiVersion": "v1", "kind": "Pod",

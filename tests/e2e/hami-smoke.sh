@@ -23,8 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${HAMI_PORT:?set HAMI_PORT to the port of E2E_EXTENDER_URL}"
 # shellcheck disable=SC1090
 . "$E2E_BIN_ENV"
-HAMI_CHART=$here/../../../shared/hami/v2.10.0/charts/hami
-if [ -z "${HAMI_SCHEDULER:-}" ] && [ ! -d "$HAMI_CHART" ]; then
+if [ -z "${HAMI_SCHEDULER:-}" ] && [ ! -d "$E2E_HAMI_CHART" ]; then
   echo "e2e-hami: SKIPPED: no shared HAMi source tree, so no HAMi scheduler"
   echo "e2e-hami: 0 passed, 0 failed"
   exit 0
@@ -45,18 +44,7 @@ check "create node gpu-a (2 GPUs, 40960 MiB)" create_node "$(gpu_node_json gpu-a
 check "create node gpu-b (1 GPU, 16384 MiB)" create_node "$(gpu_node_json gpu-b 1 10 16384)"
 
 # The device configuration HAMi's chart gives it (its default values).
-"$HELM" template hami "$HAMI_CHART" --show-only templates/scheduler/device-configmap.yaml |
-  python3 -c '
-import sys
-lines, out, inside = sys.stdin.read().splitlines(), [], False
-for line in lines:
-    if inside:
-        if line.strip() and not line.startswith("    "):
-            break
-        out.append(line[4:])
-    elif line.strip() == "device-config.yaml: |-":
-        inside = True
-print("\n".join(out))' >"$E2E_DIR/hami-device-config.yaml"
+hami_device_config >"$E2E_DIR/hami-device-config.yaml"
 check "HAMi's chart renders its device configuration" grep -q '^nvidia:' "$E2E_DIR/hami-device-config.yaml"
 
 # As the chart runs it with its webhook's certificate (here the one

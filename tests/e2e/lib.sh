@@ -145,3 +145,74 @@ need_wrk() {
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq wrk >/dev/null
 }
+
+# bulk_nodes N TEMPLATE: creates node-00000.. from the Node JSON in file
+# TEMPLATE (its name NODE-NAME replaced), each Ready and untainted as
+# create_node leaves it, over one connection.
+bulk_nodes() {
+  python3 - "$1" "$2" "$(node_ready_patch)" <<'PY'
+import http.client, json, os, ssl, sys, urllib.parse
+n, template, ready = int(sys.argv[1]), open(sys.argv[2]).read(), sys.argv[3]
+ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA"])
+ctx.load_cert_chain(os.environ["KUBE_CLIENT_CERT"], os.environ["KUBE_CLIENT_KEY"])
+url = urllib.parse.urlparse(os.environ["KUBE_SERVER"])
+conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx)
+def call(method, path, body, ctype):
+    conn.request(method, path, body, {"Content-Type": ctype})
+    r = conn.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        sys.exit(f"{method} {path}: HTTP {r.status}: {data[:300]!r}")
+for i in range(n):
+    name = f"node-{i:05d}"
+    call("POST", "/api/v1/nodes", template.replace("NODE-NAME", name), "application/json")
+    call("PATCH", f"/api/v1/nodes/{name}/status", ready, "application/merge-patch+json")
+    call("PATCH", f"/api/v1/nodes/{name}", '{"spec":{"taints":null}}', "application/merge-patch+json")
+PY
+}
+
+# bulk_pods N SCHEDULER: creates load-00000.. in the default namespace, each
+# asking one GPU of 4,000 to 20,000 MiB (a fixed sequence), for SCHEDULER,
+# over one connection.
+bulk_pods() {
+  python3 - "$1" "$2" <<'PY'
+import http.client, json, os, ssl, sys, urllib.parse
+n, scheduler = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA"])
+ctx.load_cert_chain(os.environ["KUBE_CLIENT_CERT"], os.environ["KUBE_CLIENT_KEY"])
+url = urllib.parse.urlparse(os.environ["KUBE_SERVER"])
+conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx)
+for i in range(n):
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(4000 + (i * 7919) % 16001)}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"load-{i:05d}"},
+           "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                    "resources": {"limits": limits}}]}}
+    conn.request("POST", "/api/v1/namespaces/default/pods", json.dumps(pod),
+                 {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        sys.exit(f"POST load-{i:05d}: HTTP {r.status}: {data[:300]!r}")
+PY
+}
+
+# hami_device_config: the device configuration HAMi's chart (the shared
+# tree's charts/hami, its default values) gives its scheduler, on stdout.
+hami_device_config() {
+  "$HELM" template hami "$E2E_HAMI_CHART" --show-only templates/scheduler/device-configmap.yaml |
+    python3 -c '
+import sys
+out, inside = [], False
+for line in sys.stdin.read().splitlines():
+    if inside:
+        if line.strip() and not line.startswith("    "):
+            break
+        out.append(line[4:])
+    elif line.strip() == "device-config.yaml: |-":
+        inside = True
+if not out:
+    sys.exit("no device-config.yaml in the chart")
+print("\n".join(out))'
+}
+E2E_HAMI_CHART=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../../../shared/hami/v2.10.0/charts/hami
