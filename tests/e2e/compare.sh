@@ -12,6 +12,9 @@
 # per scheduler in fresh control planes and prints them side by side.
 #
 #   compare.sh devshare|hami PORT NODES PODS QPS BURST [TIMEOUT_S]
+#
+# DEVSHARE_SERVE_ARGS: more flags for devshare serve (say --lock-retry fixed
+# or --bind lock-free), printed with its result.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
@@ -34,7 +37,7 @@ case $scheduler in
     "$DEVSHARE" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" \
       --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --scheduler-name devshare-scheduler \
       --node-policy binpack --gpu-policy spread --qps "$qps" --burst "$burst" \
-      >"$E2E_DIR/logs/compare-devshare.log" 2>&1 &
+      ${DEVSHARE_SERVE_ARGS:-} >"$E2E_DIR/logs/compare-devshare.log" 2>&1 &
     ;;
   hami)
     [ -n "${HAMI_SCHEDULER:-}" ] || fail "HAMi's scheduler was not built"
@@ -78,7 +81,7 @@ cpu_s=$(awk -v t="$(( $(ticks "$extender_pid") - cpu0 ))" -v hz="$(getconf CLK_T
 rss=$(awk '$1=="VmHWM:"{printf "%.0f", $2/1024}' "/proc/$extender_pid/status")
 sleep 2  # the audit log is written in batches
 python3 - "$AUDIT_LOG" "$user" "$scheduler" "$nodes" "$pods" "$cpu_s" "$rss" "$qps" "$burst" <<'PY'
-import collections, datetime, json, sys
+import collections, datetime, json, os, sys
 log, user, scheduler, nodes, pods, cpu, rss, qps, burst = sys.argv[1:]
 created, bound, verbs = {}, {}, collections.Counter()
 stamp = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
@@ -100,7 +103,8 @@ pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan
 span = (max(bound.values()) - min(created.values())) if bound and created else float("nan")
 rate = len(bound) / span if bound and span > 0 else 0.0
 requests = " ".join(f"{k}={v}" for k, v in sorted(verbs.items()))
-print(f"compare: result scheduler={scheduler} nodes={nodes} pods={pods} qps={qps} burst={burst} "
+extra = os.environ.get("DEVSHARE_SERVE_ARGS", "") if scheduler == "devshare" else ""
+print(f"compare: result scheduler={scheduler} args={extra.replace(' ', ',') or '-'} nodes={nodes} pods={pods} qps={qps} burst={burst} "
       f"bound={len(bound)} pods_per_s={rate:.2f} p50_s={pct(0.5):.1f} p99_s={pct(0.99):.1f} "
       f"extender_cpu_s={cpu} extender_rss_mib={rss} api_requests={sum(verbs.values())} {requests}")
 PY
