@@ -180,7 +180,6 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
   }
   if (plan.node_fgd || plan.gpu.fgd) {
     plan.fgd = &ModelFor(s, options.workload, plan.own_fgd);
-    plan.fgd_cached = plan.own_fgd == nullptr;
     plan.cpu_milli = std::max<std::int64_t>(pod.cpu_milli, 0);
     plan.memory_bytes = std::max<std::int64_t>(pod.memory_bytes, 0);
     if (auto it = s.requests.find(pod.uid); it != s.requests.end() && !pod.uid.empty()) {

@@ -80,15 +80,14 @@ struct PodPlan {
   // whose keys can be equal (not a chain or fgd, which end on the index):
   // the order one request's sort leaves breaks the next one's ties.
   bool ties_possible = false;
-  bool reasons = true;      // FilterOptions::reasons
-  bool fgd_cached = false;  // `fgd` is the snapshot's (see below)
-  HamiExact hami_exact;     // FilterOptions::hami_exact
+  bool reasons = true;   // FilterOptions::reasons
+  HamiExact hami_exact;  // FilterOptions::hami_exact
   std::size_t simple_container = 0;
   std::size_t simple_index = 0;
   // fgd: the workload as fit tables — the snapshot's when the options'
-  // workload is the one it measures (fgd_cached), else own_fgd — and the CPU
-  // and memory the pod asks (released where it already holds them, like
-  // `previous`).
+  // workload is the one it measures (own_fgd then null), else own_fgd — and
+  // the CPU and memory the pod asks (released where it already holds them,
+  // like `previous`).
   const FgdModel* fgd = nullptr;
   std::unique_ptr<FgdModel> own_fgd;
   std::int64_t cpu_milli = 0;
@@ -141,17 +140,15 @@ struct Scratch {
   std::vector<ContainerPicks> placement;
   // fgd: the free share of each working device and the sums over them;
   // frag_valid when they match the working devices (kept in step with the
-  // picks), frag_measured while they are the sums measured from the free
-  // shares (no pick since). While `borrowed`, they are that measure's, not
-  // yet copied here. frag_now: their fragmentation with the classes `after`
-  // says fit, when frag_now_valid. memo: the device scores computed for the
-  // current sums, per (free, share), with the free share `to` a pick would
-  // leave and the fragmentation `after` it.
+  // picks). While `borrowed`, they are that measure's (the snapshot's, no
+  // pick since), not yet copied here. frag_now: their fragmentation with the
+  // classes `after` says fit, when frag_now_valid. memo: the device scores
+  // computed for the current sums, per (free, share), with the free share
+  // `to` a pick would leave and the fragmentation `after` it.
   std::vector<float> frag_free;
   FragState frag;
   const NodeMeasure* borrowed = nullptr;
   bool frag_valid = false;
-  bool frag_measured = false;
   double frag_now = 0;
   bool frag_now_valid = false;
   struct ScoreMemo {
@@ -160,14 +157,12 @@ struct Scratch {
   };
   std::vector<ScoreMemo> memo;
   std::span<const ScoreMemo> scored;  // the current sums' memo: `memo` or shared
-  // fgd: device scores on measured sums, shared by the nodes of one call
-  // the snapshot measured alike. `start` is the node's measure while the
-  // sums are its (frag_measured). A node shares another's scores for the
+  // fgd: device scores on a borrowed measure, shared by the nodes of one
+  // call the snapshot measured alike. A node shares another's scores for the
   // same request and `after` cell when their signatures (NodeMeasure) are
   // equal: the scores (offset into shared_scores), the memo (a range of
   // shared_memo) and frag_now, kept in a direct-mapped table of
   // kSharedSlots (a newer key takes a taken slot).
-  const NodeMeasure* start = nullptr;
   struct SharedKey {
     std::uint64_t fingerprint = 0;  // NodeMeasure::fingerprint
     const ContainerRequest* request = nullptr;

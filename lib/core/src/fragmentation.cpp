@@ -261,9 +261,8 @@ const FragState& WorkingSums(const Scratch& scratch) {
 void StartMeasure(const NodeMeasure* cached, Scratch& scratch) {
   scratch.memo.clear();
   scratch.scored = {};
-  scratch.start = cached;
   scratch.borrowed = cached;
-  scratch.frag_valid = scratch.frag_measured = cached != nullptr;
+  scratch.frag_valid = cached != nullptr;
   scratch.frag_now_valid = cached != nullptr && scratch.after.cell == cached->cell;
   if (scratch.frag_now_valid) scratch.frag_now = cached->fragmentation;
 }
@@ -273,7 +272,7 @@ void EnsureMeasured(const std::vector<WorkDevice>& devices, const PodPlan& plan,
   scratch.frag_free.resize(devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) scratch.frag_free[i] = FreeShare(devices[i]);
   Measure(scratch.frag_free, *plan.fgd, scratch.frag);
-  scratch.frag_valid = scratch.frag_measured = true;
+  scratch.frag_valid = true;
   scratch.frag_now_valid = false;
 }
 
@@ -326,7 +325,6 @@ void TrackPicks(const std::vector<WorkDevice>& devices, const std::vector<Pick>&
     AddDevice(scratch.frag, now, *plan.fgd, +1);
     scratch.frag_free[p.device] = now;
   }
-  scratch.frag_measured = false;
   scratch.frag_now_valid = changed == 1;
   scratch.memo.clear();  // scored against the sums before these picks
   scratch.scored = {};
@@ -396,15 +394,15 @@ void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& re
   std::vector<float>& scores = scratch.scores;
   scores.resize(devices.size());
   // Shared only on the snapshot's measure, which has a fingerprint.
-  const bool sharing = scratch.frag_measured && scratch.start != nullptr;
-  const Scratch::SharedKey key{sharing ? scratch.start->fingerprint : 0, &request,
-                               scratch.after.cell};
+  const NodeMeasure* measure = scratch.borrowed;
+  const bool sharing = measure != nullptr;
+  const Scratch::SharedKey key{sharing ? measure->fingerprint : 0, &request, scratch.after.cell};
   Scratch::SharedScores* slot = nullptr;
   if (sharing) {
     if (scratch.shared.empty()) scratch.shared.resize(Scratch::kSharedSlots);
     slot = &scratch.shared[SlotOf(key)];
     if (slot->measure != nullptr && slot->key == key &&
-        slot->measure->signature == scratch.start->signature) {
+        slot->measure->signature == measure->signature) {
       std::copy_n(scratch.shared_scores.begin() + slot->scores, devices.size(), scores.begin());
       scratch.scored = std::span(scratch.shared_memo)
                            .subspan(slot->memo_begin, slot->memo_end - slot->memo_begin);
@@ -443,7 +441,7 @@ void FgdDeviceScores(std::span<const Device> devices, const ContainerRequest& re
   scratch.scored = scratch.memo;
   if (sharing) {
     *slot = Scratch::SharedScores{key,
-                                  scratch.start,
+                                  measure,
                                   static_cast<std::uint32_t>(scratch.shared_scores.size()),
                                   static_cast<std::uint32_t>(scratch.shared_memo.size()),
                                   0,

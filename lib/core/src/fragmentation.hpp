@@ -73,7 +73,7 @@ void RemeasureNode(SnapshotState& s, const NodeState& node);
 // node), else nullptr.
 inline const NodeMeasure* CachedMeasure(const SnapshotState& s, const NodeState& node,
                                         const PodPlan& plan) {
-  if (!plan.fgd_cached) return nullptr;
+  if (plan.fgd == nullptr || plan.own_fgd != nullptr) return nullptr;  // not the snapshot's
   if (plan.previous != nullptr && plan.previous->node == node.name) return nullptr;
   if (plan.previous_requests != nullptr && plan.previous_requests->node == node.name) {
     return nullptr;
