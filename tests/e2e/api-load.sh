@@ -58,7 +58,6 @@ PY
 
 # --- what each process used -------------------------------------------------------------------
 hz=$(getconf CLK_TCK)
-ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 api_pid=$(cat "$E2E_DIR/run/kube-apiserver.pid") etcd_pid=$(cat "$E2E_DIR/run/etcd.pid")
 # serve's counters: pod PATCHes by status, Filters by outcome, connections.
 counters() {
@@ -76,7 +75,7 @@ errors=0
 summary="api-load: summary nodes=$nodes seconds=$seconds connections=$connections"
 for spec in "$@"; do
   label=${spec%%=*} devshare=${spec#*=}
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   "$devshare" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" --qps 100000 \
     --burst 100000 >"$E2E_DIR/logs/api-load-$label.log" 2>&1 &
   serve_pid=$!
@@ -86,11 +85,11 @@ for spec in "$@"; do
   python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if len(r["NodeNames"]) == 1 and not r["Error"] else 1)' \
     "$work/first.json" || fail "$label: the first Filter placed nothing: $(head -c 300 "$work/first.json")"
   counters >"$work/counters0"
-  s0=$(ticks "$serve_pid") a0=$(ticks "$api_pid") e0=$(ticks "$etcd_pid") w0=$(date +%s.%N)
+  s0=$(proc_ticks "$serve_pid") a0=$(proc_ticks "$api_pid") e0=$(proc_ticks "$etcd_pid") w0=$(date +%s.%N)
   WRK_BODY=$work/body.json wrk -t2 -c"$connections" -d"${seconds}s" --timeout 10s \
     -s "$here/wrk-filter.lua" "http://127.0.0.1:$port/filter" >"$work/wrk.txt" ||
     fail "$label: wrk exited with status $?"
-  s1=$(ticks "$serve_pid") a1=$(ticks "$api_pid") e1=$(ticks "$etcd_pid") w1=$(date +%s.%N)
+  s1=$(proc_ticks "$serve_pid") a1=$(proc_ticks "$api_pid") e1=$(proc_ticks "$etcd_pid") w1=$(date +%s.%N)
   counters >"$work/counters1"
   read -r _ requests us e_connect e_read e_write e_status e_timeout p50 _ p99 _ \
     < <(grep '^wrk-summary ' "$work/wrk.txt")

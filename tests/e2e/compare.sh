@@ -46,7 +46,7 @@ case $scheduler in
     KUBECONFIG=$HAMI_KUBECONFIG "$HAMI_SCHEDULER" --http_bind "127.0.0.1:$port" \
       --cert_file "$SERVE_CERT" --key_file "$SERVE_KEY" \
       --device-config-file "$E2E_DIR/hami-device-config.yaml" \
-      --metrics-bind-address "127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
+      --metrics-bind-address "127.0.0.1:$(free_port)" \
       --scheduler-name hami-scheduler --node-scheduler-policy binpack --gpu-scheduler-policy spread \
       --leader-elect=false --kube-qps "$qps" --kube-burst "$burst" \
       >"$E2E_DIR/logs/compare-hami.log" 2>&1 &
@@ -66,8 +66,7 @@ wait_until 120 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port/readyz" >/d
 python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
   >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
 pids+=($!)
-ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-cpu0=$(ticks "$extender_pid")
+cpu0=$(proc_ticks "$extender_pid")
 bulk_pods "$pods" "$scheduler-scheduler" || fail "creating the pods"
 log "$pods pods created"
 all_bound() {
@@ -77,7 +76,7 @@ items = json.load(sys.stdin)["items"]
 sys.exit(0 if sum(1 for p in items if p["spec"].get("nodeName")) >= int(sys.argv[1]) else 1)' "$pods"
 }
 wait_until "$limit" all_bound || log "not every pod bound after $limit s"
-cpu_s=$(awk -v t="$(( $(ticks "$extender_pid") - cpu0 ))" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", t / hz}')
+cpu_s=$(awk -v t="$(( $(proc_ticks "$extender_pid") - cpu0 ))" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", t / hz}')
 rss=$(awk '$1=="VmHWM:"{printf "%.0f", $2/1024}' "/proc/$extender_pid/status")
 sleep 2  # the audit log is written in batches
 python3 - "$AUDIT_LOG" "$user" "$scheduler" "$nodes" "$pods" "$cpu_s" "$rss" "$qps" "$burst" <<'PY'

@@ -23,8 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 passed=0 failed=0
 ns=/api/v1/namespaces/default
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port_a=$(port) port_b=$(port)
+port_a=$(free_port) port_b=$(free_port)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done' EXIT
 

@@ -35,7 +35,7 @@ fi
 
 passed=0 failed=0
 ns=/api/v1/namespaces/default
-metrics_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+metrics_port=$(free_port)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 hami=https://127.0.0.1:$HAMI_PORT

@@ -137,6 +137,15 @@ PY
     --pod "$E2E_DIR/pod.json" | jfield chosen
 }
 
+# free_port: a TCP port on 127.0.0.1 nothing listens on now.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# proc_ticks PID: the CPU time (user+sys, every thread) a running process has
+# used, in clock ticks (getconf CLK_TCK a second).
+proc_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
 # need_wrk: installs Debian's wrk with apt-get when it is missing.
 need_wrk() {
   command -v wrk >/dev/null && return 0

@@ -124,8 +124,6 @@ PY
 
 # --- what each process used --------------------------------------------------------------
 hz=$(getconf CLK_TCK)
-# CPU ticks (user+sys, every thread) of a running process.
-ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # All CPUs' idle ticks (idle and iowait), in USER_HZ: the machine's busy
 # time is the wall time of every core less these (a tickless kernel samples
 # short bursts of work badly in the busy columns, but measures idle time).
@@ -156,14 +154,14 @@ serve_counts() {
 
 phase_begin() {
   serve_counts >"$work/counts0"
-  t0=$(now) serve0=$(ticks "$serve_pid") api0=$(ticks "$api_pid") idle0=$(idle_ticks)
+  t0=$(now) serve0=$(proc_ticks "$serve_pid") api0=$(proc_ticks "$api_pid") idle0=$(idle_ticks)
 }
 # phase_end KEY GENERATOR-NAME: prints and records the CPU and memory lines,
 # and what serve answered: a Filter not placed (an Error, or unschedulable)
 # is an error.
 phase_end() {
   local key=$1 gen=$2 t1 serve1 api1 idle1 gen_ticks
-  t1=$(now) serve1=$(ticks "$serve_pid") api1=$(ticks "$api_pid") idle1=$(idle_ticks)
+  t1=$(now) serve1=$(proc_ticks "$serve_pid") api1=$(proc_ticks "$api_pid") idle1=$(idle_ticks)
   gen_ticks=$(cat "$work/$gen.ticks")
   local line
   line=$(awk -v hz="$hz" -v w="$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" \

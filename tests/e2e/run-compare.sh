@@ -8,6 +8,8 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/lib.sh"
 : "${DEVSHARE:?set DEVSHARE to the devshare executable (make compare does)}"
 nodes=$1 pods=$2 qps=$3 burst=$4
 out=${E2E_BUILD:-$root/build-e2e}/compare
@@ -16,7 +18,7 @@ bash "$root/scripts/k8s-binaries.sh" >"$out/k8s-binaries.env" || { echo "compare
 export E2E_BIN_ENV=$out/k8s-binaries.env DEVSHARE DEVSHARE_SERVE_ARGS=${DEVSHARE_SERVE_ARGS:-}
 : >"$out/results.txt"
 for scheduler in devshare hami; do
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   E2E_DIR=$out/$scheduler E2E_EXTENDER_URL=https://127.0.0.1:$port E2E_SCHEDULER_NAME=$scheduler-scheduler \
     bash "$here/control-plane.sh" run --scheduler-config "$here/scheduler-devshare.yaml" -- \
     bash "$here/compare.sh" "$scheduler" "$port" "$nodes" "$pods" "$qps" "$burst" 2>&1 |

@@ -18,6 +18,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 : "${DEVSHARE:?set DEVSHARE to the devshare executable (make e2e does)}"
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/lib.sh"
 out=${E2E_BUILD:-$root/build-e2e}
 mkdir -p "$out"
 
@@ -51,17 +53,17 @@ suite() {  # suite NAME LOG CONTROL-PLANE-ARGS...
 
 suite smoke "$out/smoke.log" -- bash "$here/smoke.sh"
 
-ext_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ext_port=$(free_port)
 E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
   suite extender "$out/extender.log" --scheduler-config "$here/scheduler-extender.yaml" -- bash "$here/smoke-extender.sh"
 
-proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+proxy_port=$(free_port)
 E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port DEVSHARE=$DEVSHARE \
   suite devshare "$out/devshare.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/devshare.sh"
 
 DEVSHARE=$DEVSHARE suite chart "$out/chart.log" -- bash "$here/chart.sh"
 
-hami_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+hami_port=$(free_port)
 E2E_EXTENDER_URL=https://127.0.0.1:$hami_port E2E_SCHEDULER_NAME=hami-scheduler HAMI_PORT=$hami_port \
   DEVSHARE=$DEVSHARE suite hami "$out/hami.log" --scheduler-config "$here/scheduler-devshare.yaml" \
   -- bash "$here/hami-smoke.sh"

@@ -18,7 +18,7 @@ passed=0 failed=0
 node=ext-gpu-1
 ns=/api/v1/namespaces/default
 calls=$E2E_DIR/logs/fake-serve.jsonl
-webhook_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+webhook_port=$(free_port)
 
 python3 "$here/fake_serve.py" --extender-port "$FAKE_EXTENDER_PORT" --webhook-port "$webhook_port" \
   >"$calls" 2>"$E2E_DIR/logs/fake-serve.log" &
