@@ -125,6 +125,7 @@ std::vector<std::pair<const char*, std::uint64_t>> CounterFields(const Counters&
           {"binds_failed", c.binds_failed},
           {"lock_contention", c.lock_contention},
           {"lock_retries", c.lock_retries},
+          {"filters_around_locks", c.filters_around_locks},
           {"node_patches", c.node_patches},
           {"pod_patches", c.pod_patches},
           {"bindings", c.bindings},
@@ -325,6 +326,8 @@ void BindCommands(py::module_& m) {
       .def_readonly("binds_failed", &Counters::binds_failed)
       .def_readonly("lock_contention", &Counters::lock_contention)
       .def_readonly("lock_retries", &Counters::lock_retries)
+      .def_readonly("filters_around_locks", &Counters::filters_around_locks,
+                    "placements among the unlocked nodes while a candidate was locked")
       .def_readonly("node_patches", &Counters::node_patches)
       .def_readonly("pod_patches", &Counters::pod_patches)
       .def_readonly("bindings", &Counters::bindings)
@@ -353,7 +356,8 @@ void BindEngine(py::module_& m) {
                        bool reasons, const std::string& hami_exact, const std::string& registration,
                        const std::string& leadership, const std::string& hostname,
                        const std::string& bind_mode, const std::string& lock_retry,
-                       std::int64_t lock_retry_timeout_ms, std::int64_t lock_timeout_seconds,
+                       std::int64_t lock_retry_timeout_ms, bool avoid_locked_nodes,
+                       std::int64_t lock_timeout_seconds,
                        std::int64_t lock_grace_seconds, std::uint64_t seed,
                        std::int64_t register_period_ms, std::int32_t zone_offset_seconds) {
              using engine::BindMode;
@@ -381,6 +385,7 @@ void BindEngine(py::module_& m) {
                                                {"backoff", LockRetry::kBackoff}});
              o.lock_retry_timeout_ms =
                  Amount("lock_retry_timeout_ms", lock_retry_timeout_ms, /*positive=*/false);
+             o.avoid_locked_nodes = avoid_locked_nodes;
              o.lock.timeout_seconds =
                  Amount("lock_timeout_seconds", lock_timeout_seconds, /*positive=*/false);
              o.lock.grace_seconds =
@@ -394,7 +399,8 @@ void BindEngine(py::module_& m) {
            py::arg("config"), py::arg("node_policy"), py::arg("gpu_policy"), py::arg("workload"),
            py::arg("reasons"), py::arg("hami_exact"), py::arg("registration"),
            py::arg("leadership"), py::arg("hostname"), py::arg("bind_mode"), py::arg("lock_retry"),
-           py::arg("lock_retry_timeout_ms"), py::arg("lock_timeout_seconds"),
+           py::arg("lock_retry_timeout_ms"), py::arg("avoid_locked_nodes"),
+           py::arg("lock_timeout_seconds"),
            py::arg("lock_grace_seconds"), py::arg("seed"), py::arg("register_period_ms"),
            py::arg("zone_offset_seconds"))
       .def("node_observed", &PyEngine::NodeObserved, py::arg("node_json"), py::arg("now_ms"))

@@ -35,6 +35,7 @@ struct ServeOptions {
   std::string registration = "change-only";
   std::string bind = "node-lock";
   std::string lock_retry = "once";
+  bool avoid_locked_nodes = true;
   std::string device_config;
   HamiExact hami_exact;
   double qps = 5;
@@ -99,6 +100,7 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
                             {"backoff", LockRetry::kBackoff}},
                            s.engine.lock_retry);
   }
+  s.engine.avoid_locked_nodes = o.avoid_locked_nodes;
   if (st.ok()) {
     st = Choose<Leader>(
         "leader", o.leader,
@@ -200,6 +202,10 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
   sub->add_option("--lock-retry", o->lock_retry, "once, fixed (100 ms) or backoff")
+      ->capture_default_str();
+  sub->add_option("--avoid-locked-nodes", o->avoid_locked_nodes,
+                  "place a pod on a node no other bind holds the lock of when one fits "
+                  "(false: as HAMi, which ignores the locks)")
       ->capture_default_str();
   sub->add_option("--device-config", o->device_config,
                   "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "

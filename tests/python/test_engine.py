@@ -78,6 +78,7 @@ def test_filter_then_bind_through_the_node_lock(make_node, make_pod):
     assert engine.counters.to_dict() == {
         "filters": 1, "filters_refused": 0, "filters_placed": 1, "filters_unschedulable": 0,
         "binds": 1, "binds_failed": 0, "lock_contention": 0, "lock_retries": 0,
+        "filters_around_locks": 0,
         "node_patches": 1, "pod_patches": 2, "bindings": 1,
         "registration_passes": 1, "registration_writes": 0, "nodes_dropped": 0}
     assert engine.counters.filters_placed == 1

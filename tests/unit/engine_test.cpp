@@ -376,3 +376,69 @@ TEST_CASE("engine: a node whose register annotation does not decode is recorded,
   f.engine.NodeDeleted("n2");
   CHECK(f.engine.node_errors().empty());
 }
+
+TEST_CASE("engine: Filter places around nodes a bind holds or is about to lock") {
+  auto engine_with = [](bool avoid) {
+    EngineOptions options;
+    options.avoid_locked_nodes = avoid;
+    auto engine = std::make_unique<Engine>(options);
+    std::vector<Command> out;
+    for (const char* name : {"n1", "n2", "n3"})
+      engine->NodeObserved(MakeNode(name).Gpus(2), kNowMs, out);
+    engine->Tick(kNowMs, out);
+    return engine;
+  };
+  auto place = [](Engine& engine, const Pod& pod, const std::vector<std::string>& nodes = {}) {
+    std::vector<Command> out;
+    engine.Filter(7, pod, nodes, kNowMs, out);
+    auto patch = Of<PatchPod>(out);
+    REQUIRE(patch.size() == 1);
+    out.clear();
+    engine.ApiResult(patch[0].id, true, kNowMs, out);
+    engine.PodObserved(pod);
+    return Of<FilterReply>(out).at(0).nodes.at(0);
+  };
+  auto quarter = [](const char* name) { return MakePod(name).Container(1, 1000, 10); };
+  auto lock_of = [](const char* node, const char* holder) {
+    return MakeNode(node).Gpus(2).Annotation(
+        "hami.io/mutex.lock",
+        EncodeNodeLock(NodeLock{kNowMs / 1000 - 1, 0, true, "default", holder}));
+  };
+
+  SUBCASE("binpack's next choice is the node the last pod is binding to: skipped") {
+    auto engine = engine_with(true);
+    CHECK(place(*engine, quarter("a")) == "n1");
+    CHECK(place(*engine, quarter("b")) == "n2");  // n1: a placed, not yet bound
+    CHECK(engine->counters().filters_around_locks == 1);
+    // a bound, its lock still held until the plugin's Allocate; b not yet bound.
+    std::vector<Command> out;
+    engine->NodeObserved(lock_of("n1", "a"), kNowMs, out);
+    Pod a = quarter("a");
+    a.node_name = "n1";
+    engine->PodObserved(a);
+    CHECK(place(*engine, quarter("c")) == "n3");
+    // The plugin released n1's lock: binpack's choice again.
+    engine->NodeObserved(MakeNode("n1").Gpus(2), kNowMs, out);
+    CHECK(place(*engine, quarter("d")) == "n1");
+  }
+  SUBCASE("when every fitting node is locked, the pod goes where the policy says") {
+    auto engine = engine_with(true);
+    std::vector<Command> out;
+    engine->NodeObserved(lock_of("n1", "x"), kNowMs, out);
+    CHECK(place(*engine, quarter("a"), {"n1"}) == "n1");
+    CHECK(engine->counters().filters_around_locks == 0);
+  }
+  SUBCASE("a lock this pod holds does not keep it away") {
+    auto engine = engine_with(true);
+    std::vector<Command> out;
+    engine->NodeObserved(lock_of("n2", "a"), kNowMs, out);
+    engine->NodeObserved(lock_of("n1", "x"), kNowMs, out);
+    CHECK(place(*engine, quarter("a")) == "n2");
+  }
+  SUBCASE("false: HAMi's choice, the locks ignored") {
+    auto engine = engine_with(false);
+    CHECK(place(*engine, quarter("a")) == "n1");
+    CHECK(place(*engine, quarter("b")) == "n1");
+    CHECK(engine->counters().filters_around_locks == 0);
+  }
+}

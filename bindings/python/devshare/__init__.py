@@ -335,6 +335,8 @@ class Engine:
     ``lock_grace_seconds`` for a holder still allocating) or "lock-free";
     ``lock_retry`` "once" (default), "fixed" (every 100 ms) or "backoff"
     (jittered, seeded by ``seed``), until ``lock_retry_timeout_ms``;
+    ``avoid_locked_nodes`` (default True) places a pod on a node no other
+    bind holds the lock of when one fits (False: as HAMi);
     ``zone_offset_seconds`` the zone handshake stamps are written in.
     Errors: ConfigError for an invalid config or option.
 
@@ -345,10 +347,11 @@ class Engine:
     def __init__(self, config: Optional[Any] = None, *, registration: str = "change-only",
                  leadership: str = "always", hostname: str = "", bind_mode: str = "node-lock",
                  lock_retry: str = "once", lock_retry_timeout_ms: int = 28000,
-                 lock_timeout_seconds: int = 300, lock_grace_seconds: int = 300, seed: int = 0,
-                 register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:
+                 avoid_locked_nodes: bool = True, lock_timeout_seconds: int = 300,
+                 lock_grace_seconds: int = 300, seed: int = 0, register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:
         self._impl = _devshare._Engine(*_scheduler_args(config), registration, leadership, hostname,
                                        bind_mode, lock_retry, int(lock_retry_timeout_ms),
+                                       bool(avoid_locked_nodes),
                                        int(lock_timeout_seconds), int(lock_grace_seconds),
                                        int(seed), int(register_period_ms), int(zone_offset_seconds))
 

@@ -6,7 +6,9 @@
 #include <iterator>
 #include <map>
 #include <random>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "devshare/annotations.hpp"
 #include "devshare/request.hpp"
@@ -63,13 +65,32 @@ struct Engine::Impl {
   std::map<std::string, std::string> node_errors;           // Engine::node_errors
   std::map<std::string, std::string> pod_errors;            // Engine::pod_errors, by UID
   std::unordered_map<std::string, Pod> pods;                // by UID
-  std::unordered_map<std::string, StringMap> reservations;  // by UID: the Filter's patch
+  struct Reservation {
+    StringMap annotations;  // the Filter's patch
+    std::string node;
+  };
+  std::unordered_map<std::string, Reservation> reservations;  // by UID, until bound
+  std::map<std::string, int, std::less<>> reserved_on;        // node -> reservations there
+  std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
   std::vector<LockWait> lock_waits;  // binds waiting to retry the node lock
   LeaseFollower follower;
   bool registered = false;  // kAlways: a pass has completed
   std::optional<std::int64_t> last_pass_ms;
   std::mt19937_64 rng;
+
+  void Reserve(const std::string& uid, StringMap annotations, const std::string& node) {
+    Unreserve(uid);
+    reservations.emplace(uid, Reservation{std::move(annotations), node});
+    ++reserved_on[node];
+  }
+  void Unreserve(const std::string& uid) {
+    auto it = reservations.find(uid);
+    if (it == reservations.end()) return;
+    auto count = reserved_on.find(it->second.node);
+    if (--count->second == 0) reserved_on.erase(count);
+    reservations.erase(it);
+  }
 };
 
 Engine::Engine(EngineOptions options)
@@ -105,6 +126,11 @@ void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Com
   auto [it, added] = impl_->nodes.try_emplace(node.name);
   NodeMemory& memory = it->second;
   memory.object = node;
+  if (Annotation(node, keys::kNodeLock)) {
+    impl_->locked.insert(node.name);
+  } else {
+    impl_->locked.erase(node.name);
+  }
   if (added) {
     memory.hami.resize(vendors);
     memory.registered.resize(vendors);
@@ -124,6 +150,7 @@ void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Com
 
 void Engine::NodeDeleted(const std::string& name) {
   impl_->nodes.erase(name);
+  impl_->locked.erase(name);
   impl_->node_errors.erase(name);
   snapshot_.RemoveNode(name);
 }
@@ -252,6 +279,7 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
 
 void Engine::PodObserved(const Pod& pod) {
   impl_->pods[pod.uid] = pod;
+  if (!pod.node_name.empty()) impl_->Unreserve(pod.uid);  // bound: no longer about to lock
   // A pod whose annotations do not decode holds nothing, as in HAMi; why is kept.
   const Status status = snapshot_.AddPod(pod);
   if (status.ok()) {
@@ -266,7 +294,7 @@ const std::map<std::string, std::string>& Engine::pod_errors() const { return im
 void Engine::PodDeleted(const std::string& uid) {
   impl_->pod_errors.erase(uid);
   impl_->pods.erase(uid);
-  impl_->reservations.erase(uid);
+  impl_->Unreserve(uid);
   snapshot_.RemovePod(uid);
 }
 
@@ -282,8 +310,16 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
         FilterReply{request, {}, {}, "not ready: not the leader, or no registration pass yet"});
     return;
   }
+  // A node another bind holds is a last resort: placed there, the pod's bind
+  // waits for the lock or fails.
+  std::optional<std::vector<std::string>> unlocked = UnlockedNodes(pod, nodes, now_ms);
   Result<FilterResult> result =
-      devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
+      devshare::Filter(snapshot_, pod, unlocked ? *unlocked : nodes, Seconds(now_ms), options_.filter);
+  if (unlocked && result.ok() && result->has_requests && result->node) {
+    ++counters_.filters_around_locks;
+  } else if (unlocked) {
+    result = devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
+  }
   if (!result.ok()) {
     out.push_back(FilterReply{request, {}, {}, std::string(result.status().message())});
     return;
@@ -311,12 +347,49 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
                     fmt::format("internal: the placement does not decode: {}", added.message())});
     return;
   }
-  impl_->reservations[pod.uid] = result->annotations;
+  impl_->Reserve(pod.uid, result->annotations, *result->node);
   const std::uint64_t id = NextId();
   impl_->pending.emplace(
       id, Impl::FilterFlow{request, pod.uid, FilterReply{request, {*result->node}, {}, ""}});
   ++counters_.pod_patches;
   out.push_back(PatchPod{id, pod.pod_namespace, pod.name, result->annotations});
+}
+
+std::optional<std::vector<std::string>> Engine::UnlockedNodes(const Pod& pod,
+                                                             const std::vector<std::string>& nodes,
+                                                             std::int64_t now_ms) const {
+  if (!options_.avoid_locked_nodes || options_.bind_mode != BindMode::kNodeLock) return std::nullopt;
+  std::unordered_set<std::string_view> busy;
+  const PodRef self{pod.pod_namespace, pod.name};
+  for (const std::string& name : impl_->locked) {
+    const NodeMemory& memory = impl_->nodes.find(name)->second;
+    // A look, not a decision to act on: the holder taken as present (Bind
+    // looks it up), the sighting not kept.
+    LockSighting sighting = memory.lock_sighting;
+    const LockDecision decision =
+        DecideLock(Annotation(memory.object, keys::kNodeLock), self,
+                   LockHolder{LockHolder::State::kPresent, BindPhase::kNone, std::nullopt}, sighting,
+                   Seconds(now_ms), options_.lock);
+    if (decision.action == LockAction::kHeld) busy.insert(name);
+  }
+  auto own = impl_->reservations.find(pod.uid);
+  for (const auto& [name, count] : impl_->reserved_on) {
+    if (own == impl_->reservations.end() || own->second.node != name || count > 1)
+      busy.insert(name);
+  }
+  if (busy.empty()) return std::nullopt;
+  std::vector<std::string> unlocked;  // empty would mean every node to Filter
+  auto keep = [&](const std::string& name) {
+    if (!busy.contains(name)) unlocked.push_back(name);
+  };
+  if (nodes.empty()) {
+    for (const auto& entry : impl_->nodes) keep(entry.first);
+  } else {
+    for (const std::string& name : nodes) keep(name);
+  }
+  if (unlocked.empty() || unlocked.size() == (nodes.empty() ? impl_->nodes.size() : nodes.size()))
+    return std::nullopt;
+  return unlocked;
 }
 
 Result<std::vector<NodeScore>> Engine::Prioritize(const Pod& pod,
@@ -360,7 +433,7 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
         out);
   }
   if (options_.bind_mode == BindMode::kLockFree) {
-    StringMap annotations = reservation->second;
+    StringMap annotations = reservation->second.annotations;
     const StringMap start = BindStartPatch(Seconds(now_ms));
     for (const auto& [k, v] : start.entries()) annotations.Set(k, v);
     flow.step = BindFlow::Step::kBinding;
@@ -377,7 +450,7 @@ void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Comma
   ++counters_.binds_failed;
   if (BindFailed().release_reservation) {  // W8: the reservation goes with the failed bind
     snapshot_.RemovePod(flow.uid);
-    impl_->reservations.erase(flow.uid);
+    impl_->Unreserve(flow.uid);
   }
   out.push_back(BindReply{flow.request, std::move(error)});
 }
@@ -475,7 +548,7 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
       out.push_back(std::move(f->reply));
     } else {
       snapshot_.RemovePod(f->uid);
-      impl_->reservations.erase(f->uid);
+      impl_->Unreserve(f->uid);
       out.push_back(FilterReply{f->request, {}, {}, "patching the pod failed"});
     }
     return;
@@ -523,7 +596,7 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
       return;
     }
     case BindFlow::Step::kBinding:
-      impl_->reservations.erase(b->uid);
+      impl_->Unreserve(b->uid);
       out.push_back(BindReply{b->request, ""});
       return;
   }

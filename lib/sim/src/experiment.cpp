@@ -144,6 +144,7 @@ Status ReadEngine(const YAML::Node& node, const std::string& path, engine::Engin
                                                       {"fixed", LockRetry::kFixed},
                                                       {"backoff", LockRetry::kBackoff}})},
                   {"lock_retry_timeout", Duration(e.lock_retry_timeout_ms)},
+                  {"avoid_locked_nodes", Bool(e.avoid_locked_nodes)},
                   {"register_period", Duration(e.register_period_ms)}});
 }
 

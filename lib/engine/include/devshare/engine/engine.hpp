@@ -69,6 +69,13 @@ struct EngineOptions {
   NodeLockOptions lock;
   LockRetry lock_retry = LockRetry::kOnce;     // Default: one attempt
   std::int64_t lock_retry_timeout_ms = 28000;  // Default: HAMi's --node-lock-retry-timeout
+  // Under kNodeLock, Filter places a pod on a node whose lock no other bind
+  // holds or is about to take (a pod placed there by Filter and not yet
+  // bound) whenever such a node fits; only when none does is the pod placed
+  // among all candidates, to wait for the lock in Bind. HAMi places as if no
+  // node were locked, so under binpack the pods of a burst all choose the
+  // node the first one is binding to and their binds fail (false: as HAMi).
+  bool avoid_locked_nodes = true;  // Default: avoid
   std::uint64_t seed = 0;                      // seeds the backoff jitter
   std::int64_t register_period_ms = 15000;     // Default: HAMi's 15 s tick
   std::int32_t zone_offset_seconds = 0;        // handshake stamps (W16)
@@ -120,6 +127,9 @@ using Command = std::variant<PatchNode, PatchPod, PostBinding, FilterReply, Bind
 struct Counters {
   std::uint64_t filters = 0, filters_refused = 0, filters_placed = 0, filters_unschedulable = 0;
   std::uint64_t binds = 0, binds_failed = 0, lock_contention = 0, lock_retries = 0;
+  // Placements made among the unlocked nodes while some candidate was locked
+  // (EngineOptions::avoid_locked_nodes).
+  std::uint64_t filters_around_locks = 0;
   std::uint64_t node_patches = 0, pod_patches = 0, bindings = 0;
   std::uint64_t registration_passes = 0, registration_writes = 0, nodes_dropped = 0;
 };
@@ -188,6 +198,11 @@ class Engine {
   void RegistrationPass(std::int64_t now_ms, std::vector<Command>& out);
   void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
                     std::vector<Command>& out);
+  // `nodes` (every cached node when empty) less those whose lock a bind
+  // other than `pod`'s holds or is about to take; nullopt when none is.
+  std::optional<std::vector<std::string>> UnlockedNodes(const Pod& pod,
+                                                        const std::vector<std::string>& nodes,
+                                                        std::int64_t now_ms) const;
   void TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
                    std::vector<Command>& out);
