@@ -162,16 +162,21 @@ oracle-speed: python $(BENCH_BUILD)/build.ninja
 	$(VENV_PY) tests/oracle/compare.py --speed $(ORACLE_SPEED_NODES) \
 	  --devshare-speed $(BENCH_BUILD)/bench/oracle_speed
 
-# devshare and HAMi's own scheduler behind kube-scheduler, each in a fresh
-# control plane, the same pods: pods/s, creation-to-binding p50/p99, the
-# extender's CPU and memory, its API requests as the API server counts them.
+# devshare and HAMi's own scheduler behind kube-scheduler (and kube-scheduler
+# alone), each run in a fresh control plane, the same pods; the scenarios and
+# figures are in tests/e2e/run-compare.sh and compare.sh. COMPARE_RUNS picks
+# runs (say "storm/devshare storm/hami"; default all), COMPARE_JSON=FILE
+# writes the figures as JSON.
 COMPARE_NODES ?= 50
 COMPARE_PODS ?= 200
 COMPARE_QPS ?= 50
 COMPARE_BURST ?= 100
+COMPARE_RUNS ?=
+COMPARE_JSON ?=
 compare: build
 	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) bash tests/e2e/run-compare.sh \
-	  $(COMPARE_NODES) $(COMPARE_PODS) $(COMPARE_QPS) $(COMPARE_BURST)
+	  $(if $(COMPARE_JSON),--json $(COMPARE_JSON)) \
+	  $(COMPARE_NODES) $(COMPARE_PODS) $(COMPARE_QPS) $(COMPARE_BURST) $(COMPARE_RUNS)
 
 $(BENCH_BUILD)/build.ninja:
 	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release

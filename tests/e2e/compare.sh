@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
-# One throughput run of one scheduler behind kube-scheduler, in the control
-# plane of control-plane.sh (started with scheduler-devshare.yaml,
-# E2E_SCHEDULER_NAME=<the scheduler's name> and E2E_EXTENDER_URL at PORT):
-# NODES GPU nodes (8 GPUs of 40 GiB, 10 slots), then PODS one-GPU pods of
-# 4,000–20,000 MiB created as fast as the API server takes them, bound through
-# the extender with the plugin stand-in completing Allocate. Prints one line
-#   compare: result scheduler=... key=value ...
+# One run of one scenario with one scheduler behind kube-scheduler, in the
+# control plane of control-plane.sh (started by run-compare.sh with the
+# scheduler's KubeSchedulerConfiguration, E2E_SCHEDULER_NAME and
+# E2E_EXTENDER_URL at PORT). GPU nodes have 8 GPUs of 40 GiB, 10 slots each;
+# the plugin stand-in completes Allocate (releasing the node lock) after
+# COMPARE_ALLOCATE_DELAY seconds (default 0: at its next pass, every 0.5 s).
+#
+#   compare.sh SCENARIO SCHEDULER PORT NODES PODS QPS BURST [TIMEOUT_S]
+#
+# SCENARIO
+#   throughput  NODES GPU nodes; PODS one-GPU pods of 4,000–20,000 MiB created
+#               at once.
+#   storm       seed 002's node-lock storm: 2 GPU nodes and NODES - 2 whose
+#               GPUs are too small (2 GiB); PODS pods of 4,000 MiB at once,
+#               which fit only on the 2.
+#   agreement   NODES GPU nodes; PODS pods created one at a time, each after
+#               the previous one is bound: the node and devices the scheduler
+#               chose against `devshare explain` on the cluster just before.
+# SCHEDULER
+#   devshare, devshare-lock-free (devshare serve --bind lock-free), hami
+#   (HAMi's scheduler with its chart's flags and device config), or
+#   kube-scheduler (alone, no extender: the GPUs a plain extended resource,
+#   the pods asking no memory; the ceiling).
+#
+# Prints one line
+#   compare: result scenario=... scheduler=... key=value ...
 # with pods bound, pods/s (first creation to last binding), p50/p99 creation
-# to binding, the extender's CPU seconds and peak RSS, and its API requests
-# by verb as the API server's audit log counts them. make compare runs it
-# per scheduler in fresh control planes and prints them side by side.
+# to binding, binding errors and node-lock contentions as kube-scheduler
+# logged them, devices over their memory or slots after the run, the
+# extender's CPU seconds and peak RSS, its API requests by verb as the API
+# server's audit log counts them (kube-scheduler alone: its requests but
+# the lists and watches of its informers), and for agreement the pods placed as
+# explain said, apart on a tie W10 allows, and apart unexplained.
 #
-#   compare.sh devshare|hami PORT NODES PODS QPS BURST [TIMEOUT_S]
-#
-# DEVSHARE_SERVE_ARGS: more flags for devshare serve (say --lock-retry fixed
-# or --bind lock-free), printed with its result.
+# DEVSHARE_SERVE_ARGS: more flags for devshare serve (printed with its result).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
@@ -23,21 +42,27 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${E2E_BIN_ENV:?set E2E_BIN_ENV to the output of scripts/k8s-binaries.sh}"
 # shellcheck disable=SC1090
 . "$E2E_BIN_ENV"
-scheduler=$1 port=$2 nodes=$3 pods=$4 qps=$5 burst=$6 limit=${7:-600}
-log() { echo "compare: $scheduler: $*"; }
-fail() { echo "compare: $scheduler: FAILED: $*"; exit 1; }
+scenario=$1 scheduler=$2 port=$3 nodes=$4 pods=$5 qps=$6 burst=$7 limit=${8:-900}
+log() { echo "compare: $scenario/$scheduler: $*"; }
+fail() { echo "compare: $scenario/$scheduler: FAILED: $*"; exit 1; }
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 
 # --- the extender ---------------------------------------------------------------------
+extra_args=-
+extender_pid=
+pod_scheduler=$scheduler-scheduler
 case $scheduler in
-  devshare)
+  devshare | devshare-lock-free)
     : "${DEVSHARE:?set DEVSHARE to the devshare executable}"
-    user=devshare-serve
+    user=devshare-serve pod_scheduler=devshare-scheduler
+    args=(${DEVSHARE_SERVE_ARGS:-})
+    [ "$scheduler" = devshare-lock-free ] && args+=(--bind lock-free)
+    [ ${#args[@]} -gt 0 ] && extra_args=$(IFS=,; echo "${args[*]}")
     "$DEVSHARE" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" \
       --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --scheduler-name devshare-scheduler \
       --node-policy binpack --gpu-policy spread --qps "$qps" --burst "$burst" \
-      ${DEVSHARE_SERVE_ARGS:-} >"$E2E_DIR/logs/compare-devshare.log" 2>&1 &
+      "${args[@]}" >"$E2E_DIR/logs/compare-devshare.log" 2>&1 &
     ;;
   hami)
     [ -n "${HAMI_SCHEDULER:-}" ] || fail "HAMi's scheduler was not built"
@@ -51,37 +76,142 @@ case $scheduler in
       --leader-elect=false --kube-qps "$qps" --kube-burst "$burst" \
       >"$E2E_DIR/logs/compare-hami.log" 2>&1 &
     ;;
-  *) fail "unknown scheduler (want devshare or hami)" ;;
+  kube-scheduler)
+    [ "$scenario" != agreement ] || fail "agreement needs an extender that places devices"
+    user=system:kube-scheduler pod_scheduler=default-scheduler
+    ;;
+  *) fail "unknown scheduler (want devshare, devshare-lock-free, hami or kube-scheduler)" ;;
 esac
-extender_pid=$!
-pids+=("$extender_pid")
+if [ "$scheduler" != kube-scheduler ]; then
+  extender_pid=$!
+  pids+=("$extender_pid")
+fi
 
-# --- nodes, then the pods all at once --------------------------------------------------------
+# --- nodes --------------------------------------------------------------------------------
 t0=$SECONDS
 gpu_node_json NODE-NAME 8 10 40960 >"$E2E_DIR/compare-node.json"
-bulk_nodes "$nodes" "$E2E_DIR/compare-node.json" || fail "creating the nodes"
+if [ "$scenario" = storm ]; then
+  if [ "$scheduler" = kube-scheduler ]; then
+    gpu_node_json NODE-NAME 0 10 2048 >"$E2E_DIR/compare-small-node.json"
+  else
+    gpu_node_json NODE-NAME 8 10 2048 >"$E2E_DIR/compare-small-node.json"
+  fi
+  bulk_nodes 2 "$E2E_DIR/compare-node.json" &&
+    bulk_nodes $((nodes - 2)) "$E2E_DIR/compare-small-node.json" 2 || fail "creating the nodes"
+else
+  bulk_nodes "$nodes" "$E2E_DIR/compare-node.json" || fail "creating the nodes"
+fi
 log "$nodes nodes created in $((SECONDS - t0)) s"
-wait_until 120 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port/readyz" >/dev/null ||
-  fail "the extender never became ready"
-python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
-  >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
-pids+=($!)
-cpu0=$(proc_ticks "$extender_pid")
-bulk_pods "$pods" "$scheduler-scheduler" || fail "creating the pods"
-log "$pods pods created"
-all_bound() {
+if [ -n "$extender_pid" ]; then
+  wait_until 120 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port/readyz" >/dev/null ||
+    fail "the extender never became ready"
+  python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
+    --allocate-delay "${COMPARE_ALLOCATE_DELAY:-0}" >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
+  pids+=($!)
+  cpu0=$(proc_ticks "$extender_pid")
+fi
+
+# --- pods ---------------------------------------------------------------------------------
+mib=mixed
+[ "$scenario" = storm ] && mib=4000
+[ "$scheduler" = kube-scheduler ] && mib=none
+bound_count() {
   kapi GET "/api/v1/namespaces/default/pods" | python3 -c '
 import json, sys
-items = json.load(sys.stdin)["items"]
-sys.exit(0 if sum(1 for p in items if p["spec"].get("nodeName")) >= int(sys.argv[1]) else 1)' "$pods"
+print(sum(1 for p in json.load(sys.stdin)["items"] if p["spec"].get("nodeName")))'
 }
-wait_until "$limit" all_bound || log "not every pod bound after $limit s"
-cpu_s=$(awk -v t="$(( $(proc_ticks "$extender_pid") - cpu0 ))" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", t / hz}')
-rss=$(awk '$1=="VmHWM:"{printf "%.0f", $2/1024}' "/proc/$extender_pid/status")
+# bound_above N LIMIT_S: waits until more than N pods are bound, looking once a
+# second (a list of every pod: not more often, not to load the API server).
+bound_above() {
+  local t0=$SECONDS
+  until [ "$(bound_count)" -gt "$1" ]; do
+    ((SECONDS - t0 < $2)) || return 1
+    sleep 1
+  done
+}
+agreement=$E2E_DIR/agreement.txt
+: >"$agreement"
+if [ "$scenario" = agreement ]; then
+  # One at a time: explain on the cluster as it is, create, wait for the
+  # binding and the stand-in's Allocate (bind-phase success: the node lock
+  # released, as the next pod's explain assumes), then compare (the devices
+  # from hami.io/vgpu-devices-allocated).
+  allocated() {
+    kapi GET "/api/v1/namespaces/default/pods/$1" >"$E2E_DIR/placed.json" &&
+      [ "$(jfield 'metadata.annotations["hami.io/bind-phase"]' <"$E2E_DIR/placed.json")" = success ]
+  }
+  for ((i = 0; i < pods; i++)); do
+    body=$(load_pod_json "$i" "$pod_scheduler")
+    explain_json "$body" >"$E2E_DIR/explain.json" || fail "devshare explain failed for load-$i"
+    kapi POST /api/v1/namespaces/default/pods "$body" >/dev/null || fail "creating load-$i"
+    bound_above "$i" 120 && wait_until 60 allocated "load-$(printf %05d "$i")" ||
+      { log "load-$i not bound and allocated after 180 s"; break; }
+    python3 - "$E2E_DIR/explain.json" "$E2E_DIR/placed.json" >>"$agreement" <<'PY'
+import json, re, sys
+explain, pod = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+node = pod["spec"]["nodeName"]
+got = sorted(re.findall(r"(GPU-[^,]+),", pod["metadata"].get("annotations", {}).get(
+    "hami.io/vgpu-devices-allocated", "")))
+by_node = {n["node"]: n for n in explain["nodes"]}
+said = by_node.get(node, {})
+want = sorted(re.findall(r"(GPU-[^(]+)\(", said.get("devices", "")))
+if node == explain.get("chosen") and got == want:
+    verdict = "agree"
+elif node != explain.get("chosen") and said.get("fits") and \
+        said.get("score") == by_node[explain["chosen"]]["score"] and got == want:
+    verdict = "w10-node-tie"  # equal node scores: HAMi breaks them in goroutine order
+else:
+    verdict = "unexplained"
+print(pod["metadata"]["name"], node, ",".join(got), explain.get("chosen"), ",".join(want), verdict)
+PY
+  done
+else
+  bulk_pods "$pods" "$pod_scheduler" "$mib" || fail "creating the pods"
+  log "$pods pods created"
+  bound_above $((pods - 1)) "$limit" || log "not every pod bound after $limit s"
+fi
+if [ -n "$extender_pid" ]; then
+  cpu_s=$(awk -v t="$(($(proc_ticks "$extender_pid") - cpu0))" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", t / hz}')
+  rss=$(awk '$1=="VmHWM:"{printf "%.0f", $2/1024}' "/proc/$extender_pid/status")
+else
+  cpu_s=- rss=-
+fi
+
+# --- devices over their memory or slots -----------------------------------------------------
+kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
+kapi GET /api/v1/namespaces/default/pods >"$E2E_DIR/pods.json"
+over=$(python3 - "$E2E_DIR/nodes.json" "$E2E_DIR/pods.json" "$scheduler" <<'PY'
+import collections, json, sys
+if sys.argv[3] == "kube-scheduler":
+    print("-"); sys.exit()
+devices = {}
+for n in json.load(open(sys.argv[1]))["items"]:
+    for d in json.loads(n["metadata"].get("annotations", {}).get("hami.io/node-nvidia-register", "[]")):
+        devices[d["id"]] = d
+mem, slots = collections.Counter(), collections.Counter()
+for p in json.load(open(sys.argv[2]))["items"]:
+    if not p["spec"].get("nodeName"):
+        continue
+    value = p["metadata"].get("annotations", {}).get("hami.io/vgpu-devices-allocated", "")
+    for container in value.split(";"):
+        for device in filter(None, container.split(":")):
+            uuid, _, used, _ = device.split(",")
+            mem[uuid] += int(used)
+            slots[uuid] += 1
+print(sum(1 for d in set(mem) | set(slots)
+          if d not in devices or mem[d] > devices[d]["devmem"] or slots[d] > devices[d]["count"]))
+PY
+)
+
+# --- kube-scheduler's errors, and the API server's count of the extender's requests ---------
+errors=$(grep -c 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log")
+contention=$(grep 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log" | grep -c 'node lock contention')
 sleep 2  # the audit log is written in batches
-python3 - "$AUDIT_LOG" "$user" "$scheduler" "$nodes" "$pods" "$cpu_s" "$rss" "$qps" "$burst" <<'PY'
-import collections, datetime, json, os, sys
-log, user, scheduler, nodes, pods, cpu, rss, qps, burst = sys.argv[1:]
+python3 - "$AUDIT_LOG" "$user" "$scenario" "$scheduler" "$extra_args" "$nodes" "$pods" "$cpu_s" "$rss" \
+  "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" <<'PY'
+import collections, datetime, json, sys
+(log, user, scenario, scheduler, extra, nodes, pods, cpu, rss, qps, burst, errors, contention,
+ over, agreement) = sys.argv[1:]
 created, bound, verbs = {}, {}, collections.Counter()
 stamp = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 for line in open(log, encoding="utf-8"):
@@ -94,16 +224,20 @@ for line in open(log, encoding="utf-8"):
             created[ref["name"]] = stamp(e["requestReceivedTimestamp"])
         elif e["verb"] == "create" and ref.get("subresource") == "binding":
             bound[ref["name"]] = stamp(e["stageTimestamp"])
-    if e.get("user", {}).get("username") == user:
+    if e.get("user", {}).get("username") == user and (user != "system:kube-scheduler" or
+                                                      e["verb"] not in ("list", "watch")):
         r = ref.get("resource", "?") + ("/" + ref["subresource"] if ref.get("subresource") else "")
         verbs[f"{e['verb']}-{r}"] += 1
 lat = sorted(bound[n] - created[n] for n in bound if n in created)
 pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
 span = (max(bound.values()) - min(created.values())) if bound and created else float("nan")
 rate = len(bound) / span if bound and span > 0 else 0.0
-requests = " ".join(f"{k}={v}" for k, v in sorted(verbs.items()))
-extra = os.environ.get("DEVSHARE_SERVE_ARGS", "") if scheduler == "devshare" else ""
-print(f"compare: result scheduler={scheduler} args={extra.replace(' ', ',') or '-'} nodes={nodes} pods={pods} qps={qps} burst={burst} "
-      f"bound={len(bound)} pods_per_s={rate:.2f} p50_s={pct(0.5):.1f} p99_s={pct(0.99):.1f} "
-      f"extender_cpu_s={cpu} extender_rss_mib={rss} api_requests={sum(verbs.values())} {requests}")
+verdicts = collections.Counter(line.split()[-1] for line in open(agreement))
+agree = (f" agree={verdicts['agree']} w10_node_tie={verdicts['w10-node-tie']} "
+         f"unexplained={verdicts['unexplained']}") if scenario == "agreement" else ""
+print(f"compare: result scenario={scenario} scheduler={scheduler} args={extra} nodes={nodes} pods={pods} "
+      f"qps={qps} burst={burst} bound={len(bound)} pods_per_s={rate:.2f} p50_s={pct(0.5):.1f} "
+      f"p99_s={pct(0.99):.1f} bind_errors={errors} lock_contention={contention} over_allocated={over} "
+      f"extender_cpu_s={cpu} extender_rss_mib={rss} api_requests={sum(verbs.values())}{agree} "
+      + " ".join(f"{k}={v}" for k, v in sorted(verbs.items())))
 PY

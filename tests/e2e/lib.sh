@@ -116,10 +116,13 @@ check() {
   else failed=$((failed + 1)); echo "FAILED: $what"; fi
 }
 
-# predict POD_JSON: the node `$DEVSHARE explain` chooses (binpack nodes,
-# spread GPUs) on the cluster as it is: every Node, and the pods of the
-# default namespace that are bound.
-predict() {
+# predict POD_JSON: the node explain_json chooses.
+predict() { explain_json "$1" | jfield chosen; }
+
+# explain_json POD_JSON: what `$DEVSHARE explain --json` says of the pod
+# (binpack nodes, spread GPUs) on the cluster as it is: every Node, and the
+# pods of the default namespace that are bound.
+explain_json() {
   kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
   kapi GET /api/v1/namespaces/default/pods >"$E2E_DIR/pods.json"
   python3 - "$E2E_DIR" <<'PY' >"$E2E_DIR/cluster.json"
@@ -134,7 +137,7 @@ print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 PY
   printf '%s' "$1" >"$E2E_DIR/pod.json"
   "$DEVSHARE" explain --json --node-policy binpack --gpu-policy spread --cluster "$E2E_DIR/cluster.json" \
-    --pod "$E2E_DIR/pod.json" | jfield chosen
+    --pod "$E2E_DIR/pod.json"
 }
 
 # free_port: a TCP port on 127.0.0.1 nothing listens on now.
@@ -155,13 +158,14 @@ need_wrk() {
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq wrk >/dev/null
 }
 
-# bulk_nodes N TEMPLATE: creates node-00000.. from the Node JSON in file
-# TEMPLATE (its name NODE-NAME replaced), each Ready and untainted as
-# create_node leaves it, over one connection.
+# bulk_nodes N TEMPLATE [FIRST]: creates N nodes named node-FIRST.. (five
+# digits; FIRST 0 by default) from the Node JSON in file TEMPLATE (its name
+# NODE-NAME replaced), each Ready and untainted as create_node leaves it,
+# over one connection.
 bulk_nodes() {
-  python3 - "$1" "$2" "$(node_ready_patch)" <<'PY'
+  python3 - "$1" "$2" "$(node_ready_patch)" "${3:-0}" <<'PY'
 import http.client, json, os, ssl, sys, urllib.parse
-n, template, ready = int(sys.argv[1]), open(sys.argv[2]).read(), sys.argv[3]
+n, template, ready, first = int(sys.argv[1]), open(sys.argv[2]).read(), sys.argv[3], int(sys.argv[4])
 ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA"])
 ctx.load_cert_chain(os.environ["KUBE_CLIENT_CERT"], os.environ["KUBE_CLIENT_KEY"])
 url = urllib.parse.urlparse(os.environ["KUBE_SERVER"])
@@ -172,7 +176,7 @@ def call(method, path, body, ctype):
     data = r.read()
     if r.status >= 300:
         sys.exit(f"{method} {path}: HTTP {r.status}: {data[:300]!r}")
-for i in range(n):
+for i in range(first, first + n):
     name = f"node-{i:05d}"
     call("POST", "/api/v1/nodes", template.replace("NODE-NAME", name), "application/json")
     call("PATCH", f"/api/v1/nodes/{name}/status", ready, "application/merge-patch+json")
@@ -180,23 +184,39 @@ for i in range(n):
 PY
 }
 
-# bulk_pods N SCHEDULER: creates load-00000.. in the default namespace, each
-# asking one GPU of 4,000 to 20,000 MiB (a fixed sequence), for SCHEDULER,
-# over one connection.
+# load_pod_json I SCHEDULER [MIB]: pod load-I (five digits) asking one GPU
+# for SCHEDULER: of MIB MiB, or by default of 4,000 to 20,000 MiB (a fixed
+# sequence over I), or with MIB "none" of no memory (a plain extended
+# resource, for kube-scheduler alone).
+load_pod_json() {
+  python3 -c "$_load_pod_py"'
+print(json.dumps(load_pod(int(sys.argv[1]), sys.argv[2], sys.argv[3])))' "$1" "$2" "${3:-mixed}"
+}
+_load_pod_py='
+import json, sys
+def load_pod(i, scheduler, mib):
+    limits = {"nvidia.com/gpu": "1"}
+    if mib != "none":
+        limits["nvidia.com/gpumem"] = str(4000 + (i * 7919) % 16001) if mib == "mixed" else mib
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"load-{i:05d}"},
+            "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"limits": limits}}]}}
+'
+
+# bulk_pods N SCHEDULER [MIB]: creates load-00000.. (load_pod_json) in the
+# default namespace over one connection, as fast as the API server takes them.
 bulk_pods() {
-  python3 - "$1" "$2" <<'PY'
-import http.client, json, os, ssl, sys, urllib.parse
-n, scheduler = int(sys.argv[1]), sys.argv[2]
+  python3 - "$1" "$2" "${3:-mixed}" <<PY
+$_load_pod_py
+import http.client, os, ssl, urllib.parse
+n, scheduler, mib = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA"])
 ctx.load_cert_chain(os.environ["KUBE_CLIENT_CERT"], os.environ["KUBE_CLIENT_KEY"])
 url = urllib.parse.urlparse(os.environ["KUBE_SERVER"])
 conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx)
 for i in range(n):
-    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(4000 + (i * 7919) % 16001)}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"load-{i:05d}"},
-           "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"limits": limits}}]}}
+    pod = load_pod(i, scheduler, mib)
     conn.request("POST", "/api/v1/namespaces/default/pods", json.dumps(pod),
                  {"Content-Type": "application/json"})
     r = conn.getresponse()

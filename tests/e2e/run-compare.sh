@@ -1,50 +1,143 @@
 #!/usr/bin/env bash
-# What `make compare` runs: compare.sh once per scheduler (devshare, then
-# HAMi), each in a fresh control plane with kube-scheduler's extender settings
-# of scheduler-devshare.yaml, then the figures side by side.
+# What `make compare` runs: compare.sh once per scenario and scheduler, each
+# in a fresh control plane, then the figures side by side (devshare | HAMi |
+# ratio, and kube-scheduler alone or devshare's lock-free binding where the
+# scenario has them), with the machine they were measured on.
 #
-#   run-compare.sh NODES PODS QPS BURST   (DEVSHARE names the executable;
-#   DEVSHARE_SERVE_ARGS adds flags to devshare serve, see compare.sh)
+#   run-compare.sh [--json FILE] [--check] NODES PODS QPS BURST [RUN...]
+#
+# A RUN is SCENARIO/SCHEDULER or SCENARIO+VARIANT/SCHEDULER (compare.sh names
+# the scenarios and schedulers); the variants are qps-default (client-go's
+# QPS 5 / burst 10 for the extender instead of QPS / BURST) and
+# score-default (kube-scheduler's percentageOfNodesToScore left at its
+# default instead of 100). Without RUNs: every run of $COMPARE_RUNS_ALL.
+# storm runs use COMPARE_STORM_NODES (20) and COMPARE_STORM_PODS (100);
+# agreement runs COMPARE_AGREEMENT_PODS (30).
+#
+# --json FILE writes every result and the machine as JSON. --check also
+# checks, as CI does, that every run bound all its pods with no device over
+# its memory or slots and that no agreement run has an unexplained
+# placement, and prints "e2e-compare: N passed, N failed" last.
+#
+# DEVSHARE names the executable; DEVSHARE_SERVE_ARGS adds flags to devshare
+# serve; COMPARE_ALLOCATE_DELAY is the plugin stand-in's Allocate delay.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$here/lib.sh"
 : "${DEVSHARE:?set DEVSHARE to the devshare executable (make compare does)}"
+COMPARE_RUNS_ALL="throughput/kube-scheduler throughput/devshare throughput/hami
+  throughput+qps-default/devshare throughput+qps-default/hami
+  throughput+score-default/devshare throughput+score-default/hami
+  storm/kube-scheduler storm/devshare storm/devshare-lock-free storm/hami
+  agreement/devshare agreement/hami"
+json= check=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --json) json=$2; shift 2 ;;
+    --check) check=1; shift ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 4 ] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 nodes=$1 pods=$2 qps=$3 burst=$4
+shift 4
+runs=("$@")
+[ ${#runs[@]} -gt 0 ] || read -r -a runs <<<"$(echo $COMPARE_RUNS_ALL)"
 out=${E2E_BUILD:-$root/build-e2e}/compare
 mkdir -p "$out"
 bash "$root/scripts/k8s-binaries.sh" >"$out/k8s-binaries.env" || { echo "compare: the binaries could not be had"; exit 1; }
 export E2E_BIN_ENV=$out/k8s-binaries.env DEVSHARE DEVSHARE_SERVE_ARGS=${DEVSHARE_SERVE_ARGS:-}
 : >"$out/results.txt"
-for scheduler in devshare hami; do
+for run in "${runs[@]}"; do
+  scenario=${run%%/*} scheduler=${run#*/}
+  base=${scenario%%+*} variant=
+  [ "$base" != "$scenario" ] && variant=${scenario#*+}
+  n=$nodes p=$pods q=$qps b=$burst
+  config=$here/scheduler-devshare.yaml
+  case $base in
+    storm) n=${COMPARE_STORM_NODES:-20} p=${COMPARE_STORM_PODS:-100} ;;
+    agreement) p=${COMPARE_AGREEMENT_PODS:-30} ;;
+  esac
+  case $variant in
+    '') ;;
+    qps-default) q=5 b=10 ;;
+    score-default)
+      config=$out/scheduler-score-default.yaml
+      grep -v '^percentageOfNodesToScore:' "$here/scheduler-devshare.yaml" >"$config" ;;
+    *) echo "compare: $run: unknown variant $variant"; exit 2 ;;
+  esac
+  profile=${scheduler%-lock-free}-scheduler
+  if [ "$scheduler" = kube-scheduler ]; then
+    # kube-scheduler alone: no extender, the configuration of
+    # scheduler-devshare.yaml without its extenders section.
+    profile=default-scheduler config=$out/scheduler-alone.yaml
+    sed '/^extenders:/,$d' "$here/scheduler-devshare.yaml" >"$config"
+  fi
   port=$(free_port)
-  E2E_DIR=$out/$scheduler E2E_EXTENDER_URL=https://127.0.0.1:$port E2E_SCHEDULER_NAME=$scheduler-scheduler \
-    bash "$here/control-plane.sh" run --scheduler-config "$here/scheduler-devshare.yaml" -- \
-    bash "$here/compare.sh" "$scheduler" "$port" "$nodes" "$pods" "$qps" "$burst" 2>&1 |
-    tee "$out/$scheduler.log" | grep '^compare: ' | tee -a "$out/results.txt"
+  name=${scenario}-${scheduler}
+  E2E_DIR=$out/$name E2E_EXTENDER_URL=https://127.0.0.1:$port \
+    E2E_SCHEDULER_NAME=$profile \
+    bash "$here/control-plane.sh" run --scheduler-config "$config" -- \
+    bash "$here/compare.sh" "$base" "$scheduler" "$port" "$n" "$p" "$q" "$b" 2>&1 |
+    tee "$out/$name.log" | grep '^compare: ' | sed "s/scenario=$base /scenario=$scenario /" |
+    tee -a "$out/results.txt"
 done
-python3 - "$out/results.txt" <<'PY'
-import sys
-rows = {}
-for line in open(sys.argv[1]):
+python3 - "$out/results.txt" "$json" "$check" "${runs[@]}" <<'PY'
+import json, os, platform, sys
+results_file, json_path, check, *runs = sys.argv[1:]
+rows = []
+for line in open(results_file):
     if line.startswith("compare: result "):
-        kv = dict(w.split("=", 1) for w in line.split()[2:] if "=" in w)
-        rows[kv["scheduler"]] = kv
-if set(rows) != {"devshare", "hami"}:
-    sys.exit("compare: a scheduler has no result (see the logs in build-e2e/compare)")
-d, h = rows["devshare"], rows["hami"]
-keys = ["bound", "pods_per_s", "p50_s", "p99_s", "extender_cpu_s", "extender_rss_mib", "api_requests"]
-print(f"compare: {d['nodes']} nodes x 8 GPUs, {d['pods']} pods, QPS {d['qps']} / burst {d['burst']}, "
-      f"devshare serve flags added: {d['args'].replace(',', ' ')}")
-print(f"{'':18} {'devshare':>10} {'HAMi':>10} {'ratio':>7}")
-for k in keys:
-    try:
-        ratio = f"{float(d[k]) / float(h[k]):.2f}" if float(h[k]) else "-"
-    except ValueError:
-        ratio = "-"
-    print(f"{k:18} {d[k]:>10} {h[k]:>10} {ratio:>7}")
-for name, kv in (("devshare", d), ("HAMi", h)):
-    verbs = {k: v for k, v in kv.items() if "-" in k and k not in keys and k != "args"}
-    print(f"{name} API requests by verb (audit log):", " ".join(f"{k}={v}" for k, v in sorted(verbs.items())))
+        rows.append(dict(w.split("=", 1) for w in line.split()[2:] if "=" in w))
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+mem = next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
+machine = f"{os.cpu_count()} CPUs ({cpu}), {mem / 2**20:.0f} GiB, {platform.system()} {platform.release()}"
+print(f"compare: measured on {machine}")
+keys = ["nodes", "pods", "qps", "burst", "bound", "pods_per_s", "p50_s", "p99_s", "bind_errors",
+        "lock_contention", "over_allocated", "extender_cpu_s", "extender_rss_mib", "api_requests",
+        "agree", "w10_node_tie", "unexplained"]
+order = ["kube-scheduler", "devshare", "devshare-lock-free", "hami"]
+for scenario in dict.fromkeys(r["scenario"] for r in rows):
+    by = {r["scheduler"]: r for r in rows if r["scenario"] == scenario}
+    cols = [s for s in order if s in by]
+    args = by.get("devshare", by.get("devshare-lock-free", {})).get("args", "-")
+    print(f"\n{scenario}" + (f" (devshare serve flags added: {args.replace(',', ' ')})" if args != "-" else ""))
+    print(f"{'':18}" + "".join(f"{c:>20}" for c in cols) + (f"{'devshare/HAMi':>15}" if {"devshare", "hami"} <= set(cols) else ""))
+    for k in keys:
+        if not any(k in by[c] for c in cols):
+            continue
+        line = f"{k:18}" + "".join(f"{by[c].get(k, '-'):>20}" for c in cols)
+        if {"devshare", "hami"} <= set(cols) and k not in ("nodes", "pods", "qps", "burst"):
+            try:
+                d, h = float(by["devshare"][k]), float(by["hami"][k])
+                line += f"{(f'{d / h:.2f}' if h else '-'):>15}"
+            except (KeyError, ValueError):
+                line += f"{'-':>15}"
+        print(line)
+    for c in cols:
+        verbs = {k: v for k, v in by[c].items() if "-" in k and k not in ("scheduler", "scenario")}
+        if verbs:
+            print(f"  {c} API requests by verb (audit log):", " ".join(f"{k}={v}" for k, v in sorted(verbs.items())))
+if json_path:
+    with open(json_path, "w") as f:
+        json.dump({"machine": machine, "results": rows}, f, indent=1)
+    print(f"\ncompare: figures written to {json_path}")
+if check:
+    passed = failed = 0
+    def verdict(ok, what):
+        global passed, failed
+        passed, failed = passed + ok, failed + (not ok)
+        print(("ok: " if ok else "FAILED: ") + what)
+    done = {f"{r['scenario']}/{r['scheduler']}" for r in rows}
+    for run in runs:
+        verdict(run in done, f"{run}: ran to its result (else see build-e2e/compare/<run>.log)")
+    for r in rows:
+        what = f"{r['scenario']}/{r['scheduler']}"
+        verdict(r["bound"] == r["pods"], f"{what}: {r['bound']} of {r['pods']} pods bound")
+        verdict(r["over_allocated"] in ("0", "-"), f"{what}: {r['over_allocated']} devices over their memory or slots")
+        if "unexplained" in r:
+            verdict(r["unexplained"] == "0", f"{what}: {r['unexplained']} placements apart from devshare explain, unexplained")
+    print(f"e2e-compare: {passed} passed, {failed} failed")
 PY
