@@ -31,7 +31,8 @@
 # extender's CPU seconds and peak RSS, its API requests by verb as the API
 # server's audit log counts them (kube-scheduler alone: its requests but
 # the lists and watches of its informers), and for agreement the pods placed as
-# explain said, apart on a tie W10 allows, and apart unexplained.
+# explain said, apart on a tie W10 allows, apart as `explain --hami-exact
+# all` says (a row of docs/compatibility.md), and apart unexplained.
 #
 # DEVSHARE_SERVE_ARGS: more flags for devshare serve (printed with its result).
 set -uo pipefail
@@ -143,26 +144,31 @@ if [ "$scenario" = agreement ]; then
   for ((i = 0; i < pods; i++)); do
     body=$(load_pod_json "$i" "$pod_scheduler")
     explain_json "$body" >"$E2E_DIR/explain.json" || fail "devshare explain failed for load-$i"
+    explain_json "$body" --hami-exact all >"$E2E_DIR/explain-exact.json" ||
+      fail "devshare explain --hami-exact all failed for load-$i"
     kapi POST /api/v1/namespaces/default/pods "$body" >/dev/null || fail "creating load-$i"
     bound_above "$i" 120 && wait_until 60 allocated "load-$(printf %05d "$i")" ||
       { log "load-$i not bound and allocated after 180 s"; break; }
-    python3 - "$E2E_DIR/explain.json" "$E2E_DIR/placed.json" >>"$agreement" <<'PY'
+    python3 - "$E2E_DIR/explain.json" "$E2E_DIR/explain-exact.json" "$E2E_DIR/placed.json" \
+      >>"$agreement" <<'PY'
 import json, re, sys
-explain, pod = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+explain, exact, pod = (json.load(open(f)) for f in sys.argv[1:])
 node = pod["spec"]["nodeName"]
 got = sorted(re.findall(r"(GPU-[^,]+),", pod["metadata"].get("annotations", {}).get(
     "hami.io/vgpu-devices-allocated", "")))
-by_node = {n["node"]: n for n in explain["nodes"]}
-said = by_node.get(node, {})
-want = sorted(re.findall(r"(GPU-[^(]+)\(", said.get("devices", "")))
-if node == explain.get("chosen") and got == want:
-    verdict = "agree"
-elif node != explain.get("chosen") and said.get("fits") and \
-        said.get("score") == by_node[explain["chosen"]]["score"] and got == want:
-    verdict = "w10-node-tie"  # equal node scores: HAMi breaks them in goroutine order
-else:
-    verdict = "unexplained"
-print(pod["metadata"]["name"], node, ",".join(got), explain.get("chosen"), ",".join(want), verdict)
+def verdict(explained):  # agree, a node tie W10 leaves open, or apart
+    by_node = {n["node"]: n for n in explained["nodes"]}
+    said = by_node.get(node, {})
+    if got != sorted(re.findall(r"(GPU-[^(]+)\(", said.get("devices", ""))):
+        return None
+    if node == explained.get("chosen"):
+        return "agree"
+    if said.get("fits") and said.get("score") == by_node[explained["chosen"]]["score"]:
+        return "w10-node-tie"  # equal node scores: HAMi breaks them in goroutine order
+    return None
+# Apart from devshare but as --hami-exact all decides: a documented row.
+v = verdict(explain) or (verdict(exact) and "hami-exact-row") or "unexplained"
+print(pod["metadata"]["name"], node, ",".join(got), explain.get("chosen"), v)
 PY
   done
 else
@@ -206,7 +212,7 @@ PY
 # --- kube-scheduler's errors, and the API server's count of the extender's requests ---------
 errors=$(grep -c 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log")
 contention=$(grep 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log" | grep -c 'node lock contention')
-sleep 2  # the audit log is written in batches
+sleep 3  # the audit log is written in batches, at least once a second
 python3 - "$AUDIT_LOG" "$user" "$scenario" "$scheduler" "$extra_args" "$nodes" "$pods" "$cpu_s" "$rss" \
   "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" <<'PY'
 import collections, datetime, json, sys
@@ -234,7 +240,8 @@ span = (max(bound.values()) - min(created.values())) if bound and created else f
 rate = len(bound) / span if bound and span > 0 else 0.0
 verdicts = collections.Counter(line.split()[-1] for line in open(agreement))
 agree = (f" agree={verdicts['agree']} w10_node_tie={verdicts['w10-node-tie']} "
-         f"unexplained={verdicts['unexplained']}") if scenario == "agreement" else ""
+         f"hami_exact_row={verdicts['hami-exact-row']} unexplained={verdicts['unexplained']}"
+         ) if scenario == "agreement" else ""
 print(f"compare: result scenario={scenario} scheduler={scheduler} args={extra} nodes={nodes} pods={pods} "
       f"qps={qps} burst={burst} bound={len(bound)} pods_per_s={rate:.2f} p50_s={pct(0.5):.1f} "
       f"p99_s={pct(0.99):.1f} bind_errors={errors} lock_contention={contention} over_allocated={over} "

@@ -268,7 +268,7 @@ cmd_start() {
     --disable-admission-plugins ServiceAccount \
     --allow-privileged=true --profiling=false --v=1 \
     --audit-policy-file "$E2E_DIR/audit-policy.yaml" --audit-log-path "$E2E_DIR/logs/audit.log" \
-    --audit-log-format json --audit-log-mode batch
+    --audit-log-format json --audit-log-mode batch --audit-log-batch-max-wait 1s
   local curl_admin=(--cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key")
   wait_for kube-apiserver "$KUBE_SERVER/readyz" "${curl_admin[@]}"
 

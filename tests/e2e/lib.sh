@@ -119,9 +119,9 @@ check() {
 # predict POD_JSON: the node explain_json chooses.
 predict() { explain_json "$1" | jfield chosen; }
 
-# explain_json POD_JSON: what `$DEVSHARE explain --json` says of the pod
-# (binpack nodes, spread GPUs) on the cluster as it is: every Node, and the
-# pods of the default namespace that are bound.
+# explain_json POD_JSON [ARGS...]: what `$DEVSHARE explain --json` (binpack
+# nodes, spread GPUs, ARGS added) says of the pod on the cluster as it is:
+# every Node, and the pods of the default namespace that are bound.
 explain_json() {
   kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
   kapi GET /api/v1/namespaces/default/pods >"$E2E_DIR/pods.json"
@@ -137,7 +137,7 @@ print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 PY
   printf '%s' "$1" >"$E2E_DIR/pod.json"
   "$DEVSHARE" explain --json --node-policy binpack --gpu-policy spread --cluster "$E2E_DIR/cluster.json" \
-    --pod "$E2E_DIR/pod.json"
+    --pod "$E2E_DIR/pod.json" "${@:2}"
 }
 
 # free_port: a TCP port on 127.0.0.1 nothing listens on now.

@@ -97,7 +97,7 @@ machine = f"{os.cpu_count()} CPUs ({cpu}), {mem / 2**20:.0f} GiB, {platform.syst
 print(f"compare: measured on {machine}")
 keys = ["nodes", "pods", "qps", "burst", "bound", "pods_per_s", "p50_s", "p99_s", "bind_errors",
         "lock_contention", "over_allocated", "extender_cpu_s", "extender_rss_mib", "api_requests",
-        "agree", "w10_node_tie", "unexplained"]
+        "agree", "w10_node_tie", "hami_exact_row", "unexplained"]
 order = ["kube-scheduler", "devshare", "devshare-lock-free", "hami"]
 for scenario in dict.fromkeys(r["scenario"] for r in rows):
     by = {r["scheduler"]: r for r in rows if r["scenario"] == scenario}
