@@ -12,12 +12,14 @@
 # score-default (kube-scheduler's percentageOfNodesToScore left at its
 # default instead of 100). Without RUNs: every run of $COMPARE_RUNS_ALL.
 # storm runs use COMPARE_STORM_NODES (20) and COMPARE_STORM_PODS (100);
-# agreement runs COMPARE_AGREEMENT_PODS (30).
+# agreement runs COMPARE_AGREEMENT_PODS (30). A run waits at most
+# COMPARE_TIMEOUT seconds (600) for its pods to be bound.
 #
 # --json FILE writes every result and the machine as JSON. --check also
 # checks, as CI does, that every run bound all its pods with no device over
 # its memory or slots and that no agreement run has an unexplained
-# placement, and prints "e2e-compare: N passed, N failed" last.
+# placement, prints "e2e-compare: N passed, N failed" last and exits 1 on a
+# failure.
 #
 # DEVSHARE names the executable; DEVSHARE_SERVE_ARGS adds flags to devshare
 # serve; COMPARE_ALLOCATE_DELAY is the plugin stand-in's Allocate delay.
@@ -80,7 +82,7 @@ for run in "${runs[@]}"; do
   E2E_DIR=$out/$name E2E_EXTENDER_URL=https://127.0.0.1:$port \
     E2E_SCHEDULER_NAME=$profile \
     bash "$here/control-plane.sh" run --scheduler-config "$config" -- \
-    bash "$here/compare.sh" "$base" "$scheduler" "$port" "$n" "$p" "$q" "$b" 2>&1 |
+    bash "$here/compare.sh" "$base" "$scheduler" "$port" "$n" "$p" "$q" "$b" "${COMPARE_TIMEOUT:-600}" 2>&1 |
     tee "$out/$name.log" | grep '^compare: ' | sed "s/scenario=$base /scenario=$scenario /" |
     tee -a "$out/results.txt"
 done
@@ -140,4 +142,5 @@ if check:
         if "unexplained" in r:
             verdict(r["unexplained"] == "0", f"{what}: {r['unexplained']} placements apart from devshare explain, unexplained")
     print(f"e2e-compare: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
 PY

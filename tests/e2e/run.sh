@@ -11,6 +11,10 @@
 #                      one pod of its Deployment run here as a kubelet would
 #   hami-smoke.sh      HAMi's own scheduler (shared tree) against the same kind
 #                      of control plane: ready, and its /filter as devshare's
+#   run-compare.sh     `make compare` small (50 nodes, 100 pods at once; 10
+#                      pods one at a time): devshare and HAMi each bind every
+#                      pod, no device over its memory, every placement as
+#                      devshare explain says or a documented difference
 # Prints the time of each step and "e2e-cluster: N passed, N failed" last.
 # If the binaries cannot be provided it says so and reports the run as
 # skipped (never as passed).
@@ -34,20 +38,23 @@ echo "e2e-cluster: binaries ready in $((SECONDS - t0))s"
 export E2E_BIN_ENV=$out/k8s-binaries.env
 
 passed=0 failed=0
-suite() {  # suite NAME LOG CONTROL-PLANE-ARGS...
-  local name=$1 logf=$2 t=$SECONDS rc; shift 2
-  E2E_DIR=$out/$name bash "$here/control-plane.sh" run "$@" 2>&1 | tee "$logf"
-  rc=${PIPESTATUS[0]}
+tally() {  # tally LOG EXIT: adds LOG's last "e2e-...: N passed, N failed" line to the totals
   local line p f
-  line=$(grep -E '^e2e-[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$logf" | tail -1)
+  line=$(grep -E '^e2e-[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -1)
   if [ -n "$line" ]; then
     p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
     f=$(sed -E 's/.* ([0-9]+) failed$/\1/' <<<"$line")
   else
     p=0 f=1
   fi
-  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  [ "$2" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   passed=$((passed + p)) failed=$((failed + f))
+}
+suite() {  # suite NAME LOG CONTROL-PLANE-ARGS...
+  local name=$1 logf=$2 t=$SECONDS rc; shift 2
+  E2E_DIR=$out/$name bash "$here/control-plane.sh" run "$@" 2>&1 | tee "$logf"
+  rc=${PIPESTATUS[0]}
+  tally "$logf" "$rc"
   echo "e2e-cluster: $name took $((SECONDS - t))s (exit $rc)"
 }
 
@@ -67,6 +74,13 @@ hami_port=$(free_port)
 E2E_EXTENDER_URL=https://127.0.0.1:$hami_port E2E_SCHEDULER_NAME=hami-scheduler HAMI_PORT=$hami_port \
   DEVSHARE=$DEVSHARE suite hami "$out/hami.log" --scheduler-config "$here/scheduler-devshare.yaml" \
   -- bash "$here/hami-smoke.sh"
+
+t=$SECONDS
+E2E_BUILD=$out COMPARE_AGREEMENT_PODS=10 DEVSHARE=$DEVSHARE bash "$here/run-compare.sh" --check 50 100 50 100 \
+  throughput/devshare throughput/hami agreement/devshare agreement/hami 2>&1 | tee "$out/compare.log"
+rc=${PIPESTATUS[0]}
+tally "$out/compare.log" "$rc"
+echo "e2e-cluster: compare took $((SECONDS - t))s (exit $rc)"
 
 echo "e2e-cluster: all done in $((SECONDS - t0))s"
 echo "e2e-cluster: $passed passed, $failed failed"
