@@ -55,27 +55,17 @@ extender_pid=
 pod_scheduler=$scheduler-scheduler
 case $scheduler in
   devshare | devshare-lock-free)
-    : "${DEVSHARE:?set DEVSHARE to the devshare executable}"
     user=devshare-serve pod_scheduler=devshare-scheduler
     args=(${DEVSHARE_SERVE_ARGS:-})
     [ "$scheduler" = devshare-lock-free ] && args+=(--bind lock-free)
     [ ${#args[@]} -gt 0 ] && extra_args=$(IFS=,; echo "${args[*]}")
-    "$DEVSHARE" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" \
-      --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --scheduler-name devshare-scheduler \
-      --node-policy binpack --gpu-policy spread --qps "$qps" --burst "$burst" \
-      "${args[@]}" >"$E2E_DIR/logs/compare-devshare.log" 2>&1 &
+    start_extender devshare "$port" "$SERVE_KUBECONFIG" "$qps" "$burst" \
+      "$E2E_DIR/logs/compare-devshare.log" "${args[@]}" || fail "devshare serve did not start"
     ;;
   hami)
-    [ -n "${HAMI_SCHEDULER:-}" ] || fail "HAMi's scheduler was not built"
     user=hami-scheduler
-    hami_device_config >"$E2E_DIR/hami-device-config.yaml" || fail "HAMi's chart did not render"
-    KUBECONFIG=$HAMI_KUBECONFIG "$HAMI_SCHEDULER" --http_bind "127.0.0.1:$port" \
-      --cert_file "$SERVE_CERT" --key_file "$SERVE_KEY" \
-      --device-config-file "$E2E_DIR/hami-device-config.yaml" \
-      --metrics-bind-address "127.0.0.1:$(free_port)" \
-      --scheduler-name hami-scheduler --node-scheduler-policy binpack --gpu-scheduler-policy spread \
-      --leader-elect=false --kube-qps "$qps" --kube-burst "$burst" \
-      >"$E2E_DIR/logs/compare-hami.log" 2>&1 &
+    start_extender hami "$port" "$HAMI_KUBECONFIG" "$qps" "$burst" "$E2E_DIR/logs/compare-hami.log" \
+      --leader-elect=false || fail "HAMi's scheduler did not start"
     ;;
   kube-scheduler)
     [ "$scenario" != agreement ] || fail "agreement needs an extender that places devices"
@@ -106,8 +96,7 @@ log "$nodes nodes created in $((SECONDS - t0)) s"
 if [ -n "$extender_pid" ]; then
   wait_until 120 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port/readyz" >/dev/null ||
     fail "the extender never became ready"
-  python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
-    --allocate-delay "${COMPARE_ALLOCATE_DELAY:-0}" >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
+  start_plugin_standin "${COMPARE_ALLOCATE_DELAY:-0}"
   pids+=($!)
   cpu0=$(proc_ticks "$extender_pid")
 fi
@@ -116,20 +105,6 @@ fi
 mib=mixed
 [ "$scenario" = storm ] && mib=4000
 [ "$scheduler" = kube-scheduler ] && mib=none
-bound_count() {
-  kapi GET "/api/v1/namespaces/default/pods" | python3 -c '
-import json, sys
-print(sum(1 for p in json.load(sys.stdin)["items"] if p["spec"].get("nodeName")))'
-}
-# bound_above N LIMIT_S: waits until more than N pods are bound, looking once a
-# second (a list of every pod: not more often, not to load the API server).
-bound_above() {
-  local t0=$SECONDS
-  until [ "$(bound_count)" -gt "$1" ]; do
-    ((SECONDS - t0 < $2)) || return 1
-    sleep 1
-  done
-}
 agreement=$E2E_DIR/agreement.txt
 : >"$agreement"
 if [ "$scenario" = agreement ]; then
@@ -184,30 +159,8 @@ else
 fi
 
 # --- devices over their memory or slots -----------------------------------------------------
-kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
-kapi GET /api/v1/namespaces/default/pods >"$E2E_DIR/pods.json"
-over=$(python3 - "$E2E_DIR/nodes.json" "$E2E_DIR/pods.json" "$scheduler" <<'PY'
-import collections, json, sys
-if sys.argv[3] == "kube-scheduler":
-    print("-"); sys.exit()
-devices = {}
-for n in json.load(open(sys.argv[1]))["items"]:
-    for d in json.loads(n["metadata"].get("annotations", {}).get("hami.io/node-nvidia-register", "[]")):
-        devices[d["id"]] = d
-mem, slots = collections.Counter(), collections.Counter()
-for p in json.load(open(sys.argv[2]))["items"]:
-    if not p["spec"].get("nodeName"):
-        continue
-    value = p["metadata"].get("annotations", {}).get("hami.io/vgpu-devices-allocated", "")
-    for container in value.split(";"):
-        for device in filter(None, container.split(":")):
-            uuid, _, used, _ = device.split(",")
-            mem[uuid] += int(used)
-            slots[uuid] += 1
-print(sum(1 for d in set(mem) | set(slots)
-          if d not in devices or mem[d] > devices[d]["devmem"] or slots[d] > devices[d]["count"]))
-PY
-)
+over=-
+[ "$scheduler" = kube-scheduler ] || over=$(over_allocated)
 
 # --- kube-scheduler's errors, and the API server's count of the extender's requests ---------
 errors=$(grep -c 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log")

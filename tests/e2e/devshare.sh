@@ -45,8 +45,7 @@ done
 
 pid_a=$(replica a "$port_a"); pids+=("$pid_a")
 pid_b=$(replica b "$port_b"); pids+=("$pid_b")
-python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
-  >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
+start_plugin_standin 0
 pids+=($!)
 python3 "$here/ready_proxy.py" --listen "$DEVSHARE_PROXY_PORT" --backend "127.0.0.1:$port_a" \
   --backend "127.0.0.1:$port_b" --ca "$KUBE_CA" >"$E2E_DIR/logs/ready-proxy.log" 2>&1 &

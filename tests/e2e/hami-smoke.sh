@@ -35,7 +35,6 @@ fi
 
 passed=0 failed=0
 ns=/api/v1/namespaces/default
-metrics_port=$(free_port)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 hami=https://127.0.0.1:$HAMI_PORT
@@ -50,13 +49,8 @@ check "HAMi's chart renders its device configuration" grep -q '^nvidia:' "$E2E_D
 # As the chart runs it with its webhook's certificate (here the one
 # control-plane.sh makes for 127.0.0.1), under an identity of its own
 # (hami-scheduler), so that the audit log attributes its requests.
-KUBECONFIG=$HAMI_KUBECONFIG "$HAMI_SCHEDULER" --http_bind "127.0.0.1:$HAMI_PORT" \
-  --cert_file "$SERVE_CERT" --key_file "$SERVE_KEY" \
-  --device-config-file "$E2E_DIR/hami-device-config.yaml" \
-  --metrics-bind-address "127.0.0.1:$metrics_port" --scheduler-name hami-scheduler \
-  --node-scheduler-policy binpack --gpu-scheduler-policy spread \
-  --force-overwrite-default-scheduler=true --leader-elect=false \
-  >"$E2E_DIR/logs/hami-scheduler.log" 2>&1 &
+start_extender hami "$HAMI_PORT" "$HAMI_KUBECONFIG" 5 10 "$E2E_DIR/logs/hami-scheduler.log" \
+  --force-overwrite-default-scheduler=true --leader-elect=false
 pids+=($!)
 check "HAMi's scheduler answers /healthz" wait_until 60 curl -sf --cacert "$KUBE_CA" "$hami/healthz"
 check "HAMi's scheduler is ready (its node cache synced)" \
@@ -93,8 +87,7 @@ check "delete pod hami-filter (its reservation with it)" kapi DELETE "$ns/pods/h
 # --- kube-scheduler with HAMi as its extender ------------------------------------------------
 # HAMI_ALLOCATE_DELAY: seconds the stand-in device plugin takes to complete
 # Allocate (default 0), for trying slower plugins by hand.
-python3 "$here/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" \
-  --allocate-delay "${HAMI_ALLOCATE_DELAY:-0}" >"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
+start_plugin_standin "${HAMI_ALLOCATE_DELAY:-0}"
 pids+=($!)
 bound_to() { [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$2" ]; }
 for spec in "hami-1 20000" "hami-2 20000" "hami-3 12000"; do

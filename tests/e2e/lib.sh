@@ -204,18 +204,19 @@ def load_pod(i, scheduler, mib):
                                      "resources": {"limits": limits}}]}}
 '
 
-# bulk_pods N SCHEDULER [MIB]: creates load-00000.. (load_pod_json) in the
-# default namespace over one connection, as fast as the API server takes them.
+# bulk_pods N SCHEDULER [MIB [FIRST]]: creates N pods load-FIRST..
+# (load_pod_json; FIRST 0 by default) in the default namespace over one
+# connection, as fast as the API server takes them.
 bulk_pods() {
-  python3 - "$1" "$2" "${3:-mixed}" <<PY
+  python3 - "$1" "$2" "${3:-mixed}" "${4:-0}" <<PY
 $_load_pod_py
 import http.client, os, ssl, urllib.parse
-n, scheduler, mib = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+n, scheduler, mib, first = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA"])
 ctx.load_cert_chain(os.environ["KUBE_CLIENT_CERT"], os.environ["KUBE_CLIENT_KEY"])
 url = urllib.parse.urlparse(os.environ["KUBE_SERVER"])
 conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx)
-for i in range(n):
+for i in range(first, first + n):
     pod = load_pod(i, scheduler, mib)
     conn.request("POST", "/api/v1/namespaces/default/pods", json.dumps(pod),
                  {"Content-Type": "application/json"})
@@ -223,6 +224,86 @@ for i in range(n):
     data = r.read()
     if r.status >= 300:
         sys.exit(f"POST load-{i:05d}: HTTP {r.status}: {data[:300]!r}")
+PY
+}
+
+# start_extender devshare|hami PORT KUBECONFIG QPS BURST LOG [ARGS...]: starts
+# devshare serve or HAMi's scheduler (HAMI_SCHEDULER, with its chart's device
+# config and flags) in the background as kube-scheduler's extender on
+# 127.0.0.1:PORT over HTTPS (SERVE_CERT), as the client KUBECONFIG with QPS
+# and BURST, binpack nodes and spread GPUs, ARGS added; $! is its PID.
+start_extender() {
+  local which=$1 port=$2 kubeconfig=$3 qps=$4 burst=$5 logf=$6
+  shift 6
+  case $which in
+    devshare)
+      "$DEVSHARE" serve --kubeconfig "$kubeconfig" --listen "127.0.0.1:$port" \
+        --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --scheduler-name devshare-scheduler \
+        --node-policy binpack --gpu-policy spread --qps "$qps" --burst "$burst" "$@" >"$logf" 2>&1 &
+      ;;
+    hami)
+      [ -n "${HAMI_SCHEDULER:-}" ] || { echo "HAMi's scheduler was not built" >&2; return 1; }
+      [ -s "$E2E_DIR/hami-device-config.yaml" ] ||
+        hami_device_config >"$E2E_DIR/hami-device-config.yaml" || return 1
+      KUBECONFIG=$kubeconfig "$HAMI_SCHEDULER" --http_bind "127.0.0.1:$port" \
+        --cert_file "$SERVE_CERT" --key_file "$SERVE_KEY" \
+        --device-config-file "$E2E_DIR/hami-device-config.yaml" \
+        --metrics-bind-address "127.0.0.1:$(free_port)" \
+        --scheduler-name hami-scheduler --node-scheduler-policy binpack --gpu-scheduler-policy spread \
+        --kube-qps "$qps" --kube-burst "$burst" "$@" >"$logf" 2>&1 &
+      ;;
+    *) return 1 ;;
+  esac
+}
+
+# start_plugin_standin DELAY_S: the device-plugin stand-in (plugin_standin.py)
+# in the background, completing Allocate DELAY_S after a lock; $! is its PID.
+start_plugin_standin() {
+  python3 "$(dirname "${BASH_SOURCE[0]}")/plugin_standin.py" "$KUBE_SERVER" "$KUBE_CA" \
+    "$KUBE_CLIENT_CERT" "$KUBE_CLIENT_KEY" --allocate-delay "$1" >>"$E2E_DIR/logs/plugin-standin.log" 2>&1 &
+}
+
+# bound_count: how many pods of the default namespace are bound.
+bound_count() {
+  kapi GET "/api/v1/namespaces/default/pods" | python3 -c '
+import json, sys
+print(sum(1 for p in json.load(sys.stdin)["items"] if p["spec"].get("nodeName")))'
+}
+
+# bound_above N LIMIT_S: waits until more than N pods are bound, looking once a
+# second (a list of every pod: not more often, not to load the API server).
+bound_above() {
+  local t0=$SECONDS
+  until [ "$(bound_count)" -gt "$1" ]; do
+    ((SECONDS - t0 < $2)) || return 1
+    sleep 1
+  done
+}
+
+# over_allocated: how many devices the bound pods of the default namespace
+# hold more memory or slots of than their node registers
+# (hami.io/vgpu-devices-allocated against hami.io/node-nvidia-register).
+over_allocated() {
+  kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json" &&
+    kapi GET /api/v1/namespaces/default/pods >"$E2E_DIR/pods.json" &&
+    python3 - "$E2E_DIR/nodes.json" "$E2E_DIR/pods.json" <<'PY'
+import collections, json, sys
+devices = {}
+for n in json.load(open(sys.argv[1]))["items"]:
+    for d in json.loads(n["metadata"].get("annotations", {}).get("hami.io/node-nvidia-register", "[]")):
+        devices[d["id"]] = d
+mem, slots = collections.Counter(), collections.Counter()
+for p in json.load(open(sys.argv[2]))["items"]:
+    if not p["spec"].get("nodeName"):
+        continue
+    value = p["metadata"].get("annotations", {}).get("hami.io/vgpu-devices-allocated", "")
+    for container in value.split(";"):
+        for device in filter(None, container.split(":")):
+            uuid, _, used, _ = device.split(",")
+            mem[uuid] += int(used)
+            slots[uuid] += 1
+print(sum(1 for d in set(mem) | set(slots)
+          if d not in devices or mem[d] > devices[d]["devmem"] or slots[d] > devices[d]["count"]))
 PY
 }
 

@@ -12,7 +12,8 @@
 # score-default (kube-scheduler's percentageOfNodesToScore left at its
 # default instead of 100). Without RUNs: every run of $COMPARE_RUNS_ALL.
 # storm runs use COMPARE_STORM_NODES (20) and COMPARE_STORM_PODS (100);
-# agreement runs COMPARE_AGREEMENT_PODS (30). A run waits at most
+# agreement runs COMPARE_AGREEMENT_PODS (30); replicas runs
+# (compare-replicas.sh: seed 000) NODES and COMPARE_REPLICA_PODS (40). A run waits at most
 # COMPARE_TIMEOUT seconds (600) for its pods to be bound.
 #
 # --json FILE writes every result and the machine as JSON. --check also
@@ -33,7 +34,7 @@ COMPARE_RUNS_ALL="throughput/kube-scheduler throughput/devshare throughput/hami
   throughput+qps-default/devshare throughput+qps-default/hami
   throughput+score-default/devshare throughput+score-default/hami
   storm/kube-scheduler storm/devshare storm/devshare-lock-free storm/hami
-  agreement/devshare agreement/hami"
+  agreement/devshare agreement/hami replicas/devshare replicas/hami"
 json= check=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -61,6 +62,7 @@ for run in "${runs[@]}"; do
   case $base in
     storm) n=${COMPARE_STORM_NODES:-20} p=${COMPARE_STORM_PODS:-100} ;;
     agreement) p=${COMPARE_AGREEMENT_PODS:-30} ;;
+    replicas) p=${COMPARE_REPLICA_PODS:-40} ;;
   esac
   case $variant in
     '') ;;
@@ -79,10 +81,16 @@ for run in "${runs[@]}"; do
   fi
   port=$(free_port)
   name=${scenario}-${scheduler}
+  command=(bash "$here/compare.sh" "$base" "$scheduler" "$port" "$n" "$p" "$q" "$b" "${COMPARE_TIMEOUT:-600}")
+  if [ "$base" = replicas ]; then
+    # The replicas bring their own kube-schedulers; the control plane's
+    # schedules none of their pods.
+    config=$here/scheduler-config.yaml
+    command=(bash "$here/compare-replicas.sh" "$scheduler" "$n" "$p" "$q" "$b" "${COMPARE_TIMEOUT:-600}")
+  fi
   E2E_DIR=$out/$name E2E_EXTENDER_URL=https://127.0.0.1:$port \
     E2E_SCHEDULER_NAME=$profile \
-    bash "$here/control-plane.sh" run --scheduler-config "$config" -- \
-    bash "$here/compare.sh" "$base" "$scheduler" "$port" "$n" "$p" "$q" "$b" "${COMPARE_TIMEOUT:-600}" 2>&1 |
+    bash "$here/control-plane.sh" run --scheduler-config "$config" -- "${command[@]}" 2>&1 |
     tee "$out/$name.log" | grep '^compare: ' | sed "s/scenario=$base /scenario=$scenario /" |
     tee -a "$out/results.txt"
 done
@@ -99,7 +107,8 @@ machine = f"{os.cpu_count()} CPUs ({cpu}), {mem / 2**20:.0f} GiB, {platform.syst
 print(f"compare: measured on {machine}")
 keys = ["nodes", "pods", "qps", "burst", "bound", "pods_per_s", "p50_s", "p99_s", "bind_errors",
         "lock_contention", "over_allocated", "extender_cpu_s", "extender_rss_mib", "api_requests",
-        "agree", "w10_node_tie", "hami_exact_row", "unexplained"]
+        "agree", "w10_node_tie", "hami_exact_row", "unexplained", "node_writes_per_min_leader",
+        "node_writes_per_min_follower", "follower_filter", "failover_resume_s", "leader_after"]
 order = ["kube-scheduler", "devshare", "devshare-lock-free", "hami"]
 for scenario in dict.fromkeys(r["scenario"] for r in rows):
     by = {r["scheduler"]: r for r in rows if r["scenario"] == scenario}
