@@ -12,9 +12,10 @@
 #
 #   compare-replicas.sh devshare|hami NODES PODS QPS BURST [TIMEOUT_S]
 #
-# replica-a starts first and leads; then replica-b. For COMPARE_OBSERVE_S
-# (60) seconds nothing is scheduled: node writes per minute by each replica
-# (seed 000: both replicas handshaking). Then a Filter call sent straight to
+# replica-a starts first and leads; then replica-b, and for COMPARE_OBSERVE_S
+# (60) seconds more nothing is scheduled: node writes per minute by each
+# replica from replica-a's start until then (seed 000: both replicas
+# handshaking; a scheduler's first registration pass included). Then a Filter call sent straight to
 # the follower's extender (HTTP status, "+error" when the reply's Error
 # field is set, and after how long; "none" when curl gave up after 15 s), PODS / 2 pods bound by the leader, the leader pair killed
 # (SIGKILL), PODS / 2 more pods created at once: the time from the kill to
@@ -100,6 +101,7 @@ gpu_node_json NODE-NAME 8 10 40960 >"$E2E_DIR/compare-node.json"
 bulk_nodes "$nodes" "$E2E_DIR/compare-node.json" || fail "creating the nodes"
 start_plugin_standin "${COMPARE_ALLOCATE_DELAY:-0}"
 pids+=($!)
+t_observe=$(now)
 replica a
 wait_until 60 led_by replica-a || fail "replica-a never took the Lease"
 wait_until 60 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port_a/readyz" >/dev/null ||
@@ -109,9 +111,7 @@ wait_until 60 curl -s --cacert "$KUBE_CA" -o /dev/null "https://127.0.0.1:$port_
   fail "replica-b's extender never answered"
 log "replica-a leads, replica-b follows"
 
-observe=${COMPARE_OBSERVE_S:-60}
-t_observe=$(now)
-sleep "$observe"
+sleep "${COMPARE_OBSERVE_S:-60}"
 t_observed=$(now)
 
 # A Filter call sent to the follower, as a kube-scheduler of its own pair would send it.
