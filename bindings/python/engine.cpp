@@ -357,9 +357,9 @@ void BindEngine(py::module_& m) {
                        const std::string& leadership, const std::string& hostname,
                        const std::string& bind_mode, const std::string& lock_retry,
                        std::int64_t lock_retry_timeout_ms, bool avoid_locked_nodes,
-                       std::int64_t lock_timeout_seconds,
-                       std::int64_t lock_grace_seconds, std::uint64_t seed,
-                       std::int64_t register_period_ms, std::int32_t zone_offset_seconds) {
+                       std::int64_t lock_timeout_seconds, std::int64_t lock_grace_seconds,
+                       std::uint64_t seed, std::int64_t register_period_ms,
+                       std::int32_t zone_offset_seconds) {
              using engine::BindMode;
              using engine::Leadership;
              using engine::LockRetry;
@@ -400,9 +400,8 @@ void BindEngine(py::module_& m) {
            py::arg("reasons"), py::arg("hami_exact"), py::arg("registration"),
            py::arg("leadership"), py::arg("hostname"), py::arg("bind_mode"), py::arg("lock_retry"),
            py::arg("lock_retry_timeout_ms"), py::arg("avoid_locked_nodes"),
-           py::arg("lock_timeout_seconds"),
-           py::arg("lock_grace_seconds"), py::arg("seed"), py::arg("register_period_ms"),
-           py::arg("zone_offset_seconds"))
+           py::arg("lock_timeout_seconds"), py::arg("lock_grace_seconds"), py::arg("seed"),
+           py::arg("register_period_ms"), py::arg("zone_offset_seconds"))
       .def("node_observed", &PyEngine::NodeObserved, py::arg("node_json"), py::arg("now_ms"))
       .def("node_deleted", &PyEngine::NodeDeleted, py::arg("name"))
       .def("pod_observed", &PyEngine::PodObserved, py::arg("pod_json"))

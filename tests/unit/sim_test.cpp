@@ -253,16 +253,28 @@ TEST_CASE("sim: a legacy handshake storm throttles the scheduler's client; chang
   CHECK(Reasons(*storm) == storm->pending);  // every pending pod says why
 }
 
-TEST_CASE("sim: lock-free binding takes no lock; jittered backoff retries less than a fixed poll") {
+namespace {
+
+// A burst under binpack: `pods` quarter-GPU pods 10 ms apart for `nodes`
+// 8-GPU nodes, the client at 50 QPS, pods retried until bound (5 min).
+Scenario LockBurst(int nodes, int pods) {
   Scenario s;
-  s.nodes = {NodeSpec{"n0", 8, 40960, "A100", 0, 0}, NodeSpec{"n1", 8, 40960, "A100", 0, 0}};
-  for (int i = 0; i < 40; ++i)
+  for (int i = 0; i < nodes; ++i)
+    s.nodes.push_back(NodeSpec{"n" + std::to_string(i), 8, 40960, "A100", 0, 0});
+  for (int i = 0; i < pods; ++i)
     s.pods.push_back(PodSpec{"p" + std::to_string(i), 1, 250, "", 0, 0, i * 10, 0});
   s.api.qps = 50;
   s.api.burst = 100;
   s.engine.filter.node_policy = "binpack";
   s.end_ms = 5 * 60000;
   s.scheduler.retry_unschedulable = true;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("sim: lock-free binding takes no lock; jittered backoff retries less than a fixed poll") {
+  const Scenario s = LockBurst(2, 40);
   auto with = [&](engine::LockRetry retry, engine::BindMode mode) {
     Scenario v = s;
     v.engine.lock_retry = retry;
@@ -283,16 +295,7 @@ TEST_CASE("sim: lock-free binding takes no lock; jittered backoff retries less t
 }
 
 TEST_CASE("sim: a burst under binpack spreads over unlocked nodes instead of failing binds") {
-  Scenario s;
-  for (int i = 0; i < 20; ++i)
-    s.nodes.push_back(NodeSpec{"n" + std::to_string(i), 8, 40960, "A100", 0, 0});
-  for (int i = 0; i < 60; ++i)
-    s.pods.push_back(PodSpec{"p" + std::to_string(i), 1, 250, "", 0, 0, i * 10, 0});
-  s.api.qps = 50;
-  s.api.burst = 100;
-  s.engine.filter.node_policy = "binpack";
-  s.end_ms = 5 * 60000;
-  s.scheduler.retry_unschedulable = true;
+  const Scenario s = LockBurst(20, 60);
   auto with = [&](bool avoid) {
     Scenario v = s;
     v.engine.avoid_locked_nodes = avoid;

@@ -60,15 +60,15 @@ struct Engine::Impl {
     std::int64_t at_ms;
     BindFlow flow;
   };
-
-  std::map<std::string, NodeMemory, std::less<>> nodes;     // by name: passes run in a fixed order
-  std::map<std::string, std::string> node_errors;           // Engine::node_errors
-  std::map<std::string, std::string> pod_errors;            // Engine::pod_errors, by UID
-  std::unordered_map<std::string, Pod> pods;                // by UID
   struct Reservation {
     StringMap annotations;  // the Filter's patch
     std::string node;
   };
+
+  std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
+  std::map<std::string, std::string> node_errors;        // Engine::node_errors
+  std::map<std::string, std::string> pod_errors;         // Engine::pod_errors, by UID
+  std::unordered_map<std::string, Pod> pods;             // by UID
   std::unordered_map<std::string, Reservation> reservations;  // by UID, until bound
   std::map<std::string, int, std::less<>> reserved_on;        // node -> reservations there
   std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock
@@ -313,8 +313,8 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   // A node another bind holds is a last resort: placed there, the pod's bind
   // waits for the lock or fails.
   std::optional<std::vector<std::string>> unlocked = UnlockedNodes(pod, nodes, now_ms);
-  Result<FilterResult> result =
-      devshare::Filter(snapshot_, pod, unlocked ? *unlocked : nodes, Seconds(now_ms), options_.filter);
+  Result<FilterResult> result = devshare::Filter(snapshot_, pod, unlocked ? *unlocked : nodes,
+                                                 Seconds(now_ms), options_.filter);
   if (unlocked && result.ok() && result->has_requests && result->node) {
     ++counters_.filters_around_locks;
   } else if (unlocked) {
@@ -356,9 +356,10 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
 }
 
 std::optional<std::vector<std::string>> Engine::UnlockedNodes(const Pod& pod,
-                                                             const std::vector<std::string>& nodes,
-                                                             std::int64_t now_ms) const {
-  if (!options_.avoid_locked_nodes || options_.bind_mode != BindMode::kNodeLock) return std::nullopt;
+                                                              const std::vector<std::string>& nodes,
+                                                              std::int64_t now_ms) const {
+  if (!options_.avoid_locked_nodes || options_.bind_mode != BindMode::kNodeLock)
+    return std::nullopt;
   std::unordered_set<std::string_view> busy;
   const PodRef self{pod.pod_namespace, pod.name};
   for (const std::string& name : impl_->locked) {
@@ -368,8 +369,8 @@ std::optional<std::vector<std::string>> Engine::UnlockedNodes(const Pod& pod,
     LockSighting sighting = memory.lock_sighting;
     const LockDecision decision =
         DecideLock(Annotation(memory.object, keys::kNodeLock), self,
-                   LockHolder{LockHolder::State::kPresent, BindPhase::kNone, std::nullopt}, sighting,
-                   Seconds(now_ms), options_.lock);
+                   LockHolder{LockHolder::State::kPresent, BindPhase::kNone, std::nullopt},
+                   sighting, Seconds(now_ms), options_.lock);
     if (decision.action == LockAction::kHeld) busy.insert(name);
   }
   auto own = impl_->reservations.find(pod.uid);
