@@ -23,11 +23,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$here/lib.sh"
-: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run}"
+need_binaries
 : "${DEVSHARE:?set DEVSHARE to the devshare executable}"
-: "${E2E_BIN_ENV:?set E2E_BIN_ENV to the output of scripts/k8s-binaries.sh}"
-# shellcheck disable=SC1090
-. "$E2E_BIN_ENV"
 py=/usr/bin/python3   # Debian's, with python3-yaml (scripts/setup.sh)
 
 passed=0 failed=0

@@ -25,10 +25,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$here/lib.sh"
-: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run}"
-: "${E2E_BIN_ENV:?set E2E_BIN_ENV to the output of scripts/k8s-binaries.sh}"
-# shellcheck disable=SC1090
-. "$E2E_BIN_ENV"
+need_binaries
 scheduler=$1 nodes=$2 pods=$3 qps=$4 burst=$5 limit=${6:-600}
 log() { echo "compare: replicas/$scheduler: $*"; }
 fail() { echo "compare: replicas/$scheduler: FAILED: $*"; exit 1; }

@@ -39,10 +39,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$here/lib.sh"
-: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run}"
-: "${E2E_BIN_ENV:?set E2E_BIN_ENV to the output of scripts/k8s-binaries.sh}"
-# shellcheck disable=SC1090
-. "$E2E_BIN_ENV"
+need_binaries
 scenario=$1 scheduler=$2 port=$3 nodes=$4 pods=$5 qps=$6 burst=$7 limit=${8:-900}
 log() { echo "compare: $scenario/$scheduler: $*"; }
 fail() { echo "compare: $scenario/$scheduler: FAILED: $*"; exit 1; }

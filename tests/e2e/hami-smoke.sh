@@ -17,12 +17,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$here/lib.sh"
-: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run}"
-: "${E2E_BIN_ENV:?set E2E_BIN_ENV to the output of scripts/k8s-binaries.sh}"
+need_binaries
 : "${DEVSHARE:?set DEVSHARE to the devshare executable}"
 : "${HAMI_PORT:?set HAMI_PORT to the port of E2E_EXTENDER_URL}"
-# shellcheck disable=SC1090
-. "$E2E_BIN_ENV"
 if [ -z "${HAMI_SCHEDULER:-}" ] && [ ! -d "$E2E_HAMI_CHART" ]; then
   echo "e2e-hami: SKIPPED: no shared HAMi source tree, so no HAMi scheduler"
   echo "e2e-hami: 0 passed, 0 failed"

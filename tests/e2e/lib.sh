@@ -227,6 +227,16 @@ for i in range(first, first + n):
 PY
 }
 
+# need_binaries: checks that this runs inside control-plane.sh run with
+# E2E_BIN_ENV (scripts/k8s-binaries.sh's output) set, and loads the binaries'
+# paths from it; exits with why otherwise.
+need_binaries() {
+  : "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run}"
+  : "${E2E_BIN_ENV:?set E2E_BIN_ENV to the output of scripts/k8s-binaries.sh}"
+  # shellcheck disable=SC1090
+  . "$E2E_BIN_ENV"
+}
+
 # start_extender devshare|hami PORT KUBECONFIG QPS BURST LOG [ARGS...]: starts
 # devshare serve or HAMi's scheduler (HAMI_SCHEDULER, with its chart's device
 # config and flags) in the background as kube-scheduler's extender on
