@@ -106,12 +106,15 @@ agreement=$E2E_DIR/agreement.txt
 : >"$agreement"
 if [ "$scenario" = agreement ]; then
   # One at a time: explain on the cluster as it is, create, wait for the
-  # binding and the stand-in's Allocate (bind-phase success: the node lock
+  # binding and the stand-in's Allocate (bind-phase success and the node lock
   # released, as the next pod's explain assumes), then compare (the devices
   # from hami.io/vgpu-devices-allocated).
   allocated() {
+    local node
     kapi GET "/api/v1/namespaces/default/pods/$1" >"$E2E_DIR/placed.json" &&
-      [ "$(jfield 'metadata.annotations["hami.io/bind-phase"]' <"$E2E_DIR/placed.json")" = success ]
+      [ "$(jfield 'metadata.annotations["hami.io/bind-phase"]' <"$E2E_DIR/placed.json")" = success ] &&
+      node=$(jfield spec.nodeName <"$E2E_DIR/placed.json") &&
+      [ -z "$(kapi GET "/api/v1/nodes/$node" | jfield 'metadata.annotations["hami.io/mutex.lock"]')" ]
   }
   for ((i = 0; i < pods; i++)); do
     body=$(load_pod_json "$i" "$pod_scheduler")
