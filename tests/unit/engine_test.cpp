@@ -428,6 +428,20 @@ TEST_CASE("engine: Filter places around nodes a bind holds or is about to lock")
     CHECK(place(*engine, quarter("a"), {"n1"}) == "n1");
     CHECK(engine->counters().filters_around_locks == 0);
   }
+  SUBCASE("an expired lock does not keep a pod away; a pod without devices keeps every node") {
+    auto engine = engine_with(true);
+    std::vector<Command> out;
+    engine->NodeObserved(MakeNode("n1").Gpus(2).Annotation(
+                             "hami.io/mutex.lock", EncodeNodeLock(NodeLock{kNowMs / 1000 - 301, 0,
+                                                                           true, "default", "x"})),
+                         kNowMs, out);
+    engine->NodeObserved(lock_of("n2", "y"), kNowMs, out);
+    CHECK(place(*engine, quarter("a")) == "n1");
+    out.clear();
+    engine->Filter(8, MakePod("plain").Container(0), {"n1", "n2", "n3"}, kNowMs, out);
+    REQUIRE(Of<FilterReply>(out).size() == 1);
+    CHECK(Of<FilterReply>(out)[0].nodes == std::vector<std::string>{"n1", "n2", "n3"});
+  }
   SUBCASE("a lock this pod holds does not keep it away") {
     auto engine = engine_with(true);
     std::vector<Command> out;
