@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 nodes=$1 pods=$2 qps=$3 burst=$4
 shift 4
 runs=("$@")
