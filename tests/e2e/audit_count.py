@@ -4,31 +4,54 @@ resource, as the API server saw them — not as a client counts its own.
 
 Usage: python3 audit_count.py AUDIT_LOG [USER]
   prints "USER VERB RESOURCE[/SUBRESOURCE] COUNT" lines, sorted; with USER,
-  only that user's; exits 1 when the log cannot be read.
+  only that user's; exits 1 when the log cannot be read. compare.sh and
+  compare-replicas.sh read the log through its functions.
 """
 
 from __future__ import annotations
 
 import collections
+import datetime
 import json
 import sys
+from typing import Iterator
+
+
+def completed(path: str) -> Iterator[dict]:
+    """Every request the API server answered (stage ResponseComplete), in log order."""
+    with open(path, encoding="utf-8") as log:
+        for line in log:
+            event = json.loads(line)
+            if event.get("stage") == "ResponseComplete":
+                yield event
+
+
+def user_of(event: dict) -> str:
+    return event.get("user", {}).get("username", "")
+
+
+def resource_of(event: dict) -> str:
+    """RESOURCE[/SUBRESOURCE], or the request URI when there is no object."""
+    ref = event.get("objectRef") or {}
+    resource = ref.get("resource", event.get("requestURI", ""))
+    return resource + ("/" + ref["subresource"] if ref.get("subresource") else "")
+
+
+def succeeded(event: dict) -> bool:
+    return (event.get("responseStatus") or {}).get("code", 0) < 300
+
+
+def seconds(stamp: str) -> float:
+    """An audit timestamp (RFC 3339, UTC) as Unix seconds."""
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def count(path: str, only: str | None) -> collections.Counter:
     counts: collections.Counter = collections.Counter()
-    with open(path, encoding="utf-8") as log:
-        for line in log:
-            event = json.loads(line)
-            if event.get("stage") != "ResponseComplete":
-                continue
-            user = event.get("user", {}).get("username", "")
-            if only is not None and user != only:
-                continue
-            ref = event.get("objectRef") or {}
-            resource = ref.get("resource", event.get("requestURI", ""))
-            if ref.get("subresource"):
-                resource += "/" + ref["subresource"]
-            counts[(user, event.get("verb", ""), resource)] += 1
+    for event in completed(path):
+        user = user_of(event)
+        if only is None or user == only:
+            counts[(user, event.get("verb", ""), resource_of(event))] += 1
     return counts
 
 

@@ -133,23 +133,20 @@ bound_above $((pods - 1)) "$limit" || log "not every pod bound after the kill af
 over=$(over_allocated)
 leader=$(holder)
 sleep 3  # the audit log is written in batches, at least once a second
-python3 - "$AUDIT_LOG" "$scheduler" "$nodes" "$pods" "$t_observe" "$t_observed" "$t_kill" "$follower" \
-  "$over" "$leader" <<'PY'
-import collections, datetime, json, sys
-log, scheduler, nodes, pods, t0, t1, t_kill, follower, over, leader = sys.argv[1:]
+python3 - "$here" "$AUDIT_LOG" "$scheduler" "$nodes" "$pods" "$t_observe" "$t_observed" "$t_kill" \
+  "$follower" "$over" "$leader" <<'PY'
+import collections, sys
+sys.path.insert(0, sys.argv[1])
+from audit_count import completed, resource_of, seconds, succeeded, user_of
+log, scheduler, nodes, pods, t0, t1, t_kill, follower, over, leader = sys.argv[2:]
 t0, t1, t_kill = float(t0), float(t1), float(t_kill)
-stamp = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 writes, bound_after = collections.Counter(), []
 bound = 0
-for line in open(log, encoding="utf-8"):
-    e = json.loads(line)
-    if e.get("stage") != "ResponseComplete" or (e.get("responseStatus") or {}).get("code", 0) >= 300:
-        continue
-    ref, at = e.get("objectRef") or {}, stamp(e["stageTimestamp"])
-    user = e.get("user", {}).get("username", "")
-    if ref.get("resource") == "nodes" and e["verb"] == "patch" and t0 <= at <= t1:
-        writes[user] += 1
-    if ref.get("resource") == "pods" and ref.get("subresource") == "binding" and e["verb"] == "create":
+for e in filter(succeeded, completed(log)):
+    resource, at = resource_of(e), seconds(e["stageTimestamp"])
+    if resource == "nodes" and e["verb"] == "patch" and t0 <= at <= t1:
+        writes[user_of(e)] += 1
+    if resource == "pods/binding" and e["verb"] == "create":
         bound += 1
         if at > t_kill:
             bound_after.append(at)

@@ -166,27 +166,23 @@ over=-
 errors=$(grep -c 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log")
 contention=$(grep 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log" | grep -c 'node lock contention')
 sleep 3  # the audit log is written in batches, at least once a second
-python3 - "$AUDIT_LOG" "$user" "$scenario" "$scheduler" "$extra_args" "$nodes" "$pods" "$cpu_s" "$rss" \
-  "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" <<'PY'
-import collections, datetime, json, sys
+python3 - "$here" "$AUDIT_LOG" "$user" "$scenario" "$scheduler" "$extra_args" "$nodes" "$pods" "$cpu_s" \
+  "$rss" "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" <<'PY'
+import collections, sys
+sys.path.insert(0, sys.argv[1])
+from audit_count import completed, resource_of, seconds, succeeded, user_of
 (log, user, scenario, scheduler, extra, nodes, pods, cpu, rss, qps, burst, errors, contention,
- over, agreement) = sys.argv[1:]
+ over, agreement) = sys.argv[2:]
 created, bound, verbs = {}, {}, collections.Counter()
-stamp = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-for line in open(log, encoding="utf-8"):
-    e = json.loads(line)
-    if e.get("stage") != "ResponseComplete" or (e.get("responseStatus") or {}).get("code", 0) >= 300:
-        continue
-    ref = e.get("objectRef") or {}
-    if ref.get("resource") == "pods" and ref.get("namespace") == "default" and ref.get("name", "").startswith("load-"):
-        if e["verb"] == "create" and not ref.get("subresource"):
-            created[ref["name"]] = stamp(e["requestReceivedTimestamp"])
-        elif e["verb"] == "create" and ref.get("subresource") == "binding":
-            bound[ref["name"]] = stamp(e["stageTimestamp"])
-    if e.get("user", {}).get("username") == user and (user != "system:kube-scheduler" or
-                                                      e["verb"] not in ("list", "watch")):
-        r = ref.get("resource", "?") + ("/" + ref["subresource"] if ref.get("subresource") else "")
-        verbs[f"{e['verb']}-{r}"] += 1
+for e in filter(succeeded, completed(log)):
+    ref, resource = e.get("objectRef") or {}, resource_of(e)
+    if ref.get("namespace") == "default" and ref.get("name", "").startswith("load-"):
+        if e["verb"] == "create" and resource == "pods":
+            created[ref["name"]] = seconds(e["requestReceivedTimestamp"])
+        elif e["verb"] == "create" and resource == "pods/binding":
+            bound[ref["name"]] = seconds(e["stageTimestamp"])
+    if user_of(e) == user and (user != "system:kube-scheduler" or e["verb"] not in ("list", "watch")):
+        verbs[f"{e['verb']}-{resource}"] += 1
 lat = sorted(bound[n] - created[n] for n in bound if n in created)
 pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
 span = (max(bound.values()) - min(created.values())) if bound and created else float("nan")
