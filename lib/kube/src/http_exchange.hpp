@@ -208,6 +208,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
           self->Lowest().expires_after(self->timeout_);
           self->Lowest().async_connect(r, [self](beast::error_code ec2, const tcp::endpoint&) {
             if (ec2) return self->Fail("connect", ec2);
+            // Requests are written as header and body: without NODELAY the
+            // body's last segment can wait for the server's delayed ACK.
+            beast::error_code ignored;
+            self->Lowest().socket().set_option(tcp::no_delay(true), ignored);
             self->Handshake();
           });
         });

@@ -202,6 +202,10 @@ void HttpServer::Impl::Accept() {
   acceptor.async_accept(io, [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
     if (self->stopping) return;
     if (!ec) {
+      // A reply is written as header and body: without NODELAY the body's
+      // last segment can wait for the client's delayed ACK (40 ms on Linux).
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
       std::shared_ptr<Session> session;
       if (self->tls) {
         auto c = std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(
