@@ -75,6 +75,7 @@ py::dict PatchNodeDict(const PatchNode& c) {
   out["node"] = c.node;
   out["writes"] = WritesList(c.writes);
   out["preconditions"] = WritesList(c.preconditions);
+  out["resource_version"] = c.resource_version;
   out["registration"] = c.registration;
   return out;
 }
@@ -244,6 +245,9 @@ void BindCommands(py::module_& m) {
       .def_readonly("preconditions", &PatchNode::preconditions,
                     "what each key must hold when written (value None: absent); a mismatch or "
                     "a 409 is a failure")
+      .def_readonly("resource_version", &PatchNode::resource_version,
+                    "the node's version the preconditions were checked at (empty: unknown); "
+                    "on a 409 a driver reads the node and checks again")
       .def_readonly("registration", &PatchNode::registration,
                     "a registration (handshake) write, which a newer one for the node may replace")
       .def("__repr__", [](const PatchNode& c) {
@@ -251,10 +255,12 @@ void BindCommands(py::module_& m) {
                                   {"node", py::cast(c.node)},
                                   {"writes", py::cast(c.writes)},
                                   {"preconditions", py::cast(c.preconditions)},
+                                  {"resource_version", py::cast(c.resource_version)},
                                   {"registration", py::cast(c.registration)}});
       });
   ValueType(patch_node, PatchNodeDict,
-            "{id, node, writes: [{key, value}], preconditions: [{key, value}], registration}.");
+            "{id, node, writes: [{key, value}], preconditions: [{key, value}], resource_version, "
+            "registration}.");
 
   py::class_<PatchPod> patch_pod(m, "PatchPod",
                                  "Command: patch a pod's annotations (then report api_result).");
@@ -357,7 +363,7 @@ void BindEngine(py::module_& m) {
                        const std::string& leadership, const std::string& hostname,
                        const std::string& bind_mode, const std::string& lock_retry,
                        std::int64_t lock_retry_timeout_ms, bool avoid_locked_nodes,
-                       std::int64_t lock_timeout_seconds, std::int64_t lock_grace_seconds,
+                       const std::string& pod_writes, std::int64_t lock_timeout_seconds, std::int64_t lock_grace_seconds,
                        std::uint64_t seed, std::int64_t register_period_ms,
                        std::int32_t zone_offset_seconds) {
              using engine::BindMode;
@@ -386,6 +392,9 @@ void BindEngine(py::module_& m) {
              o.lock_retry_timeout_ms =
                  Amount("lock_retry_timeout_ms", lock_retry_timeout_ms, /*positive=*/false);
              o.avoid_locked_nodes = avoid_locked_nodes;
+             o.pod_writes = Choose<engine::PodWrites>(
+                 "pod_writes", pod_writes,
+                 {{"binding", engine::PodWrites::kWithBinding}, {"hami", engine::PodWrites::kHami}});
              o.lock.timeout_seconds =
                  Amount("lock_timeout_seconds", lock_timeout_seconds, /*positive=*/false);
              o.lock.grace_seconds =
@@ -399,7 +408,7 @@ void BindEngine(py::module_& m) {
            py::arg("config"), py::arg("node_policy"), py::arg("gpu_policy"), py::arg("workload"),
            py::arg("reasons"), py::arg("hami_exact"), py::arg("registration"),
            py::arg("leadership"), py::arg("hostname"), py::arg("bind_mode"), py::arg("lock_retry"),
-           py::arg("lock_retry_timeout_ms"), py::arg("avoid_locked_nodes"),
+           py::arg("lock_retry_timeout_ms"), py::arg("avoid_locked_nodes"), py::arg("pod_writes"),
            py::arg("lock_timeout_seconds"), py::arg("lock_grace_seconds"), py::arg("seed"),
            py::arg("register_period_ms"), py::arg("zone_offset_seconds"))
       .def("node_observed", &PyEngine::NodeObserved, py::arg("node_json"), py::arg("now_ms"))

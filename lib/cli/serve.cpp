@@ -36,6 +36,7 @@ struct ServeOptions {
   std::string bind = "node-lock";
   std::string lock_retry = "once";
   bool avoid_locked_nodes = true;
+  std::string pod_writes = "binding";
   std::string device_config;
   HamiExact hami_exact;
   double qps = 5;
@@ -101,6 +102,12 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
                            s.engine.lock_retry);
   }
   s.engine.avoid_locked_nodes = o.avoid_locked_nodes;
+  if (st.ok()) {
+    st = Choose<engine::PodWrites>(
+        "pod-writes", o.pod_writes,
+        {{"binding", engine::PodWrites::kWithBinding}, {"hami", engine::PodWrites::kHami}},
+        s.engine.pod_writes);
+  }
   if (st.ok()) {
     st = Choose<Leader>(
         "leader", o.leader,
@@ -206,6 +213,11 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--avoid-locked-nodes", o->avoid_locked_nodes,
                   "place a pod on a node no other bind holds the lock of when one fits "
                   "(false: as HAMi, which ignores the locks)")
+      ->capture_default_str();
+  sub->add_option("--pod-writes", o->pod_writes,
+                  "binding (the Binding carries the placement and the bind phase; Filter "
+                  "answers from memory) or hami (Filter PATCHes the placement and answers after "
+                  "it, Bind PATCHes the bind phase before the Binding)")
       ->capture_default_str();
   sub->add_option("--device-config", o->device_config,
                   "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "

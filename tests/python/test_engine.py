@@ -34,6 +34,41 @@ def registered_engine(make_node, **options):
 
 def test_filter_then_bind_through_the_node_lock(make_node, make_pod):
     engine = devshare.Engine()
+    n1 = make_node("n1", 2)
+    n1["metadata"]["resourceVersion"] = "41"
+    engine.node_observed(n1, T0)
+    engine.node_observed(make_node("n2", 2), T0)
+    pod = make_pod("p", mem=1000, cores=10)
+    engine.pod_observed(pod)
+
+    # Filter reserves and replies at once: kube-scheduler's cycle waits for no write.
+    [reply] = engine.filter(7, pod, ["n1", "n2"], T0)
+    assert reply.to_dict() == {"request": 7, "nodes": ["n1"], "failed": {}, "error": ""}
+    used = {d.device.id: d.usedmem for d in engine.node_devices("n1")}
+    assert sorted(used.values()) == [0, 1000]  # reserved
+    cluster = devshare.Cluster()
+    cluster.add_node(make_node("n1", 2))
+    cluster.add_node(make_node("n2", 2))
+    expected = cluster.filter(pod, now=T0 // 1000)
+
+    # Bind takes the lock (at the version its watch saw the node free), then
+    # posts the Binding, which carries the placement and the bind phase.
+    replies, seen = run_api_calls(engine, engine.bind(8, "default", "p", "uid-p", "n1", T0 + 1000),
+                                  T0 + 1000)
+    assert [type(c).__name__ for c in seen] == ["PatchNode", "PostBinding", "BindReply"]
+    lock, binding, done = seen
+    assert lock.writes == [devshare.AnnotationWrite(LOCK, "2026-08-21T08:20:40Z,default,p")]
+    assert lock.preconditions == [devshare.AnnotationWrite(LOCK, None)]
+    assert lock.resource_version == "41"
+    assert binding.annotations == {**expected.annotations, "hami.io/bind-phase": "allocating",
+                                   "hami.io/bind-time": "1787300440"}
+    assert replies == [done] and done.to_dict() == {"request": 8, "error": ""}
+    assert {k: engine.counters.to_dict()[k] for k in ("node_patches", "pod_patches", "bindings")} == {
+        "node_patches": 1, "pod_patches": 0, "bindings": 1}
+
+
+def test_hami_pod_writes_patch_in_filter_and_before_the_binding(make_node, make_pod):
+    engine = devshare.Engine(pod_writes="hami")
     assert not engine.ready(T0) and engine.next_wake_ms() == 0  # a pass is due at once
     engine.node_observed(make_node("n1", 2), T0)
     engine.node_observed(make_node("n2", 2), T0)
@@ -143,8 +178,8 @@ def test_lock_held_by_another_pod(make_node, make_pod):
     engine.node_observed(locked, T0)
     pod = make_pod("p", mem=1000)
     engine.pod_observed(pod)
-    [patch] = engine.filter(1, pod, ["n1"], T0)
-    engine.api_result(patch.id, True, T0)
+    [reply] = engine.filter(1, pod, ["n1"], T0)
+    assert reply.nodes == ["n1"]
     assert engine.bind(2, "default", "p", "uid-p", "n1", T0) == []  # waits to retry
     assert engine.next_wake_ms() == T0 + 100
     assert engine.tick(T0 + 100) == [] and engine.next_wake_ms() == T0 + 200
@@ -158,7 +193,7 @@ def test_lock_held_by_another_pod(make_node, make_pod):
 
 
 def test_failed_api_calls_release_what_they_held(make_node, make_pod):
-    engine = registered_engine(make_node)
+    engine = registered_engine(make_node, pod_writes="hami")
     pod = make_pod("p", mem=1000)
     engine.pod_observed(pod)
     [patch] = engine.filter(1, pod, ["n1"], T0)
@@ -183,12 +218,13 @@ def test_lock_free_binding_carries_the_assignment(make_node, make_pod):
     engine = registered_engine(make_node, bind_mode="lock-free")
     pod = make_pod("p", mem=1000)
     engine.pod_observed(pod)
-    [patch] = engine.filter(1, pod, ["n2"], T0)
-    engine.api_result(patch.id, True, T0)
+    [reply] = engine.filter(1, pod, ["n2"], T0)
+    assert reply.nodes == ["n2"]
     [binding] = engine.bind(2, "default", "p", "uid-p", "n2", T0)
     assert isinstance(binding, devshare.PostBinding)
-    assert binding.annotations == {**patch.annotations, "hami.io/bind-phase": "allocating",
-                                   "hami.io/bind-time": str(T0 // 1000)}
+    assert binding.annotations["hami.io/vgpu-node"] == "n2"
+    assert (binding.annotations["hami.io/bind-phase"], binding.annotations["hami.io/bind-time"]) == (
+        "allocating", str(T0 // 1000))
     [done] = engine.api_result(binding.id, True, T0)
     assert done.to_dict() == {"request": 2, "error": ""}
     assert engine.counters.to_dict()["node_patches"] == 0  # no lock
@@ -212,7 +248,8 @@ def test_errors_are_kept_and_options_checked(make_node, make_pod):
     with pytest.raises(KeyError):
         engine.node_devices("n3")
     for option, value in (("registration", "legacy"), ("leadership", "elect"), ("bind_mode", "none"),
-                          ("lock_retry", "always"), ("register_period_ms", 0),
+                          ("lock_retry", "always"), ("pod_writes", "annotations"),
+                          ("register_period_ms", 0),
                           ("lock_retry_timeout_ms", -1)):
         with pytest.raises(devshare.ConfigError, match=option):
             devshare.Engine(**{option: value})
@@ -225,7 +262,7 @@ def test_errors_are_kept_and_options_checked(make_node, make_pod):
 
 
 def test_commands_are_values(make_node, make_pod):
-    engine = registered_engine(make_node)
+    engine = registered_engine(make_node, pod_writes="hami")
     pod = make_pod("p", mem=1000)
     [patch] = engine.filter(1, pod, ["n1"], T0)
     assert patch.to_dict() == {"id": patch.id, "pod_namespace": "default", "name": "p",
@@ -250,8 +287,7 @@ def test_threads_share_one_engine(make_node, make_pod):
         try:
             for i in range(20):
                 pod = make_pod(f"p{k}-{i}", mem=10)
-                [patch] = engine.filter(k * 100 + i, pod, [], T0)
-                [reply] = engine.api_result(patch.id, True, T0)
+                [reply] = engine.filter(k * 100 + i, pod, [], T0)
                 assert reply.error == "" and reply.nodes
         except Exception as e:  # reported below
             errors.append(e)

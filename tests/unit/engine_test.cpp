@@ -60,8 +60,26 @@ TEST_CASE("engine: Filter is refused at once until a registration pass, never le
   CHECK(cold.counters().filters_refused == 1);
 }
 
-TEST_CASE("engine: Filter reserves, patches the pod, then replies") {
+TEST_CASE("engine: Filter reserves and replies at once; the placement goes with the bind") {
   Fixture f;
+  std::vector<Command> out;
+  Pod pod = MakePod("p").Container(1, 1000, 10);
+  f.engine.Filter(7, pod, {}, kNowMs, out);
+  CHECK(Of<PatchPod>(out).empty());  // kube-scheduler's cycle does not wait for the API server
+  auto replies = Of<FilterReply>(out);
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].request == 7);
+  CHECK(replies[0].nodes == std::vector<std::string>{"n1"});
+  CHECK(f.engine.counters().filters_placed == 1);
+  CHECK(f.engine.snapshot().PodUsageOf("uid-p").ok());  // reserved
+  f.engine.PodObserved(pod);  // the watch's copy, without the placement, keeps the reservation
+  CHECK(f.engine.snapshot().PodUsageOf("uid-p").ok());
+}
+
+TEST_CASE("engine: PodWrites::kHami PATCHes the pod in Filter, then replies") {
+  EngineOptions options;
+  options.pod_writes = PodWrites::kHami;
+  Fixture f(options);
   std::vector<Command> out;
   Pod pod = MakePod("p").Container(1, 1000, 10);
   f.engine.Filter(7, pod, {}, kNowMs, out);
@@ -76,6 +94,23 @@ TEST_CASE("engine: Filter reserves, patches the pod, then replies") {
   REQUIRE(replies.size() == 1);
   CHECK(replies[0].request == 7);
   CHECK(replies[0].nodes == std::vector<std::string>{"n1"});
+  SUBCASE("then Bind: lock, bind-phase PATCH, a bare Binding") {
+    f.engine.PodObserved(pod);
+    out.clear();
+    f.engine.Bind(9, "default", "p", "uid-p", "n1", kNowMs, out);
+    const std::uint64_t lock = Of<PatchNode>(out).at(0).id;
+    out.clear();
+    f.engine.ApiResult(lock, true, kNowMs, out);
+    auto phase = Of<PatchPod>(out);
+    REQUIRE(phase.size() == 1);
+    CHECK(*phase[0].annotations.Find("hami.io/bind-phase") == "allocating");
+    CHECK(phase[0].annotations.Find("hami.io/vgpu-node") == nullptr);
+    out.clear();
+    f.engine.ApiResult(phase[0].id, true, kNowMs, out);
+    auto binding = Of<PostBinding>(out);
+    REQUIRE(binding.size() == 1);
+    CHECK(binding[0].annotations.entries().empty());
+  }
   SUBCASE("a failed PATCH undoes the reservation") {
     out.clear();
     Pod q = MakePod("q").Container(1, 1000, 10);
@@ -109,25 +144,30 @@ TEST_CASE("engine: a pod without devices keeps every node, or fgd's choice") {
 
 TEST_CASE("engine: Bind with the node lock, step by step") {
   Fixture f;
+  std::vector<Command> out;
+  Node n1 = MakeNode("n1").Gpus(2);
+  n1.resource_version = "41";
+  f.engine.NodeObserved(n1, kNowMs, out);
   Pod pod = MakePod("p").Container(1, 1000, 10);
   REQUIRE(f.Place(pod).nodes == std::vector<std::string>{"n1"});
   f.engine.PodObserved(pod);  // the watch delivers the pod
-  std::vector<Command> out;
+  out.clear();
   f.engine.Bind(9, "default", "p", "uid-p", "n1", kNowMs, out);
   auto lock = Of<PatchNode>(out);
   REQUIRE(lock.size() == 1);
   CHECK(lock[0].writes.at(0).key == "hami.io/mutex.lock");
   CHECK(lock[0].writes.at(0).value->ends_with(",default,p"));
+  CHECK(lock[0].resource_version == "41");  // the version the lock was seen absent at
   out.clear();
   f.engine.ApiResult(lock[0].id, true, kNowMs, out);
-  auto phase = Of<PatchPod>(out);
-  REQUIRE(phase.size() == 1);
-  CHECK(*phase[0].annotations.Find("hami.io/bind-phase") == "allocating");
-  out.clear();
-  f.engine.ApiResult(phase[0].id, true, kNowMs, out);
+  CHECK(Of<PatchPod>(out).empty());
   auto binding = Of<PostBinding>(out);
   REQUIRE(binding.size() == 1);
   CHECK(binding[0].node == "n1");
+  // The Binding carries the placement and the bind phase.
+  CHECK(*binding[0].annotations.Find("hami.io/bind-phase") == "allocating");
+  CHECK(*binding[0].annotations.Find("hami.io/vgpu-node") == "n1");
+  CHECK(binding[0].annotations.Find("hami.io/vgpu-devices-to-allocate") != nullptr);
   SUBCASE("success") {
     out.clear();
     f.engine.ApiResult(binding[0].id, true, kNowMs, out);
@@ -357,7 +397,7 @@ TEST_CASE("engine: Prioritize is refused until ready, then ranks with the normal
     CHECK((*ranked)[0].node == "n1");
     CHECK((*ranked)[0].normalized == (binpack ? 100 : 0));
     CHECK((*ranked)[1].normalized == (binpack ? 0 : 100));
-    CHECK(f.engine.counters().pod_patches == 1);  // no reservation, no PATCH
+    CHECK(f.engine.counters().filters_placed == 1);  // Prioritize reserves nothing
   }
 }
 
@@ -391,10 +431,7 @@ TEST_CASE("engine: Filter places around nodes a bind holds or is about to lock")
   auto place = [](Engine& engine, const Pod& pod, const std::vector<std::string>& nodes = {}) {
     std::vector<Command> out;
     engine.Filter(7, pod, nodes, kNowMs, out);
-    auto patch = Of<PatchPod>(out);
-    REQUIRE(patch.size() == 1);
-    out.clear();
-    engine.ApiResult(patch[0].id, true, kNowMs, out);
+    REQUIRE(Of<PatchPod>(out).empty());
     engine.PodObserved(pod);
     return Of<FilterReply>(out).at(0).nodes.at(0);
   };

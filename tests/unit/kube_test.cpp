@@ -44,8 +44,12 @@ TEST_CASE("kube: ExtenderArgs with NodeNames, and the filter result lists every 
   CHECK(args->nodes == std::vector<std::string>{"a", "b", "c", "d"});
   engine::FilterReply reply{1, {"b"}, {NodeFailure{"a", "1/2 CardInsufficientMemory"}}, ""};
   CHECK(EncodeFilterResult(*args, reply) ==
-        R"({"Nodes":null,"NodeNames":["b"],"FailedNodes":{"a":"1/2 CardInsufficientMemory",)"
-        R"("c":"not chosen: b is preferred","d":"not chosen: b is preferred"},)"
+        R"({"Nodes":null,"NodeNames":["b"],"FailedNodes":{"a":"1/2 CardInsufficientMemory"},)"
+        R"("FailedAndUnresolvableNodes":{},"Error":""})");
+  engine::FilterReply unschedulable{3, {}, {NodeFailure{"a", "1/2 CardInsufficientMemory"}}, ""};
+  CHECK(EncodeFilterResult(*args, unschedulable) ==
+        R"({"Nodes":null,"NodeNames":[],"FailedNodes":{"a":"1/2 CardInsufficientMemory",)"
+        R"("b":"does not fit","c":"does not fit","d":"does not fit"},)"
         R"("FailedAndUnresolvableNodes":{},"Error":""})");
   engine::FilterReply refused{2, {}, {}, "not ready"};
   CHECK(
@@ -78,13 +82,9 @@ std::string ReferenceFilterResult(const ExtenderArgs& args, const engine::Filter
   bj::object failed;
   for (const NodeFailure& f : reply.failed)
     failed[f.node] = f.reason.empty() ? std::string("does not fit") : f.reason;
-  if (reply.error.empty()) {
+  if (reply.error.empty() && reply.nodes.empty()) {
     for (const std::string& node : args.nodes) {
-      if (!kept(node) && !failed.contains(node)) {
-        failed[node] = reply.nodes.empty()
-                           ? std::string("does not fit")
-                           : fmt::format("not chosen: {} is preferred", reply.nodes.front());
-      }
+      if (!failed.contains(node)) failed[node] = "does not fit";
     }
   }
   bj::object out;

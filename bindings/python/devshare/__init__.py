@@ -336,7 +336,10 @@ class Engine:
     ``lock_retry`` "once" (default), "fixed" (every 100 ms) or "backoff"
     (jittered, seeded by ``seed``), until ``lock_retry_timeout_ms``;
     ``avoid_locked_nodes`` (default True) places a pod on a node no other
-    bind holds the lock of when one fits (False: as HAMi);
+    bind holds the lock of when one fits (False: as HAMi); ``pod_writes``
+    "binding" (default: Filter answers from memory and the Binding carries
+    the placement and the bind phase) or "hami" (Filter PATCHes the
+    placement and answers after it; Bind PATCHes the bind phase, then binds);
     ``zone_offset_seconds`` the zone handshake stamps are written in.
     Errors: ConfigError for an invalid config or option.
 
@@ -347,11 +350,12 @@ class Engine:
     def __init__(self, config: Optional[Any] = None, *, registration: str = "change-only",
                  leadership: str = "always", hostname: str = "", bind_mode: str = "node-lock",
                  lock_retry: str = "once", lock_retry_timeout_ms: int = 28000,
-                 avoid_locked_nodes: bool = True, lock_timeout_seconds: int = 300,
+                 avoid_locked_nodes: bool = True, pod_writes: str = "binding",
+                 lock_timeout_seconds: int = 300,
                  lock_grace_seconds: int = 300, seed: int = 0, register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:
         self._impl = _devshare._Engine(*_scheduler_args(config), registration, leadership, hostname,
                                        bind_mode, lock_retry, int(lock_retry_timeout_ms),
-                                       bool(avoid_locked_nodes),
+                                       bool(avoid_locked_nodes), pod_writes,
                                        int(lock_timeout_seconds), int(lock_grace_seconds),
                                        int(seed), int(register_period_ms), int(zone_offset_seconds))
 

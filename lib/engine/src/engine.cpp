@@ -19,6 +19,13 @@ namespace {
 
 std::int64_t Seconds(std::int64_t now_ms) { return now_ms / 1000; }
 
+// A placement's annotations followed by bind-phase allocating and its time.
+StringMap WithBindStart(StringMap placement, std::int64_t now_ms) {
+  const StringMap start = BindStartPatch(Seconds(now_ms));
+  for (const auto& [k, v] : start.entries()) placement.Set(k, v);
+  return placement;
+}
+
 std::int64_t Allocatable(const Node& node, const std::string& resource) {
   const std::string* q = node.allocatable.Find(resource);
   return q != nullptr ? QuantityAsInt64(*q).value_or(0) : 0;
@@ -44,6 +51,7 @@ struct Engine::BindFlow {
   enum class Step { kLock, kPhase, kBinding } step = Step::kLock;
   std::uint64_t request = 0;
   std::string pod_namespace, name, uid, node;
+  StringMap placement;               // the reservation's device annotations
   std::optional<std::string> lock;  // the lock value this bind holds; none until locked
   int attempt = 0;                  // lock attempts so far
   std::int64_t deadline_ms = 0;     // lock retries stop here
@@ -208,7 +216,7 @@ void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int6
     impl_->pending.emplace(id, Impl::Release{});
     ++counters_.node_patches;
     ++counters_.registration_writes;
-    out.push_back(PatchNode{id, name, std::move(writes), {}, true});
+    out.push_back(PatchNode{id, name, std::move(writes), {}, {}, true});
   }
   if (usable && (refresh || !memory.usable)) {
     CacheNode(memory.object);
@@ -348,6 +356,11 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
     return;
   }
   impl_->Reserve(pod.uid, result->annotations, *result->node);
+  if (options_.pod_writes == PodWrites::kWithBinding) {  // written by the Binding
+    ++counters_.filters_placed;
+    out.push_back(FilterReply{request, {*result->node}, {}, ""});
+    return;
+  }
   const std::uint64_t id = NextId();
   impl_->pending.emplace(
       id, Impl::FilterFlow{request, pod.uid, FilterReply{request, {*result->node}, {}, ""}});
@@ -418,6 +431,7 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                 name,
                 uid,
                 node,
+                {},
                 std::nullopt,
                 0,
                 now_ms + options_.lock_retry_timeout_ms};
@@ -433,15 +447,14 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
         flow, fmt::format("pod {}/{} has no reservation: filter it first", pod_namespace, name),
         out);
   }
+  flow.placement = reservation->second.annotations;
   if (options_.bind_mode == BindMode::kLockFree) {
-    StringMap annotations = reservation->second.annotations;
-    const StringMap start = BindStartPatch(Seconds(now_ms));
-    for (const auto& [k, v] : start.entries()) annotations.Set(k, v);
     flow.step = BindFlow::Step::kBinding;
     const std::uint64_t id = NextId();
     impl_->pending.emplace(id, flow);
     ++counters_.bindings;
-    out.push_back(PostBinding{id, pod_namespace, name, uid, node, std::move(annotations)});
+    out.push_back(
+        PostBinding{id, pod_namespace, name, uid, node, WithBindStart(flow.placement, now_ms)});
     return;
   }
   TryLock(std::move(flow), now_ms, out);
@@ -454,6 +467,23 @@ void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Comma
     impl_->Unreserve(flow.uid);
   }
   out.push_back(BindReply{flow.request, std::move(error)});
+}
+
+// The node locked: HAMi's bind-phase PATCH, or straight to the Binding,
+// which carries the placement and the bind phase.
+void Engine::Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
+  const std::uint64_t id = NextId();
+  if (options_.pod_writes == PodWrites::kHami) {
+    flow.step = BindFlow::Step::kPhase;
+    ++counters_.pod_patches;
+    out.push_back(PatchPod{id, flow.pod_namespace, flow.name, BindStartPatch(Seconds(now_ms))});
+  } else {
+    flow.step = BindFlow::Step::kBinding;
+    ++counters_.bindings;
+    out.push_back(PostBinding{id, flow.pod_namespace, flow.name, flow.uid, flow.node,
+                              WithBindStart(flow.placement, now_ms)});
+  }
+  impl_->pending.emplace(id, std::move(flow));
 }
 
 // One attempt at the node lock, decided on the watch cache; the write
@@ -493,20 +523,16 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
     return LockBlocked(std::move(flow), std::move(decision.reason), now_ms, out);
   }
   flow.lock = decision.write ? decision.write->value : current;
+  if (!decision.write) return Locked(std::move(flow), now_ms, out);  // re-entrant
   const std::uint64_t id = NextId();
-  if (decision.write) {
-    flow.step = BindFlow::Step::kLock;
-    ++counters_.node_patches;
-    out.push_back(PatchNode{id,
-                            flow.node,
-                            {*decision.write},
-                            {AnnotationWrite{std::string(keys::kNodeLock), current}},
-                            false});
-  } else {  // re-entrant: straight to the bind phase
-    flow.step = BindFlow::Step::kPhase;
-    ++counters_.pod_patches;
-    out.push_back(PatchPod{id, flow.pod_namespace, flow.name, BindStartPatch(Seconds(now_ms))});
-  }
+  flow.step = BindFlow::Step::kLock;
+  ++counters_.node_patches;
+  out.push_back(PatchNode{id,
+                          flow.node,
+                          {*decision.write},
+                          {AnnotationWrite{std::string(keys::kNodeLock), current}},
+                          node_memory->second.object.resource_version,
+                          false});
   impl_->pending.emplace(id, std::move(flow));
 }
 
@@ -569,7 +595,7 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
         const std::uint64_t id = NextId();
         impl_->pending.emplace(id, Impl::Release{});
         ++counters_.node_patches;
-        out.push_back(PatchNode{id, b->node, {std::move(*release)}, {}, false});
+        out.push_back(PatchNode{id, b->node, {std::move(*release)}, {}, {}, false});
       }
     }
     const std::uint64_t phase = NextId();
@@ -578,16 +604,9 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
     out.push_back(PatchPod{phase, b->pod_namespace, b->name, outcome.pod_patch});
     return FailBind(*b, "binding failed", out);
   }
-  const std::int64_t now = Seconds(now_ms);
   switch (b->step) {
-    case BindFlow::Step::kLock: {
-      b->step = BindFlow::Step::kPhase;
-      const std::uint64_t next = NextId();
-      ++counters_.pod_patches;
-      out.push_back(PatchPod{next, b->pod_namespace, b->name, BindStartPatch(now)});
-      impl_->pending.emplace(next, std::move(*b));
-      return;
-    }
+    case BindFlow::Step::kLock:
+      return Locked(std::move(*b), now_ms, out);
     case BindFlow::Step::kPhase: {
       b->step = BindFlow::Step::kBinding;
       const std::uint64_t next = NextId();

@@ -146,12 +146,9 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
     return std::find(reply.nodes.begin(), reply.nodes.end(), node) != reply.nodes.end();
   };
 
-  // Reasons escaped once: the shared ones, then each failure's own.
+  // Reasons escaped once: the shared one, then each failure's own.
   std::string does_not_fit;
   AppendJsonString(does_not_fit, "does not fit");
-  std::string not_chosen;
-  if (!reply.nodes.empty())
-    AppendJsonString(not_chosen, fmt::format("not chosen: {} is preferred", reply.nodes.front()));
   std::vector<std::string> reasons(reply.failed.size());
   FailedNodes failed(args.nodes.size() + reply.failed.size());
   for (std::size_t i = 0; i < reply.failed.size(); ++i) {
@@ -163,15 +160,17 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
     AppendJsonString(reasons[i], f.reason);
     failed.Set(f.node, reasons[i]);
   }
-  if (reply.error.empty()) {
-    const std::string_view reason = reply.nodes.empty() ? does_not_fit : not_chosen;
-    for (const std::string& node : args.nodes) {
-      if (!kept(node)) failed.Add(node, reason);
-    }
+  // An unschedulable pod: every candidate has its reason (a node missing
+  // from both maps would count as UnschedulableAndUnresolvable, out of
+  // preemption's reach). A placed pod: only the failures the reply names;
+  // the candidates not chosen are dropped, which matters to nobody once the
+  // pod has a node, and spares kube-scheduler a status per node per pod.
+  if (reply.error.empty() && reply.nodes.empty()) {
+    for (const std::string& node : args.nodes) failed.Add(node, does_not_fit);
   }
 
   std::size_t size = 128 + reply.error.size();
-  for (const std::string& node : args.nodes) size += 2 * node.size() + 8 + not_chosen.size();
+  for (const std::string& node : args.nodes) size += 2 * node.size() + 8 + does_not_fit.size();
   for (const std::string& r : reasons) size += r.size();
   for (const std::string& item : args.node_items) size += item.size() + 1;
   std::string out;

@@ -117,8 +117,22 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
                   [self, id](const ApiResponse& r) { self->Outcome(id, r.status / 100 == 2); });
       return;
     }
-    // Read the node, check what the write expects, then PATCH with the
-    // version read: a concurrent writer makes it a 409.
+    // At the version the engine checked the preconditions at, one PATCH;
+    // a concurrent writer makes it a 409, and then (or without a version)
+    // the node is read, checked, and PATCHed with the version read.
+    if (!c.resource_version.empty()) {
+      bj::object metadata{{"annotations", AnnotationsPatch(c.writes)},
+                          {"resourceVersion", c.resource_version}};
+      client.Call("patch-node", "PATCH", path, kMergePatch,
+                  bj::serialize(bj::object{{"metadata", std::move(metadata)}}),
+                  [self, id, c](const ApiResponse& r) {
+                    if (r.status != 409) return self->Outcome(id, r.status / 100 == 2);
+                    engine::PatchNode reread = c;
+                    reread.resource_version.clear();
+                    self->Run(reread);
+                  });
+      return;
+    }
     client.Call("get-node", "GET", path, "", "", [self, id, path, c](const ApiResponse& r) {
       boost::system::error_code ec;
       bj::value node = r.status == 200 ? bj::parse(r.body, ec) : bj::value();
@@ -363,11 +377,11 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       return respond(Json(200, EncodeFilterResult(*args, refused)));
     }
     const std::uint64_t id = next_request++;
+    const auto start = std::chrono::steady_clock::now();
     engine->PodObserved(args->pod);  // the scheduler's copy is at least as new as the watch's
     std::vector<engine::Command> out;
     engine->Filter(id, args->pod, args->nodes, NowMs(), out);
-    filters.emplace(
-        id, PendingFilter{std::move(respond), std::move(*args), std::chrono::steady_clock::now()});
+    filters.emplace(id, PendingFilter{std::move(respond), std::move(*args), start});
     Execute(std::move(out));
   }
 

@@ -145,6 +145,8 @@ Status ReadEngine(const YAML::Node& node, const std::string& path, engine::Engin
                                                       {"backoff", LockRetry::kBackoff}})},
                   {"lock_retry_timeout", Duration(e.lock_retry_timeout_ms)},
                   {"avoid_locked_nodes", Bool(e.avoid_locked_nodes)},
+                  {"pod_writes", OneOf(e.pod_writes, {{"binding", engine::PodWrites::kWithBinding},
+                                                      {"hami", engine::PodWrites::kHami}})},
                   {"register_period", Duration(e.register_period_ms)}});
 }
 

@@ -17,12 +17,14 @@
 //
 // Flows (spec/hami-behaviour.md §4, §6, §7, §8, with devshare's fixes):
 //   Filter   refused at once (no hanging) unless leading and registered;
-//            otherwise the pod's reservation is made in the snapshot, its
-//            annotations are PATCHed, and the reply follows the PATCH.
-//   Bind     node lock (take over when expired or dangling) -> bind-phase
-//            allocating -> Binding; or, lock-free, one Binding carrying the
-//            device annotations. Any failure releases the lock and the
-//            reservation and marks the pod failed (W8).
+//            otherwise the pod's reservation is made in the snapshot and the
+//            reply is immediate (HAMi PATCHes the pod's device annotations
+//            first and replies after: EngineOptions::pod_writes).
+//   Bind     node lock (take over when expired or dangling) -> a Binding
+//            carrying the device annotations and bind-phase allocating (HAMi:
+//            a bind-phase PATCH, then the Binding); or, lock-free, the
+//            Binding alone. Any failure releases the lock and the reservation
+//            and marks the pod failed (W8).
 //
 // Thread-safety: none; one engine is driven by one thread.
 #ifndef DEVSHARE_ENGINE_ENGINE_HPP_
@@ -55,6 +57,15 @@ enum class BindMode { kNodeLock, kLockFree };
 // with client-go's jittered exponential backoff (100 ms x 2^k x (1 + 0.5u),
 // capped at the fourth step).
 enum class LockRetry { kOnce, kFixed, kBackoff };
+// How a placement reaches the pod. HAMi PATCHes the device annotations in
+// Filter and replies after the PATCH, so kube-scheduler's serial scheduling
+// cycle waits for the API server on every pod, then PATCHes bind-phase
+// allocating before the Binding (kHami: 3 pod writes, 2 of them in the
+// way). devshare keeps the placement in memory (the snapshot counts it) and
+// lets the Binding carry it with the bind phase: the API server sets a
+// Binding's annotations on the pod as it binds it (kWithBinding: 1 write).
+// The device plugin reads them at Allocate, after the binding, either way.
+enum class PodWrites { kWithBinding, kHami };
 
 struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();
@@ -76,6 +87,7 @@ struct EngineOptions {
   // node were locked, so under binpack the pods of a burst all choose the
   // node the first one is binding to and their binds fail (false: as HAMi).
   bool avoid_locked_nodes = true;           // Default: avoid
+  PodWrites pod_writes = PodWrites::kWithBinding;  // Default: on the Binding
   std::uint64_t seed = 0;                   // seeds the backoff jitter
   std::int64_t register_period_ms = 15000;  // Default: HAMi's 15 s tick
   std::int32_t zone_offset_seconds = 0;     // handshake stamps (W16)
@@ -87,10 +99,15 @@ struct PatchNode {
   std::string node;
   std::vector<AnnotationWrite> writes;
   // What the write expects to replace: each key holds this value (nullopt:
-  // is absent) when written. An adapter makes the check and the write one
-  // step (a GET, then a PATCH carrying its resourceVersion, as HAMi's
-  // SetNodeLock) and reports a mismatch or a 409 as a failure.
+  // is absent) when written, as the engine saw the node at
+  // `resource_version` (its watch cache's; empty: unknown). An adapter makes
+  // the check and the write one step: a PATCH carrying that resourceVersion;
+  // on a 409 (the node changed since) or with no version, a GET, the check
+  // on what it read, and a PATCH carrying the version read (HAMi's
+  // SetNodeLock GETs every time). A mismatch or a 409 after the GET is a
+  // failure.
   std::vector<AnnotationWrite> preconditions;
+  std::string resource_version;
   // A registration (handshake) write. An adapter may send these one at a
   // time, as HAMi's registration loop does, and replace a queued write for
   // the same node with a newer one (reporting the replaced one as failed).
@@ -207,6 +224,7 @@ class Engine {
   void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
                    std::vector<Command>& out);
   void FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
+  void Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   std::uint64_t NextId() { return next_id_++; }
 
   EngineOptions options_;

@@ -39,8 +39,9 @@ struct ExtenderArgs {
 Result<ExtenderArgs> DecodeExtenderArgs(std::string_view json);
 
 // ExtenderFilterResult: the kept nodes (NodeNames or Nodes, as asked), the
-// rejected ones with their reasons in FailedNodes, feasible nodes not chosen
-// in FailedNodes too ("not chosen: <node> is preferred"), and Error.
+// failures the reply names in FailedNodes with their reasons and, when no
+// node is kept, every other candidate there too ("does not fit"), and Error.
+// The feasible nodes a placed pod did not get are left out of both.
 std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterReply& reply);
 
 // HostPriorityList: every scored node with its normalized score (0..100)
