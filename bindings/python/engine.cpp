@@ -386,7 +386,8 @@ void BindEngine(py::module_& m) {
                  "bind_mode", bind_mode,
                  {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}});
              o.lock_retry = Choose<LockRetry>("lock_retry", lock_retry,
-                                              {{"once", LockRetry::kOnce},
+                                              {{"release", LockRetry::kRelease},
+                                               {"once", LockRetry::kOnce},
                                                {"fixed", LockRetry::kFixed},
                                                {"backoff", LockRetry::kBackoff}});
              o.lock_retry_timeout_ms =

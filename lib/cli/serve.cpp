@@ -34,7 +34,7 @@ struct ServeOptions {
   std::string gpu_policy = "spread";
   std::string registration = "change-only";
   std::string bind = "node-lock";
-  std::string lock_retry = "once";
+  std::string lock_retry = "release";
   bool avoid_locked_nodes = true;
   std::string pod_writes = "binding";
   std::string device_config;
@@ -96,7 +96,8 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
                           s.engine.bind_mode);
   if (st.ok()) {
     st = Choose<LockRetry>("lock-retry", o.lock_retry,
-                           {{"once", LockRetry::kOnce},
+                           {{"release", LockRetry::kRelease},
+                            {"once", LockRetry::kOnce},
                             {"fixed", LockRetry::kFixed},
                             {"backoff", LockRetry::kBackoff}},
                            s.engine.lock_retry);
@@ -208,7 +209,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--registration", o->registration, "hami, volcano or change-only")
       ->capture_default_str();
   sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
-  sub->add_option("--lock-retry", o->lock_retry, "once, fixed (100 ms) or backoff")
+  sub->add_option("--lock-retry", o->lock_retry, "release (wait for the lock's release, in turn), once (HAMi), fixed (100 ms) "
+                  "or backoff")
       ->capture_default_str();
   sub->add_option("--avoid-locked-nodes", o->avoid_locked_nodes,
                   "place a pod on a node no other bind holds the lock of when one fits "

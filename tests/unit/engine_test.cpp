@@ -186,8 +186,10 @@ TEST_CASE("engine: Bind with the node lock, step by step") {
   }
 }
 
-TEST_CASE("engine: lock contention fails the bind without waiting") {
-  Fixture f;
+TEST_CASE("engine: LockRetry::kOnce (HAMi): lock contention fails the bind without waiting") {
+  EngineOptions options;
+  options.lock_retry = LockRetry::kOnce;
+  Fixture f(options);
   Pod holder = MakePod("holder").Container(1);
   f.engine.PodObserved(holder);
   std::vector<Command> out;
@@ -205,6 +207,58 @@ TEST_CASE("engine: lock contention fails the bind without waiting") {
   CHECK(reply[0].error.find("node lock contention") != std::string::npos);
   CHECK(f.engine.counters().lock_contention == 1);
   CHECK_FALSE(f.engine.snapshot().PodUsageOf("uid-p").ok());
+}
+
+TEST_CASE("engine: a bind waits for the lock's release, the waiters of a node in turn") {
+  Fixture f;  // LockRetry::kRelease
+  f.engine.PodObserved(MakePod("holder").Container(1));
+  auto locked_by = [](const char* holder) {
+    return MakeNode("n1").Gpus(2).Annotation(
+        "hami.io/mutex.lock",
+        EncodeNodeLock(NodeLock{kNowMs / 1000 - 1, 0, true, "default", holder}));
+  };
+  std::vector<Command> out;
+  f.engine.NodeObserved(locked_by("holder"), kNowMs, out);
+  for (const char* name : {"p", "q"}) {
+    Pod pod = MakePod(name).Container(1, 1000, 10);
+    REQUIRE(f.Place(pod).nodes == std::vector<std::string>{"n1"});
+    f.engine.PodObserved(pod);
+  }
+  out.clear();
+  f.engine.Bind(1, "default", "p", "uid-p", "n1", kNowMs, out);
+  f.engine.Bind(2, "default", "q", "uid-q", "n1", kNowMs + 10, out);
+  CHECK(out.empty());  // both wait, with no request and no timer but the deadline
+  CHECK(f.engine.NextWakeMs() == kNowMs + 28000);
+  SUBCASE("released: p writes the lock, q waits its turn") {
+    f.engine.NodeObserved(MakeNode("n1").Gpus(2), kNowMs + 50, out);
+    auto lock = Of<PatchNode>(out);
+    REQUIRE(lock.size() == 1);
+    CHECK(lock[0].writes.at(0).value->ends_with(",default,p"));
+    out.clear();
+    f.engine.NodeObserved(MakeNode("n1").Gpus(2), kNowMs + 60, out);  // p's write in flight
+    CHECK(out.empty());
+    f.engine.ApiResult(lock[0].id, true, kNowMs + 70, out);
+    auto binding = Of<PostBinding>(out);
+    REQUIRE(binding.size() == 1);
+    f.engine.ApiResult(binding[0].id, true, kNowMs + 80, out);
+    CHECK(Of<BindReply>(out).at(0).error.empty());
+    out.clear();
+    f.engine.NodeObserved(locked_by("p"), kNowMs + 90, out);  // held until p's Allocate
+    CHECK(out.empty());
+    f.engine.NodeObserved(MakeNode("n1").Gpus(2), kNowMs + 500, out);
+    lock = Of<PatchNode>(out);
+    REQUIRE(lock.size() == 1);
+    CHECK(lock[0].writes.at(0).value->ends_with(",default,q"));
+    CHECK(f.engine.counters().binds_failed == 0);
+  }
+  SUBCASE("never released: both fail at the deadline") {
+    f.engine.Tick(kNowMs + 28000, out);
+    f.engine.Tick(kNowMs + 28010, out);
+    auto replies = Of<BindReply>(out);
+    REQUIRE(replies.size() == 2);
+    CHECK(replies[0].error.find("timed out after 28s waiting for node n1") != std::string::npos);
+    CHECK(f.engine.counters().binds_failed == 2);
+  }
 }
 
 TEST_CASE("engine: lock-free binding carries the devices on the Binding") {
@@ -478,6 +532,18 @@ TEST_CASE("engine: Filter places around nodes a bind holds or is about to lock")
     engine->Filter(8, MakePod("plain").Container(0), {"n1", "n2", "n3"}, kNowMs, out);
     REQUIRE(Of<FilterReply>(out).size() == 1);
     CHECK(Of<FilterReply>(out)[0].nodes == std::vector<std::string>{"n1", "n2", "n3"});
+  }
+  SUBCASE("when every node is busy, the pod waits where the fewest binds do") {
+    auto engine = engine_with(true);
+    std::vector<Command> out;
+    engine->NodeObserved(lock_of("n1", "x"), kNowMs, out);
+    engine->NodeObserved(lock_of("n2", "y"), kNowMs, out);
+    engine->NodeObserved(lock_of("n3", "z"), kNowMs, out);
+    CHECK(place(*engine, quarter("a")) == "n1");  // all equally busy: binpack's choice
+    CHECK(place(*engine, quarter("b")) == "n2");  // n1 now has a lock and a's bind
+    CHECK(place(*engine, quarter("c")) == "n3");
+    CHECK(place(*engine, quarter("d")) == "n1");  // all at two again
+    CHECK(engine->counters().filters_around_locks == 2);
   }
   SUBCASE("a lock this pod holds does not keep it away") {
     auto engine = engine_with(true);

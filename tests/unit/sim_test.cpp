@@ -300,6 +300,7 @@ TEST_CASE("sim: a burst under binpack spreads over unlocked nodes instead of fai
     Scenario v = s;
     v.engine.avoid_locked_nodes = !hami;
     v.engine.pod_writes = hami ? engine::PodWrites::kHami : engine::PodWrites::kWithBinding;
+    v.engine.lock_retry = hami ? engine::LockRetry::kOnce : engine::LockRetry::kRelease;
     Result<Report> r = Run(v, 3);
     REQUIRE(r.ok());
     CHECK(r->bound == 60);

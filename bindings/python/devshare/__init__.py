@@ -333,8 +333,10 @@ class Engine:
     by ``hostname``); ``bind_mode`` "node-lock" (default, HAMi's
     hami.io/mutex.lock, expiring after ``lock_timeout_seconds`` plus
     ``lock_grace_seconds`` for a holder still allocating) or "lock-free";
-    ``lock_retry`` "once" (default), "fixed" (every 100 ms) or "backoff"
-    (jittered, seeded by ``seed``), until ``lock_retry_timeout_ms``;
+    ``lock_retry`` "release" (default: try again when the node's lock is
+    seen released, the waiters of a node in turn), "once" (HAMi), "fixed"
+    (every 100 ms) or "backoff" (jittered, seeded by ``seed``), until
+    ``lock_retry_timeout_ms``;
     ``avoid_locked_nodes`` (default True) places a pod on a node no other
     bind holds the lock of when one fits (False: as HAMi); ``pod_writes``
     "binding" (default: Filter answers from memory and the Binding carries
@@ -349,7 +351,7 @@ class Engine:
 
     def __init__(self, config: Optional[Any] = None, *, registration: str = "change-only",
                  leadership: str = "always", hostname: str = "", bind_mode: str = "node-lock",
-                 lock_retry: str = "once", lock_retry_timeout_ms: int = 28000,
+                 lock_retry: str = "release", lock_retry_timeout_ms: int = 28000,
                  avoid_locked_nodes: bool = True, pod_writes: str = "binding",
                  lock_timeout_seconds: int = 300,
                  lock_grace_seconds: int = 300, seed: int = 0, register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:

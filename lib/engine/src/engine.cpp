@@ -82,6 +82,7 @@ struct Engine::Impl {
   std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
   std::vector<LockWait> lock_waits;  // binds waiting to retry the node lock
+  std::set<std::string, std::less<>> locking;  // nodes with a lock write of ours in flight
   LeaseFollower follower;
   bool registered = false;  // kAlways: a pass has completed
   std::optional<std::int64_t> last_pass_ms;
@@ -143,6 +144,7 @@ void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Com
     memory.hami.resize(vendors);
     memory.registered.resize(vendors);
   }
+  if (options_.lock_retry == LockRetry::kRelease) WakeLockWaiters(node.name, now_ms, out);
   if (!Leading()) return;
   // Event-driven protocols look at the node now; under HAMi's a new node is
   // registered at once and a usable node's new object (devices, cordons,
@@ -318,16 +320,21 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
         FilterReply{request, {}, {}, "not ready: not the leader, or no registration pass yet"});
     return;
   }
-  // A node another bind holds is a last resort: placed there, the pod's bind
-  // waits for the lock or fails.
-  std::optional<std::vector<std::string>> unlocked = UnlockedNodes(pod, nodes, now_ms);
-  Result<FilterResult> result = devshare::Filter(snapshot_, pod, unlocked ? *unlocked : nodes,
-                                                 Seconds(now_ms), options_.filter);
-  if (unlocked && result.ok() && result->has_requests && result->node) {
-    ++counters_.filters_around_locks;
-  } else if (unlocked) {
-    result = devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
+  // A node other binds hold or are about to lock is a last resort, the
+  // busier the later: placed there, the pod's bind waits for the lock.
+  auto filter = [&](const std::vector<std::string>& candidates) {
+    return devshare::Filter(snapshot_, pod, candidates, Seconds(now_ms), options_.filter);
+  };
+  std::optional<Result<FilterResult>> around;
+  for (const std::vector<std::string>& tier : BusyTiers(pod, nodes, now_ms)) {
+    Result<FilterResult> r = filter(tier);
+    if (r.ok() && r->has_requests && r->node) {
+      around = std::move(r);
+      break;
+    }
   }
+  if (around) ++counters_.filters_around_locks;
+  Result<FilterResult> result = around ? std::move(*around) : filter(nodes);
   if (!result.ok()) {
     out.push_back(FilterReply{request, {}, {}, std::string(result.status().message())});
     return;
@@ -368,12 +375,11 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   out.push_back(PatchPod{id, pod.pod_namespace, pod.name, result->annotations});
 }
 
-std::optional<std::vector<std::string>> Engine::UnlockedNodes(const Pod& pod,
-                                                              const std::vector<std::string>& nodes,
-                                                              std::int64_t now_ms) const {
-  if (!options_.avoid_locked_nodes || options_.bind_mode != BindMode::kNodeLock)
-    return std::nullopt;
-  std::unordered_set<std::string_view> busy;
+std::vector<std::vector<std::string>> Engine::BusyTiers(const Pod& pod,
+                                                        const std::vector<std::string>& nodes,
+                                                        std::int64_t now_ms) const {
+  if (!options_.avoid_locked_nodes || options_.bind_mode != BindMode::kNodeLock) return {};
+  std::unordered_map<std::string_view, int> busy;
   const PodRef self{pod.pod_namespace, pod.name};
   for (const std::string& name : impl_->locked) {
     const NodeMemory& memory = impl_->nodes.find(name)->second;
@@ -384,26 +390,37 @@ std::optional<std::vector<std::string>> Engine::UnlockedNodes(const Pod& pod,
         DecideLock(Annotation(memory.object, keys::kNodeLock), self,
                    LockHolder{LockHolder::State::kPresent, BindPhase::kNone, std::nullopt},
                    sighting, Seconds(now_ms), options_.lock);
-    if (decision.action == LockAction::kHeld) busy.insert(name);
+    if (decision.action == LockAction::kHeld) ++busy[name];
   }
   auto own = impl_->reservations.find(pod.uid);
   for (const auto& [name, count] : impl_->reserved_on) {
-    if (own == impl_->reservations.end() || own->second.node != name || count > 1)
-      busy.insert(name);
+    const bool mine = own != impl_->reservations.end() && own->second.node == name;
+    if (count > (mine ? 1 : 0)) busy[name] += count - (mine ? 1 : 0);
   }
-  if (busy.empty()) return std::nullopt;
-  std::vector<std::string> unlocked;  // empty would mean every node to Filter
-  auto keep = [&](const std::string& name) {
-    if (!busy.contains(name)) unlocked.push_back(name);
+  if (busy.empty()) return {};
+  auto busyness = [&](const std::string& name) {
+    auto it = busy.find(name);
+    return it == busy.end() ? 0 : it->second;
   };
+  std::vector<const std::string*> candidates;
   if (nodes.empty()) {
-    for (const auto& entry : impl_->nodes) keep(entry.first);
+    for (const auto& entry : impl_->nodes) candidates.push_back(&entry.first);
   } else {
-    for (const std::string& name : nodes) keep(name);
+    for (const std::string& name : nodes) candidates.push_back(&name);
   }
-  if (unlocked.empty() || unlocked.size() == (nodes.empty() ? impl_->nodes.size() : nodes.size()))
-    return std::nullopt;
-  return unlocked;
+  std::vector<int> levels;
+  for (const std::string* name : candidates) levels.push_back(busyness(*name));
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  if (levels.size() < 2) return {};
+  levels.pop_back();  // the busiest level: every candidate, Filter's last try
+  std::vector<std::vector<std::string>> tiers(levels.size());
+  for (std::size_t k = 0; k < levels.size(); ++k) {
+    for (const std::string* name : candidates) {
+      if (busyness(*name) <= levels[k]) tiers[k].push_back(*name);
+    }
+  }
+  return tiers;
 }
 
 Result<std::vector<NodeScore>> Engine::Prioritize(const Pod& pod,
@@ -524,6 +541,11 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
   }
   flow.lock = decision.write ? decision.write->value : current;
   if (!decision.write) return Locked(std::move(flow), now_ms, out);  // re-entrant
+  if (options_.lock_retry == LockRetry::kRelease && impl_->locking.contains(flow.node)) {
+    flow.lock.reset();
+    return LockBlocked(std::move(flow), "another bind is writing the node lock", now_ms, out);
+  }
+  impl_->locking.insert(flow.node);
   const std::uint64_t id = NextId();
   flow.step = BindFlow::Step::kLock;
   ++counters_.node_patches;
@@ -540,27 +562,53 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
 void Engine::LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
                          std::vector<Command>& out) {
   ++counters_.lock_contention;
-  std::int64_t delay = 0;
+  std::int64_t retry_at = 0;
   switch (options_.lock_retry) {
     case LockRetry::kOnce:
       return FailBind(flow, std::move(reason), out);
     case LockRetry::kFixed:
-      delay = 100;
+      retry_at = now_ms + 100;
       break;
     case LockRetry::kBackoff: {
       const double u = std::uniform_real_distribution<double>(0, 1)(impl_->rng);
-      delay = static_cast<std::int64_t>(*BackoffDelayMs(std::min(flow.attempt - 1, 3), u));
+      retry_at =
+          now_ms + static_cast<std::int64_t>(*BackoffDelayMs(std::min(flow.attempt - 1, 3), u));
       break;
     }
+    case LockRetry::kRelease:  // woken by the release; at the deadline, one last look
+      retry_at = now_ms < flow.deadline_ms ? flow.deadline_ms : now_ms + 1;
+      break;
   }
-  if (now_ms + delay > flow.deadline_ms) {
+  if (retry_at > flow.deadline_ms) {
     return FailBind(flow,
                     fmt::format("timed out after {}s waiting for node {} to be unlocked: {}",
                                 options_.lock_retry_timeout_ms / 1000, flow.node, reason),
                     out);
   }
   ++counters_.lock_retries;
-  impl_->lock_waits.push_back(Impl::LockWait{now_ms + delay, std::move(flow)});
+  impl_->lock_waits.push_back(Impl::LockWait{retry_at, std::move(flow)});
+}
+
+void Engine::WakeLockWaiters(const std::string& node, std::int64_t now_ms,
+                             std::vector<Command>& out) {
+  // Expired or dangling locks are taken over at the waiters' deadline.
+  if (impl_->locked.contains(node) || impl_->locking.contains(node) || impl_->lock_waits.empty())
+    return;
+  auto waiting = std::stable_partition(impl_->lock_waits.begin(), impl_->lock_waits.end(),
+                                       [&](const Impl::LockWait& w) { return w.flow.node != node; });
+  if (waiting == impl_->lock_waits.end()) return;
+  std::vector<Impl::LockWait> queue(std::make_move_iterator(waiting),
+                                    std::make_move_iterator(impl_->lock_waits.end()));
+  impl_->lock_waits.erase(waiting, impl_->lock_waits.end());
+  std::size_t next = 0;
+  while (next < queue.size()) {
+    const std::size_t parked = impl_->lock_waits.size();
+    TryLock(std::move(queue[next++].flow), now_ms, out);
+    // Stop once a lock write is in flight or the lock is seen held again;
+    // a bind that failed (its pod gone) hands over to the next.
+    if (impl_->locking.contains(node) || impl_->lock_waits.size() > parked) break;
+  }
+  for (; next < queue.size(); ++next) impl_->lock_waits.push_back(std::move(queue[next]));
 }
 
 void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
@@ -582,6 +630,7 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
   }
   auto* b = std::get_if<BindFlow>(&flow);
   if (b == nullptr) return;  // a release or registration write
+  if (b->step == BindFlow::Step::kLock) impl_->locking.erase(b->node);
   if (!succeeded && b->step == BindFlow::Step::kLock) {
     b->lock.reset();  // the lock write lost (409): contention
     return LockBlocked(std::move(*b), "the node lock write conflicted (409)", now_ms, out);
@@ -605,8 +654,16 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
     return FailBind(*b, "binding failed", out);
   }
   switch (b->step) {
-    case BindFlow::Step::kLock:
+    case BindFlow::Step::kLock: {
+      // The cache assumes the lock written until the watch brings the node
+      // back: meanwhile Filter places around it and other binds wait for it.
+      auto node = impl_->nodes.find(b->node);
+      if (node != impl_->nodes.end() && b->lock) {
+        node->second.object.annotations.Set(std::string(keys::kNodeLock), *b->lock);
+        impl_->locked.insert(b->node);
+      }
       return Locked(std::move(*b), now_ms, out);
+    }
     case BindFlow::Step::kPhase: {
       b->step = BindFlow::Step::kBinding;
       const std::uint64_t next = NextId();

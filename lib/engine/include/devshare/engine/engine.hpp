@@ -55,8 +55,11 @@ enum class BindMode { kNodeLock, kLockFree };
 // meets a 409): fail at once (HAMi for a plain pod), or retry until
 // `lock_retry_timeout_ms` every 100 ms (HAMi for a PodGroup member), or
 // with client-go's jittered exponential backoff (100 ms x 2^k x (1 + 0.5u),
-// capped at the fourth step).
-enum class LockRetry { kOnce, kFixed, kBackoff };
+// capped at the fourth step), or wait for the release: the bind tries again
+// as soon as the watch shows the node's lock free, the binds waiting for one
+// node one at a time in the order they began to wait (a lock write of this
+// engine in flight counts as held), so they neither poll nor race each other.
+enum class LockRetry { kOnce, kFixed, kBackoff, kRelease };
 // How a placement reaches the pod. HAMi PATCHes the device annotations in
 // Filter and replies after the PATCH, so kube-scheduler's serial scheduling
 // cycle waits for the API server on every pod, then PATCHes bind-phase
@@ -78,12 +81,12 @@ struct EngineOptions {
   std::string hostname;                      // this replica, for kFollowLease
   BindMode bind_mode = BindMode::kNodeLock;  // Default: HAMi's node lock
   NodeLockOptions lock;
-  LockRetry lock_retry = LockRetry::kOnce;     // Default: one attempt
+  LockRetry lock_retry = LockRetry::kRelease;  // Default: wait for the release
   std::int64_t lock_retry_timeout_ms = 28000;  // Default: HAMi's --node-lock-retry-timeout
   // Under kNodeLock, Filter places a pod on a node whose lock no other bind
   // holds or is about to take (a pod placed there by Filter and not yet
-  // bound) whenever such a node fits; only when none does is the pod placed
-  // among all candidates, to wait for the lock in Bind. HAMi places as if no
+  // bound) whenever such a node fits; when none does, on the least busy
+  // nodes that fit (fewest such binds), to wait for the lock in Bind. HAMi places as if no
   // node were locked, so under binpack the pods of a burst all choose the
   // node the first one is binding to and their binds fail (false: as HAMi).
   bool avoid_locked_nodes = true;           // Default: avoid
@@ -215,14 +218,21 @@ class Engine {
   void RegistrationPass(std::int64_t now_ms, std::vector<Command>& out);
   void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
                     std::vector<Command>& out);
-  // `nodes` (every cached node when empty) less those whose lock a bind
-  // other than `pod`'s holds or is about to take; nullopt when none is.
-  std::optional<std::vector<std::string>> UnlockedNodes(const Pod& pod,
-                                                        const std::vector<std::string>& nodes,
-                                                        std::int64_t now_ms) const;
+  // `nodes` (every cached node when empty) in tiers by how busy each is
+  // for `pod`: the binds of other pods that hold its lock (1) or are about
+  // to take it (1 each: placed by Filter, not yet bound). Tier k holds the
+  // candidates no busier than the k-th smallest busyness, so each tier
+  // contains the one before; the last, every candidate, is left out. Empty
+  // when every candidate is as busy as the others (none, usually).
+  std::vector<std::vector<std::string>> BusyTiers(const Pod& pod,
+                                                  const std::vector<std::string>& nodes,
+                                                  std::int64_t now_ms) const;
   void TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
                    std::vector<Command>& out);
+  // LockRetry::kRelease: `node` was observed; if its lock is free, the binds
+  // waiting for it try again, in order, until one writes the lock.
+  void WakeLockWaiters(const std::string& node, std::int64_t now_ms, std::vector<Command>& out);
   void FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
   void Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   std::uint64_t NextId() { return next_id_++; }

@@ -19,7 +19,7 @@
 //   openb:                          # or the openb traces (nodes and pods)
 //     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3}
 //   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
-//            bind: node-lock|lock-free, lock_retry: once|fixed|backoff,
+//            bind: node-lock|lock-free, lock_retry: release|once|fixed|backoff,
 //            avoid_locked_nodes: true|false, pod_writes: binding|hami,
 //            hami_exact: none|all|W1,W2,W4,W10}
 //   api: {qps: 5, burst: 10, latency: 20ms, jitter: 10ms, max_inflight: 400,
