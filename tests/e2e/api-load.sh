@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `devshare serve` against a real kube-apiserver under load: every /filter
-# that places the pod PATCHes it on the API server (etcd behind it), so the
+# that places the pod PATCHes it on the API server (etcd behind it; serve runs
+# with API_LOAD_SERVE_ARGS, by default `--pod-writes hami`, HAMi's Filter-time
+# PATCH: empty for a build before that flag), so the
 # requests per second serve answers depend on how its API client reaches the
 # server. Several serve binaries can be compared side by side in one run on
 # one cluster (say one built before a change to the API client and one
@@ -76,8 +78,9 @@ summary="api-load: summary nodes=$nodes seconds=$seconds connections=$connection
 for spec in "$@"; do
   label=${spec%%=*} devshare=${spec#*=}
   port=$(free_port)
+  # shellcheck disable=SC2086 # the flags split as words
   "$devshare" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" --qps 100000 \
-    --burst 100000 >"$E2E_DIR/logs/api-load-$label.log" 2>&1 &
+    --burst 100000 ${API_LOAD_SERVE_ARGS---pod-writes hami} >"$E2E_DIR/logs/api-load-$label.log" 2>&1 &
   serve_pid=$!
   wait_until 120 curl -sf "http://127.0.0.1:$port/readyz" >/dev/null ||
     { tail -5 "$E2E_DIR/logs/api-load-$label.log"; fail "$label: devshare serve never became ready"; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load test of `devshare serve` on loopback: POST /filter with a NODES-node
-# cache, against the stand-in API server of fake_apiserver.py (each Filter
-# that places the pod PATCHes it once). Three phases of SECONDS each, every
+# cache, against the stand-in API server of fake_apiserver.py (Filter answers
+# from memory: the placement is written with the bind, which the load does
+# not send). Three phases of SECONDS each, every
 # connection kept alive:
 #
 #   open loop    vegeta attacks at a fixed RATE requests per second, whatever

@@ -1,9 +1,10 @@
 """End-to-end checks of `devshare serve` against the stand-in API server.
 
 Starts fake_apiserver.py (20 nodes of 8 GPUs) and `devshare serve`, then
-checks every route: /readyz, /filter (placement, the reasons of the nodes
-not kept; its pod PATCH first answered 429 with Retry-After; the first
-watch ended by a 410, so a relist), /bind (lock, bind phase, Binding through the API), /prioritize (higher is better
+checks every route: /readyz, /filter (placement; the reasons of every node
+when none is kept; the first watch ended by a 410, so a relist), /bind
+(lock, its PATCH first answered 429 with Retry-After; the Binding carrying
+the placement), /prioritize (higher is better
 under every node policy),
 /webhook (AdmissionReview with the schedulerName patch), /metrics, and the
 errors: 400 for malformed JSON, 404 for an unknown path, 405 for a wrong
@@ -54,8 +55,16 @@ def main() -> int:
         result = json.loads(body) if status == 200 else {}
         check("filter places the pod on one node", status == 200 and len(result.get("NodeNames") or []) == 1, body[:200])
         chosen = (result.get("NodeNames") or [""])[0]
-        check("filter lists every other candidate in FailedNodes",
-              sorted(result.get("FailedNodes", {})) == sorted(n for n in names if n != chosen), result.get("FailedNodes"))
+        check("a placed pod's result leaves the candidates not chosen out of FailedNodes",
+              result.get("FailedNodes") == {}, result.get("FailedNodes"))
+        nine = pod("nine", 50)
+        nine["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "9"
+        status, body = call("POST", "/filter",
+                            json.dumps({"Pod": nine, "Nodes": None, "NodeNames": names}).encode())
+        unplaced = json.loads(body) if status == 200 else {}
+        check("an unschedulable pod's result gives every candidate's reason in FailedNodes",
+              unplaced.get("NodeNames") == [] and sorted(unplaced.get("FailedNodes", {})) == names,
+              body[:300])
         status, body = call("POST", "/bind", json.dumps(
             {"PodName": "a", "PodNamespace": "default", "PodUID": "uid-a", "Node": chosen}).encode())
         check("bind locks the node, marks the pod and posts the Binding",
@@ -99,9 +108,9 @@ def main() -> int:
         reuses = re.search(r"^devshare_api_connection_reuses_total (\d+)$", text, re.M)
         check("API requests reuse kept-alive connections (the stand-in keeps them alive)",
               reuses is not None and int(reuses.group(1)) > 0, text[-800:])
-        check("a 429 with Retry-After was retried (the Filter above still placed its pod)",
-              'devshare_api_requests_total{verb="patch-pod",code="429"} 1' in text
-              and 'devshare_api_requests_total{verb="patch-pod",code="200"}' in text, text[-800:])
+        check("a 429 with Retry-After was retried (the Bind above still locked the node)",
+              'devshare_api_requests_total{verb="patch-node",code="429"} 1' in text
+              and 'devshare_api_requests_total{verb="patch-node",code="200"}' in text, text[-800:])
         status, body = call("POST", "/filter", b"{not json")
         check("malformed JSON is a 400 with the reason", status == 400 and b"not JSON" in body, (status, body))
         status, _ = call("GET", "/nothing")
