@@ -363,9 +363,9 @@ void BindEngine(py::module_& m) {
                        const std::string& leadership, const std::string& hostname,
                        const std::string& bind_mode, const std::string& lock_retry,
                        std::int64_t lock_retry_timeout_ms, bool avoid_locked_nodes,
-                       const std::string& pod_writes, std::int64_t lock_timeout_seconds, std::int64_t lock_grace_seconds,
-                       std::uint64_t seed, std::int64_t register_period_ms,
-                       std::int32_t zone_offset_seconds) {
+                       const std::string& pod_writes, std::int64_t lock_timeout_seconds,
+                       std::int64_t lock_grace_seconds, std::uint64_t seed,
+                       std::int64_t register_period_ms, std::int32_t zone_offset_seconds) {
              using engine::BindMode;
              using engine::Leadership;
              using engine::LockRetry;
@@ -393,9 +393,9 @@ void BindEngine(py::module_& m) {
              o.lock_retry_timeout_ms =
                  Amount("lock_retry_timeout_ms", lock_retry_timeout_ms, /*positive=*/false);
              o.avoid_locked_nodes = avoid_locked_nodes;
-             o.pod_writes = Choose<engine::PodWrites>(
-                 "pod_writes", pod_writes,
-                 {{"binding", engine::PodWrites::kWithBinding}, {"hami", engine::PodWrites::kHami}});
+             o.pod_writes = Choose<engine::PodWrites>("pod_writes", pod_writes,
+                                                      {{"binding", engine::PodWrites::kWithBinding},
+                                                       {"hami", engine::PodWrites::kHami}});
              o.lock.timeout_seconds =
                  Amount("lock_timeout_seconds", lock_timeout_seconds, /*positive=*/false);
              o.lock.grace_seconds =

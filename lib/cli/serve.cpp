@@ -209,7 +209,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--registration", o->registration, "hami, volcano or change-only")
       ->capture_default_str();
   sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
-  sub->add_option("--lock-retry", o->lock_retry, "release (wait for the lock's release, in turn), once (HAMi), fixed (100 ms) "
+  sub->add_option("--lock-retry", o->lock_retry,
+                  "release (wait for the lock's release, in turn), once (HAMi), fixed (100 ms) "
                   "or backoff")
       ->capture_default_str();
   sub->add_option("--avoid-locked-nodes", o->avoid_locked_nodes,

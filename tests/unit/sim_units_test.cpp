@@ -179,8 +179,10 @@ TEST_CASE(
   a.api.CreatePod(0, MakePod(PodOf("p0", 0, 0), 0));
   const AnnotationWrite lock{std::string(keys::kNodeLock), std::string("taken")};
   const AnnotationWrite absent{std::string(keys::kNodeLock), std::nullopt};
-  a.api.Submit(Request{Verb::kPatchNode, 0, engine::PatchNode{1, "n1", {lock}, {absent}, {}, false}});
-  a.api.Submit(Request{Verb::kPatchNode, 0, engine::PatchNode{2, "n1", {lock}, {absent}, {}, false}});
+  a.api.Submit(
+      Request{Verb::kPatchNode, 0, engine::PatchNode{1, "n1", {lock}, {absent}, {}, false}});
+  a.api.Submit(
+      Request{Verb::kPatchNode, 0, engine::PatchNode{2, "n1", {lock}, {absent}, {}, false}});
   a.api.Submit(Request{Verb::kPatchNode, 0, engine::PatchNode{3, "ghost", {lock}, {}, {}, false}});
   a.api.Submit(Request{Verb::kBinding, 0, engine::PostBinding{4, "sim", "p0", "uid-0", "n1", {}}});
   a.api.Submit(Request{Verb::kBinding, 0, engine::PostBinding{5, "sim", "p0", "uid-0", "n1", {}}});

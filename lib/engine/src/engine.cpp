@@ -51,7 +51,7 @@ struct Engine::BindFlow {
   enum class Step { kLock, kPhase, kBinding } step = Step::kLock;
   std::uint64_t request = 0;
   std::string pod_namespace, name, uid, node;
-  StringMap placement;               // the reservation's device annotations
+  StringMap placement;              // the reservation's device annotations
   std::optional<std::string> lock;  // the lock value this bind holds; none until locked
   int attempt = 0;                  // lock attempts so far
   std::int64_t deadline_ms = 0;     // lock retries stop here
@@ -81,7 +81,7 @@ struct Engine::Impl {
   std::map<std::string, int, std::less<>> reserved_on;        // node -> reservations there
   std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
-  std::vector<LockWait> lock_waits;  // binds waiting to retry the node lock
+  std::vector<LockWait> lock_waits;            // binds waiting to retry the node lock
   std::set<std::string, std::less<>> locking;  // nodes with a lock write of ours in flight
   LeaseFollower follower;
   bool registered = false;  // kAlways: a pass has completed
@@ -403,12 +403,14 @@ std::vector<std::vector<std::string>> Engine::BusyTiers(const Pod& pod,
     return it == busy.end() ? 0 : it->second;
   };
   std::vector<const std::string*> candidates;
+  candidates.reserve(nodes.empty() ? impl_->nodes.size() : nodes.size());
   if (nodes.empty()) {
     for (const auto& entry : impl_->nodes) candidates.push_back(&entry.first);
   } else {
     for (const std::string& name : nodes) candidates.push_back(&name);
   }
   std::vector<int> levels;
+  levels.reserve(candidates.size());
   for (const std::string* name : candidates) levels.push_back(busyness(*name));
   std::sort(levels.begin(), levels.end());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
@@ -594,8 +596,9 @@ void Engine::WakeLockWaiters(const std::string& node, std::int64_t now_ms,
   // Expired or dangling locks are taken over at the waiters' deadline.
   if (impl_->locked.contains(node) || impl_->locking.contains(node) || impl_->lock_waits.empty())
     return;
-  auto waiting = std::stable_partition(impl_->lock_waits.begin(), impl_->lock_waits.end(),
-                                       [&](const Impl::LockWait& w) { return w.flow.node != node; });
+  auto waiting =
+      std::stable_partition(impl_->lock_waits.begin(), impl_->lock_waits.end(),
+                            [&](const Impl::LockWait& w) { return w.flow.node != node; });
   if (waiting == impl_->lock_waits.end()) return;
   std::vector<Impl::LockWait> queue(std::make_move_iterator(waiting),
                                     std::make_move_iterator(impl_->lock_waits.end()));

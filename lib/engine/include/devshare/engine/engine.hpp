@@ -89,11 +89,11 @@ struct EngineOptions {
   // nodes that fit (fewest such binds), to wait for the lock in Bind. HAMi places as if no
   // node were locked, so under binpack the pods of a burst all choose the
   // node the first one is binding to and their binds fail (false: as HAMi).
-  bool avoid_locked_nodes = true;           // Default: avoid
+  bool avoid_locked_nodes = true;                  // Default: avoid
   PodWrites pod_writes = PodWrites::kWithBinding;  // Default: on the Binding
-  std::uint64_t seed = 0;                   // seeds the backoff jitter
-  std::int64_t register_period_ms = 15000;  // Default: HAMi's 15 s tick
-  std::int32_t zone_offset_seconds = 0;     // handshake stamps (W16)
+  std::uint64_t seed = 0;                          // seeds the backoff jitter
+  std::int64_t register_period_ms = 15000;         // Default: HAMi's 15 s tick
+  std::int32_t zone_offset_seconds = 0;            // handshake stamps (W16)
 };
 
 // Commands. `id` ties a command to the ApiResult that reports it.
