@@ -8,7 +8,6 @@
 #include <random>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "devshare/annotations.hpp"
 #include "devshare/request.hpp"
