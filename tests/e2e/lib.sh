@@ -4,14 +4,15 @@
 # run does that). Needs curl and python3 (standard library only).
 
 # kapi METHOD PATH [BODY [CONTENT-TYPE]]: calls the API server with the admin
-# client certificate; prints the response body; fails on HTTP >= 400 or no answer.
+# client certificate, accepting KAPI_ACCEPT (application/json by default);
+# prints the response body; fails on HTTP >= 400 or no answer.
 kapi() {
   local method=$1 path=$2 body=${3:-} ctype=${4:-application/json}
   local out code args
   out=$(mktemp)
   args=(-sS -o "$out" -w '%{http_code}' --max-time 30 -X "$method"
         --cacert "$KUBE_CA" --cert "$KUBE_CLIENT_CERT" --key "$KUBE_CLIENT_KEY"
-        -H 'Accept: application/json')
+        -H "Accept: ${KAPI_ACCEPT:-application/json}")
   [ -n "$body" ] && args+=(-H "Content-Type: $ctype" --data-binary "$body")
   if ! code=$(curl "${args[@]}" "$KUBE_SERVER$path"); then
     rm -f "$out"
@@ -286,9 +287,8 @@ start_plugin_standin() {
 # 0, includeObject None: a list of every pod object, a second apart, would
 # load the API server the runs measure).
 bound_count() {
-  curl -sS --max-time 30 --cacert "$KUBE_CA" --cert "$KUBE_CLIENT_CERT" --key "$KUBE_CLIENT_KEY" \
-    -H 'Accept: application/json;as=Table;g=meta.k8s.io;v=v1' \
-    "$KUBE_SERVER/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%21%3D&resourceVersion=0&includeObject=None" |
+  KAPI_ACCEPT='application/json;as=Table;g=meta.k8s.io;v=v1' \
+    kapi GET "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%21%3D&resourceVersion=0&includeObject=None" |
     python3 -c 'import json, sys; print(len(json.load(sys.stdin)["rows"] or []))'
 }
 

@@ -321,19 +321,11 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   }
   // A node other binds hold or are about to lock is a last resort, the
   // busier the later: placed there, the pod's bind waits for the lock.
-  auto filter = [&](const std::vector<std::string>& candidates) {
-    return devshare::Filter(snapshot_, pod, candidates, Seconds(now_ms), options_.filter);
-  };
-  std::optional<Result<FilterResult>> around;
-  for (const std::vector<std::string>& tier : BusyTiers(pod, nodes, now_ms)) {
-    Result<FilterResult> r = filter(tier);
-    if (r.ok() && r->has_requests && r->node) {
-      around = std::move(r);
-      break;
-    }
-  }
+  std::optional<Result<FilterResult>> around = PlaceAroundBusyNodes(pod, nodes, now_ms);
   if (around) ++counters_.filters_around_locks;
-  Result<FilterResult> result = around ? std::move(*around) : filter(nodes);
+  Result<FilterResult> result =
+      around ? std::move(*around)
+             : devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
   if (!result.ok()) {
     out.push_back(FilterReply{request, {}, {}, std::string(result.status().message())});
     return;
@@ -374,10 +366,10 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   out.push_back(PatchPod{id, pod.pod_namespace, pod.name, result->annotations});
 }
 
-std::vector<std::vector<std::string>> Engine::BusyTiers(const Pod& pod,
-                                                        const std::vector<std::string>& nodes,
-                                                        std::int64_t now_ms) const {
-  if (!options_.avoid_locked_nodes || options_.bind_mode != BindMode::kNodeLock) return {};
+std::optional<Result<FilterResult>> Engine::PlaceAroundBusyNodes(
+    const Pod& pod, const std::vector<std::string>& nodes, std::int64_t now_ms) const {
+  if (!options_.avoid_locked_nodes || options_.bind_mode != BindMode::kNodeLock)
+    return std::nullopt;
   std::unordered_map<std::string_view, int> busy;
   const PodRef self{pod.pod_namespace, pod.name};
   for (const std::string& name : impl_->locked) {
@@ -396,32 +388,37 @@ std::vector<std::vector<std::string>> Engine::BusyTiers(const Pod& pod,
     const bool mine = own != impl_->reservations.end() && own->second.node == name;
     if (count > (mine ? 1 : 0)) busy[name] += count - (mine ? 1 : 0);
   }
-  if (busy.empty()) return {};
-  auto busyness = [&](const std::string& name) {
-    auto it = busy.find(name);
-    return it == busy.end() ? 0 : it->second;
-  };
-  std::vector<const std::string*> candidates;
+  if (busy.empty()) return std::nullopt;
+  // Each candidate with its busyness, then the levels below the busiest
+  // (which is every candidate: the caller's own Filter).
+  std::vector<std::pair<const std::string*, int>> candidates;
   candidates.reserve(nodes.empty() ? impl_->nodes.size() : nodes.size());
+  auto add = [&](const std::string& name) {
+    auto it = busy.find(name);
+    candidates.emplace_back(&name, it == busy.end() ? 0 : it->second);
+  };
   if (nodes.empty()) {
-    for (const auto& entry : impl_->nodes) candidates.push_back(&entry.first);
+    for (const auto& entry : impl_->nodes) add(entry.first);
   } else {
-    for (const std::string& name : nodes) candidates.push_back(&name);
+    for (const std::string& name : nodes) add(name);
   }
   std::vector<int> levels;
   levels.reserve(candidates.size());
-  for (const std::string* name : candidates) levels.push_back(busyness(*name));
+  for (const auto& candidate : candidates) levels.push_back(candidate.second);
   std::sort(levels.begin(), levels.end());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  if (levels.size() < 2) return {};
-  levels.pop_back();  // the busiest level: every candidate, Filter's last try
-  std::vector<std::vector<std::string>> tiers(levels.size());
-  for (std::size_t k = 0; k < levels.size(); ++k) {
-    for (const std::string* name : candidates) {
-      if (busyness(*name) <= levels[k]) tiers[k].push_back(*name);
+  if (!levels.empty()) levels.pop_back();
+  std::vector<std::string> tier;  // the candidates no busier than a level
+  for (const int level : levels) {
+    tier.clear();
+    for (const auto& [name, busyness] : candidates) {
+      if (busyness <= level) tier.push_back(*name);
     }
+    Result<FilterResult> r =
+        devshare::Filter(snapshot_, pod, tier, Seconds(now_ms), options_.filter);
+    if (r.ok() && r->has_requests && r->node) return r;
   }
-  return tiers;
+  return std::nullopt;
 }
 
 Result<std::vector<NodeScore>> Engine::Prioritize(const Pod& pod,
@@ -466,15 +463,8 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
         out);
   }
   flow.placement = reservation->second.annotations;
-  if (options_.bind_mode == BindMode::kLockFree) {
-    flow.step = BindFlow::Step::kBinding;
-    const std::uint64_t id = NextId();
-    impl_->pending.emplace(id, flow);
-    ++counters_.bindings;
-    out.push_back(
-        PostBinding{id, pod_namespace, name, uid, node, WithBindStart(flow.placement, now_ms)});
-    return;
-  }
+  if (options_.bind_mode == BindMode::kLockFree)
+    return BindWithPlacement(std::move(flow), now_ms, out);
   TryLock(std::move(flow), now_ms, out);
 }
 
@@ -487,20 +477,24 @@ void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Comma
   out.push_back(BindReply{flow.request, std::move(error)});
 }
 
-// The node locked: HAMi's bind-phase PATCH, or straight to the Binding,
-// which carries the placement and the bind phase.
+// The node locked: HAMi's bind-phase PATCH, or straight to the Binding.
 void Engine::Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
+  if (options_.pod_writes == PodWrites::kWithBinding)
+    return BindWithPlacement(std::move(flow), now_ms, out);
   const std::uint64_t id = NextId();
-  if (options_.pod_writes == PodWrites::kHami) {
-    flow.step = BindFlow::Step::kPhase;
-    ++counters_.pod_patches;
-    out.push_back(PatchPod{id, flow.pod_namespace, flow.name, BindStartPatch(Seconds(now_ms))});
-  } else {
-    flow.step = BindFlow::Step::kBinding;
-    ++counters_.bindings;
-    out.push_back(PostBinding{id, flow.pod_namespace, flow.name, flow.uid, flow.node,
-                              WithBindStart(flow.placement, now_ms)});
-  }
+  flow.step = BindFlow::Step::kPhase;
+  ++counters_.pod_patches;
+  out.push_back(PatchPod{id, flow.pod_namespace, flow.name, BindStartPatch(Seconds(now_ms))});
+  impl_->pending.emplace(id, std::move(flow));
+}
+
+// A Binding carrying the placement and bind-phase allocating with its time.
+void Engine::BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
+  const std::uint64_t id = NextId();
+  flow.step = BindFlow::Step::kBinding;
+  ++counters_.bindings;
+  out.push_back(PostBinding{id, flow.pod_namespace, flow.name, flow.uid, flow.node,
+                            WithBindStart(flow.placement, now_ms)});
   impl_->pending.emplace(id, std::move(flow));
 }
 

@@ -218,15 +218,16 @@ class Engine {
   void RegistrationPass(std::int64_t now_ms, std::vector<Command>& out);
   void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
                     std::vector<Command>& out);
-  // `nodes` (every cached node when empty) in tiers by how busy each is
-  // for `pod`: the binds of other pods that hold its lock (1) or are about
-  // to take it (1 each: placed by Filter, not yet bound). Tier k holds the
-  // candidates no busier than the k-th smallest busyness, so each tier
-  // contains the one before; the last, every candidate, is left out. Empty
-  // when every candidate is as busy as the others (none, usually).
-  std::vector<std::vector<std::string>> BusyTiers(const Pod& pod,
-                                                  const std::vector<std::string>& nodes,
-                                                  std::int64_t now_ms) const;
+  // Filter among `nodes` (every cached node when empty) by how busy each is
+  // for `pod` — the binds of other pods that hold its lock (1) or are about
+  // to take it (1 each: placed by Filter, not yet bound) — on the
+  // candidates no busier than the least busyness first, then the next, up
+  // to but not including the busiest: the first placement made. nullopt
+  // when none is made or no candidate is busier than another (usually: no
+  // node busy at all, at the cost of a look at the locked and reserved).
+  std::optional<Result<FilterResult>> PlaceAroundBusyNodes(const Pod& pod,
+                                                           const std::vector<std::string>& nodes,
+                                                           std::int64_t now_ms) const;
   void TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
                    std::vector<Command>& out);
@@ -235,6 +236,7 @@ class Engine {
   void WakeLockWaiters(const std::string& node, std::int64_t now_ms, std::vector<Command>& out);
   void FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
   void Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
+  void BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   std::uint64_t NextId() { return next_id_++; }
 
   EngineOptions options_;
