@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -31,16 +32,13 @@ using engine::PatchNode;
 using engine::PatchPod;
 using engine::PostBinding;
 
-// One of `choices` by name, or ConfigError naming the option and the choices.
+// One of `names` by name, or ConfigError naming the option and the choices.
 template <typename T>
 T Choose(const char* option, const std::string& value,
-         std::initializer_list<std::pair<const char*, T>> choices) {
-  std::string names;
-  for (const auto& [name, choice] : choices) {
-    if (value == name) return choice;
-    names += names.empty() ? name : fmt::format(", {}", name);
-  }
-  Raise(Status::InvalidConfig(fmt::format("{} \"{}\": want one of {}", option, value, names)));
+         std::span<const engine::OptionName<T>> names) {
+  if (std::optional<T> found = engine::FindOptionName(names, value)) return *found;
+  Raise(Status::InvalidConfig(
+      fmt::format("{} \"{}\": want one of {}", option, value, engine::JoinOptionNames(names))));
 }
 
 // A non-negative option, or ConfigError (`positive`: above zero).
@@ -127,6 +125,8 @@ std::vector<std::pair<const char*, std::uint64_t>> CounterFields(const Counters&
           {"lock_contention", c.lock_contention},
           {"lock_retries", c.lock_retries},
           {"filters_around_locks", c.filters_around_locks},
+          {"filters_held", c.filters_held},
+          {"filters_hold_expired", c.filters_hold_expired},
           {"node_patches", c.node_patches},
           {"pod_patches", c.pod_patches},
           {"bindings", c.bindings},
@@ -334,6 +334,10 @@ void BindCommands(py::module_& m) {
       .def_readonly("lock_retries", &Counters::lock_retries)
       .def_readonly("filters_around_locks", &Counters::filters_around_locks,
                     "placements among the unlocked nodes while a candidate was locked")
+      .def_readonly("filters_held", &Counters::filters_held,
+                    "Filters held back while the binds in flight had the client's writes busy")
+      .def_readonly("filters_hold_expired", &Counters::filters_hold_expired,
+                    "held Filters refused at the end of the hold")
       .def_readonly("node_patches", &Counters::node_patches)
       .def_readonly("pod_patches", &Counters::pod_patches)
       .def_readonly("bindings", &Counters::bindings)
@@ -363,39 +367,31 @@ void BindEngine(py::module_& m) {
                        const std::string& leadership, const std::string& hostname,
                        const std::string& bind_mode, const std::string& lock_retry,
                        std::int64_t lock_retry_timeout_ms, bool avoid_locked_nodes,
-                       const std::string& pod_writes, std::int64_t lock_timeout_seconds,
+                       const std::string& pod_writes, double api_qps, std::int64_t bind_budget_ms,
+                       std::int64_t filter_hold_ms, std::int64_t lock_timeout_seconds,
                        std::int64_t lock_grace_seconds, std::uint64_t seed,
                        std::int64_t register_period_ms, std::int32_t zone_offset_seconds) {
-             using engine::BindMode;
-             using engine::Leadership;
-             using engine::LockRetry;
-             using engine::RegistrationProtocol;
              engine::EngineOptions o;
              o.config = ConfigFrom(config);
              o.filter = FilterOptionsFrom(node_policy, gpu_policy, workload, reasons, hami_exact);
-             o.registration =
-                 Choose<RegistrationProtocol>("registration", registration,
-                                              {{"hami", RegistrationProtocol::kHami},
-                                               {"volcano", RegistrationProtocol::kVolcano},
-                                               {"change-only", RegistrationProtocol::kChangeOnly}});
-             o.leadership = Choose<Leadership>(
-                 "leadership", leadership,
-                 {{"always", Leadership::kAlways}, {"follow", Leadership::kFollowLease}});
+             o.registration = Choose<engine::RegistrationProtocol>("registration", registration,
+                                                                   engine::kRegistrationNames);
+             o.leadership =
+                 Choose<engine::Leadership>("leadership", leadership, engine::kLeadershipNames);
              o.hostname = hostname;
-             o.bind_mode = Choose<BindMode>(
-                 "bind_mode", bind_mode,
-                 {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}});
-             o.lock_retry = Choose<LockRetry>("lock_retry", lock_retry,
-                                              {{"release", LockRetry::kRelease},
-                                               {"once", LockRetry::kOnce},
-                                               {"fixed", LockRetry::kFixed},
-                                               {"backoff", LockRetry::kBackoff}});
+             o.bind_mode = Choose<engine::BindMode>("bind_mode", bind_mode, engine::kBindModeNames);
+             o.lock_retry =
+                 Choose<engine::LockRetry>("lock_retry", lock_retry, engine::kLockRetryNames);
              o.lock_retry_timeout_ms =
                  Amount("lock_retry_timeout_ms", lock_retry_timeout_ms, /*positive=*/false);
              o.avoid_locked_nodes = avoid_locked_nodes;
-             o.pod_writes = Choose<engine::PodWrites>("pod_writes", pod_writes,
-                                                      {{"binding", engine::PodWrites::kWithBinding},
-                                                       {"hami", engine::PodWrites::kHami}});
+             o.pod_writes =
+                 Choose<engine::PodWrites>("pod_writes", pod_writes, engine::kPodWritesNames);
+             if (!(api_qps >= 0))
+               Raise(Status::InvalidConfig(fmt::format("api_qps {}: must be 0 or more", api_qps)));
+             o.api_qps = api_qps;
+             o.bind_budget_ms = Amount("bind_budget_ms", bind_budget_ms, /*positive=*/true);
+             o.filter_hold_ms = Amount("filter_hold_ms", filter_hold_ms, /*positive=*/false);
              o.lock.timeout_seconds =
                  Amount("lock_timeout_seconds", lock_timeout_seconds, /*positive=*/false);
              o.lock.grace_seconds =
@@ -410,6 +406,7 @@ void BindEngine(py::module_& m) {
            py::arg("reasons"), py::arg("hami_exact"), py::arg("registration"),
            py::arg("leadership"), py::arg("hostname"), py::arg("bind_mode"), py::arg("lock_retry"),
            py::arg("lock_retry_timeout_ms"), py::arg("avoid_locked_nodes"), py::arg("pod_writes"),
+           py::arg("api_qps"), py::arg("bind_budget_ms"), py::arg("filter_hold_ms"),
            py::arg("lock_timeout_seconds"), py::arg("lock_grace_seconds"), py::arg("seed"),
            py::arg("register_period_ms"), py::arg("zone_offset_seconds"))
       .def("node_observed", &PyEngine::NodeObserved, py::arg("node_json"), py::arg("now_ms"))

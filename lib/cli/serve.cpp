@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <span>
 
 #include "devshare/kube/service.hpp"
 #include "hami_exact_option.hpp"
@@ -41,6 +43,7 @@ struct ServeOptions {
   HamiExact hami_exact;
   double qps = 5;
   int burst = 10;
+  double bind_budget_seconds = 20;
 };
 
 Result<kube::ClusterAccess> Access(const ServeOptions& o) {
@@ -59,18 +62,20 @@ Result<kube::ClusterAccess> Access(const ServeOptions& o) {
                                o.context);
 }
 
+using engine::OptionName;
+using Leader = kube::ServiceOptions::Leader;
+constexpr OptionName<Leader> kLeaderNames[] = {
+    {"always", Leader::kAlways}, {"follow", Leader::kFollow}, {"elect", Leader::kElect}};
+
 template <typename T>
-Status Choose(const std::string& name, const std::string& value,
-              std::initializer_list<std::pair<const char*, T>> all, T& out) {
-  std::string names;
-  for (const auto& [n, v] : all) {
-    if (value == n) {
-      out = v;
-      return Status();
-    }
-    names += names.empty() ? n : fmt::format(", {}", n);
+Status Choose(const std::string& option, const std::string& value,
+              std::span<const OptionName<T>> names, T& out) {
+  if (std::optional<T> found = engine::FindOptionName(names, value)) {
+    out = *found;
+    return Status();
   }
-  return Status::InvalidArgument(fmt::format("--{} {}: want one of {}", name, value, names));
+  return Status::InvalidArgument(
+      fmt::format("--{} {}: want one of {}", option, value, engine::JoinOptionNames(names)));
 }
 
 Result<kube::ServiceOptions> Options(const ServeOptions& o) {
@@ -81,41 +86,31 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   s.engine.filter.node_policy = o.node_policy;
   s.engine.filter.gpu_policy = o.gpu_policy;
   s.engine.filter.hami_exact = o.hami_exact;
-  using engine::BindMode;
-  using engine::LockRetry;
-  using engine::RegistrationProtocol;
-  using Leader = kube::ServiceOptions::Leader;
-  Status st = Choose<RegistrationProtocol>("registration", o.registration,
-                                           {{"hami", RegistrationProtocol::kHami},
-                                            {"volcano", RegistrationProtocol::kVolcano},
-                                            {"change-only", RegistrationProtocol::kChangeOnly}},
-                                           s.engine.registration);
+  Status st = Choose<engine::RegistrationProtocol>(
+      "registration", o.registration, engine::kRegistrationNames, s.engine.registration);
   if (st.ok())
-    st = Choose<BindMode>("bind", o.bind,
-                          {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}},
-                          s.engine.bind_mode);
+    st = Choose<engine::BindMode>("bind", o.bind, engine::kBindModeNames, s.engine.bind_mode);
   if (st.ok()) {
-    st = Choose<LockRetry>("lock-retry", o.lock_retry,
-                           {{"release", LockRetry::kRelease},
-                            {"once", LockRetry::kOnce},
-                            {"fixed", LockRetry::kFixed},
-                            {"backoff", LockRetry::kBackoff}},
-                           s.engine.lock_retry);
+    st = Choose<engine::LockRetry>("lock-retry", o.lock_retry, engine::kLockRetryNames,
+                                   s.engine.lock_retry);
   }
   s.engine.avoid_locked_nodes = o.avoid_locked_nodes;
   if (st.ok()) {
-    st = Choose<engine::PodWrites>(
-        "pod-writes", o.pod_writes,
-        {{"binding", engine::PodWrites::kWithBinding}, {"hami", engine::PodWrites::kHami}},
-        s.engine.pod_writes);
+    st = Choose<engine::PodWrites>("pod-writes", o.pod_writes, engine::kPodWritesNames,
+                                   s.engine.pod_writes);
   }
-  if (st.ok()) {
-    st = Choose<Leader>(
-        "leader", o.leader,
-        {{"always", Leader::kAlways}, {"follow", Leader::kFollow}, {"elect", Leader::kElect}},
-        s.leader);
-  }
+  if (st.ok()) st = Choose<Leader>("leader", o.leader, kLeaderNames, s.leader);
   if (!st.ok()) return st;
+  if (!(o.qps > 0) || o.burst < 1)
+    return Status::InvalidArgument(fmt::format(
+        "--qps {} --burst {}: want QPS above 0 and a burst of 1 or more", o.qps, o.burst));
+  if (o.bind_budget_seconds < 0)
+    return Status::InvalidArgument(
+        fmt::format("--bind-budget {}: want 0 or more seconds", o.bind_budget_seconds));
+  // Filter holds pods back while the binds in flight need more than
+  // --bind-budget seconds of this client's writes (0: never).
+  s.engine.api_qps = o.bind_budget_seconds > 0 ? o.qps : 0;
+  s.engine.bind_budget_ms = static_cast<std::int64_t>(o.bind_budget_seconds * 1000);
   const std::size_t colon = o.listen.rfind(':');
   if (colon == std::string::npos)
     return Status::InvalidArgument(fmt::format("--listen {}: want ADDRESS:PORT", o.listen));
@@ -228,6 +223,11 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   AddHamiExactOption(sub, o->hami_exact);
   sub->add_option("--qps", o->qps, "API client queries per second")->capture_default_str();
   sub->add_option("--burst", o->burst, "API client burst")->capture_default_str();
+  sub->add_option("--bind-budget", o->bind_budget_seconds,
+                  "seconds of --qps the binds in flight may need: beyond, Filter holds the next "
+                  "pod (up to 10 s) until a bind ends, so binds do not outwait kube-scheduler's "
+                  "extender timeout in the client's queue (0: no hold)")
+      ->capture_default_str();
   sub->callback([o, &exit_code] { exit_code = Run(*o); });
 }
 

@@ -113,7 +113,7 @@ def test_hami_pod_writes_patch_in_filter_and_before_the_binding(make_node, make_
     assert engine.counters.to_dict() == {
         "filters": 1, "filters_refused": 0, "filters_placed": 1, "filters_unschedulable": 0,
         "binds": 1, "binds_failed": 0, "lock_contention": 0, "lock_retries": 0,
-        "filters_around_locks": 0,
+        "filters_around_locks": 0, "filters_held": 0, "filters_hold_expired": 0,
         "node_patches": 1, "pod_patches": 2, "bindings": 1,
         "registration_passes": 1, "registration_writes": 0, "nodes_dropped": 0}
     assert engine.counters.filters_placed == 1

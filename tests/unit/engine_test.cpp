@@ -261,6 +261,63 @@ TEST_CASE("engine: a bind waits for the lock's release, the waiters of a node in
   }
 }
 
+TEST_CASE("engine: Filter holds pods while the binds in flight need the bind budget of writes") {
+  EngineOptions options;
+  options.api_qps = 0.1;  // 20 s of writes: 2, one bind's (lock + Binding)
+  Fixture f(options);
+  Pod p = MakePod("p").Container(1, 1000, 10);
+  REQUIRE(f.Place(p).nodes == std::vector<std::string>{"n1"});  // no bind in flight yet
+  f.engine.PodObserved(p);
+  std::vector<Command> out;
+  f.engine.Bind(9, "default", "p", "uid-p", "n1", kNowMs, out);
+  auto lock = Of<PatchNode>(out);
+  REQUIRE(lock.size() == 1);
+  out.clear();
+  Pod q = MakePod("q").Container(1, 1000, 10);
+  f.engine.PodObserved(q);
+  f.engine.Filter(8, q, {}, kNowMs + 5, out);
+  CHECK(out.empty());  // held: kube-scheduler's cycle waits
+  CHECK(f.engine.counters().filters_held == 1);
+  CHECK(f.engine.NextWakeMs() == kNowMs + 5 + 10000);
+  SUBCASE("placed once the bind ends") {
+    f.engine.ApiResult(lock[0].id, true, kNowMs + 10, out);
+    auto binding = Of<PostBinding>(out);
+    REQUIRE(binding.size() == 1);
+    out.clear();
+    f.engine.Tick(kNowMs + 15, out);
+    CHECK(out.empty());  // the bind is still in flight
+    f.engine.ApiResult(binding[0].id, true, kNowMs + 20, out);
+    CHECK(Of<BindReply>(out).at(0).error.empty());
+    REQUIRE(f.engine.NextWakeMs().has_value());
+    CHECK(*f.engine.NextWakeMs() <= kNowMs + 20);  // due at once
+    out.clear();
+    f.engine.Tick(kNowMs + 20, out);
+    auto replies = Of<FilterReply>(out);
+    REQUIRE(replies.size() == 1);
+    CHECK(replies[0].request == 8);
+    CHECK(replies[0].nodes == std::vector<std::string>{"n1"});
+    CHECK(f.engine.counters().filters_hold_expired == 0);
+  }
+  SUBCASE("refused at the end of the hold; kube-scheduler retries after its backoff") {
+    f.engine.Tick(kNowMs + 5 + 10000, out);
+    auto replies = Of<FilterReply>(out);
+    REQUIRE(replies.size() == 1);
+    CHECK(replies[0].request == 8);
+    CHECK(replies[0].error.starts_with("busy: 1 binds in flight"));
+    CHECK(f.engine.counters().filters_hold_expired == 1);
+    CHECK_FALSE(f.engine.snapshot().PodUsageOf("uid-q").ok());  // nothing reserved
+  }
+  SUBCASE("a pod deleted while held is not placed") {
+    f.engine.PodDeleted("uid-q");
+    f.engine.ApiResult(lock[0].id, true, kNowMs + 10, out);
+    f.engine.ApiResult(Of<PostBinding>(out).at(0).id, true, kNowMs + 20, out);
+    out.clear();
+    f.engine.Tick(kNowMs + 20, out);
+    CHECK(Of<FilterReply>(out).at(0).error == "the pod was deleted while held");
+    CHECK_FALSE(f.engine.snapshot().PodUsageOf("uid-q").ok());
+  }
+}
+
 TEST_CASE("engine: lock-free binding carries the devices on the Binding") {
   EngineOptions options;
   options.bind_mode = BindMode::kLockFree;

@@ -131,7 +131,7 @@ TEST_CASE("sim units: the scenario's objects") {
 
   Scenario s;
   s.pods = {PodOf("a", 1, 500), PodOf("b", 1, 500), PodOf("c", 2, 1000), PodOf("cpu", 0, 0)};
-  const std::vector<WorkloadClass> workload = WithWorkload(s).filter.workload;
+  const std::vector<WorkloadClass> workload = ReplicaEngineOptions(s).filter.workload;
   REQUIRE(workload.size() ==
           2);  // half a GPU (as 0 GPUs, 500 milli), then 2 GPUs; no CPU-only class
   CHECK(workload[0].gpus == 0);

@@ -342,6 +342,11 @@ class Engine:
     "binding" (default: Filter answers from memory and the Binding carries
     the placement and the bind phase) or "hami" (Filter PATCHes the
     placement and answers after it; Bind PATCHes the bind phase, then binds);
+    ``api_qps`` the QPS of the client that executes the commands (0,
+    default: unthrottled): ``filter`` then holds a request, answering it
+    from a later call once a bind ends, while the binds in flight need
+    ``bind_budget_ms`` of those writes, and refuses it after
+    ``filter_hold_ms``;
     ``zone_offset_seconds`` the zone handshake stamps are written in.
     Errors: ConfigError for an invalid config or option.
 
@@ -353,11 +358,13 @@ class Engine:
                  leadership: str = "always", hostname: str = "", bind_mode: str = "node-lock",
                  lock_retry: str = "release", lock_retry_timeout_ms: int = 28000,
                  avoid_locked_nodes: bool = True, pod_writes: str = "binding",
+                 api_qps: float = 0, bind_budget_ms: int = 20000, filter_hold_ms: int = 10000,
                  lock_timeout_seconds: int = 300,
                  lock_grace_seconds: int = 300, seed: int = 0, register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:
         self._impl = _devshare._Engine(*_scheduler_args(config), registration, leadership, hostname,
                                        bind_mode, lock_retry, int(lock_retry_timeout_ms),
-                                       bool(avoid_locked_nodes), pod_writes,
+                                       bool(avoid_locked_nodes), pod_writes, float(api_qps),
+                                       int(bind_budget_ms), int(filter_hold_ms),
                                        int(lock_timeout_seconds), int(lock_grace_seconds),
                                        int(seed), int(register_period_ms), int(zone_offset_seconds))
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <random>
@@ -71,17 +73,27 @@ struct Engine::Impl {
     StringMap annotations;  // the Filter's patch
     std::string node;
   };
+  struct HeldFilter {
+    std::uint64_t request;
+    Pod pod;
+    std::vector<std::string> nodes;
+    std::int64_t until_ms;
+  };
 
   std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
   std::map<std::string, std::string> node_errors;        // Engine::node_errors
   std::map<std::string, std::string> pod_errors;         // Engine::pod_errors, by UID
   std::unordered_map<std::string, Pod> pods;             // by UID
+  std::unordered_map<std::string, std::string> uid_of;   // "namespace/name" -> UID
   std::unordered_map<std::string, Reservation> reservations;  // by UID, until bound
   std::map<std::string, int, std::less<>> reserved_on;        // node -> reservations there
   std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
-  std::vector<LockWait> lock_waits;            // binds waiting to retry the node lock
-  std::set<std::string, std::less<>> locking;  // nodes with a lock write of ours in flight
+  std::vector<LockWait> lock_waits;               // binds waiting to retry the node lock, in order
+  std::unordered_map<std::string, int> waits_on;  // node -> its entries in lock_waits
+  std::deque<HeldFilter> held;                    // Filters held back, in order
+  std::size_t binds_in_flight = 0;                // Bind requests not yet answered
+  std::set<std::string, std::less<>> locking;     // nodes with a lock write of ours in flight
   LeaseFollower follower;
   bool registered = false;  // kAlways: a pass has completed
   std::optional<std::int64_t> last_pass_ms;
@@ -98,6 +110,35 @@ struct Engine::Impl {
     auto count = reserved_on.find(it->second.node);
     if (--count->second == 0) reserved_on.erase(count);
     reservations.erase(it);
+  }
+
+  void Park(LockWait wait) {
+    ++waits_on[wait.flow.node];
+    lock_waits.push_back(std::move(wait));
+  }
+  // Takes out the waits `pick` chooses, in order.
+  template <typename Pick>
+  std::vector<LockWait> Unpark(Pick pick) {
+    auto split = std::stable_partition(lock_waits.begin(), lock_waits.end(),
+                                       [&](const LockWait& w) { return !pick(w); });
+    std::vector<LockWait> picked(std::make_move_iterator(split),
+                                 std::make_move_iterator(lock_waits.end()));
+    lock_waits.erase(split, lock_waits.end());
+    for (const LockWait& w : picked) {
+      auto count = waits_on.find(w.flow.node);
+      if (--count->second == 0) waits_on.erase(count);
+    }
+    return picked;
+  }
+
+  static std::string NameKey(std::string_view pod_namespace, std::string_view name) {
+    return fmt::format("{}/{}", pod_namespace, name);
+  }
+  const Pod* FindPod(std::string_view pod_namespace, std::string_view name) const {
+    auto uid = uid_of.find(NameKey(pod_namespace, name));
+    if (uid == uid_of.end()) return nullptr;
+    auto pod = pods.find(uid->second);
+    return pod == pods.end() ? nullptr : &pod->second;
   }
 };
 
@@ -256,12 +297,21 @@ void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
     }
   }
   // Lock retries whose wait is over, in the order they were parked.
-  std::vector<Impl::LockWait> due;
-  auto split = std::stable_partition(impl_->lock_waits.begin(), impl_->lock_waits.end(),
-                                     [&](const Impl::LockWait& w) { return w.at_ms > now_ms; });
-  std::move(split, impl_->lock_waits.end(), std::back_inserter(due));
-  impl_->lock_waits.erase(split, impl_->lock_waits.end());
-  for (Impl::LockWait& w : due) TryLock(std::move(w.flow), now_ms, out);
+  auto due = [&](const Impl::LockWait& wait) { return wait.at_ms <= now_ms; };
+  for (Impl::LockWait& w : impl_->Unpark(due)) TryLock(std::move(w.flow), now_ms, out);
+  // Held Filters whose hold is over are refused; kube-scheduler retries them.
+  while (!impl_->held.empty() && impl_->held.front().until_ms <= now_ms) {
+    ++counters_.filters_hold_expired;
+    out.push_back(FilterReply{
+        impl_->held.front().request,
+        {},
+        {},
+        fmt::format("busy: {} binds in flight need {:.0f} s of the API client's writes at {} "
+                    "requests/s; try again",
+                    impl_->binds_in_flight, options_.bind_budget_ms / 1000.0, options_.api_qps)});
+    impl_->held.pop_front();
+  }
+  PlaceHeldFilters(now_ms, out);
 }
 
 std::optional<std::int64_t> Engine::NextWakeMs() const {
@@ -280,6 +330,7 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
     earliest(f.observed_at_ms + std::int64_t{*f.observed->duration_seconds} * 1000);
   }
   for (const Impl::LockWait& w : impl_->lock_waits) earliest(w.at_ms);
+  if (!impl_->held.empty()) earliest(BindsBacklogged() ? impl_->held.front().until_ms : 0);
   return wake;
 }
 
@@ -288,6 +339,7 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
 
 void Engine::PodObserved(const Pod& pod) {
   impl_->pods[pod.uid] = pod;
+  impl_->uid_of[Impl::NameKey(pod.pod_namespace, pod.name)] = pod.uid;
   if (!pod.node_name.empty()) impl_->Unreserve(pod.uid);  // bound: no longer about to lock
   // A pod whose annotations do not decode holds nothing, as in HAMi; why is kept.
   const Status status = snapshot_.AddPod(pod);
@@ -302,7 +354,11 @@ const std::map<std::string, std::string>& Engine::pod_errors() const { return im
 
 void Engine::PodDeleted(const std::string& uid) {
   impl_->pod_errors.erase(uid);
-  impl_->pods.erase(uid);
+  if (auto pod = impl_->pods.find(uid); pod != impl_->pods.end()) {
+    auto name = impl_->uid_of.find(Impl::NameKey(pod->second.pod_namespace, pod->second.name));
+    if (name != impl_->uid_of.end() && name->second == uid) impl_->uid_of.erase(name);
+    impl_->pods.erase(pod);
+  }
   impl_->Unreserve(uid);
   snapshot_.RemovePod(uid);
 }
@@ -319,6 +375,42 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
         FilterReply{request, {}, {}, "not ready: not the leader, or no registration pass yet"});
     return;
   }
+  if (!impl_->held.empty() || BindsBacklogged()) {
+    ++counters_.filters_held;
+    impl_->held.push_back(Impl::HeldFilter{request, pod, nodes, now_ms + options_.filter_hold_ms});
+    return;
+  }
+  Place(request, pod, nodes, now_ms, out);
+}
+
+bool Engine::BindsBacklogged() const {
+  if (options_.api_qps <= 0) return false;
+  const int writes_per_bind = options_.bind_mode == BindMode::kLockFree        ? 1
+                              : options_.pod_writes == PodWrites::kWithBinding ? 2
+                                                                               : 3;
+  const double budget = options_.api_qps * static_cast<double>(options_.bind_budget_ms) / 1000.0;
+  return static_cast<double>(impl_->binds_in_flight * writes_per_bind) >=
+         std::max(budget, static_cast<double>(writes_per_bind));
+}
+
+void Engine::PlaceHeldFilters(std::int64_t now_ms, std::vector<Command>& out) {
+  while (!impl_->held.empty() && !BindsBacklogged()) {
+    Impl::HeldFilter held = std::move(impl_->held.front());
+    impl_->held.pop_front();
+    if (!Ready(now_ms)) {
+      out.push_back(FilterReply{held.request, {}, {}, "not ready: leadership lost while held"});
+      continue;
+    }
+    if (!impl_->pods.contains(held.pod.uid)) {
+      out.push_back(FilterReply{held.request, {}, {}, "the pod was deleted while held"});
+      continue;
+    }
+    Place(held.request, held.pod, held.nodes, now_ms, out);
+  }
+}
+
+void Engine::Place(std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes,
+                   std::int64_t now_ms, std::vector<Command>& out) {
   // A node other binds hold or are about to lock is a last resort, the
   // busier the later: placed there, the pod's bind waits for the lock.
   std::optional<Result<FilterResult>> around = PlaceAroundBusyNodes(pod, nodes, now_ms);
@@ -440,6 +532,7 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                   const std::string& uid, const std::string& node, std::int64_t now_ms,
                   std::vector<Command>& out) {
   ++counters_.binds;
+  ++impl_->binds_in_flight;
   BindFlow flow{BindFlow::Step::kLock,
                 request,
                 pod_namespace,
@@ -474,6 +567,11 @@ void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Comma
     snapshot_.RemovePod(flow.uid);
     impl_->Unreserve(flow.uid);
   }
+  ReplyBind(flow, std::move(error), out);
+}
+
+void Engine::ReplyBind(const BindFlow& flow, std::string error, std::vector<Command>& out) {
+  --impl_->binds_in_flight;
   out.push_back(BindReply{flow.request, std::move(error)});
 }
 
@@ -515,17 +613,17 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
   if (current) {
     Result<NodeLock> lock = DecodeNodeLock(*current);
     holder.state = LockHolder::State::kGone;
-    if (lock.ok() && lock->has_owner) {
-      for (const auto& [other_uid, other] : impl_->pods) {
-        if (other.pod_namespace != lock->pod_namespace || other.name != lock->pod_name) continue;
-        holder.state = LockHolder::State::kPresent;
-        if (const std::string* phase = other.annotations.Find(keys::kBindPhase)) {
-          Result<BindPhase> decoded = DecodeBindPhase(*phase);
-          holder.bind_phase = decoded.ok() ? *decoded : BindPhase::kNone;
-        }
-        if (const std::string* t = other.annotations.Find(keys::kBindTime))
-          holder.bind_time = QuantityAsInt64(*t);
+    const Pod* other = lock.ok() && lock->has_owner
+                           ? impl_->FindPod(lock->pod_namespace, lock->pod_name)
+                           : nullptr;
+    if (other != nullptr) {
+      holder.state = LockHolder::State::kPresent;
+      if (const std::string* phase = other->annotations.Find(keys::kBindPhase)) {
+        Result<BindPhase> decoded = DecodeBindPhase(*phase);
+        holder.bind_phase = decoded.ok() ? *decoded : BindPhase::kNone;
       }
+      if (const std::string* t = other->annotations.Find(keys::kBindTime))
+        holder.bind_time = QuantityAsInt64(*t);
     }
   }
   LockDecision decision =
@@ -581,21 +679,17 @@ void Engine::LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
                     out);
   }
   ++counters_.lock_retries;
-  impl_->lock_waits.push_back(Impl::LockWait{retry_at, std::move(flow)});
+  impl_->Park(Impl::LockWait{retry_at, std::move(flow)});
 }
 
 void Engine::WakeLockWaiters(const std::string& node, std::int64_t now_ms,
                              std::vector<Command>& out) {
   // Expired or dangling locks are taken over at the waiters' deadline.
-  if (impl_->locked.contains(node) || impl_->locking.contains(node) || impl_->lock_waits.empty())
+  if (impl_->locked.contains(node) || impl_->locking.contains(node) ||
+      !impl_->waits_on.contains(node))
     return;
-  auto waiting =
-      std::stable_partition(impl_->lock_waits.begin(), impl_->lock_waits.end(),
-                            [&](const Impl::LockWait& w) { return w.flow.node != node; });
-  if (waiting == impl_->lock_waits.end()) return;
-  std::vector<Impl::LockWait> queue(std::make_move_iterator(waiting),
-                                    std::make_move_iterator(impl_->lock_waits.end()));
-  impl_->lock_waits.erase(waiting, impl_->lock_waits.end());
+  std::vector<Impl::LockWait> queue =
+      impl_->Unpark([&](const Impl::LockWait& w) { return w.flow.node == node; });
   std::size_t next = 0;
   while (next < queue.size()) {
     const std::size_t parked = impl_->lock_waits.size();
@@ -604,7 +698,7 @@ void Engine::WakeLockWaiters(const std::string& node, std::int64_t now_ms,
     // a bind that failed (its pod gone) hands over to the next.
     if (impl_->locking.contains(node) || impl_->lock_waits.size() > parked) break;
   }
-  for (; next < queue.size(); ++next) impl_->lock_waits.push_back(std::move(queue[next]));
+  for (; next < queue.size(); ++next) impl_->Park(std::move(queue[next]));
 }
 
 void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
@@ -670,7 +764,7 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
     }
     case BindFlow::Step::kBinding:
       impl_->Unreserve(b->uid);
-      out.push_back(BindReply{b->request, ""});
+      ReplyBind(*b, "", out);
       return;
   }
 }

@@ -197,10 +197,12 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     if (it == filters.end()) return;
     PendingFilter pending = std::move(it->second);
     filters.erase(it);
-    const std::string_view outcome =
-        !reply.error.empty()  ? (reply.error.starts_with("not ready") ? "refused" : "error")
-        : reply.nodes.empty() ? "unschedulable"
-                              : "placed";
+    const std::string_view outcome = !reply.error.empty()
+                                         ? (reply.error.starts_with("not ready") ? "refused"
+                                            : reply.error.starts_with("busy")    ? "busy"
+                                                                                 : "error")
+                                     : reply.nodes.empty() ? "unschedulable"
+                                                           : "placed";
     metrics.ObserveFilter(outcome, Seconds(pending.start));
     pending.respond(Json(200, EncodeFilterResult(pending.args, reply)));
   }

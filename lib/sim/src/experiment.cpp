@@ -89,6 +89,14 @@ FieldReader OneOf(T& out, std::vector<std::pair<std::string_view, T>> choices) {
   };
 }
 
+// One of the engine's named option values.
+template <typename T, std::size_t N>
+FieldReader OneOfNames(T& out, const engine::OptionName<T> (&names)[N]) {
+  std::vector<std::pair<std::string_view, T>> choices;
+  for (const engine::OptionName<T>& n : names) choices.emplace_back(n.name, n.value);
+  return OneOf(out, std::move(choices));
+}
+
 // A policy name: how devshare names HAMi's default and the policies.
 struct Policy {
   std::string_view name, node, gpu;
@@ -128,26 +136,15 @@ FieldReader HamiExactField(HamiExact& out) {
 }
 
 Status ReadEngine(const YAML::Node& node, const std::string& path, engine::EngineOptions& e) {
-  using engine::BindMode;
-  using engine::LockRetry;
-  using engine::RegistrationProtocol;
   return ReadMap(node, path,
-                 {{"registration",
-                   OneOf(e.registration, {{"hami", RegistrationProtocol::kHami},
-                                          {"volcano", RegistrationProtocol::kVolcano},
-                                          {"change-only", RegistrationProtocol::kChangeOnly}})},
+                 {{"registration", OneOfNames(e.registration, engine::kRegistrationNames)},
                   {"policy", PolicyField(e.filter)},
                   {"hami_exact", HamiExactField(e.filter.hami_exact)},
-                  {"bind", OneOf(e.bind_mode, {{"node-lock", BindMode::kNodeLock},
-                                               {"lock-free", BindMode::kLockFree}})},
-                  {"lock_retry", OneOf(e.lock_retry, {{"release", LockRetry::kRelease},
-                                                      {"once", LockRetry::kOnce},
-                                                      {"fixed", LockRetry::kFixed},
-                                                      {"backoff", LockRetry::kBackoff}})},
+                  {"bind", OneOfNames(e.bind_mode, engine::kBindModeNames)},
+                  {"lock_retry", OneOfNames(e.lock_retry, engine::kLockRetryNames)},
                   {"lock_retry_timeout", Duration(e.lock_retry_timeout_ms)},
                   {"avoid_locked_nodes", Bool(e.avoid_locked_nodes)},
-                  {"pod_writes", OneOf(e.pod_writes, {{"binding", engine::PodWrites::kWithBinding},
-                                                      {"hami", engine::PodWrites::kHami}})},
+                  {"pod_writes", OneOfNames(e.pod_writes, engine::kPodWritesNames)},
                   {"register_period", Duration(e.register_period_ms)}});
 }
 

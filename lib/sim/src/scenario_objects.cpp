@@ -84,8 +84,9 @@ std::string HandshakeKey(const engine::EngineOptions& options) {
                                         : options.config.vendors.front().handshake_annotation;
 }
 
-engine::EngineOptions WithWorkload(const Scenario& scenario) {
+engine::EngineOptions ReplicaEngineOptions(const Scenario& scenario) {
   engine::EngineOptions options = scenario.engine;
+  options.api_qps = scenario.api.qps;
   if (!options.filter.workload.empty()) return options;
   using Shape = std::tuple<std::int32_t, std::int32_t, std::int64_t, std::int64_t>;
   std::map<Shape, double> mix;  // (gpus, milli, cpu, memory) -> count

@@ -49,10 +49,12 @@ double GpusOf(const PodSpec& spec);
 std::string RegisterKey(const engine::EngineOptions& options);
 std::string HandshakeKey(const engine::EngineOptions& options);
 
-// The scenario's engine options, with the scenario's own request mix as the
-// workload fgd expects when none is given: one class per distinct (gpus,
-// gpu_milli, CPU, memory) of the scenario's GPU pods, weighted by its count.
-engine::EngineOptions WithWorkload(const Scenario& scenario);
+// The scenario's engine options as a replica runs them: told its API
+// client's QPS (as `devshare serve` tells it --qps), and with the scenario's
+// own request mix as the workload fgd expects when none is given: one class
+// per distinct (gpus, gpu_milli, CPU, memory) of the scenario's GPU pods,
+// weighted by its count.
+engine::EngineOptions ReplicaEngineOptions(const Scenario& scenario);
 
 }  // namespace devshare::sim::internal
 

@@ -67,7 +67,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
       : scenario_(scenario),
         progress_(progress),
         rng_(seed),
-        options_(WithWorkload(scenario)),
+        options_(ReplicaEngineOptions(scenario)),
         nodes_(SortedNodes(scenario)),
         replica_count_(static_cast<std::size_t>(std::max(1, scenario.scheduler.replicas))),
         api_(scenario.api, replica_count_, scenario.pods.size(), RegisterKey(scenario.engine),

@@ -34,7 +34,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -70,6 +72,46 @@ enum class LockRetry { kOnce, kFixed, kBackoff, kRelease };
 // The device plugin reads them at Allocate, after the binding, either way.
 enum class PodWrites { kWithBinding, kHami };
 
+// The names the command line, scenario files and Python give these values.
+template <typename E>
+struct OptionName {
+  std::string_view name;
+  E value;
+};
+inline constexpr OptionName<RegistrationProtocol> kRegistrationNames[] = {
+    {"hami", RegistrationProtocol::kHami},
+    {"volcano", RegistrationProtocol::kVolcano},
+    {"change-only", RegistrationProtocol::kChangeOnly}};
+inline constexpr OptionName<Leadership> kLeadershipNames[] = {{"always", Leadership::kAlways},
+                                                              {"follow", Leadership::kFollowLease}};
+inline constexpr OptionName<BindMode> kBindModeNames[] = {{"node-lock", BindMode::kNodeLock},
+                                                          {"lock-free", BindMode::kLockFree}};
+inline constexpr OptionName<LockRetry> kLockRetryNames[] = {{"release", LockRetry::kRelease},
+                                                            {"once", LockRetry::kOnce},
+                                                            {"fixed", LockRetry::kFixed},
+                                                            {"backoff", LockRetry::kBackoff}};
+inline constexpr OptionName<PodWrites> kPodWritesNames[] = {{"binding", PodWrites::kWithBinding},
+                                                            {"hami", PodWrites::kHami}};
+
+// The value `names` gives `name`; nullopt when none does.
+template <typename E>
+std::optional<E> FindOptionName(std::span<const OptionName<E>> names, std::string_view name) {
+  for (const OptionName<E>& n : names) {
+    if (n.name == name) return n.value;
+  }
+  return std::nullopt;
+}
+// Every name in `names`, in order, joined by ", " (for an error message).
+template <typename E>
+std::string JoinOptionNames(std::span<const OptionName<E>> names) {
+  std::string joined;
+  for (const OptionName<E>& n : names) {
+    if (!joined.empty()) joined += ", ";
+    joined += n.name;
+  }
+  return joined;
+}
+
 struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();
   // filter.hami_exact also selects HAMi's registration (W4). Under the fgd
@@ -91,9 +133,22 @@ struct EngineOptions {
   // node the first one is binding to and their binds fail (false: as HAMi).
   bool avoid_locked_nodes = true;                  // Default: avoid
   PodWrites pod_writes = PodWrites::kWithBinding;  // Default: on the Binding
-  std::uint64_t seed = 0;                          // seeds the backoff jitter
-  std::int64_t register_period_ms = 15000;         // Default: HAMi's 15 s tick
-  std::int32_t zone_offset_seconds = 0;            // handshake stamps (W16)
+  // Backpressure. kube-scheduler binds asynchronously and gives a bind up
+  // after its extender timeout (30 s), so binds must not queue longer than
+  // that for the API client's token bucket. With `api_qps` the client's
+  // QPS (0: unthrottled), Filter holds a request while the binds in flight
+  // already need `bind_budget_ms` of the client's writes (a bind writes 1
+  // to 3 times: bind_mode, pod_writes); a held Filter is answered, in the
+  // order received, as soon as a bind ends, or refused after
+  // `filter_hold_ms` (kube-scheduler then retries the pod after its
+  // backoff). kube-scheduler's scheduling cycle waits meanwhile, so pods
+  // bind at the rate the client can write instead of timing out.
+  double api_qps = 0;                       // Default: unthrottled, no hold
+  std::int64_t bind_budget_ms = 20000;      // Default: 20 s of writes in flight
+  std::int64_t filter_hold_ms = 10000;      // Default: 10 s, inside the 30 s extender timeout
+  std::uint64_t seed = 0;                   // seeds the backoff jitter
+  std::int64_t register_period_ms = 15000;  // Default: HAMi's 15 s tick
+  std::int32_t zone_offset_seconds = 0;     // handshake stamps (W16)
 };
 
 // Commands. `id` ties a command to the ApiResult that reports it.
@@ -150,6 +205,10 @@ struct Counters {
   // Placements made among the unlocked nodes while some candidate was locked
   // (EngineOptions::avoid_locked_nodes).
   std::uint64_t filters_around_locks = 0;
+  // Filters held back while the binds in flight had the client's writes
+  // busy (EngineOptions::api_qps), and those of them refused at the end of
+  // the hold.
+  std::uint64_t filters_held = 0, filters_hold_expired = 0;
   std::uint64_t node_patches = 0, pod_patches = 0, bindings = 0;
   std::uint64_t registration_passes = 0, registration_writes = 0, nodes_dropped = 0;
 };
@@ -170,7 +229,8 @@ class Engine {
                      std::vector<Command>& out);
 
   // Time passing: runs a registration pass when one is due, retries node
-  // locks whose wait is over, and lets leadership lapse.
+  // locks whose wait is over, refuses held Filters whose hold is over, and
+  // lets leadership lapse.
   void Tick(std::int64_t now_ms, std::vector<Command>& out);
 
   // The earliest time Tick has work to do (nullopt: none until an event).
@@ -178,7 +238,8 @@ class Engine {
   std::optional<std::int64_t> NextWakeMs() const;
 
   // Extender requests; the reply comes as a command, now or after the API
-  // calls it needs.
+  // calls it needs (a Filter: or once the binds in flight allow, see
+  // EngineOptions::api_qps).
   void Filter(std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes,
               std::int64_t now_ms, std::vector<Command>& out);
   void Bind(std::uint64_t request, const std::string& pod_namespace, const std::string& name,
@@ -214,6 +275,13 @@ class Engine {
   struct NodeMemory;
   struct BindFlow;
   bool Leading() const;
+  // Filter without the hold: place, reserve, reply (or PATCH, then reply).
+  void Place(std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes,
+             std::int64_t now_ms, std::vector<Command>& out);
+  // The binds in flight need `bind_budget_ms` of the client's writes.
+  bool BindsBacklogged() const;
+  // Places the held Filters, oldest first, while the binds allow.
+  void PlaceHeldFilters(std::int64_t now_ms, std::vector<Command>& out);
   void CacheNode(const Node& node);  // snapshot_.AddNode, recording node_errors
   void RegistrationPass(std::int64_t now_ms, std::vector<Command>& out);
   void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
@@ -235,6 +303,7 @@ class Engine {
   // waiting for it try again, in order, until one writes the lock.
   void WakeLockWaiters(const std::string& node, std::int64_t now_ms, std::vector<Command>& out);
   void FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
+  void ReplyBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
   void Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   std::uint64_t NextId() { return next_id_++; }

@@ -2,7 +2,8 @@
 // the Prometheus text format (version 0.0.4).
 //
 //   devshare_filter_duration_seconds   histogram, by outcome (placed,
-//                                      unschedulable, refused, error)
+//                                      unschedulable, refused, busy: held
+//                                      and refused, error)
 //   devshare_bind_duration_seconds     histogram, by outcome (bound, failed)
 //   devshare_api_requests_total        counter, by verb and HTTP status code
 //   devshare_leader                    gauge: 1 when leading and registered

@@ -3,7 +3,9 @@
 // leader Lease, feeds them to the engine, executes the engine's commands
 // through the API client, and answers kube-scheduler and the API server:
 //
-//   POST /filter      ExtenderArgs -> ExtenderFilterResult (after the pod PATCH)
+//   POST /filter      ExtenderArgs -> ExtenderFilterResult (from memory; under
+//                     --pod-writes hami after the pod PATCH; held while the
+//                     binds in flight need more than the bind budget of writes)
 //   POST /prioritize  ExtenderArgs -> HostPriorityList (NodeScore::normalized on 0..10,
 //                     higher is better under every node policy; 503 until ready)
 //   POST /bind        ExtenderBindingArgs -> ExtenderBindingResult
@@ -18,8 +20,9 @@
 //
 // Leadership: kAlways (one replica), kFollow (HAMi's mode: lead while the
 // kube-scheduler Lease names this host), kElect (run client-go's election
-// on the Lease; the engine then follows it too). Lock writes that expect a
-// value GET the node, check, and PATCH with its resourceVersion.
+// on the Lease; the engine then follows it too). A lock write PATCHes at the
+// resourceVersion the engine checked it at; on a 409 it GETs the node,
+// checks again, and PATCHes with the version read.
 //
 // Thread-safety: everything runs on the io_context's one thread.
 #ifndef DEVSHARE_KUBE_SERVICE_HPP_
