@@ -43,7 +43,7 @@ struct ServeOptions {
   HamiExact hami_exact;
   double qps = 5;
   int burst = 10;
-  double bind_budget_seconds = 20;
+  double bind_budget_seconds = 10;
 };
 
 Result<kube::ClusterAccess> Access(const ServeOptions& o) {

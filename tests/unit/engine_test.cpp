@@ -263,7 +263,7 @@ TEST_CASE("engine: a bind waits for the lock's release, the waiters of a node in
 
 TEST_CASE("engine: Filter holds pods while the binds in flight need the bind budget of writes") {
   EngineOptions options;
-  options.api_qps = 0.1;  // 20 s of writes: 2, one bind's (lock + Binding)
+  options.api_qps = 0.2;  // 10 s of writes: 2, one bind's (lock + Binding)
   Fixture f(options);
   Pod p = MakePod("p").Container(1, 1000, 10);
   REQUIRE(f.Place(p).nodes == std::vector<std::string>{"n1"});  // no bind in flight yet

@@ -358,7 +358,7 @@ class Engine:
                  leadership: str = "always", hostname: str = "", bind_mode: str = "node-lock",
                  lock_retry: str = "release", lock_retry_timeout_ms: int = 28000,
                  avoid_locked_nodes: bool = True, pod_writes: str = "binding",
-                 api_qps: float = 0, bind_budget_ms: int = 20000, filter_hold_ms: int = 10000,
+                 api_qps: float = 0, bind_budget_ms: int = 10000, filter_hold_ms: int = 10000,
                  lock_timeout_seconds: int = 300,
                  lock_grace_seconds: int = 300, seed: int = 0, register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:
         self._impl = _devshare._Engine(*_scheduler_args(config), registration, leadership, hostname,

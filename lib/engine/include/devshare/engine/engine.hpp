@@ -142,9 +142,12 @@ struct EngineOptions {
   // order received, as soon as a bind ends, or refused after
   // `filter_hold_ms` (kube-scheduler then retries the pod after its
   // backoff). kube-scheduler's scheduling cycle waits meanwhile, so pods
-  // bind at the rate the client can write instead of timing out.
+  // bind at the rate the client can write instead of timing out. A bind
+  // admitted at the budget waits about twice it in the client's queue (its
+  // lock write and its Binding each queue behind the others), and a lock
+  // wait comes on top: hence 10 s.
   double api_qps = 0;                       // Default: unthrottled, no hold
-  std::int64_t bind_budget_ms = 20000;      // Default: 20 s of writes in flight
+  std::int64_t bind_budget_ms = 10000;      // Default: 10 s of writes in flight
   std::int64_t filter_hold_ms = 10000;      // Default: 10 s, inside the 30 s extender timeout
   std::uint64_t seed = 0;                   // seeds the backoff jitter
   std::int64_t register_period_ms = 15000;  // Default: HAMi's 15 s tick
