@@ -54,6 +54,9 @@ check "simulate lists the shipped scenarios" 0 'handshake-storm' -- simulate --l
 check "simulate prints a shipped scenario" 0 'kind: leader-crash' -- simulate --scenario failover --print
 check "simulate runs a shipped scenario" 0 'lock-free +128 +128' -- simulate --scenario lock-storm
 check "simulate names an unknown scenario" 1 "no scenario named 'best'" -- simulate --scenario best
+check "serve names the choices of an option" 1 'lock-retry sometimes: want one of release, once, fixed, backoff' -- serve --lock-retry sometimes
+check "serve refuses a QPS of 0" 1 'want QPS above 0' -- serve --qps 0
+check "serve refuses a negative bind budget" 1 'bind-budget -1: want 0 or more seconds' -- serve --bind-budget -1
 bad=$(mktemp)
 printf 'nodes:\n  - {count: 2, gpus: 4}\nengine: {policy: best}\n' >"$bad"
 check "simulate names the bad key and its line" 1 "engine.policy: 'best' is not one of .* \(line 3" -- simulate "$bad"

@@ -8,9 +8,12 @@
 #
 # A RUN is SCENARIO/SCHEDULER or SCENARIO+VARIANT/SCHEDULER (compare.sh names
 # the scenarios and schedulers); the variants are qps-default (client-go's
-# QPS 5 / burst 10 for the extender instead of QPS / BURST) and
+# QPS 5 / burst 10 for the extender instead of QPS / BURST),
 # score-default (kube-scheduler's percentageOfNodesToScore left at its
-# default instead of 100). Without RUNs: every run of $COMPARE_RUNS_ALL.
+# default instead of 100) and nN (N nodes and 2N pods instead of NODES and
+# PODS, waiting at least 900 s from 1,000 nodes). Without RUNs: every run of
+# $COMPARE_RUNS_ALL, the sizes of $COMPARE_SIZES (default 200 1000 5000;
+# empty: none) included.
 # storm runs use COMPARE_STORM_NODES (20) and COMPARE_STORM_PODS (100);
 # agreement runs COMPARE_AGREEMENT_PODS (30); replicas runs
 # (compare-replicas.sh: seed 000) NODES and COMPARE_REPLICA_PODS (40). A run waits at most
@@ -35,6 +38,11 @@ COMPARE_RUNS_ALL="throughput/kube-scheduler throughput/devshare throughput/hami
   throughput+score-default/devshare throughput+score-default/hami
   storm/kube-scheduler storm/devshare storm/devshare-lock-free storm/hami
   agreement/devshare agreement/hami replicas/devshare replicas/hami"
+for size in ${COMPARE_SIZES-200 1000 5000}; do
+  for scheduler in kube-scheduler devshare devshare-lock-free hami; do
+    COMPARE_RUNS_ALL+=" throughput+n$size/$scheduler"
+  done
+done
 json= check=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -57,7 +65,7 @@ for run in "${runs[@]}"; do
   scenario=${run%%/*} scheduler=${run#*/}
   base=${scenario%%+*} variant=
   [ "$base" != "$scenario" ] && variant=${scenario#*+}
-  n=$nodes p=$pods q=$qps b=$burst
+  n=$nodes p=$pods q=$qps b=$burst limit=${COMPARE_TIMEOUT:-600}
   config=$here/scheduler-devshare.yaml
   case $base in
     storm) n=${COMPARE_STORM_NODES:-20} p=${COMPARE_STORM_PODS:-100} ;;
@@ -70,6 +78,10 @@ for run in "${runs[@]}"; do
     score-default)
       config=$out/scheduler-score-default.yaml
       grep -v '^percentageOfNodesToScore:' "$here/scheduler-devshare.yaml" >"$config" ;;
+    n[1-9]*)
+      [[ $variant =~ ^n[0-9]+$ ]] || { echo "compare: $run: unknown variant $variant"; exit 2; }
+      n=${variant#n} p=$((2 * ${variant#n}))
+      [ "$n" -ge 1000 ] && [ "$limit" -lt 900 ] && limit=900 ;;
     *) echo "compare: $run: unknown variant $variant"; exit 2 ;;
   esac
   profile=${scheduler%-lock-free}-scheduler
@@ -85,12 +97,12 @@ for run in "${runs[@]}"; do
   sed "s#^\(  kubeconfig: .*\)#\1\n  qps: $qps\n  burst: $burst#" "$config" >"$out/scheduler-$name.yaml"
   config=$out/scheduler-$name.yaml
   port=$(free_port)
-  command=(bash "$here/compare.sh" "$base" "$scheduler" "$port" "$n" "$p" "$q" "$b" "${COMPARE_TIMEOUT:-600}")
+  command=(bash "$here/compare.sh" "$base" "$scheduler" "$port" "$n" "$p" "$q" "$b" "$limit")
   if [ "$base" = replicas ]; then
     # The replicas bring their own kube-schedulers; the control plane's
     # schedules none of their pods.
     config=$here/scheduler-config.yaml
-    command=(bash "$here/compare-replicas.sh" "$scheduler" "$n" "$p" "$q" "$b" "${COMPARE_TIMEOUT:-600}")
+    command=(bash "$here/compare-replicas.sh" "$scheduler" "$n" "$p" "$q" "$b" "$limit")
   fi
   E2E_DIR=$out/$name E2E_EXTENDER_URL=https://127.0.0.1:$port \
     E2E_SCHEDULER_NAME=$profile \
@@ -111,6 +123,7 @@ machine = f"{os.cpu_count()} CPUs ({cpu}), {mem / 2**20:.0f} GiB, {platform.syst
 print(f"compare: measured on {machine}")
 keys = ["nodes", "pods", "qps", "burst", "bound", "pods_per_s", "p50_s", "p99_s", "bind_errors",
         "lock_contention", "over_allocated", "extender_cpu_s", "extender_rss_mib", "api_requests",
+        "standin_cpu_s", "kube_scheduler_cpu_s", "kube_apiserver_cpu_s", "etcd_cpu_s",
         "agree", "w10_node_tie", "hami_exact_row", "unexplained", "node_writes_per_min_leader",
         "node_writes_per_min_follower", "follower_filter", "failover_resume_s", "leader_after"]
 order = ["kube-scheduler", "devshare", "devshare-lock-free", "hami"]
