@@ -306,9 +306,9 @@ void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
         impl_->held.front().request,
         {},
         {},
-        fmt::format("busy: {} binds in flight need {:.0f} s of the API client's writes at {} "
+        fmt::format("busy: {} binds in flight need {} ms of the API client's writes at {} "
                     "requests/s; try again",
-                    impl_->binds_in_flight, options_.bind_budget_ms / 1000.0, options_.api_qps)});
+                    impl_->binds_in_flight, options_.bind_budget_ms, options_.api_qps)});
     impl_->held.pop_front();
   }
   PlaceHeldFilters(now_ms, out);
