@@ -9,7 +9,9 @@
 #include <memory>
 #include <sstream>
 
+#include "cluster_flags.hpp"
 #include "devshare/filter.hpp"
+#include "devshare/kube/cluster_read.hpp"
 #include "devshare/request.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
@@ -27,6 +29,7 @@ namespace bj = boost::json;
 struct ExplainOptions {
   std::string cluster;
   std::string pod;
+  ClusterFlags live;
   std::string device_config;
   FilterOptions filter;
   std::int64_t now = 0;
@@ -51,33 +54,55 @@ std::string Devices(const PodDevices& devices) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
+void Warn(std::string_view what) { std::cerr << "devshare explain: warning: " << what << "\n"; }
+
+// --cluster FILE --pod FILE: the snapshot from the file, the pod from the other.
+Result<Pod> FromFiles(const ExplainOptions& o, ClusterSnapshot& snapshot) {
+  Result<ObjectsFile> cluster = ReadObjectsFile(o.cluster);
+  if (!cluster.ok()) return cluster.status();
+  Result<ObjectsFile> pods = ReadObjectsFile(o.pod);
+  if (!pods.ok()) return pods.status();
+  if (pods->pods.size() != 1) {
+    return Status::InvalidArgument(
+        fmt::format("{} must hold exactly one Pod, it holds {}", o.pod, pods->pods.size()));
+  }
+  kube::ClusterObjects objects{std::move(cluster->nodes), std::move(cluster->pods), {}, {}};
+  FillSnapshot(objects, "", snapshot, Warn);
+  return std::move(pods->pods[0]);
+}
+
+// --pod NAMESPACE/NAME: the pod and the cluster from the API server; the pod
+// itself is left out of the snapshot, to be placed as if new.
+Result<Pod> FromCluster(const ExplainOptions& o, ClusterSnapshot& snapshot) {
+  const std::size_t slash = o.pod.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == o.pod.size() ||
+      o.pod.find('/', slash + 1) != std::string::npos) {
+    return Status::InvalidArgument(fmt::format(
+        "--pod {}: without --cluster, name a pod of the cluster as NAMESPACE/NAME", o.pod));
+  }
+  Result<kube::ClusterAccess> access = FindAccess(o.live);
+  if (!access.ok()) return access.status();
+  Result<Pod> pod = kube::ReadPod(*access, o.pod.substr(0, slash), o.pod.substr(slash + 1));
+  if (!pod.ok()) return pod.status();
+  Result<kube::ClusterObjects> objects = ReadClusterWithProgress(*access, "explain");
+  if (!objects.ok()) return objects.status();
+  FillSnapshot(*objects, pod->uid, snapshot, Warn);
+  return pod;
+}
+
 int Run(const ExplainOptions& o) {
   Result<DeviceConfig> config = LoadDeviceConfig(o.device_config);
   if (!config.ok()) {
     std::cerr << "devshare explain: " << config.status().message() << "\n";
     return 1;
   }
-  Result<ObjectsFile> cluster = ReadObjectsFile(o.cluster);
-  Result<ObjectsFile> pods = cluster.ok() ? ReadObjectsFile(o.pod) : cluster;
-  if (!cluster.ok() || !pods.ok()) {
-    std::cerr << "devshare explain: " << (cluster.ok() ? pods : cluster).status().message() << "\n";
-    return 1;
-  }
-  if (pods->pods.size() != 1) {
-    std::cerr << "devshare explain: " << o.pod << " must hold exactly one Pod, it holds "
-              << pods->pods.size() << "\n";
-    return 1;
-  }
-  const Pod& pod = pods->pods[0];
   ClusterSnapshot snapshot(*config);
-  for (const Node& node : cluster->nodes) {
-    Status s = snapshot.AddNode(node);
-    if (!s.ok()) std::cerr << "warning: " << s.message() << "\n";
+  Result<Pod> read = o.cluster.empty() ? FromCluster(o, snapshot) : FromFiles(o, snapshot);
+  if (!read.ok()) {
+    std::cerr << "devshare explain: " << read.status().message() << "\n";
+    return 1;
   }
-  for (const Pod& existing : cluster->pods) {
-    Status s = snapshot.AddPod(existing);
-    if (!s.ok()) std::cerr << "warning: " << s.message() << "\n";
-  }
+  const Pod& pod = *read;
   const std::int64_t now = o.now != 0 ? o.now : static_cast<std::int64_t>(std::time(nullptr));
   Result<FilterResult> result = Filter(snapshot, pod, {}, now, o.filter);
   if (!result.ok()) {
@@ -164,10 +189,18 @@ int Run(const ExplainOptions& o) {
 
 void AddExplainCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ExplainOptions>();
-  CLI::App* sub = app.add_subcommand("explain", "why a pod fits or not, node by node");
-  sub->add_option("--cluster", o->cluster, "YAML or JSON file of Node objects and existing Pods")
+  CLI::App* sub = app.add_subcommand(
+      "explain",
+      "why a pod fits or not, node by node: a pod of the live cluster (--pod NAMESPACE/NAME), or "
+      "one from a file against a cluster from a file (--cluster FILE --pod FILE)");
+  sub->add_option("--cluster", o->cluster,
+                  "YAML or JSON file of Node objects and existing Pods (default: read the live "
+                  "cluster)");
+  sub->add_option("--pod", o->pod,
+                  "NAMESPACE/NAME of a pod in the live cluster, or with --cluster a YAML or JSON "
+                  "file holding the Pod to place")
       ->required();
-  sub->add_option("--pod", o->pod, "YAML or JSON file holding the Pod to place")->required();
+  AddClusterFlags(sub, o->live);
   sub->add_option("--device-config", o->device_config,
                   "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "
                   "(default: NVIDIA)");

@@ -6,6 +6,7 @@
 #include "explain.hpp"
 #include "serve.hpp"
 #include "simulate.hpp"
+#include "top.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"devshare: scheduling core for shared accelerators (HAMi/Volcano compatible)"};
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   devshare::cli::AddExplainCommand(app, exit_code);
   devshare::cli::AddServeCommand(app, exit_code);
   devshare::cli::AddSimulateCommand(app, exit_code);
+  devshare::cli::AddTopCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

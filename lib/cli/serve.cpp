@@ -7,12 +7,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <span>
 
+#include "cluster_flags.hpp"
 #include "devshare/kube/service.hpp"
 #include "hami_exact_option.hpp"
 #include "read_file.hpp"
@@ -22,8 +22,7 @@ namespace devshare::cli {
 namespace {
 
 struct ServeOptions {
-  std::string kubeconfig;
-  std::string context;
+  ClusterFlags cluster;
   std::string listen = "0.0.0.0:8443";
   std::string tls_cert, tls_key;
   std::string leader = "always";
@@ -45,22 +44,6 @@ struct ServeOptions {
   int burst = 10;
   double bind_budget_seconds = 10;
 };
-
-Result<kube::ClusterAccess> Access(const ServeOptions& o) {
-  const char* env = std::getenv("KUBECONFIG");
-  std::string path = !o.kubeconfig.empty() ? o.kubeconfig : env != nullptr ? env : "";
-  if (path.empty()) {
-    Result<kube::ClusterAccess> in_cluster =
-        kube::InClusterAccess([](const char* name) { return std::getenv(name); }, ReadFile);
-    if (in_cluster.ok() || in_cluster.status().code() != StatusCode::kNotFound) return in_cluster;
-    const char* home = std::getenv("HOME");
-    path = fmt::format("{}/.kube/config", home != nullptr ? home : "");
-  }
-  Result<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  return kube::ParseKubeconfig(*text, ReadFile, std::filesystem::path(path).parent_path().string(),
-                               o.context);
-}
 
 using engine::OptionName;
 using Leader = kube::ServiceOptions::Leader;
@@ -144,7 +127,7 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
 
 int Run(const ServeOptions& o) {
   Result<kube::ServiceOptions> options = Options(o);
-  Result<kube::ClusterAccess> access = options.ok() ? Access(o) : options.status();
+  Result<kube::ClusterAccess> access = options.ok() ? FindAccess(o.cluster) : options.status();
   if (!access.ok()) {
     std::cerr << "devshare serve: " << access.status().message() << "\n";
     return 1;
@@ -175,9 +158,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* sub =
       app.add_subcommand("serve", "serve kube-scheduler (extender) and the API server (webhook)");
-  sub->add_option("--kubeconfig", o->kubeconfig,
-                  "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
-  sub->add_option("--context", o->context, "kubeconfig context (default: current-context)");
+  AddClusterFlags(sub, o->cluster);
   sub->add_option("--listen", o->listen, "ADDRESS:PORT to serve on")->capture_default_str();
   sub->add_option("--tls-cert", o->tls_cert,
                   "PEM certificate (chain): serve HTTPS; reloaded when it changes");

@@ -28,6 +28,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     std::string verb, method, target, content_type, body;
     ApiCallback done;
     int attempt = 0;
+    bool reauthenticated = false;
   };
   struct WatchState {
     std::string path, selector;
@@ -52,6 +53,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   http::request<http::string_body> MakeRequest(const std::string& method, const std::string& target,
                                                const std::string& content_type,
                                                const std::string& body) {
+    static_cast<void>(RefreshCredential(false));  // a failure shows as the server's 401
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, access.host);
     req.set(http::field::user_agent, "devshare");
@@ -94,14 +96,72 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     });
   }
 
+  // The exec plugin's credential (ClusterAccess::exec), fetched when there
+  // is none, when it has expired, or (`force`) when the server refused it.
+  Status RefreshCredential(bool force) {
+    if (!access.exec) return Status();
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    if (!force && credential_fetched && (!credential_expires || now < *credential_expires))
+      return Status();
+    Result<ExecCredential> c = RunExecPlugin(access);
+    if (!c.ok()) return c.status();
+    credential_fetched = true;
+    credential_expires = c->expires;
+    access.token = c->token;
+    if (c->cert_pem == access.cert_pem && c->key_pem == access.key_pem) return Status();
+    access.cert_pem = c->cert_pem;
+    access.key_pem = c->key_pem;
+    return BuildTls();  // new connections present the new certificate
+  }
+
+  Status BuildTls() {
+    if (!access.https) return Status();
+    auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
+    boost::system::error_code ec;
+    if (access.insecure) {
+      context->set_verify_mode(ssl::verify_none, ec);
+    } else {
+      context->set_verify_mode(ssl::verify_peer, ec);
+      if (!access.ca_pem.empty()) {
+        context->add_certificate_authority(asio::buffer(access.ca_pem), ec);
+        if (ec)
+          return Status::InvalidConfig(fmt::format("certificate authority: {}", ec.message()));
+      } else {
+        context->set_default_verify_paths(ec);
+      }
+    }
+    if (!access.cert_pem.empty()) {
+      context->use_certificate_chain(asio::buffer(access.cert_pem), ec);
+      if (ec) return Status::InvalidConfig(fmt::format("client certificate: {}", ec.message()));
+      context->use_private_key(asio::buffer(access.key_pem), ssl::context::pem, ec);
+      if (ec) return Status::InvalidConfig(fmt::format("client key: {}", ec.message()));
+    }
+    tls = std::move(context);
+    return Status();
+  }
+
   void Send(Pending p) {
     auto shared = std::make_shared<Pending>(std::move(p));
     auto self = shared_from_this();
+    if (Status s = RefreshCredential(false); !s.ok()) {
+      if (shared->done) shared->done(ApiResponse{0, "", std::string(s.message()), ""});
+      return;
+    }
     auto exchange = std::make_shared<Exchange>(
         io, access, tls.get(), pool,
         MakeRequest(shared->method, shared->target, shared->content_type, shared->body),
         options.timeout, nullptr, [self, shared](ApiResponse r) {
           if (self->metrics != nullptr) self->metrics->CountApiRequest(shared->verb, r.status);
+          // A plugin's credential the server refused: once more with a fresh one.
+          if (r.status == 401 && self->access.exec && !shared->reauthenticated && !self->stopped) {
+            shared->reauthenticated = true;
+            if (Status s = self->RefreshCredential(true); s.ok()) {
+              self->Enqueue(std::move(*shared));
+              return;
+            }
+          }
           const std::string& retry_after = r.retry_after;
           const bool retriable = r.status == 429 || r.status >= 500;
           if (retriable && !retry_after.empty() && shared->attempt < self->options.max_retries &&
@@ -275,6 +335,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   ApiClientOptions options;
   Metrics* metrics;
   std::unique_ptr<ssl::context> tls;
+  bool credential_fetched = false;                 // RefreshCredential
+  std::optional<std::int64_t> credential_expires;  // Unix seconds
   asio::steady_timer bucket_timer;
   double tokens;
   std::chrono::steady_clock::time_point refilled = std::chrono::steady_clock::now();
@@ -293,29 +355,8 @@ ApiClient::ApiClient(asio::io_context& io, ClusterAccess access, ApiClientOption
 ApiClient::~ApiClient() { Stop(); }
 
 Status ApiClient::Start() {
-  const ClusterAccess& a = impl_->access;
-  if (!a.https) return Status();
-  auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
-  boost::system::error_code ec;
-  if (a.insecure) {
-    context->set_verify_mode(ssl::verify_none, ec);
-  } else {
-    context->set_verify_mode(ssl::verify_peer, ec);
-    if (!a.ca_pem.empty()) {
-      context->add_certificate_authority(asio::buffer(a.ca_pem), ec);
-      if (ec) return Status::InvalidConfig(fmt::format("certificate authority: {}", ec.message()));
-    } else {
-      context->set_default_verify_paths(ec);
-    }
-  }
-  if (!a.cert_pem.empty()) {
-    context->use_certificate_chain(asio::buffer(a.cert_pem), ec);
-    if (ec) return Status::InvalidConfig(fmt::format("client certificate: {}", ec.message()));
-    context->use_private_key(asio::buffer(a.key_pem), ssl::context::pem, ec);
-    if (ec) return Status::InvalidConfig(fmt::format("client key: {}", ec.message()));
-  }
-  impl_->tls = std::move(context);
-  return Status();
+  if (Status s = impl_->RefreshCredential(true); !s.ok()) return s;
+  return impl_->tls ? Status() : impl_->BuildTls();
 }
 
 void ApiClient::Call(std::string verb, std::string method, std::string target,

@@ -4,6 +4,10 @@
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include <boost/json.hpp>
+#include <cstdio>
+#include <ctime>
+#include <map>
 #include <vector>
 
 namespace devshare::kube {
@@ -61,18 +65,6 @@ Status ParseServer(const std::string& server, ClusterAccess& access) {
   return Status();
 }
 
-const YAML::Node* Named(const YAML::Node& list, const std::string& name,
-                        std::vector<YAML::Node>& keep) {
-  if (!list || !list.IsSequence()) return nullptr;
-  for (const YAML::Node& item : list) {
-    if (item.IsMap() && item["name"] && item["name"].IsScalar() && item["name"].Scalar() == name) {
-      keep.push_back(item);
-      return &keep.back();
-    }
-  }
-  return nullptr;
-}
-
 std::string Scalar(const YAML::Node& map, const char* key) {
   const YAML::Node v = map[key];
   return v && v.IsScalar() ? v.Scalar() : std::string();
@@ -81,6 +73,11 @@ std::string Scalar(const YAML::Node& map, const char* key) {
 std::string Resolved(const std::string& base_dir, const std::string& path) {
   if (path.empty() || path.front() == '/' || base_dir.empty()) return path;
   return base_dir + "/" + path;
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
 
 // `data` (base64) or the file `file`, whichever is given; data wins.
@@ -100,58 +97,159 @@ Status Material(const YAML::Node& map, const char* data_key, const char* file_ke
   return Status();
 }
 
+// The named entries of every file, the first definition of a name winning,
+// each with the directory its relative paths resolve against.
+struct Entry {
+  YAML::Node value;  // the entry's `cluster`, `context` or `user` map
+  std::string base_dir;
+};
+using Entries = std::map<std::string, Entry, std::less<>>;
+
+Status Collect(const YAML::Node& list, const char* field, const std::string& path, Entries& out) {
+  if (!list) return Status();
+  if (!list.IsSequence()) return ConfigError(fmt::format("{}: {}s is not a list", path, field));
+  for (const YAML::Node& item : list) {
+    const std::string name = item.IsMap() ? Scalar(item, "name") : std::string();
+    if (name.empty()) return ConfigError(fmt::format("{}: a {} without a name", path, field));
+    out.try_emplace(name, Entry{item[field], DirectoryOf(path)});
+  }
+  return Status();
+}
+
+Result<ExecConfig> ParseExec(const YAML::Node& exec, const std::string& base_dir,
+                             const std::string& user) {
+  const auto bad = [&](std::string_view what) {
+    return ConfigError(fmt::format("user '{}': exec: {}", user, what));
+  };
+  if (!exec.IsMap()) return bad("not a mapping");
+  ExecConfig e;
+  e.api_version = Scalar(exec, "apiVersion");
+  if (e.api_version != "client.authentication.k8s.io/v1" &&
+      e.api_version != "client.authentication.k8s.io/v1beta1") {
+    return bad(fmt::format("apiVersion '{}' is not client.authentication.k8s.io/v1 or /v1beta1",
+                           e.api_version));
+  }
+  e.command = Scalar(exec, "command");
+  if (e.command.empty()) return bad("no command");
+  if (e.command.find('/') != std::string::npos) e.command = Resolved(base_dir, e.command);
+  if (const YAML::Node args = exec["args"]) {
+    if (!args.IsSequence()) return bad("args is not a list");
+    for (const YAML::Node& a : args) {
+      if (!a.IsScalar()) return bad("an argument is not a string");
+      e.args.push_back(a.Scalar());
+    }
+  }
+  if (const YAML::Node env = exec["env"]) {
+    if (!env.IsSequence()) return bad("env is not a list");
+    for (const YAML::Node& v : env) {
+      if (!v.IsMap() || Scalar(v, "name").empty()) return bad("an env entry without a name");
+      e.env.emplace_back(Scalar(v, "name"), Scalar(v, "value"));
+    }
+  }
+  e.install_hint = Scalar(exec, "installHint");
+  e.provide_cluster_info = Scalar(exec, "provideClusterInfo") == "true";
+  if (Scalar(exec, "interactiveMode") == "Always")
+    return bad("interactiveMode Always needs a terminal, and devshare asks for none");
+  return e;
+}
+
+// RFC 3339 ("2026-11-25T10:00:00Z", fractional seconds and offsets too) to
+// Unix seconds.
+std::optional<std::int64_t> Rfc3339Seconds(const std::string& text) {
+  std::tm tm{};
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
+      consumed != 19) {
+    return std::nullopt;
+  }
+  std::string_view rest = std::string_view(text).substr(19);
+  if (rest.starts_with('.')) {
+    rest.remove_prefix(1);
+    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
+  }
+  int offset = 0;
+  if (rest == "Z" || rest == "z") {
+    offset = 0;
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+    int hours = 0, minutes = 0;
+    if (std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &hours, &minutes) != 2)
+      return std::nullopt;
+    offset = (rest[0] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
+  } else {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<std::int64_t>(timegm(&tm)) - offset;
+}
+
 }  // namespace
 
-Result<ClusterAccess> ParseKubeconfig(std::string_view yaml, const ReadFileFn& read,
-                                      const std::string& base_dir, const std::string& context) {
+Result<ClusterAccess> ParseKubeconfig(std::span<const KubeconfigFile> files, const ReadFileFn& read,
+                                      const std::string& context) {
   try {
-    const YAML::Node root = YAML::Load(std::string(yaml));
-    if (!root.IsMap()) return ConfigError("not a mapping");
-    const std::string name = context.empty() ? Scalar(root, "current-context") : context;
+    std::string current;
+    Entries clusters, contexts, users;
+    for (const KubeconfigFile& file : files) {
+      const YAML::Node root = YAML::Load(file.text);
+      if (root.IsNull()) continue;  // an empty file, as kubectl allows
+      if (!root.IsMap()) return ConfigError(fmt::format("{}: not a mapping", file.path));
+      if (current.empty()) current = Scalar(root, "current-context");
+      Status s = Collect(root["clusters"], "cluster", file.path, clusters);
+      if (s.ok()) s = Collect(root["contexts"], "context", file.path, contexts);
+      if (s.ok()) s = Collect(root["users"], "user", file.path, users);
+      if (!s.ok()) return s;
+    }
+    const std::string name = context.empty() ? current : context;
     if (name.empty()) return ConfigError("no current-context");
-    std::vector<YAML::Node> keep;
-    keep.reserve(3);
-    const YAML::Node* ctx = Named(root["contexts"], name, keep);
-    if (ctx == nullptr || !(*ctx)["context"].IsMap())
+    auto ctx = contexts.find(name);
+    if (ctx == contexts.end() || !ctx->second.value.IsMap())
       return ConfigError(fmt::format("no context named '{}'", name));
-    const std::string cluster_name = Scalar((*ctx)["context"], "cluster");
-    const std::string user_name = Scalar((*ctx)["context"], "user");
-    const YAML::Node* cluster = Named(root["clusters"], cluster_name, keep);
-    if (cluster == nullptr || !(*cluster)["cluster"].IsMap()) {
+    const std::string cluster_name = Scalar(ctx->second.value, "cluster");
+    const std::string user_name = Scalar(ctx->second.value, "user");
+    auto cluster = clusters.find(cluster_name);
+    if (cluster == clusters.end() || !cluster->second.value.IsMap()) {
       return ConfigError(
           fmt::format("context '{}' names the unknown cluster '{}'", name, cluster_name));
     }
-    const YAML::Node c = (*cluster)["cluster"];
+    const YAML::Node c = cluster->second.value;
     ClusterAccess access;
-    Status s = ParseServer(Scalar(c, "server"), access);
+    access.server = Scalar(c, "server");
+    Status s = ParseServer(access.server, access);
     if (!s.ok()) return s;
     access.insecure = Scalar(c, "insecure-skip-tls-verify") == "true";
     access.tls_server_name = Scalar(c, "tls-server-name");
-    if (!(s = Material(c, "certificate-authority-data", "certificate-authority", read, base_dir,
-                       access.ca_pem))
+    if (!(s = Material(c, "certificate-authority-data", "certificate-authority", read,
+                       cluster->second.base_dir, access.ca_pem))
              .ok()) {
       return s;
     }
     if (!user_name.empty()) {
-      const YAML::Node* user = Named(root["users"], user_name, keep);
-      if (user == nullptr)
+      auto user = users.find(user_name);
+      if (user == users.end())
         return ConfigError(
             fmt::format("context '{}' names the unknown user '{}'", name, user_name));
-      const YAML::Node u = (*user)["user"];
+      const YAML::Node u = user->second.value;
+      const std::string& dir = user->second.base_dir;
       if (u && u.IsMap()) {
-        if (!(s = Material(u, "client-certificate-data", "client-certificate", read, base_dir,
+        if (!(s = Material(u, "client-certificate-data", "client-certificate", read, dir,
                            access.cert_pem))
                  .ok() ||
-            !(s = Material(u, "client-key-data", "client-key", read, base_dir, access.key_pem))
-                 .ok()) {
+            !(s = Material(u, "client-key-data", "client-key", read, dir, access.key_pem)).ok()) {
           return s;
         }
         access.token = Scalar(u, "token");
         if (access.token.empty() && !Scalar(u, "tokenFile").empty()) {
-          Result<std::string> token = read(Resolved(base_dir, Scalar(u, "tokenFile")));
+          Result<std::string> token = read(Resolved(dir, Scalar(u, "tokenFile")));
           if (!token.ok())
             return ConfigError(fmt::format("tokenFile: {}", token.status().message()));
           access.token = *token;
+        }
+        if (const YAML::Node exec = u["exec"]) {
+          Result<ExecConfig> parsed = ParseExec(exec, dir, user_name);
+          if (!parsed.ok()) return parsed.status();
+          access.exec = std::move(*parsed);
         }
       }
     }
@@ -166,8 +264,81 @@ Result<ClusterAccess> ParseKubeconfig(std::string_view yaml, const ReadFileFn& r
   }
 }
 
-Result<ClusterAccess> InClusterAccess(const std::function<const char*(const char*)>& getenv,
-                                      const ReadFileFn& read) {
+Result<ClusterAccess> FindClusterAccess(const std::string& kubeconfig, const std::string& context,
+                                        const GetenvFn& getenv, const ReadFileFn& read) {
+  std::vector<KubeconfigFile> files;
+  if (!kubeconfig.empty()) {
+    Result<std::string> text = read(kubeconfig);
+    if (!text.ok()) return text.status();
+    files.push_back(KubeconfigFile{kubeconfig, std::move(*text)});
+    return ParseKubeconfig(files, read, context);
+  }
+  if (const char* list = getenv("KUBECONFIG"); list != nullptr && *list != '\0') {
+    std::string_view rest = list;
+    while (!rest.empty()) {
+      const std::size_t colon = rest.find(':');
+      const std::string path(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      if (path.empty()) continue;
+      Result<std::string> text = read(path);
+      if (text.ok()) files.push_back(KubeconfigFile{path, std::move(*text)});
+    }
+    if (files.empty())
+      return Status::NotFound(fmt::format("no file $KUBECONFIG ({}) names can be read", list));
+    return ParseKubeconfig(files, read, context);
+  }
+  Result<ClusterAccess> in_cluster = InClusterAccess(getenv, read);
+  if (in_cluster.ok() || in_cluster.status().code() != StatusCode::kNotFound) return in_cluster;
+  const char* home = getenv("HOME");
+  const std::string path = fmt::format("{}/.kube/config", home != nullptr ? home : "");
+  Result<std::string> text = read(path);
+  if (!text.ok()) {
+    return Status::NotFound(fmt::format(
+        "no cluster configuration: no --kubeconfig, $KUBECONFIG unset, not in a pod, and {}",
+        text.status().message()));
+  }
+  files.push_back(KubeconfigFile{path, std::move(*text)});
+  return ParseKubeconfig(files, read, context);
+}
+
+Result<ExecCredential> ParseExecCredential(std::string_view json, std::string_view api_version) {
+  const auto bad = [](std::string_view what) {
+    return Status::InvalidConfig(fmt::format("exec credential: {}", what));
+  };
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(json, ec);
+  if (ec) return bad(fmt::format("not JSON: {}", ec.message()));
+  const boost::json::object* root = v.if_object();
+  if (root == nullptr) return bad("not a JSON object");
+  const auto text = [](const boost::json::object& o, std::string_view key) -> std::string {
+    const boost::json::value* f = o.if_contains(key);
+    return f != nullptr && f->is_string() ? std::string(f->get_string()) : std::string();
+  };
+  if (text(*root, "kind") != "ExecCredential") return bad("kind is not ExecCredential");
+  if (text(*root, "apiVersion") != api_version) {
+    return bad(fmt::format("apiVersion '{}', but the kubeconfig asks for '{}'",
+                           text(*root, "apiVersion"), api_version));
+  }
+  const boost::json::value* status = root->if_contains("status");
+  if (status == nullptr || !status->is_object()) return bad("no status");
+  const boost::json::object& st = status->get_object();
+  ExecCredential c;
+  c.token = text(st, "token");
+  c.cert_pem = text(st, "clientCertificateData");
+  c.key_pem = text(st, "clientKeyData");
+  if (c.cert_pem.empty() != c.key_pem.empty())
+    return bad("status.clientCertificateData and clientKeyData go together");
+  if (c.token.empty() && c.cert_pem.empty())
+    return bad("status has neither a token nor a client certificate");
+  if (const std::string expiry = text(st, "expirationTimestamp"); !expiry.empty()) {
+    c.expires = Rfc3339Seconds(expiry);
+    if (!c.expires)
+      return bad(fmt::format("status.expirationTimestamp '{}' is not RFC 3339", expiry));
+  }
+  return c;
+}
+
+Result<ClusterAccess> InClusterAccess(const GetenvFn& getenv, const ReadFileFn& read) {
   const char* host = getenv("KUBERNETES_SERVICE_HOST");
   const char* port = getenv("KUBERNETES_SERVICE_PORT");
   if (host == nullptr || port == nullptr || *host == '\0') {
@@ -183,6 +354,9 @@ Result<ClusterAccess> InClusterAccess(const std::function<const char*(const char
   ClusterAccess access;
   access.host = host;
   access.port = port;
+  access.server = std::string_view(host).find(':') == std::string_view::npos
+                      ? fmt::format("https://{}:{}", host, port)
+                      : fmt::format("https://[{}]:{}", host, port);
   access.token = std::move(*token);
   while (!access.token.empty() && (access.token.back() == '\n' || access.token.back() == '\r'))
     access.token.pop_back();

@@ -14,6 +14,10 @@
 //     when no byte of an answer came. Each watch has a connection of its own.
 //   - A 429 or 5xx carrying Retry-After is retried after that many seconds,
 //     at most 10 times, as client-go does; any other status is the caller's.
+//   - With an exec credential command (ClusterAccess::exec) its credential
+//     is fetched at Start, again once it has expired (the command blocks
+//     the client while it runs), and once more when the server answers a
+//     request 401 (which is then sent again).
 //   - Watch lists (paginated), then watches from the list's resourceVersion
 //     with bookmarks; a watch that ends is resumed from the last version
 //     seen; a 410 (an ERROR event or an HTTP 410) relists and replaces the
@@ -69,7 +73,8 @@ class ApiClient {
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;
 
-  // Checks the TLS material. Errors: kInvalidConfig.
+  // Fetches an exec credential, checks the TLS material. Errors:
+  // kInvalidConfig; RunExecPlugin's.
   Status Start();
 
   // One request. `verb` names it in the metrics (for example "patch-node").

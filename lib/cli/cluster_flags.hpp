@@ -1,0 +1,42 @@
+// The flags and helpers of the subcommands that talk to a live cluster
+// (serve, explain --pod NAMESPACE/NAME, top): where the cluster is, as
+// kubectl finds it, and a progress line while a big cluster is read.
+#ifndef DEVSHARE_CLI_CLUSTER_FLAGS_HPP_
+#define DEVSHARE_CLI_CLUSTER_FLAGS_HPP_
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+
+#include "devshare/kube/cluster_access.hpp"
+#include "devshare/kube/cluster_read.hpp"
+#include "devshare/snapshot.hpp"
+
+namespace devshare::cli {
+
+struct ClusterFlags {
+  std::string kubeconfig;
+  std::string context;
+};
+
+// --kubeconfig and --context.
+void AddClusterFlags(CLI::App* command, ClusterFlags& flags);
+
+// kube::FindClusterAccess with this process's environment and files.
+Result<kube::ClusterAccess> FindAccess(const ClusterFlags& flags);
+
+// Reads the cluster, saying on stderr how far the lists have come once one
+// spans more than a page (a line rewritten in place on a terminal, a line
+// per list otherwise), and warning of each object that does not decode.
+Result<kube::ClusterObjects> ReadClusterWithProgress(const kube::ClusterAccess& access,
+                                                     std::string_view command);
+
+// The objects in a snapshot: nodes, pods (but the one whose UID is
+// `except`), quotas. Nodes and pods whose annotations do not decode are
+// kept out of the devices, as the engine keeps them; `warn` gets why.
+void FillSnapshot(const kube::ClusterObjects& objects, std::string_view except,
+                  ClusterSnapshot& snapshot, const std::function<void(std::string_view)>& warn);
+
+}  // namespace devshare::cli
+
+#endif  // DEVSHARE_CLI_CLUSTER_FLAGS_HPP_

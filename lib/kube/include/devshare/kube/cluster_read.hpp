@@ -1,0 +1,55 @@
+// devshare/kube/cluster_read.hpp — one read of a live cluster, for the
+// commands that look at it (`devshare explain --pod`, `devshare top`).
+//
+// Thread-safety: ReadCluster runs an event loop of its own on the calling
+// thread; calls on different threads are independent.
+#ifndef DEVSHARE_KUBE_CLUSTER_READ_HPP_
+#define DEVSHARE_KUBE_CLUSTER_READ_HPP_
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devshare/kube/cluster_access.hpp"
+#include "devshare/objects.hpp"
+#include "devshare/status.hpp"
+
+namespace devshare::kube {
+
+struct ResourceQuotaObject {
+  std::string quota_namespace;
+  std::string name;
+  StringMap hard;  // spec.hard: resource name -> quantity text
+};
+
+// What a read found.
+struct ClusterObjects {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;  // every pod not Succeeded or Failed
+  std::vector<ResourceQuotaObject> quotas;
+  // Objects the API server returned that do not decode, each with why
+  // ("node gpu-3: ..."); they are left out above.
+  std::vector<std::string> undecodable;
+};
+
+// Called after each page of a list: what is being listed ("nodes", "pods",
+// "resourcequotas") and how many of them so far.
+using ReadProgress = std::function<void(std::string_view what, std::size_t so_far)>;
+
+// Lists the nodes, the pods that are not finished and the resource quotas
+// (500 a page), at most 50 requests a second. Errors: ApiClient::Start's;
+// kUnavailable naming the list and the API server's status or the
+// transport error.
+Result<ClusterObjects> ReadCluster(const ClusterAccess& access, const ReadProgress& progress);
+
+// One pod by namespace and name. Errors: kNotFound when the API server has
+// none; kUnavailable as ReadCluster; kInvalidArgument when it does not decode.
+Result<Pod> ReadPod(const ClusterAccess& access, std::string_view pod_namespace,
+                    std::string_view name);
+
+}  // namespace devshare::kube
+
+#endif  // DEVSHARE_KUBE_CLUSTER_READ_HPP_

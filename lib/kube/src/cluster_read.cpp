@@ -1,0 +1,171 @@
+#include "devshare/kube/cluster_read.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
+#include <cctype>
+#include <memory>
+
+#include "devshare/kube/api_client.hpp"
+#include "devshare/objects_json.hpp"
+
+namespace devshare::kube {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+
+constexpr ApiClientOptions kReadOptions{50, 100};
+
+std::string Field(const bj::object& o, std::string_view key) {
+  const bj::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+const bj::object* Object(const bj::object& o, std::string_view key) {
+  const bj::value* v = o.if_contains(key);
+  return v != nullptr ? v->if_object() : nullptr;
+}
+
+std::string NameOf(const bj::object& item) {
+  const bj::object* meta = Object(item, "metadata");
+  if (meta == nullptr) return "?";
+  const std::string ns = Field(*meta, "namespace");
+  return ns.empty() ? Field(*meta, "name") : ns + "/" + Field(*meta, "name");
+}
+
+Status Unavailable(std::string_view what, const ApiResponse& r) {
+  return Status::Unavailable(r.status == 0 ? fmt::format("{}: {}", what, r.error)
+                                           : fmt::format("{}: the API server answered {}: {}", what,
+                                                         r.status, r.body.substr(0, 300)));
+}
+
+// Adds one listed item to `out`.
+void Add(std::string_view kind, const bj::object& item, ClusterObjects& out) {
+  if (kind == "nodes") {
+    Result<Node> node = DecodeNode(item);
+    if (node.ok()) return out.nodes.push_back(std::move(*node));
+    return out.undecodable.push_back(
+        fmt::format("node {}: {}", NameOf(item), node.status().message()));
+  }
+  if (kind == "pods") {
+    Result<Pod> pod = DecodePod(item);
+    if (pod.ok()) return out.pods.push_back(std::move(*pod));
+    return out.undecodable.push_back(
+        fmt::format("pod {}: {}", NameOf(item), pod.status().message()));
+  }
+  const bj::object* meta = Object(item, "metadata");
+  const bj::object* spec = Object(item, "spec");
+  ResourceQuotaObject quota;
+  if (meta != nullptr) {
+    quota.quota_namespace = Field(*meta, "namespace");
+    quota.name = Field(*meta, "name");
+  }
+  if (const bj::object* hard = spec != nullptr ? Object(*spec, "hard") : nullptr) {
+    for (const auto& [resource, value] : *hard) {
+      if (value.is_string()) quota.hard.Set(std::string(resource), std::string(value.get_string()));
+    }
+  }
+  out.quotas.push_back(std::move(quota));
+}
+
+struct Lister {
+  ApiClient& client;
+  const ReadProgress& progress;
+  ClusterObjects objects;
+  Status failure;
+
+  struct Kind {
+    std::string_view name, path;
+  };
+  static constexpr Kind kKinds[] = {
+      {"nodes", "/api/v1/nodes?limit=500"},
+      {"pods",
+       "/api/v1/pods?limit=500&fieldSelector=status.phase%21%3DSucceeded%2C"
+       "status.phase%21%3DFailed"},
+      {"resourcequotas", "/api/v1/resourcequotas?limit=500"}};
+
+  void List(std::size_t kind, const std::string& continue_token, std::size_t so_far) {
+    if (kind == std::size(kKinds)) return client.Stop();
+    std::string target(kKinds[kind].path);
+    if (!continue_token.empty()) {
+      target += "&continue=";
+      for (const char c : continue_token) {  // URL-encoded: tokens are base64
+        if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') {
+          target += c;
+        } else {
+          target += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+        }
+      }
+    }
+    client.Call("list", "GET", target, "", "", [this, kind, so_far](const ApiResponse& r) {
+      const std::string_view what = kKinds[kind].name;
+      if (r.status != 200) {
+        failure = Unavailable(fmt::format("listing {}", what), r);
+        return client.Stop();
+      }
+      boost::system::error_code ec;
+      const bj::value doc = bj::parse(r.body, ec);
+      const bj::object* list = ec ? nullptr : doc.if_object();
+      const bj::value* items = list != nullptr ? list->if_contains("items") : nullptr;
+      if (items == nullptr || !items->is_array()) {
+        failure = Status::Unavailable(fmt::format("listing {}: not a list", what));
+        return client.Stop();
+      }
+      std::size_t count = so_far;
+      for (const bj::value& item : items->get_array()) {
+        if (item.is_object()) Add(what, item.get_object(), objects);
+        ++count;
+      }
+      if (progress) progress(what, count);
+      const bj::object* meta = Object(*list, "metadata");
+      const std::string next = meta != nullptr ? Field(*meta, "continue") : std::string();
+      if (!next.empty()) return List(kind, next, count);
+      List(kind + 1, "", 0);
+    });
+  }
+};
+
+}  // namespace
+
+Result<ClusterObjects> ReadCluster(const ClusterAccess& access, const ReadProgress& progress) {
+  asio::io_context io;
+  ApiClient client(io, access, kReadOptions, nullptr);
+  if (Status s = client.Start(); !s.ok()) return s;
+  Lister lister{client, progress, {}, Status()};
+  lister.List(0, "", 0);
+  io.run();
+  if (!lister.failure.ok()) return lister.failure;
+  return std::move(lister.objects);
+}
+
+Result<Pod> ReadPod(const ClusterAccess& access, std::string_view pod_namespace,
+                    std::string_view name) {
+  asio::io_context io;
+  ApiClient client(io, access, kReadOptions, nullptr);
+  if (Status s = client.Start(); !s.ok()) return s;
+  Result<Pod> pod = Status::Unavailable("no answer");
+  client.Call("get", "GET", fmt::format("/api/v1/namespaces/{}/pods/{}", pod_namespace, name), "",
+              "", [&](const ApiResponse& r) {
+                client.Stop();
+                if (r.status == 404) {
+                  pod = Status::NotFound(fmt::format("pod {}/{} not found", pod_namespace, name));
+                  return;
+                }
+                if (r.status != 200) {
+                  pod = Unavailable(fmt::format("reading pod {}/{}", pod_namespace, name), r);
+                  return;
+                }
+                Result<Pod> decoded = DecodePod(r.body);
+                pod = decoded.ok()
+                          ? std::move(decoded)
+                          : Result<Pod>(Status::InvalidArgument(fmt::format(
+                                "pod {}/{}: {}", pod_namespace, name, decoded.status().message())));
+              });
+  io.run();
+  return pod;
+}
+
+}  // namespace devshare::kube
