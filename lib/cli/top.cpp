@@ -48,34 +48,53 @@ struct DeviceRow {
   std::vector<std::string> pods;
 };
 
+// Something wrong with a node: a few words for the table, the whole story below it.
+struct Note {
+  std::string brief, detail;
+};
+
 struct NodeRow {
   std::string name;
   std::vector<DeviceRow> devices;
   Amount memory, cores, slots;
   std::set<std::string> pods;
   double free_gpus = 0, fragmented_gpus = 0;
-  std::vector<std::string> notes;
+  std::vector<Note> notes;
 };
 
 // What is wrong with a node's registration, in words.
 void NoteHandshakes(const Node& node, const DeviceConfig& config, std::int64_t now,
-                    std::vector<std::string>& notes) {
+                    std::vector<Note>& notes) {
   for (const VendorSpec& vendor : config.vendors) {
     if (vendor.handshake_annotation.empty()) continue;
     const std::string* value = node.annotations.Find(vendor.handshake_annotation);
     if (value == nullptr) continue;
     Result<Handshake> h = DecodeHandshake(*value);
     if (!h.ok()) {
-      notes.push_back(
-          fmt::format("{} does not decode: {}", vendor.handshake_annotation, h.status().message()));
+      notes.push_back(Note{"handshake does not decode",
+                           fmt::format("{} does not decode: {}", vendor.handshake_annotation,
+                                       h.status().message())});
     } else if (h->state == HandshakeState::kRequesting && h->unix_seconds &&
                now - *h->unix_seconds > kHandshakeExpirySeconds) {
-      notes.push_back(
-          fmt::format("handshake stale: {} has asked for {} s with no answer from the "
-                      "device plugin",
-                      vendor.handshake_annotation, now - *h->unix_seconds));
+      notes.push_back(Note{fmt::format("handshake stale ({} s)", now - *h->unix_seconds),
+                           fmt::format("{} has asked for {} s with no answer from the device "
+                                       "plugin",
+                                       vendor.handshake_annotation, now - *h->unix_seconds)});
     }
   }
+}
+
+// The table's NOTE: the first note's brief, and how many more there are.
+std::string Brief(const std::vector<Note>& notes) {
+  if (notes.empty()) return "";
+  return notes.size() == 1 ? notes[0].brief
+                           : fmt::format("{} (+{} more)", notes[0].brief, notes.size() - 1);
+}
+
+bj::array NotesJson(const std::vector<Note>& notes) {
+  bj::array out;
+  for (const Note& n : notes) out.push_back(bj::object{{"brief", n.brief}, {"detail", n.detail}});
+  return out;
 }
 
 bool ShowsDevices(const Node& node, const DeviceConfig& config) {
@@ -114,10 +133,11 @@ int Run(const TopOptions& o) {
   const std::int64_t now = o.now != 0 ? o.now : static_cast<std::int64_t>(std::time(nullptr));
 
   ClusterSnapshot snapshot(*config);
-  std::map<std::string, std::vector<std::string>> notes;  // by node
+  std::map<std::string, std::vector<Note>> notes;  // by node
   std::vector<std::string> pod_errors;
   for (const Node& node : objects->nodes) {
-    if (Status s = snapshot.AddNode(node); !s.ok()) notes[node.name].emplace_back(s.message());
+    if (Status s = snapshot.AddNode(node); !s.ok())
+      notes[node.name].push_back(Note{"registration does not decode", std::string(s.message())});
     NoteHandshakes(node, *config, now, notes[node.name]);
   }
   for (const Pod& pod : objects->pods) {
@@ -159,10 +179,14 @@ int Run(const TopOptions& o) {
         const std::vector<std::string>& on = pods_on[d.device.id];
         row.pods.insert(on.begin(), on.end());
         row.devices.push_back(DeviceRow{d, on});
-        if (!d.healthy) row.notes.push_back(fmt::format("{} unhealthy", d.device.id));
+        if (!d.healthy)
+          row.notes.push_back(Note{"unhealthy GPU", fmt::format("{} is unhealthy", d.device.id)});
       }
     }
-    if (row.devices.empty() && row.notes.empty()) row.notes.emplace_back("no devices registered");
+    if (row.devices.empty() && row.notes.empty()) {
+      row.notes.push_back(
+          Note{"no devices", "a GPU vendor's annotation or resource is there, but no device"});
+    }
     memory.Add(row.memory.used, row.memory.total);
     cores.Add(row.cores.used, row.cores.total);
     slots.Add(row.slots.used, row.slots.total);
@@ -195,7 +219,7 @@ int Run(const TopOptions& o) {
           {"pods", bj::value_from(std::vector<std::string>(r.pods.begin(), r.pods.end()))},
           {"free_gpus", r.free_gpus},
           {"fragmented_gpus", r.fragmented_gpus},
-          {"notes", bj::value_from(r.notes)},
+          {"notes", NotesJson(r.notes)},
           {"devices", std::move(devices)}});
     }
     bj::object out{{"nodes", std::move(nodes)},
@@ -216,7 +240,7 @@ int Run(const TopOptions& o) {
     nodes.AddRow({r.name, fmt::format("{}", r.devices.size()), r.memory.Text(), r.cores.Text(),
                   r.slots.Text(), fmt::format("{}", r.pods.size()),
                   fmt::format("{:.2f}", r.free_gpus), fmt::format("{:.2f}", r.fragmented_gpus),
-                  r.notes.empty() ? "" : r.notes.front()});
+                  Brief(r.notes)});
   }
   std::cout << nodes.Render();
   std::cout << fmt::format(
@@ -224,8 +248,7 @@ int Run(const TopOptions& o) {
       memory.Text(), cores.Text(), slots.Text(),
       hidden > 0 ? fmt::format(" ({} nodes without devices not shown)", hidden) : "");
   for (const NodeRow& r : rows) {
-    for (std::size_t i = 1; i < r.notes.size(); ++i)
-      std::cout << fmt::format("{}: {}\n", r.name, r.notes[i]);
+    for (const Note& n : r.notes) std::cout << fmt::format("{}: {}\n", r.name, n.detail);
   }
   for (const std::string& e : pod_errors) std::cout << fmt::format("pod: {}\n", e);
   if (o.gpus || !o.node.empty()) {

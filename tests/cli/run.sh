@@ -40,7 +40,7 @@ check "explain bad policy" 1 'unknown node policy' -- explain --node-policy best
 # A sidecar without devices before the GPU container, on model-named devices:
 # devshare writes an entry for each container (W1), HAMi's padding skips it.
 sidecar=$(mktemp)
-trap 'rm -f "$sidecar"' EXIT
+trap 'rm -f "$sidecar" "${broken:-}"' EXIT
 sed 's/^  containers:$/  containers:\n  - name: sidecar/' "$here/examples/cluster/pod-small.yaml" >"$sidecar"
 check "explain W1: an entry for every container" 0 '"hami.io/vgpu-devices-allocated":";GPU-' -- explain --json --cluster "$here/examples/cluster/cluster.yaml" --pod "$sidecar" --now 1
 check "explain HAMi-exact W1: as HAMi pads" 0 '"hami.io/vgpu-devices-allocated":"GPU-' -- explain --json --hami-exact all --cluster "$here/examples/cluster/cluster.yaml" --pod "$sidecar" --now 1
@@ -54,6 +54,38 @@ check "simulate lists the shipped scenarios" 0 'handshake-storm' -- simulate --l
 check "simulate prints a shipped scenario" 0 'kind: leader-crash' -- simulate --scenario failover --print
 check "simulate runs a shipped scenario" 0 'lock-free +128 +128' -- simulate --scenario lock-storm
 check "simulate names an unknown scenario" 1 "no scenario named 'best'" -- simulate --scenario best
+check "explain --pod without --cluster wants NAMESPACE/NAME" 1 'name a pod of the cluster as NAMESPACE/NAME' -- explain --pod pod.yaml
+check "explain names the kubeconfig it cannot read" 1 'cannot read /nonexistent' -- explain --pod default/p --kubeconfig /nonexistent
+check "top of a cluster file" 0 'gpu-a100-1  2     20000/81920  40/200   1/20   1' -- top --cluster "$here/examples/cluster/cluster.yaml" --now 1
+check "top --gpus names the pods on each GPU" 0 'GPU-a100-2-0 .* 30000/40960 .* prod/serving-1' -- top --gpus --cluster "$here/examples/cluster/cluster.yaml" --now 1
+check "top JSON" 0 '"gpus":5,"memory":\{"used":50000,"total":179200\}' -- top --json --cluster "$here/examples/cluster/cluster.yaml" --now 1
+check "top of one node that is not there" 1 'no GPU node named gpu-x' -- top --node gpu-x --cluster "$here/examples/cluster/cluster.yaml"
+broken=$(mktemp)
+cat >"$broken" <<'YAML'
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-stale
+  annotations:
+    hami.io/node-nvidia-register: '[{"id":"GPU-s-0","count":10,"devmem":40960,"devcore":100,"type":"NVIDIA","health":true}]'
+    hami.io/node-handshake: Requesting_2026-11-25 10:00:00
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-garbled
+  annotations:
+    hami.io/node-nvidia-register: 'not JSON'
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: cpu-only
+YAML
+check "top says which handshake is stale" 0 'gpu-stale: hami.io/node-handshake has asked for 300 s' -- top --cluster "$broken" --now 1795601100
+check "top says which register annotation does not decode" 0 'gpu-garbled: node gpu-garbled: hami.io/node-nvidia-register: node register JSON' -- top --cluster "$broken" --now 1795601100
+check "top counts the nodes without devices" 0 '1 nodes without devices not shown' -- top --cluster "$broken" --now 1795601100
+check "top with a file and a kubeconfig" 1 'do not go with it' -- top --cluster "$here/examples/cluster/cluster.yaml" --context x
 check "serve names the choices of an option" 1 'lock-retry sometimes: want one of release, once, fixed, backoff' -- serve --lock-retry sometimes
 check "serve refuses a QPS of 0" 1 'want QPS above 0' -- serve --qps 0
 check "serve refuses a negative bind budget" 1 'bind-budget -1: want 0 or more seconds' -- serve --bind-budget -1

@@ -255,8 +255,11 @@ cmd_start() {
   # Admission: the default set (which includes MutatingAdmissionWebhook and
   # TaintNodesByCondition) except ServiceAccount, since no controller manager
   # creates the namespaces' default service accounts.
+  # A static token for the exec-credential checks (a kubeconfig whose
+  # credential plugin prints it): user exec-user, an administrator.
+  printf '%s\n' 'e2e-exec-token,exec-user,exec-user,"system:masters"' >"$E2E_DIR/tokens.csv"
   launch kube-apiserver "$KUBE_APISERVER" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" --token-auth-file "$E2E_DIR/tokens.csv" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --cert-dir "$pki" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" \

@@ -101,6 +101,114 @@ reasons() {
 }
 check "its FailedScheduling event carries devshare's reasons" wait_until 60 reasons
 
+# --- devshare explain --pod and devshare top on the live cluster -------------------------
+live=$E2E_DIR/live
+mkdir -p "$live"
+explain_big() {  # explain_big ARGS...: the pending pod, explained from the API server
+  "$DEVSHARE" explain --pod default/big --json "$@" >"$live/big.json" 2>"$live/big.err" &&
+    python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))
+nodes = {n["node"]: n for n in e["nodes"]}
+ok = e["chosen"] is None and set(nodes) == {"gpu-a", "gpu-b", "gpu-c"} and all(
+    not n["fits"] and "NodeInsufficientDevice" in n["reason"] for n in nodes.values())
+sys.exit(0 if ok else 1)' "$live/big.json"
+}
+check "explain --pod default/big reads the cluster: no node fits, each says why" \
+  explain_big --kubeconfig "$KUBECONFIG"
+explain_p1() {  # p1 explained as if new: the choice explain makes on files too
+  [ "$("$DEVSHARE" explain --pod default/p1 --json --kubeconfig "$KUBECONFIG" | jfield chosen)" = \
+    "$(predict "$(gpu_pod p1x 1 30000)")" ]
+}
+check "explain --pod default/p1 chooses as explain on files does" explain_p1
+check "explain --pod names a pod that is not there" bash -c \
+  '"$1" explain --pod default/nope --kubeconfig "$2" 2>&1 | grep -q "pod default/nope not found"; [ "${PIPESTATUS[0]}" -eq 1 ]' \
+  _ "$DEVSHARE" "$KUBECONFIG"
+top_matches() {  # top's memory in use per GPU equals what the pods' annotations say
+  "$DEVSHARE" top --json --kubeconfig "$KUBECONFIG" >"$live/top.json" &&
+    kapi GET "$ns/pods" >"$live/pods.json" && python3 -c '
+import json, sys
+top, pods = (json.load(open(f)) for f in sys.argv[1:])
+used = {}
+for p in pods["items"]:
+    for c in p["metadata"].get("annotations", {}).get("hami.io/vgpu-devices-allocated", "").split(";"):
+        for dev in filter(None, c.split(":")):
+            uuid, _, mem = dev.split(",")[:3]
+            used[uuid] = used.get(uuid, 0) + int(mem)
+got = {d["uuid"]: d["memory"]["used"] for n in top["nodes"] for d in n["devices"]}
+named = {n["node"] for n in top["nodes"]}
+ok = named == {"gpu-a", "gpu-b", "gpu-c"} and used and all(got.get(u) == m for u, m in used.items())
+print(used, got)
+sys.exit(0 if ok else 1)' "$live/top.json" "$live/pods.json"
+}
+check "top: every GPU with the memory its pods hold" top_matches
+check "top prints a table of the GPU nodes" bash -c \
+  '"$1" top --gpus --kubeconfig "$2" | grep -qE "^gpu-a +2 +[0-9]+/81920"' _ "$DEVSHARE" "$KUBECONFIG"
+
+# A kubeconfig whose user is an exec credential plugin (as EKS, GKE and AKS
+# write them): the command prints the API server's static token for
+# exec-user (control-plane.sh), with an expiry.
+cat >"$live/get-token" <<'SH'
+#!/bin/sh
+# KUBERNETES_EXEC_INFO must say the call is not interactive.
+case "$KUBERNETES_EXEC_INFO" in *'"interactive":false'*) ;; *) echo "no exec info" >&2; exit 1;; esac
+echo called >>"$(dirname "$0")/get-token.calls"
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"2099-01-01T00:00:00Z"}}\n' "$TOKEN"
+SH
+chmod +x "$live/get-token"
+exec_kubeconfig() {  # exec_kubeconfig FILE TOKEN
+  cat >"$1" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster: {server: "$KUBE_SERVER", certificate-authority-data: "$CA_BUNDLE"}
+users:
+- name: exec-user
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./get-token
+      env: [{name: TOKEN, value: "$2"}]
+      installHint: the e2e test writes get-token next to this file
+contexts:
+- {name: exec, context: {cluster: e2e, user: exec-user}}
+current-context: exec
+KUBECONFIG
+}
+exec_kubeconfig "$live/exec.kubeconfig" e2e-exec-token
+exec_kubeconfig "$live/exec-bad.kubeconfig" wrong-token
+check "an exec credential plugin's token reads the cluster (top)" bash -c \
+  '"$1" top --kubeconfig "$2" | grep -q "^gpu-a "' _ "$DEVSHARE" "$live/exec.kubeconfig"
+check "the plugin ran" grep -q called "$live/get-token.calls"
+check "a token the API server refuses is an error naming 401" bash -c \
+  '"$1" top --kubeconfig "$2" 2>&1 | grep -q "answered 401"; [ "${PIPESTATUS[0]}" -eq 1 ]' \
+  _ "$DEVSHARE" "$live/exec-bad.kubeconfig"
+# $KUBECONFIG with two files, the first with two contexts: its current one
+# a dead server, the other the admin user of the second file.
+cat >"$live/two.kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: dead
+  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
+contexts:
+- {name: dead, context: {cluster: dead}}
+- {name: admin-too, context: {cluster: e2e, user: admin}}
+current-context: dead
+KUBECONFIG
+check "two files in \$KUBECONFIG: the first file's current context is used" bash -c \
+  'KUBECONFIG="$2:$3" "$1" top 2>&1 | grep -q "127.0.0.1"; [ "${PIPESTATUS[0]}" -eq 1 ]' \
+  _ "$DEVSHARE" "$live/two.kubeconfig" "$KUBECONFIG"
+check "--context picks the other, its cluster and user from the second file" bash -c \
+  'KUBECONFIG="$2:$3" "$1" top --context admin-too | grep -q "^gpu-b "' \
+  _ "$DEVSHARE" "$live/two.kubeconfig" "$KUBECONFIG"
+if [ -n "${KUBECTL:-}" ]; then
+  check "kubectl devshare explain: devshare as a kubectl plugin" bash -c \
+    'PATH="$(dirname "$1"):$PATH" "$2" devshare explain --pod default/big --kubeconfig "$3" | grep -q "No node fits"' \
+    _ "$DEVSHARE_KUBECTL_PLUGIN" "$KUBECTL" "$KUBECONFIG"
+fi
+
 # Failover: kill the leader without letting it release the Lease.
 kill -9 "$leader_pid"
 t_kill=$SECONDS

@@ -73,6 +73,7 @@ void Add(std::string_view kind, const bj::object& item, ClusterObjects& out) {
 
 struct Lister {
   ApiClient& client;
+  const std::string& server;
   const ReadProgress& progress;
   ClusterObjects objects;
   Status failure;
@@ -103,7 +104,7 @@ struct Lister {
     client.Call("list", "GET", target, "", "", [this, kind, so_far](const ApiResponse& r) {
       const std::string_view what = kKinds[kind].name;
       if (r.status != 200) {
-        failure = Unavailable(fmt::format("listing {}", what), r);
+        failure = Unavailable(fmt::format("listing {} at {}", what, server), r);
         return client.Stop();
       }
       boost::system::error_code ec;
@@ -134,7 +135,7 @@ Result<ClusterObjects> ReadCluster(const ClusterAccess& access, const ReadProgre
   asio::io_context io;
   ApiClient client(io, access, kReadOptions, nullptr);
   if (Status s = client.Start(); !s.ok()) return s;
-  Lister lister{client, progress, {}, Status()};
+  Lister lister{client, access.server, progress, {}, Status()};
   lister.List(0, "", 0);
   io.run();
   if (!lister.failure.ok()) return lister.failure;
@@ -155,7 +156,9 @@ Result<Pod> ReadPod(const ClusterAccess& access, std::string_view pod_namespace,
                   return;
                 }
                 if (r.status != 200) {
-                  pod = Unavailable(fmt::format("reading pod {}/{}", pod_namespace, name), r);
+                  pod = Unavailable(
+                      fmt::format("reading pod {}/{} at {}", pod_namespace, name, access.server),
+                      r);
                   return;
                 }
                 Result<Pod> decoded = DecodePod(r.body);
