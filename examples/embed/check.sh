@@ -19,6 +19,10 @@ echo "embed: the installed devshare runs"
 exe=$(find "$stage" -path "*/bin/devshare" -type f | head -1)
 installed=$(LD_LIBRARY_PATH="$libdir" "$exe" --version)
 [ -n "$installed" ] || { echo "embed: the installed devshare printed no version" >&2; exit 1; }
+echo "embed: kubectl-devshare, the kubectl plugin, runs devshare"
+plugin=$(dirname "$exe")/kubectl-devshare
+[ "$(LD_LIBRARY_PATH="$libdir" "$plugin" --version)" = "$installed" ] ||
+  { echo "embed: $plugin is missing or is not devshare" >&2; exit 1; }
 
 # The shared library exports the public API only: no internal helper, no
 # third-party type in an exported name (weak template instances aside).
