@@ -8,9 +8,10 @@ devshare=${1:-build/lib/cli/devshare}
 dir=$(dirname "$0")/annotations
 cluster=$(dirname "$0")/cluster
 
-show() {
+show() {  # show TITLE ARGS...: the command, folded to fit 120 columns, and its output
   local title=$1; shift
-  printf '\n== %s\n$ devshare %s\n' "$title" "$*"
+  printf '\n== %s\n' "$title"
+  printf '$ devshare %s\n' "$*" | fold -s -w 112 | sed '$!s/ *$/ \\/; 2,$s/^/    /'
   "$devshare" "$@"
 }
 
@@ -45,5 +46,5 @@ show "The same slice under spread: the emptiest node" \
   explain --cluster "$cluster/cluster.yaml" --pod "$cluster/pod-small.yaml" --now 1787300439 \
   --node-policy spread
 
-show "Policies compared on a simulated 200-node cluster (the default scenario: pods ask 130 % of the GPUs)" \
+show "HAMi v2.10 beside devshare's policies on a simulated 200-node cluster (pods ask 130 % of the GPUs)" \
   simulate

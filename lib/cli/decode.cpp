@@ -40,7 +40,7 @@ Result<std::string> ReadValue(const DecodeOptions& o) {
 }
 
 std::string Join(const std::vector<std::string>& items) {
-  return fmt::format("{}", fmt::join(items, ","));
+  return fmt::format("{}", fmt::join(items, ", "));
 }
 
 json::value DeviceJson(const Device& d) {
@@ -80,20 +80,21 @@ int DecodeNode(const std::string& value, const DecodeOptions& o) {
     std::cout << json::serialize(out) << "\n";
     return 0;
   }
-  Table table({"#", "ID", "INDEX", "SLOTS", "MEMORY(MiB)", "CORES(%)", "TYPE", "NUMA", "MODE",
-               "HEALTH", "MIG PROFILES"});
-  for (std::size_t i = 0; i < devices->size(); ++i) {
-    const Device& d = (*devices)[i];
+  // In registration order; MIG profiles below the table, to keep it narrow.
+  Table table({"ID", "INDEX", "SLOTS", "MEMORY", "CORES", "TYPE", "NUMA", "MODE", "HEALTHY"});
+  std::string mig;
+  for (const Device& d : *devices) {
     std::vector<std::string> profiles;
     for (const MigProfile& p : d.mig_profiles) {
-      profiles.push_back(fmt::format("{}x{}", p.name, p.placements.size()));
+      profiles.push_back(fmt::format("{} x{}", p.name, p.placements.size()));
     }
-    table.AddRow({std::to_string(i), d.id, std::to_string(d.index), std::to_string(d.count),
-                  std::to_string(d.devmem), std::to_string(d.devcore), d.type,
-                  std::to_string(d.numa), d.mode, d.health ? "healthy" : "unhealthy",
-                  Join(profiles)});
+    if (!profiles.empty()) mig += fmt::format("{} MIG profiles: {}\n", d.id, Join(profiles));
+    table.AddRow({d.id, std::to_string(d.index), std::to_string(d.count), std::to_string(d.devmem),
+                  std::to_string(d.devcore), d.type, std::to_string(d.numa), d.mode,
+                  d.health ? "yes" : "no"});
   }
-  std::cout << table.Render() << devices->size() << " device(s)\n";
+  std::cout << table.Render() << mig << devices->size()
+            << " device(s); memory in MiB, cores in % of one device\n";
   return 0;
 }
 
@@ -231,7 +232,7 @@ int DecodeMig(const std::string& value, const DecodeOptions& o) {
     std::cout << json::serialize(out) << "\n";
     return 0;
   }
-  Table table({"CONTAINER", "DEVICE", "GPU", "PROFILE", "PLACEMENT", "MIG UUID", "GI", "CI"});
+  Table table({"CTR", "DEV", "GPU", "PROFILE", "PLACE", "MIG UUID", "GI", "CI"});
   for (const MigAllocation& a : *allocations) {
     table.AddRow({std::to_string(a.container_index), std::to_string(a.device_index), a.gpu_uuid,
                   a.profile, fmt::format("{}+{}", a.placement.start, a.placement.size),
@@ -239,7 +240,9 @@ int DecodeMig(const std::string& value, const DecodeOptions& o) {
                   a.gpu_instance_id ? std::to_string(*a.gpu_instance_id) : "-",
                   a.compute_instance_id ? std::to_string(*a.compute_instance_id) : "-"});
   }
-  std::cout << table.Render();
+  std::cout << table.Render()
+            << "CTR: container, DEV: its device, PLACE: first slice+slices, GI/CI: GPU and "
+               "compute instance\n";
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <ctime>
 #include <fstream>
@@ -42,7 +43,8 @@ std::string Describe(const ContainerRequest& r) {
   return fmt::format("{} x {} ({}, {}% cores)", r.nums, r.vendor, mem, r.coresreq);
 }
 
-std::string Devices(const PodDevices& devices) {
+// Each device a container would get: "c<container>:<uuid>(<MiB>MiB,<cores>%)".
+std::vector<std::string> DeviceList(const PodDevices& devices) {
   std::vector<std::string> parts;
   for (const auto& [vendor, containers] : devices) {
     for (std::size_t c = 0; c < containers.size(); ++c) {
@@ -51,7 +53,11 @@ std::string Devices(const PodDevices& devices) {
       }
     }
   }
-  return fmt::format("{}", fmt::join(parts, " "));
+  return parts;
+}
+
+std::string Devices(const PodDevices& devices) {
+  return fmt::format("{}", fmt::join(DeviceList(devices), " "));
 }
 
 void Warn(std::string_view what) { std::cerr << "devshare explain: warning: " << what << "\n"; }
@@ -168,8 +174,17 @@ int Run(const ExplainOptions& o) {
   Table table({"NODE", "FITS", "SCORE / REASON", "DEVICES"});
   for (const std::string& name : snapshot.NodeNames()) {
     if (scores.contains(name)) {
-      table.AddRow({name, name == result->node ? "yes (chosen)" : "yes",
-                    fmt::format("{:.2f}", scores[name]), Devices(devices_by_node[name])});
+      // A row per device, the node's figures on the first.
+      const std::vector<std::string> devices = DeviceList(devices_by_node[name]);
+      for (std::size_t i = 0; i < std::max<std::size_t>(devices.size(), 1); ++i) {
+        const std::string device = i < devices.size() ? devices[i] : "";
+        if (i > 0) {
+          table.AddRow({"", "", "", device});
+          continue;
+        }
+        table.AddRow({name, name == result->node ? "yes (chosen)" : "yes",
+                      fmt::format("{:.2f}", scores[name]), device});
+      }
     } else {
       table.AddRow({name, "no", reasons[name], ""});
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -30,7 +31,38 @@ struct SimulateOptions {
   std::string json;
   bool print = false;
   bool list = false;
+  bool wide = false;  // every column, the writes by verb, the wall-clock seconds
 };
+
+// The width the default output keeps to.
+constexpr std::size_t kWidth = 120;
+
+// `text` wrapped at white space to lines of at most kWidth, each after
+// `indent` (the first after `first`); a lone "%" stays with its number.
+std::string Wrap(std::string_view text, std::string_view first = "", std::string_view indent = "") {
+  std::vector<std::string_view> words;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find_first_of(" \n", start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > start) words.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  std::string out, line(first);
+  bool fresh = true;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::size_t glued = i + 1 < words.size() && words[i + 1] == "%" ? 2 : 0;
+    if (!fresh && line.size() + 1 + words[i].size() + glued > kWidth) {
+      out += line + "\n";
+      line = std::string(indent);
+      fresh = true;
+    }
+    if (!fresh) line += ' ';
+    line += words[i];
+    fresh = false;
+  }
+  return out + line + "\n";
+}
 
 // Where the openb traces are when not told: $DEVSHARE_OPENB, then the
 // shared data next to or inside the working directory.
@@ -57,14 +89,19 @@ double Mean(const std::vector<sim::Report>& runs,
   return runs.empty() ? 0 : sum / static_cast<double>(runs.size());
 }
 
-// A column of the summary: shown always, when any variant has a value, or
-// never (a figure that means nothing for this scenario).
+// A column of the summary (`key` as sim::kSummaryFigures names it): shown
+// always, when any variant has a value, or never (a figure that means
+// nothing for this scenario), unless the scenario names its columns.
+// `meaning`: said under the table when the figure is not 0 and might read
+// as a failure (empty: it never does).
 struct Column {
   enum class Show { kAlways, kIfAny, kNever };
+  std::string key;
   std::string title;
   std::function<double(const sim::Report&)> field;
   std::function<std::string(double)> format;
   Show show = Show::kIfAny;
+  std::string meaning;
 };
 
 std::string Count(double v) { return fmt::format("{:.0f}", v); }
@@ -100,36 +137,55 @@ std::vector<Column> Columns(const sim::Experiment& experiment) {
     return r.end_ms > 0 ? n * 60000.0 / static_cast<double>(r.end_ms) : 0;
   };
   return {
-      {"PODS", [](const sim::Report& r) { return r.pods; }, Count, always},
-      {"BOUND", [](const sim::Report& r) { return r.bound; }, Count, always},
-      {"PENDING", [](const sim::Report& r) { return r.pending; }, Count, always},
-      {"GPU ALLOCATED", [](const sim::Report& r) { return r.allocation_percent; },
-       [](double v) { return fmt::format("{:.2f} %", v); }, always},
-      {"MEAN ALLOCATED", [](const sim::Report& r) { return r.allocation_mean_percent; },
-       [](double v) { return fmt::format("{:.2f} %", v); }, if_timed},
-      {"FREE GPUS", [](const sim::Report& r) { return r.gpu_free; }, Gpus, always},
-      {"FRAGMENTED AT 90 %", FragmentedAt90, Gpus, if_any},
-      {"P50 TO BOUND", [](const sim::Report& r) { return r.latency_p50_ms; }, Millis, always},
-      {"P99 TO BOUND", [](const sim::Report& r) { return r.latency_p99_ms; }, Millis, always},
-      {"SCHEDULER WRITES/MIN", scheduler_writes, [](double v) { return fmt::format("{:.1f}", v); },
-       if_any},
-      {"THROTTLED", [](const sim::Report& r) { return r.throttled_ms; }, Millis, if_any},
-      {"429", [](const sim::Report& r) { return r.rejected_429; }, Count, if_any},
-      {"409", [](const sim::Report& r) { return r.conflicts_409; }, Count, if_any},
-      {"TIMEOUTS", [](const sim::Report& r) { return r.extender_timeouts; }, Count, if_any},
-      {"REFUSED", [](const sim::Report& r) { return r.filters_refused; }, Count, if_replicas},
-      {"LOCK COLLISIONS", [](const sim::Report& r) { return r.lock_contention; }, Count, if_any},
-      {"LOCK RETRIES", [](const sim::Report& r) { return r.lock_retries; }, Count, if_any},
-      {"BINDS FAILED", [](const sim::Report& r) { return r.binds_failed; }, Count, if_any},
-      {"NODES DROPPED", [](const sim::Report& r) { return r.nodes_dropped; }, Count, if_any},
-      {"DUPLICATE HANDSHAKES", [](const sim::Report& r) { return r.duplicate_registration_writes; },
-       Count, if_replicas},
-      {"UNAVAILABLE", [](const sim::Report& r) { return r.unavailable_ms; }, Millis, if_replicas},
+      {"pods", "PODS", [](const sim::Report& r) { return r.pods; }, Count, always, ""},
+      {"bound", "BOUND", [](const sim::Report& r) { return r.bound; }, Count, always, ""},
+      {"pending", "PENDING", [](const sim::Report& r) { return r.pending; }, Count, always,
+       "pods not bound at the end; why, below"},
+      {"allocated", "GPU ALLOCATED", [](const sim::Report& r) { return r.allocation_percent; },
+       [](double v) { return fmt::format("{:.2f} %", v); }, always, ""},
+      {"mean_allocated", "MEAN ALLOCATED",
+       [](const sim::Report& r) { return r.allocation_mean_percent; },
+       [](double v) { return fmt::format("{:.2f} %", v); }, if_timed, ""},
+      {"free_gpus", "FREE GPUS", [](const sim::Report& r) { return r.gpu_free; }, Gpus, always, ""},
+      {"fragmented_90", "FRAGMENTED AT 90 %", FragmentedAt90, Gpus, if_any, ""},
+      {"p50", "P50 TO BOUND", [](const sim::Report& r) { return r.latency_p50_ms; }, Millis, always,
+       ""},
+      {"p99", "P99 TO BOUND", [](const sim::Report& r) { return r.latency_p99_ms; }, Millis, always,
+       ""},
+      {"writes_per_min", "SCHEDULER WRITES/MIN", scheduler_writes,
+       [](double v) { return fmt::format("{:.1f}", v); }, if_any, ""},
+      {"throttled", "THROTTLED", [](const sim::Report& r) { return r.throttled_ms; }, Millis,
+       if_any, "time the scheduler's requests waited, summed, for its client's QPS"},
+      {"rejected_429", "429", [](const sim::Report& r) { return r.rejected_429; }, Count, if_any,
+       "requests the API server refused as too many (429)"},
+      {"conflicts_409", "409", [](const sim::Report& r) { return r.conflicts_409; }, Count, if_any,
+       "writes that lost a race to another writer (409)"},
+      {"timeouts", "TIMEOUTS", [](const sim::Report& r) { return r.extender_timeouts; }, Count,
+       if_any, "Filter calls kube-scheduler gave up after its extender timeout"},
+      {"refused", "REFUSED", [](const sim::Report& r) { return r.filters_refused; }, Count,
+       if_replicas, "Filter calls a replica answered at once with not-ready (not the leader)"},
+      {"lock_collisions", "LOCK COLLISIONS", [](const sim::Report& r) { return r.lock_contention; },
+       Count, if_any, "binds that found the node lock held by another pod's bind"},
+      {"lock_retries", "LOCK RETRIES", [](const sim::Report& r) { return r.lock_retries; }, Count,
+       if_any, "lock attempts made again after a collision"},
+      {"binds_failed", "BINDS FAILED", [](const sim::Report& r) { return r.binds_failed; }, Count,
+       if_any, "binds that failed; kube-scheduler tried those pods again after its backoff"},
+      {"nodes_dropped", "NODES DROPPED", [](const sim::Report& r) { return r.nodes_dropped; },
+       Count, if_any, "times a node's devices left the scheduler's cache"},
+      {"duplicate_handshakes", "DUPLICATE HANDSHAKES",
+       [](const sim::Report& r) { return r.duplicate_registration_writes; }, Count, if_replicas,
+       "registration writes more than one replica made for the same node"},
+      {"unavailable", "UNAVAILABLE", [](const sim::Report& r) { return r.unavailable_ms; }, Millis,
+       if_replicas, "time no replica could answer Filter"},
   };
 }
 
 void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::VariantResult>& results,
-                  const std::vector<double>& seconds) {
+                  const std::vector<double>& seconds, bool wide) {
+  const std::vector<std::string>& named = experiment.summary.columns;
+  auto listed = [&](std::string_view key) {
+    return std::find(named.begin(), named.end(), key) != named.end();
+  };
   std::vector<Column> columns = Columns(experiment);
   std::vector<const Column*> shown;
   for (const Column& c : columns) {
@@ -137,11 +193,32 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
     for (const sim::VariantResult& v : results) {
       any = any || (c.show == Column::Show::kIfAny && Mean(v.reports, c.field) != 0);
     }
-    if (any) shown.push_back(&c);
+    if (wide            ? any
+        : named.empty() ? any && c.key != "pods" && c.key != "free_gpus"
+                        : listed(c.key)) {
+      shown.push_back(&c);
+    }
+  }
+  // Unnamed, the columns that fit in kWidth (a column takes its title's
+  // width and two spaces; the variant names theirs).
+  std::vector<std::string> left_out;
+  if (!wide && named.empty()) {
+    std::size_t width = 7;
+    for (const sim::VariantResult& v : results) width = std::max(width, v.name.size());
+    std::vector<const Column*> fitting;
+    for (const Column* c : shown) {
+      width += 2 + std::max<std::size_t>(c->title.size(), 9);
+      if (width <= kWidth) {
+        fitting.push_back(c);
+      } else {
+        left_out.push_back(c->key);
+      }
+    }
+    shown = std::move(fitting);
   }
   std::vector<std::string> header = {"VARIANT"};
   for (const Column* c : shown) header.push_back(c->title);
-  header.push_back("SECONDS");
+  if (wide) header.push_back("SECONDS");
   Table table(header);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const sim::VariantResult& v = results[i];
@@ -157,10 +234,30 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
       }
       row.push_back(std::move(cell));
     }
-    row.push_back(fmt::format("{:.1f}", seconds[i]));
+    if (wide) row.push_back(fmt::format("{:.1f}", seconds[i]));
     table.AddRow(std::move(row));
   }
   std::cout << table.Render();
+  if (!left_out.empty()) {
+    std::cout << Wrap(
+        fmt::format("(--wide shows {} more: {})", left_out.size(), fmt::join(left_out, ", ")));
+  }
+
+  // A line on each shown figure that is not 0 somewhere and would read as a
+  // failure: the scenario's own word on it, else what it counts.
+  std::string said;
+  for (const Column* c : shown) {
+    auto note = experiment.summary.notes.find(c->key);
+    const std::string& text = note != experiment.summary.notes.end() ? note->second : c->meaning;
+    if (text.empty()) continue;
+    std::vector<std::string> which;
+    for (const sim::VariantResult& v : results) {
+      if (Mean(v.reports, c->field) != 0) which.push_back(v.name);
+    }
+    if (which.empty()) continue;
+    said += Wrap(text, fmt::format("{} ({}): ", c->title, fmt::join(which, ", ")), "  ");
+  }
+  if (!said.empty()) std::cout << "\n" << said;
 
   // API writes per minute by verb, for runs with an end time.
   std::set<std::string> verbs;
@@ -171,7 +268,7 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
       for (const auto& [verb, n] : r.api_calls) verbs.insert(verb);
     }
   }
-  if (timed && !verbs.empty()) {
+  if (timed && !verbs.empty() && (wide || listed("writes_by_verb"))) {
     std::vector<std::string> verb_header = {"API WRITES/MIN"};
     verb_header.insert(verb_header.end(), verbs.begin(), verbs.end());
     Table by_verb(verb_header);
@@ -191,15 +288,18 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
   }
 
   // Why pods are pending at the end (the first seed's run).
+  bool first = true;
   for (const sim::VariantResult& v : results) {
     if (v.reports.empty() || v.reports.front().pending == 0) continue;
     std::string reasons;
     for (const auto& [reason, n] : v.reports.front().pending_reasons) {
       reasons += fmt::format("{}{} ({})", reasons.empty() ? "" : "; ", reason, n);
     }
-    std::cout << fmt::format("\n{}: {} pending — {}", v.name, v.reports.front().pending, reasons);
+    std::cout << (first ? "\n" : "")
+              << Wrap(reasons, fmt::format("{}: {} pending — ", v.name, v.reports.front().pending),
+                      "  ");
+    first = false;
   }
-  std::cout << "\n";
 }
 
 int Run(const SimulateOptions& o) {
@@ -251,8 +351,8 @@ int Run(const SimulateOptions& o) {
     return 1;
   }
   if (!o.seeds.empty()) experiment->seeds = o.seeds;
-  std::cout << fmt::format("{}: {}\nseeds: {}\n\n", experiment->name, experiment->description,
-                           fmt::join(experiment->seeds, ", "));
+  std::cout << Wrap(experiment->description, fmt::format("{}: ", experiment->name))
+            << fmt::format("\nseeds: {}\n\n", fmt::join(experiment->seeds, ", "));
   const bool terminal = isatty(STDERR_FILENO) != 0;
   std::vector<sim::VariantResult> results;
   std::vector<double> seconds;
@@ -280,7 +380,7 @@ int Run(const SimulateOptions& o) {
     }
     results.push_back(std::move(run->front()));
   }
-  PrintSummary(*experiment, results, seconds);
+  PrintSummary(*experiment, results, seconds, o.wide);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     out << sim::ResultsJson(*experiment, results) << "\n";
@@ -308,6 +408,9 @@ void AddSimulateCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--json", o->json, "also write every run's report as JSON to this file");
   sub->add_flag("--print", o->print, "print the scenario's YAML instead of running it");
   sub->add_flag("--list", o->list, "list the shipped scenarios");
+  sub->add_flag("--wide", o->wide,
+                "every figure, the API writes by verb and the seconds each variant took (default: "
+                "the figures the scenario names, in 120 columns)");
   sub->callback([o, &exit_code] { exit_code = Run(*o); });
 }
 

@@ -47,12 +47,15 @@ check "explain HAMi-exact W1: as HAMi pads" 0 '"hami.io/vgpu-devices-allocated":
 check "explain bad HAMi-exact row (usage error: 2)" 2 'unknown row "W9"' -- explain --hami-exact W1,W9 --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
-check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"
+check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"
+check "simulate --wide shows every figure" 0 'VARIANT +PODS +BOUND +PENDING .* SECONDS' -- simulate --wide "$here/examples/scenarios/small.yaml"
+check "simulate keeps to 120 columns and says what --wide adds" 0 '\(--wide shows [0-9]+ more: ' -- simulate "$here/examples/scenarios/small.yaml"
 check "simulate reports fragmentation" 0 '"gpuFree":[0-9.E+-]+,"gpuFragmented":[0-9.E+-]+,"fragmentationPercent":[0-9.E+-]+,"fragmentationCurve":\[\{"demandPercent":1E1' -- simulate "$here/examples/scenarios/small.yaml" --json /dev/stdout
 check "simulate writes JSON" 0 '"variants":\[\{"name":"binpack","runs":\[\{"seed":7' -- simulate "$here/examples/scenarios/small.yaml" --seed 7 --json /dev/stdout
 check "simulate lists the shipped scenarios" 0 'handshake-storm' -- simulate --list
 check "simulate prints a shipped scenario" 0 'kind: leader-crash' -- simulate --scenario failover --print
-check "simulate runs a shipped scenario" 0 'lock-free +128 +128' -- simulate --scenario lock-storm
+check "simulate runs a shipped scenario" 0 'lock-free +128 +25 ms' -- simulate --scenario lock-storm
+check "simulate says what a failure-looking figure means" 0 'BINDS FAILED \(hami-once, fixed-100ms\): HAMi fails' -- simulate --scenario lock-storm
 check "simulate names an unknown scenario" 1 "no scenario named 'best'" -- simulate --scenario best
 check "explain --pod without --cluster wants NAMESPACE/NAME" 1 'name a pod of the cluster as NAMESPACE/NAME' -- explain --pod pod.yaml
 check "explain names the kubeconfig it cannot read" 1 'cannot read /nonexistent' -- explain --pod default/p --kubeconfig /nonexistent
@@ -89,6 +92,23 @@ check "top with a file and a kubeconfig" 1 'do not go with it' -- top --cluster 
 check "serve names the choices of an option" 1 'lock-retry sometimes: want one of release, once, fixed, backoff' -- serve --lock-retry sometimes
 check "serve refuses a QPS of 0" 1 'want QPS above 0' -- serve --qps 0
 check "serve refuses a negative bind budget" 1 'bind-budget -1: want 0 or more seconds' -- serve --bind-budget -1
+# What a newcomer sees first: every line of `make demo` and of a shipped
+# scenario's summary fits a 120-column terminal.
+fits_120() {  # fits_120 NAME COMMAND...
+  local name=$1 widest
+  shift
+  widest=$("$@" 2>&1 | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+  if [ "$widest" -gt 0 ] && [ "$widest" -le 120 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s: its widest line has %s columns (at most 120)\n' "$name" "$widest"
+  fi
+}
+fits_120 "make demo" bash "$here/examples/demo.sh" "$devshare"
+for scenario in default lock-storm failover plugin-faults handshake-storm; do
+  fits_120 "simulate --scenario $scenario" "$devshare" simulate --scenario "$scenario"
+done
 bad=$(mktemp)
 printf 'nodes:\n  - {count: 2, gpus: 4}\nengine: {policy: best}\n' >"$bad"
 check "simulate names the bad key and its line" 1 "engine.policy: 'best' is not one of .* \(line 3" -- simulate "$bad"

@@ -122,6 +122,22 @@ pods: [{name: p, every: 30s, arrival: poisson}]
   CHECK(a->pods.size() < 40);
 }
 
+TEST_CASE("experiment: a summary names the figures to show and a word on some") {
+  FakeFiles files;
+  Result<Experiment> e = ParseExperiment(
+      "nodes: [{count: 1}]\nsummary: {columns: [bound, p99], notes: {binds_failed: why}}\n",
+      files.Options());
+  REQUIRE(e.ok());
+  CHECK(e->summary.columns == std::vector<std::string>{"bound", "p99"});
+  CHECK(e->summary.notes == std::map<std::string, std::string>{{"binds_failed", "why"}});
+  CHECK(ErrorOf("nodes: [{count: 1}]\nsummary: {columns: [bound, speed]}\n")
+            .starts_with("scenario: summary.columns[1]: 'speed' is not one of pods, bound, "));
+  CHECK(ErrorOf("nodes: [{count: 1}]\nsummary: {notes: {speed: fast}}\n")
+            .starts_with("scenario: summary.notes: 'speed' is not one of pods, "));
+  CHECK(ErrorOf("nodes: [{count: 1}]\nvariants: [{name: a, summary: {columns: [bound]}}]\n")
+            .starts_with("scenario: variants[0].summary: cannot be set by a variant"));
+}
+
 TEST_CASE("experiment: every error names the key and its line") {
   CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {policy: best}\n") ==
         "scenario: engine.policy: 'best' is not one of hami-default, binpack, spread, fgd (line 2, "

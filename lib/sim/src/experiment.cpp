@@ -293,10 +293,52 @@ Status ReadOpenb(const YAML::Node& node, const std::string& path, const LoadOpti
   return Status();
 }
 
+// A kSummaryFigures key.
+Status ReadFigure(const YAML::Node& n, const std::string& p, std::string& out) {
+  Status s = ReadString(n, p, out);
+  if (!s.ok()) return s;
+  for (std::string_view key : kSummaryFigures) {
+    if (key == out) return Status();
+  }
+  return FieldError(p, n,
+                    fmt::format("'{}' is not one of {}", out, fmt::join(kSummaryFigures, ", ")));
+}
+
+Status ReadSummary(const YAML::Node& node, const std::string& path, Summary& summary) {
+  return ReadMap(
+      node, path,
+      {{"columns",
+        [&summary](const YAML::Node& n, const std::string& p) {
+          if (n.IsNull()) return Status();
+          if (!n.IsSequence() || n.size() == 0)
+            return FieldError(p, n, "expected a non-empty list of figures");
+          summary.columns.clear();
+          for (std::size_t i = 0; i < n.size(); ++i) {
+            std::string key;
+            Status s = ReadFigure(n[i], fmt::format("{}[{}]", p, i), key);
+            if (!s.ok()) return s;
+            summary.columns.push_back(std::move(key));
+          }
+          return Status();
+        }},
+       {"notes", [&summary](const YAML::Node& n, const std::string& p) {
+          if (n.IsNull()) return Status();
+          if (!n.IsMap()) return FieldError(p, n, "expected a mapping of figure to text");
+          for (const auto& entry : n) {
+            std::string key, text;
+            Status s = ReadFigure(entry.first, p, key);
+            if (s.ok()) s = ReadString(entry.second, fmt::format("{}.{}", p, key), text);
+            if (!s.ok()) return s;
+            summary.notes[key] = std::move(text);
+          }
+          return Status();
+        }}});
+}
+
 // The settings and workload of one variant (the merged document).
 Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::string& name,
                     std::string& description, std::vector<std::uint64_t>& seeds,
-                    ScenarioTemplate& t) {
+                    Summary& summary, ScenarioTemplate& t) {
   Scenario& s = t.settings;
   std::vector<std::string> seed_texts;
   return ReadMap(
@@ -340,6 +382,8 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
         [&s](const YAML::Node& n, const std::string& p) {
           return ReadList(n, p, Fault{}, ReadFault, s.faults);
         }},
+       {"summary", [&summary](const YAML::Node& n,
+                              const std::string& p) { return ReadSummary(n, p, summary); }},
        {"variants", [](const YAML::Node&, const std::string&) { return Status(); }}});
 }
 
@@ -389,7 +433,7 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
           return InFile(options, FieldError(path + ".name", v, "required"));
         for (const auto& entry : v) {
           const std::string key = entry.first.Scalar();
-          if (key == "variants" || key == "seeds" || key == "description") {
+          if (key == "variants" || key == "seeds" || key == "description" || key == "summary") {
             return InFile(options, FieldError(fmt::format("{}.{}", path, key), entry.first,
                                               "cannot be set by a variant"));
           }
@@ -402,7 +446,7 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
       variant.name = variant_name;
       std::string ignored_name;
       Status s = ReadTemplate(document, options, ignored_name, experiment.description,
-                              experiment.seeds, variant.scenario);
+                              experiment.seeds, experiment.summary, variant.scenario);
       if (!s.ok()) return InFile(options, s);
       if (variant.scenario.node_groups.empty() && !variant.scenario.openb) {
         return InFile(options, FieldError("nodes", document, "no nodes: give nodes or openb"));

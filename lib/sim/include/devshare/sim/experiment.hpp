@@ -30,6 +30,9 @@
 //   faults:
 //     - {kind: plugin-hang|plugin-crash|device-unhealthy|leader-crash, node: node-3,
 //        at: 10m, for: 2m}
+//   summary:                        # what `devshare simulate` shows (--wide: everything)
+//     columns: [bound, pending, allocated, p99]   # kSummaryFigures; Default: a standard set
+//     notes: {pending: "why pods are pending here"}   # said under the table when not 0
 //   variants:                       # each overrides the keys it names (mappings
 //     - {name: legacy, plugins: {mode: legacy}}   # merge key by key; lists replace)
 //
@@ -42,6 +45,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -88,11 +92,31 @@ struct Variant {
   ScenarioTemplate scenario;
 };
 
+// The figures of a run a summary can show, by key: a report's fields and
+// what is derived from them (fragmented_90: the fragmented GPUs when the
+// pods first asked 90 % of the GPUs; writes_per_min: the scheduler's writes;
+// writes_by_verb: the API writes per minute by verb, a table of its own).
+inline constexpr std::string_view kSummaryFigures[] = {
+    "pods",           "bound",          "pending",         "allocated",     "mean_allocated",
+    "free_gpus",      "fragmented_90",  "p50",             "p99",           "writes_per_min",
+    "throttled",      "rejected_429",   "conflicts_409",   "timeouts",      "refused",
+    "lock_collisions", "lock_retries",  "binds_failed",    "nodes_dropped", "duplicate_handshakes",
+    "unavailable",    "writes_by_verb"};
+
+// What a summary of the experiment shows: the figures that answer its
+// question, and a line on a figure that would look like a failure without
+// it (both by kSummaryFigures key; empty: the summary's own choice).
+struct Summary {
+  std::vector<std::string> columns;
+  std::map<std::string, std::string> notes;
+};
+
 struct Experiment {
   std::string name;
   std::string description;
   std::vector<std::uint64_t> seeds = {0};
   std::vector<Variant> variants;  // at least one; a file without variants has one, "default"
+  Summary summary;
 };
 
 // Reads a file the experiment names (the openb traces), given its path.
