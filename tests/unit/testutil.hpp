@@ -10,6 +10,7 @@
 #include "devshare/node_codec.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/pod_codec.hpp"
+#include "devshare/testing.hpp"
 
 namespace devshare::testing {
 
@@ -87,21 +88,22 @@ class Gen {
   std::mt19937_64 rng_;
 };
 
-// A Node whose NVIDIA devices register through hami.io/node-nvidia-register.
+// devshare/testing.hpp's NodeBuilder with the unit tests' conventions:
+// GPUs "<node>-gpu<i>" of 8,000 MiB, Gpus(count, slots, memory, cores).
 class MakeNode {
  public:
-  explicit MakeNode(std::string name) { node_.name = std::move(name); }
+  explicit MakeNode(std::string name) : name_(name), node_(std::move(name)) {}
   // Adds a GPU "<node>-gpu<i>" with `slots`, `mem` MiB, `cores` percent.
   MakeNode& Gpu(std::int32_t slots = 10, std::int32_t mem = 8000, std::int32_t cores = 100,
                 std::int32_t numa = 0, std::string type = "NVIDIA A100-SXM4-40GB") {
-    const auto i = static_cast<std::uint32_t>(devices_.size());
-    devices_.push_back(MakeDevice(node_.name + "-gpu" + std::to_string(i))
-                           .Index(i)
-                           .Count(slots)
-                           .Mem(mem)
-                           .Cores(cores)
-                           .Numa(numa)
-                           .Type(type));
+    const auto i = static_cast<std::uint32_t>(node_.devices().size());
+    node_.With(MakeDevice(name_ + "-gpu" + std::to_string(i))
+                   .Index(i)
+                   .Count(slots)
+                   .Mem(mem)
+                   .Cores(cores)
+                   .Numa(numa)
+                   .Type(std::move(type)));
     return *this;
   }
   MakeNode& Gpus(int n, std::int32_t slots = 10, std::int32_t mem = 8000,
@@ -110,94 +112,74 @@ class MakeNode {
     return *this;
   }
   MakeNode& With(Device d) {
-    devices_.push_back(std::move(d));
+    node_.With(std::move(d));
     return *this;
   }
   MakeNode& Annotation(std::string key, std::string value) {
-    node_.annotations.Set(key, value);
+    node_.Annotation(std::move(key), std::move(value));
     return *this;
   }
   // Allocatable CPU and memory as quantities, e.g. "8" or "8000m", "16Gi".
   MakeNode& Cpu(std::string quantity) {
-    node_.allocatable.Set("cpu", quantity);
+    node_.Cpu(std::move(quantity));
     return *this;
   }
   MakeNode& Memory(std::string quantity) {
-    node_.allocatable.Set("memory", quantity);
+    node_.Memory(std::move(quantity));
     return *this;
   }
-  Node Build() const {
-    Node n = node_;
-    n.annotations.Set("hami.io/node-nvidia-register",
-                      EncodeNodeDevices(devices_, RegisterFormat::kJson));
-    n.allocatable.Set("nvidia.com/gpu", std::to_string(devices_.size() * 10));
-    return n;
-  }
+  Node Build() const { return node_.Build(); }
   operator Node() const { return Build(); }  // NOLINT: builder
 
  private:
-  Node node_;
-  std::vector<Device> devices_;
+  std::string name_;
+  NodeBuilder node_;
 };
 
-// A Pod with GPU containers.
+// devshare/testing.hpp's PodBuilder with the unit tests' names.
 class MakePod {
  public:
-  explicit MakePod(std::string name, std::string ns = "default") {
-    pod_.name = name;
-    pod_.pod_namespace = std::move(ns);
-    pod_.uid = "uid-" + name;
-    pod_.phase = "Pending";
-  }
+  explicit MakePod(std::string name, std::string ns = "default")
+      : pod_(std::move(name), std::move(ns)) {}
   // An app container asking `gpus` GPUs; mem (MiB) / cores (%) / pct when >= 0.
   MakePod& Container(int gpus, int mem = -1, int cores = -1, int pct = -1) {
-    pod_.containers.push_back(Make(gpus, mem, cores, pct));
+    pod_.Gpus(gpus, mem, cores, pct);
     return *this;
   }
   MakePod& Init(int gpus, int mem = -1, int cores = -1, int pct = -1) {
-    pod_.init_containers.push_back(Make(gpus, mem, cores, pct));
+    pod_.InitGpus(gpus, mem, cores, pct);
     return *this;
   }
   MakePod& Annotation(std::string key, std::string value) {
-    pod_.annotations.Set(key, value);
+    pod_.Annotation(std::move(key), std::move(value));
     return *this;
   }
   // Marks the pod bound to `node` holding `allocated` (pod-devices encoding).
   MakePod& Holding(std::string node, std::string allocated) {
-    pod_.annotations.Set("hami.io/vgpu-node", node);
-    pod_.annotations.Set("hami.io/vgpu-devices-allocated", allocated);
-    pod_.node_name = std::move(node);
+    pod_.Annotation("hami.io/vgpu-node", node);
+    pod_.Annotation("hami.io/vgpu-devices-allocated", std::move(allocated));
+    pod_.BoundTo(std::move(node));
     return *this;
   }
   MakePod& Uid(std::string uid) {
-    pod_.uid = std::move(uid);
+    pod_.Uid(std::move(uid));
     return *this;
   }
   // The CPU (millicores) and memory (MiB) the pod requests.
   MakePod& Requests(std::int64_t cpu_milli, std::int64_t memory_mib) {
-    pod_.cpu_milli = cpu_milli;
-    pod_.memory_bytes = memory_mib * 1024 * 1024;
+    pod_.Requests(cpu_milli, memory_mib);
     return *this;
   }
   // Bound to `node` (spec.nodeName) without devices.
   MakePod& BoundTo(std::string node) {
-    pod_.node_name = std::move(node);
+    pod_.BoundTo(std::move(node));
     return *this;
   }
-  Pod Build() const { return pod_; }
-  operator Pod() const { return pod_; }  // NOLINT: builder
+  Pod Build() const { return pod_.Build(); }
+  operator Pod() const { return Build(); }  // NOLINT: builder
 
  private:
-  static devshare::Container Make(int gpus, int mem, int cores, int pct) {
-    devshare::Container c;
-    c.name = "c";
-    if (gpus > 0) c.limits.Set("nvidia.com/gpu", std::to_string(gpus));
-    if (mem >= 0) c.limits.Set("nvidia.com/gpumem", std::to_string(mem));
-    if (cores >= 0) c.limits.Set("nvidia.com/gpucores", std::to_string(cores));
-    if (pct >= 0) c.limits.Set("nvidia.com/gpumem-percentage", std::to_string(pct));
-    return c;
-  }
-  Pod pod_;
+  PodBuilder pod_;
 };
 
 inline constexpr std::string_view kIdChars =
