@@ -4,6 +4,7 @@ import json
 import pytest
 
 import devshare
+from devshare import testing
 
 
 def test_container_requests_follow_hamis_rules():
@@ -31,16 +32,14 @@ def test_filter_binpack_and_spread(make_node, make_pod):
     cluster.add_node(make_node("node1", 2))
     cluster.add_node(make_node("node2", 2))
     # node2 more loaded: binpack prefers it, spread the other.
-    held = make_pod("held", mem=6000, cores=75)
-    held["metadata"]["annotations"].update({"hami.io/vgpu-node": "node2",
-                                            "hami.io/vgpu-devices-allocated": "node2-gpu0,NVIDIA,6000,75:;"})
+    held = make_pod("held", mem=6000, cores=75, on="node2", devices=[[testing.use("node2", 0, 6000, 75)]])
     cluster.add_pod(held)
     r = cluster.filter(make_pod("p", mem=1000, cores=10), now=1787300439)
     assert r.node == "node2"
     assert set(r.scores) == {"node1", "node2"}
     assert r.annotations["hami.io/vgpu-node"] == "node2"
     assert r.annotations["hami.io/vgpu-time"] == "1787300439"
-    assert r.devices["NVIDIA"][0][0].uuid.startswith("node2-gpu")
+    assert r.devices["NVIDIA"][0][0].uuid.startswith("GPU-node2-")
     spread = devshare.Cluster({"scheduler": {"node_policy": "spread"}})
     spread.add_node(make_node("node1", 2))
     spread.add_node(make_node("node2", 2))

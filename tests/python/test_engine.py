@@ -6,6 +6,7 @@ import threading
 import pytest
 
 import devshare
+from devshare import testing
 
 T0 = 1787300439000  # 2026-08-21 08:20:39 UTC, in milliseconds
 LOCK = "hami.io/mutex.lock"
@@ -126,9 +127,7 @@ def test_unschedulable_and_prioritize(make_node, make_pod):
     assert reply.nodes == [] and reply.error == ""
     assert reply.failed == {"n1": "2/2 CardInsufficientMemory", "n2": "2/2 CardInsufficientMemory"}
     assert engine.counters.filters_unschedulable == 1
-    held = make_pod("held", mem=4000, cores=50)
-    held["metadata"]["annotations"].update({"hami.io/vgpu-node": "n2",
-                                            "hami.io/vgpu-devices-allocated": "n2-gpu0,NVIDIA,4000,50:;"})
+    held = make_pod("held", mem=4000, cores=50, on="n2", devices=[[testing.use("n2", 0, 4000, 50)]])
     engine.pod_observed(held)
     scores = engine.prioritize(make_pod("p", mem=1000), ["n1", "n2"], T0)
     assert [s.node for s in scores] == ["n1", "n2"]

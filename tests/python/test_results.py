@@ -8,6 +8,7 @@ import warnings
 import pytest
 
 import devshare
+from devshare import testing
 
 NOW = 1787300439
 
@@ -113,15 +114,13 @@ def test_fragmentation(make_node, make_pod):
     cluster = devshare.Cluster({"scheduler": {"workload": [{"weight": 1, "gpus": 1}]}})
     cluster.add_node(make_node("a", 2))
     cluster.add_node(make_node("b", 1))
-    held = make_pod("held", mem=4000, cores=50)
-    held["metadata"]["annotations"].update({"hami.io/vgpu-node": "a",
-                                            "hami.io/vgpu-devices-allocated": "a-gpu0,NVIDIA,4000,50:;"})
+    held = make_pod("held", mem=4000, cores=50, on="a", devices=[[testing.use("a", 0, 4000, 50)]])
     cluster.add_pod(held)
     f = cluster.fragmentation()
     assert type(f) is devshare.ClusterFragmentation
     assert list(f.nodes) == ["a", "b"] and type(f.nodes["a"]) is devshare.NodeFragmentation
     a = f.nodes["a"]
-    assert (a.node, a.free_gpus, a.fragmented_gpus) == ("a", 1.5, 0.5)  # whole-GPU class: half of a-gpu0 lost
+    assert (a.node, a.free_gpus, a.fragmented_gpus) == ("a", 1.5, 0.5)  # whole-GPU class: half of GPU-a-0 lost
     assert a.to_dict() == {"node": "a", "free_gpus": 1.5, "fragmented_gpus": 0.5}
     assert (f.free_gpus, f.fragmented_gpus) == (2.5, 0.5)
     assert repr(f) == "ClusterFragmentation(free_gpus=2.5, fragmented_gpus=0.5, nodes=2)"
@@ -178,7 +177,7 @@ def test_one_name_per_type_and_deprecated_aliases(make_node):
     cluster = devshare.Cluster()
     cluster.add_node(make_node("n1", 1))
     view = cluster.node_devices("n1")[0]
-    assert type(view) is devshare.DeviceView and repr(view).startswith("DeviceView(id='n1-gpu0'")
+    assert type(view) is devshare.DeviceView and repr(view).startswith("DeviceView(id='GPU-n1-0'")
     assert view.to_dict() == {"device": view.device.to_dict(), "used": 0, "usedmem": 0, "usedcores": 0,
                               "healthy": True}
     assert view == cluster.node_devices("n1")[0]
