@@ -111,7 +111,8 @@ Status Collect(const YAML::Node& list, const char* field, const std::string& pat
   for (const YAML::Node& item : list) {
     const std::string name = item.IsMap() ? Scalar(item, "name") : std::string();
     if (name.empty()) return ConfigError(fmt::format("{}: a {} without a name", path, field));
-    out.try_emplace(name, Entry{item[field], DirectoryOf(path)});
+    const YAML::Node value = item[field];  // a missing one is undefined: kept as null
+    out.try_emplace(name, Entry{value.IsDefined() ? value : YAML::Node(), DirectoryOf(path)});
   }
   return Status();
 }
@@ -204,8 +205,9 @@ Result<ClusterAccess> ParseKubeconfig(std::span<const KubeconfigFile> files, con
     const std::string name = context.empty() ? current : context;
     if (name.empty()) return ConfigError("no current-context");
     auto ctx = contexts.find(name);
-    if (ctx == contexts.end() || !ctx->second.value.IsMap())
-      return ConfigError(fmt::format("no context named '{}'", name));
+    if (ctx == contexts.end()) return ConfigError(fmt::format("no context named '{}'", name));
+    if (!ctx->second.value.IsMap())
+      return ConfigError(fmt::format("context '{}' is not a mapping of cluster and user", name));
     const std::string cluster_name = Scalar(ctx->second.value, "cluster");
     const std::string user_name = Scalar(ctx->second.value, "user");
     auto cluster = clusters.find(cluster_name);

@@ -146,7 +146,8 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     busy_ = true;
     beast::get_lowest_layer(stream_).expires_never();
     HttpRequest r{std::string(request.method_string()), std::string(request.target()),
-                  std::string(request[http::field::content_type]), std::move(request.body())};
+                  std::string(request[http::field::content_type]), std::move(request.body()),
+                  std::string(request[http::field::authorization])};
     const bool keep_alive = request.keep_alive();
     const unsigned version = request.version();
     server_->handler(std::move(r),

@@ -35,6 +35,7 @@ struct HttpRequest {
   std::string target;  // path and query
   std::string content_type;
   std::string body;
+  std::string authorization;  // the Authorization header, if any
 };
 
 struct HttpResponse {
