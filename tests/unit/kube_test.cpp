@@ -749,12 +749,13 @@ TEST_CASE("kube: an exec plugin's token is used, fetched again after a 401 and o
   char dir_template[] = "/tmp/devshare-exec-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
   // Run n prints token tn; t2 has already expired, t3 expires in 2099.
-  WriteFile(dir + "/plugin",
-            "#!/bin/sh\n"
-            "n=$(($(cat \"$0.runs\" 2>/dev/null || echo 0) + 1)); echo $n >\"$0.runs\"\n"
-            "case $n in 2) at=2000;; *) at=2099;; esac\n"
-            "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-            "\"status\":{\"token\":\"t%s\",\"expirationTimestamp\":\"%s-01-01T00:00:00Z\"}}' $n $at\n");
+  WriteFile(
+      dir + "/plugin",
+      "#!/bin/sh\n"
+      "n=$(($(cat \"$0.runs\" 2>/dev/null || echo 0) + 1)); echo $n >\"$0.runs\"\n"
+      "case $n in 2) at=2000;; *) at=2099;; esac\n"
+      "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+      "\"status\":{\"token\":\"t%s\",\"expirationTimestamp\":\"%s-01-01T00:00:00Z\"}}' $n $at\n");
   chmod((dir + "/plugin").c_str(), 0755);
   boost::asio::io_context io;
   // The server takes t1 once, then only t3 (the credential was rotated).
