@@ -170,7 +170,7 @@ oracle-speed: python $(BENCH_BUILD)/build.ninja
 # COMPARE_BURST, high enough that neither is throttled (the qps-default runs:
 # client-go's 5 / 10). COMPARE_SIZES (default "200 1000 5000") adds the
 # throughput runs at those node counts (2 pods a node) for every scheduler;
-# the whole run takes about 75 minutes with the binaries cached.
+# the whole run takes about 65 minutes with the binaries cached.
 COMPARE_NODES ?= 50
 COMPARE_PODS ?= 200
 COMPARE_QPS ?= 1000
