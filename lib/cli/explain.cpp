@@ -216,9 +216,7 @@ void AddExplainCommand(CLI::App& app, int& exit_code) {
                   "file holding the Pod to place")
       ->required();
   AddClusterFlags(sub, o->live);
-  sub->add_option("--device-config", o->device_config,
-                  "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "
-                  "(default: NVIDIA)");
+  AddDeviceConfigOption(sub, o->device_config);
   sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd | volcano")
       ->capture_default_str();
   sub->add_option("--gpu-policy", o->filter.gpu_policy,

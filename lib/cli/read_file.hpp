@@ -1,9 +1,10 @@
-// Reading files for the command line's subcommands.
+// Reading files for the command line's subcommands, and the device config.
 #ifndef DEVSHARE_CLI_READ_FILE_HPP_
 #define DEVSHARE_CLI_READ_FILE_HPP_
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -28,6 +29,13 @@ inline Result<DeviceConfig> LoadDeviceConfig(const std::string& path) {
   Result<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
   return ParseDeviceConfig(*text);
+}
+
+// --device-config, read by LoadDeviceConfig.
+inline void AddDeviceConfigOption(CLI::App* command, std::string& path) {
+  command->add_option("--device-config", path,
+                      "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "
+                      "(default: NVIDIA)");
 }
 
 }  // namespace devshare::cli

@@ -198,9 +198,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
                   "answers from memory) or hami (Filter PATCHes the placement and answers after "
                   "it, Bind PATCHes the bind phase before the Binding)")
       ->capture_default_str();
-  sub->add_option("--device-config", o->device_config,
-                  "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "
-                  "(default: NVIDIA)");
+  AddDeviceConfigOption(sub, o->device_config);
   AddHamiExactOption(sub, o->hami_exact);
   sub->add_option("--qps", o->qps, "API client queries per second")->capture_default_str();
   sub->add_option("--burst", o->burst, "API client burst")->capture_default_str();

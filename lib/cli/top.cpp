@@ -280,9 +280,7 @@ void AddTopCommand(CLI::App& app, int& exit_code) {
   AddClusterFlags(sub, o->live);
   sub->add_option("--cluster", o->cluster,
                   "YAML or JSON file of Node objects and Pods instead of the live cluster");
-  sub->add_option("--device-config", o->device_config,
-                  "HAMi device-config YAML, or one with a volcano: section for Volcano's vGPU "
-                  "(default: NVIDIA)");
+  AddDeviceConfigOption(sub, o->device_config);
   sub->add_option("--node", o->node, "only this node, with its GPUs");
   sub->add_flag("--gpus", o->gpus, "a row per GPU too");
   sub->add_option("--now", o->now, "Unix seconds handshakes are judged at (default: now)");
