@@ -324,31 +324,31 @@ void BindCodecs(py::module_& m) {
           return out;
         });
   // devshare/testing.hpp's builders: what devshare.testing puts in its dicts.
-  m.def("_fixture_node", [](const std::string& name, int gpus, std::int32_t memory_mib,
-                            std::int32_t slots, std::int32_t cores, const std::string& type,
-                            const std::string& format, const std::optional<std::string>& config,
-                            const std::string& vendor) {
-    const DeviceConfig c = ConfigFrom(config);
-    if (c.FindVendor(vendor) == nullptr)
-      Raise(Status::InvalidArgument(fmt::format("no vendor \"{}\" in the config", vendor)));
-    testing::NodeBuilder builder(name, c, vendor);
-    builder.Gpus(gpus, memory_mib, slots, cores, type);
-    if (!format.empty()) {
-      const RegisterFormat f = Unwrap(ParseRegisterFormat(format));
-      if (f == RegisterFormat::kAuto)
-        Raise(Status::InvalidArgument("a node's format is json, legacy or volcano"));
-      builder.Format(f);
-    }
-    const Node node = builder.Build();
-    return py::make_tuple(ToDict(node.annotations), ToDict(node.allocatable));
-  });
+  m.def("_fixture_node",
+        [](const std::string& name, int gpus, std::int32_t memory_mib, std::int32_t slots,
+           std::int32_t cores, const std::string& type, const std::string& format,
+           const std::optional<std::string>& config, const std::string& vendor) {
+          const DeviceConfig c = ConfigFrom(config);
+          if (c.FindVendor(vendor) == nullptr)
+            Raise(Status::InvalidArgument(fmt::format("no vendor \"{}\" in the config", vendor)));
+          testing::NodeBuilder builder(name, c, vendor);
+          builder.Gpus(gpus, memory_mib, slots, cores, type);
+          if (!format.empty()) {
+            const RegisterFormat f = Unwrap(ParseRegisterFormat(format));
+            if (f == RegisterFormat::kAuto)
+              Raise(Status::InvalidArgument("a node's format is json, legacy or volcano"));
+            builder.Format(f);
+          }
+          const Node node = builder.Build();
+          return py::make_tuple(ToDict(node.annotations), ToDict(node.allocatable));
+        });
   m.def("_fixture_limits", [](int gpus, int memory_mib, int cores, int memory_percent,
                               const std::optional<std::string>& config, const std::string& vendor) {
     const DeviceConfig c = ConfigFrom(config);
     if (c.FindVendor(vendor) == nullptr)
       Raise(Status::InvalidArgument(fmt::format("no vendor \"{}\" in the config", vendor)));
-    const Pod pod =
-        testing::PodBuilder("p", "default", c, vendor).Gpus(gpus, memory_mib, cores, memory_percent);
+    const Pod pod = testing::PodBuilder("p", "default", c, vendor)
+                        .Gpus(gpus, memory_mib, cores, memory_percent);
     return ToDict(pod.containers.front().limits);
   });
   m.def("_fixture_allocation", [](const std::string& node, const PodSingleDevice& containers,

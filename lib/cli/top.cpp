@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <ctime>
 #include <iostream>
@@ -97,17 +98,16 @@ bj::array NotesJson(const std::vector<Note>& notes) {
   return out;
 }
 
+// A node of a GPU vendor: it carries one of its annotations or resources.
 bool ShowsDevices(const Node& node, const DeviceConfig& config) {
-  for (const VendorSpec& vendor : config.vendors) {
-    if ((!vendor.register_annotation.empty() &&
-         node.annotations.Find(vendor.register_annotation)) ||
-        (!vendor.handshake_annotation.empty() &&
-         node.annotations.Find(vendor.handshake_annotation)) ||
-        (!vendor.count_resource.empty() && node.allocatable.Find(vendor.count_resource))) {
-      return true;
-    }
-  }
-  return false;
+  return std::ranges::any_of(config.vendors, [&](const VendorSpec& vendor) {
+    return (!vendor.register_annotation.empty() &&
+            node.annotations.Find(vendor.register_annotation) != nullptr) ||
+           (!vendor.handshake_annotation.empty() &&
+            node.annotations.Find(vendor.handshake_annotation) != nullptr) ||
+           (!vendor.count_resource.empty() &&
+            node.allocatable.Find(vendor.count_resource) != nullptr);
+  });
 }
 
 int Run(const TopOptions& o) {

@@ -5,7 +5,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <boost/json.hpp>
-#include <cstdio>
 #include <ctime>
 #include <map>
 #include <vector>
@@ -154,34 +153,48 @@ Result<ExecConfig> ParseExec(const YAML::Node& exec, const std::string& base_dir
   return e;
 }
 
+// The `count` decimal digits at `text[at]`, or nullopt.
+std::optional<int> Digits(std::string_view text, std::size_t at, std::size_t count) {
+  if (at + count > text.size()) return std::nullopt;
+  int value = 0;
+  for (std::size_t i = at; i < at + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
 // RFC 3339 ("2026-11-25T10:00:00Z", fractional seconds and offsets too) to
 // Unix seconds.
-std::optional<std::int64_t> Rfc3339Seconds(const std::string& text) {
-  std::tm tm{};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
-      consumed != 19) {
-    return std::nullopt;
+std::optional<std::int64_t> Rfc3339Seconds(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS, then .fraction, then Z or ±HH:MM.
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd";
+  if (text.size() < kShape.size()) return std::nullopt;
+  for (std::size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i] && !(i == 10 && text[i] == 't'))
+      return std::nullopt;
   }
-  std::string_view rest = std::string_view(text).substr(19);
+  std::tm tm{};
+  tm.tm_year = *Digits(text, 0, 4) - 1900;
+  tm.tm_mon = *Digits(text, 5, 2) - 1;
+  tm.tm_mday = *Digits(text, 8, 2);
+  tm.tm_hour = *Digits(text, 11, 2);
+  tm.tm_min = *Digits(text, 14, 2);
+  tm.tm_sec = *Digits(text, 17, 2);
+  std::string_view rest = text.substr(kShape.size());
   if (rest.starts_with('.')) {
     rest.remove_prefix(1);
     while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
   }
   int offset = 0;
-  if (rest == "Z" || rest == "z") {
-    offset = 0;
-  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
-    int hours = 0, minutes = 0;
-    if (std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &hours, &minutes) != 2)
+  if (rest != "Z" && rest != "z") {
+    if (rest.size() != 6 || (rest[0] != '+' && rest[0] != '-') || rest[3] != ':')
       return std::nullopt;
-    offset = (rest[0] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
-  } else {
-    return std::nullopt;
+    const std::optional<int> hours = Digits(rest, 1, 2), minutes = Digits(rest, 4, 2);
+    if (!hours || !minutes) return std::nullopt;
+    offset = (rest[0] == '+' ? 1 : -1) * (*hours * 3600 + *minutes * 60);
   }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
   return static_cast<std::int64_t>(timegm(&tm)) - offset;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cerrno>
 #include <cstring>
@@ -63,26 +64,27 @@ Result<ExecCredential> RunExecPlugin(const ClusterAccess& access) {
   std::vector<std::string> env;
   auto overridden = [&](std::string_view entry) {
     const std::string_view name = entry.substr(0, entry.find('='));
-    if (name == "KUBERNETES_EXEC_INFO") return true;
-    for (const auto& [key, value] : exec.env) {
-      if (key == name) return true;
-    }
-    return false;
+    return name == "KUBERNETES_EXEC_INFO" ||
+           std::ranges::any_of(exec.env, [&](const auto& kv) { return kv.first == name; });
   };
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     if (!overridden(*e)) env.emplace_back(*e);
   }
-  for (const auto& [key, value] : exec.env) env.push_back(key + "=" + value);
-  env.push_back("KUBERNETES_EXEC_INFO=" + ExecInfo(access));
+  for (const auto& [key, value] : exec.env) env.push_back(fmt::format("{}={}", key, value));
+  env.push_back(fmt::format("KUBERNETES_EXEC_INFO={}", ExecInfo(access)));
 
-  std::vector<char*> envp;
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_text{exec.command};
-  argv_text.insert(argv_text.end(), exec.args.begin(), exec.args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  // posix_spawn's NULL-terminated arrays, pointing into `env` and `args`.
+  auto pointers = [](std::vector<std::string>& texts) {
+    std::vector<char*> out;
+    out.reserve(texts.size() + 1);
+    for (std::string& t : texts) out.push_back(t.data());
+    out.push_back(nullptr);
+    return out;
+  };
+  std::vector<char*> envp = pointers(env);
+  std::vector<std::string> args{exec.command};
+  args.insert(args.end(), exec.args.begin(), exec.args.end());
+  std::vector<char*> argv = pointers(args);
 
   // Its stdout into a pipe, its stdin from /dev/null, its stderr ours.
   int out[2];

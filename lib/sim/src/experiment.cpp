@@ -305,40 +305,40 @@ Status ReadFigure(const YAML::Node& n, const std::string& p, std::string& out) {
 }
 
 Status ReadSummary(const YAML::Node& node, const std::string& path, Summary& summary) {
-  return ReadMap(
-      node, path,
-      {{"columns",
-        [&summary](const YAML::Node& n, const std::string& p) {
-          if (n.IsNull()) return Status();
-          if (!n.IsSequence() || n.size() == 0)
-            return FieldError(p, n, "expected a non-empty list of figures");
-          summary.columns.clear();
-          for (std::size_t i = 0; i < n.size(); ++i) {
-            std::string key;
-            Status s = ReadFigure(n[i], fmt::format("{}[{}]", p, i), key);
-            if (!s.ok()) return s;
-            summary.columns.push_back(std::move(key));
-          }
-          return Status();
-        }},
-       {"notes", [&summary](const YAML::Node& n, const std::string& p) {
-          if (n.IsNull()) return Status();
-          if (!n.IsMap()) return FieldError(p, n, "expected a mapping of figure to text");
-          for (const auto& entry : n) {
-            std::string key, text;
-            Status s = ReadFigure(entry.first, p, key);
-            if (s.ok()) s = ReadString(entry.second, fmt::format("{}.{}", p, key), text);
-            if (!s.ok()) return s;
-            summary.notes[key] = std::move(text);
-          }
-          return Status();
-        }}});
+  return ReadMap(node, path,
+                 {{"columns",
+                   [&summary](const YAML::Node& n, const std::string& p) {
+                     if (n.IsNull()) return Status();
+                     if (!n.IsSequence() || n.size() == 0)
+                       return FieldError(p, n, "expected a non-empty list of figures");
+                     summary.columns.clear();
+                     for (std::size_t i = 0; i < n.size(); ++i) {
+                       std::string key;
+                       Status s = ReadFigure(n[i], fmt::format("{}[{}]", p, i), key);
+                       if (!s.ok()) return s;
+                       summary.columns.push_back(std::move(key));
+                     }
+                     return Status();
+                   }},
+                  {"notes", [&summary](const YAML::Node& n, const std::string& p) {
+                     if (n.IsNull()) return Status();
+                     if (!n.IsMap())
+                       return FieldError(p, n, "expected a mapping of figure to text");
+                     for (const auto& entry : n) {
+                       std::string key, text;
+                       Status s = ReadFigure(entry.first, p, key);
+                       if (s.ok()) s = ReadString(entry.second, fmt::format("{}.{}", p, key), text);
+                       if (!s.ok()) return s;
+                       summary.notes[key] = std::move(text);
+                     }
+                     return Status();
+                   }}});
 }
 
 // The settings and workload of one variant (the merged document).
 Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::string& name,
-                    std::string& description, std::vector<std::uint64_t>& seeds,
-                    Summary& summary, ScenarioTemplate& t) {
+                    std::string& description, std::vector<std::uint64_t>& seeds, Summary& summary,
+                    ScenarioTemplate& t) {
   Scenario& s = t.settings;
   std::vector<std::string> seed_texts;
   return ReadMap(

@@ -96,12 +96,28 @@ struct Variant {
 // what is derived from them (fragmented_90: the fragmented GPUs when the
 // pods first asked 90 % of the GPUs; writes_per_min: the scheduler's writes;
 // writes_by_verb: the API writes per minute by verb, a table of its own).
-inline constexpr std::string_view kSummaryFigures[] = {
-    "pods",           "bound",          "pending",         "allocated",     "mean_allocated",
-    "free_gpus",      "fragmented_90",  "p50",             "p99",           "writes_per_min",
-    "throttled",      "rejected_429",   "conflicts_409",   "timeouts",      "refused",
-    "lock_collisions", "lock_retries",  "binds_failed",    "nodes_dropped", "duplicate_handshakes",
-    "unavailable",    "writes_by_verb"};
+inline constexpr std::string_view kSummaryFigures[] = {"pods",
+                                                       "bound",
+                                                       "pending",
+                                                       "allocated",
+                                                       "mean_allocated",
+                                                       "free_gpus",
+                                                       "fragmented_90",
+                                                       "p50",
+                                                       "p99",
+                                                       "writes_per_min",
+                                                       "throttled",
+                                                       "rejected_429",
+                                                       "conflicts_409",
+                                                       "timeouts",
+                                                       "refused",
+                                                       "lock_collisions",
+                                                       "lock_retries",
+                                                       "binds_failed",
+                                                       "nodes_dropped",
+                                                       "duplicate_handshakes",
+                                                       "unavailable",
+                                                       "writes_by_verb"};
 
 // What a summary of the experiment shows: the figures that answer its
 // question, and a line on a figure that would look like a failure without
