@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "devshare/kube/api_client.hpp"
+#include "devshare/kube/cluster_read.hpp"
 #include "devshare/kube/extender.hpp"
 #include "devshare/kube/http_server.hpp"
 #include "devshare/kube/metrics.hpp"
@@ -791,6 +792,68 @@ TEST_CASE("kube: an exec plugin's token is used, fetched again after a 401 and o
   runs >> count;
   CHECK(count == 3);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("kube: a live read lists every page, says how far it came, and keeps what decodes") {
+  boost::asio::io_context server_io;
+  std::vector<std::string> targets;
+  auto nodes = [](int from, int to) {
+    std::string items;
+    for (int i = from; i < to; ++i)
+      items += fmt::format("{}{{\"metadata\":{{\"name\":\"n{}\"}}}}", i == from ? "" : ",", i);
+    return items;
+  };
+  HttpServer server(server_io, Loopback(), [&](HttpRequest r, Responder respond) {
+    targets.push_back(r.target);
+    std::string body;
+    if (r.target.starts_with("/api/v1/nodes") && r.target.find("continue=") == std::string::npos) {
+      body = R"({"metadata":{"continue":"tok/1="},"items":[)" + nodes(0, 500) + "]}";
+    } else if (r.target.starts_with("/api/v1/nodes")) {
+      body = R"({"metadata":{},"items":[)" + nodes(500, 600) + "]}";
+    } else if (r.target.starts_with("/api/v1/pods")) {
+      body = R"({"metadata":{},"items":[{"metadata":{"name":"p","namespace":"d","uid":"u"},)"
+             R"("spec":{"containers":[]}},{"metadata":{"name":"bad","namespace":"d"},)"
+             R"("spec":{"containers":"x"}}]})";
+    } else {
+      body = R"({"metadata":{},"items":[{"metadata":{"name":"q","namespace":"d"},)"
+             R"("spec":{"hard":{"limits.nvidia.com/gpumem":"1000"}}}]})";
+    }
+    respond(HttpResponse{200, "application/json", body, {}});
+  });
+  REQUIRE(server.Start().ok());
+  std::thread serving([&] { server_io.run(); });
+  ClusterAccess access;
+  access.server = "http://127.0.0.1:" + std::to_string(server.port());
+  access.host = "127.0.0.1";
+  access.port = std::to_string(server.port());
+  access.https = false;
+  std::vector<std::pair<std::string, std::size_t>> progress;
+  Result<ClusterObjects> read = ReadCluster(access, [&](std::string_view what, std::size_t n) {
+    progress.emplace_back(std::string(what), n);
+  });
+  boost::asio::post(server_io, [&] { server.Stop(); });
+  serving.join();
+  REQUIRE(read.ok());
+  CHECK(read->nodes.size() == 600);
+  CHECK(read->nodes.back().name == "n599");
+  REQUIRE(read->pods.size() == 1);
+  CHECK(read->pods[0].name == "p");
+  REQUIRE(read->undecodable.size() == 1);
+  CHECK(read->undecodable[0].starts_with("pod d/bad: "));
+  REQUIRE(read->quotas.size() == 1);
+  CHECK(*read->quotas[0].hard.Find("limits.nvidia.com/gpumem") == "1000");
+  CHECK(progress == std::vector<std::pair<std::string, std::size_t>>{
+                        {"nodes", 500}, {"nodes", 600}, {"pods", 2}, {"resourcequotas", 1}});
+  REQUIRE(targets.size() == 4);
+  CHECK(targets[1] == "/api/v1/nodes?limit=500&continue=tok%2F1%3D");
+  CHECK(targets[2].starts_with("/api/v1/pods?limit=500&fieldSelector=status.phase%21%3DSucceeded"));
+
+  // A server that is not there: the error names it.
+  access.port = "1";
+  access.server = "http://127.0.0.1:1";
+  Result<ClusterObjects> none = ReadCluster(access, {});
+  REQUIRE_FALSE(none.ok());
+  CHECK(std::string(none.status().message()).starts_with("listing nodes at http://127.0.0.1:1: "));
 }
 
 TEST_CASE("kube: API requests reuse a kept-alive connection, and a closed one is replaced") {
