@@ -375,7 +375,8 @@ TEST_CASE("kube: an ExecCredential gives a token or a certificate, and its expir
       "exec credential: status has neither a token nor a client certificate");
   CHECK(error(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",)"
               R"("status":{"token":"t","expirationTimestamp":"tomorrow"}})") ==
-        "exec credential: status.expirationTimestamp 'tomorrow' is not RFC 3339");
+        "exec credential: status.expirationTimestamp: time \"tomorrow\" is not RFC 3339 "
+        "(2006-01-02T15:04:05Z07:00)");
 }
 
 TEST_CASE("kube: RunExecPlugin runs the command with its env and the exec info") {

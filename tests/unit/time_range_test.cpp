@@ -168,3 +168,15 @@ TEST_CASE("time range: every decoder at the year 0000 and 9999 edges, every zone
   CHECK(accepted == 2 * 2878 + 4);
   CHECK(refused == 2 * 2878);
 }
+
+TEST_CASE("time range: DecodeRfc3339 reads metav1.Time and refuses what does not parse") {
+  CHECK(*DecodeRfc3339("2026-11-25T10:00:00Z") == 1795600800);
+  CHECK(*DecodeRfc3339("2026-11-25T11:00:00.5+01:00") == 1795600800);
+  CHECK(*DecodeRfc3339("0000-01-01T00:00:00Z") == kEarliestUnixSeconds);
+  CHECK(DecodeRfc3339("2026-11-25 10:00:00Z").status().message() ==
+        "time \"2026-11-25 10:00:00Z\" is not RFC 3339 (2006-01-02T15:04:05Z07:00)");
+  CHECK(DecodeRfc3339("2026-02-30T00:00:00Z").status().code() == StatusCode::kMalformed);
+  CHECK(DecodeRfc3339("2026-11-25T10:00:00").status().code() == StatusCode::kMalformed);
+  CHECK(std::string(DecodeRfc3339("0000-01-01T10:04:12+12:00").status().message())
+            .ends_with("is before 0000-01-01T00:00:00Z in UTC"));
+}

@@ -133,3 +133,22 @@ std::string FormatOffset(std::int32_t offset_seconds, bool colon, bool z_for_utc
 }
 
 }  // namespace devshare::internal
+
+namespace devshare {
+
+Result<std::int64_t> DecodeRfc3339(std::string_view text) {
+  const std::optional<internal::ParsedCivil> civil = internal::ParseCivil(text, '-', 'T');
+  const std::optional<internal::ParsedOffset> offset =
+      civil ? internal::ParseOffset(text.substr(civil->length), /*colon=*/true, /*allow_z=*/true)
+            : std::nullopt;
+  if (!civil || !offset || civil->length + offset->length != text.size()) {
+    return Status::Malformed(
+        fmt::format("time \"{}\" is not RFC 3339 (2006-01-02T15:04:05Z07:00)", text), "time", 0);
+  }
+  const std::int64_t seconds = internal::ToUnixSeconds(civil->time, offset->seconds);
+  if (const std::string_view violation = internal::RangeViolation(seconds); !violation.empty())
+    return Status::Malformed(fmt::format("time \"{}\" {}", text, violation), "time", 0);
+  return seconds;
+}
+
+}  // namespace devshare

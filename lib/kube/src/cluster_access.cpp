@@ -5,9 +5,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <boost/json.hpp>
-#include <ctime>
 #include <map>
 #include <vector>
+
+#include "devshare/time_range.hpp"
 
 namespace devshare::kube {
 
@@ -151,51 +152,6 @@ Result<ExecConfig> ParseExec(const YAML::Node& exec, const std::string& base_dir
   if (Scalar(exec, "interactiveMode") == "Always")
     return bad("interactiveMode Always needs a terminal, and devshare asks for none");
   return e;
-}
-
-// The `count` decimal digits at `text[at]`, or nullopt.
-std::optional<int> Digits(std::string_view text, std::size_t at, std::size_t count) {
-  if (at + count > text.size()) return std::nullopt;
-  int value = 0;
-  for (std::size_t i = at; i < at + count; ++i) {
-    if (text[i] < '0' || text[i] > '9') return std::nullopt;
-    value = value * 10 + (text[i] - '0');
-  }
-  return value;
-}
-
-// RFC 3339 ("2026-11-25T10:00:00Z", fractional seconds and offsets too) to
-// Unix seconds.
-std::optional<std::int64_t> Rfc3339Seconds(std::string_view text) {
-  // YYYY-MM-DDTHH:MM:SS, then .fraction, then Z or ±HH:MM.
-  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd";
-  if (text.size() < kShape.size()) return std::nullopt;
-  for (std::size_t i = 0; i < kShape.size(); ++i) {
-    const bool digit = text[i] >= '0' && text[i] <= '9';
-    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i] && !(i == 10 && text[i] == 't'))
-      return std::nullopt;
-  }
-  std::tm tm{};
-  tm.tm_year = *Digits(text, 0, 4) - 1900;
-  tm.tm_mon = *Digits(text, 5, 2) - 1;
-  tm.tm_mday = *Digits(text, 8, 2);
-  tm.tm_hour = *Digits(text, 11, 2);
-  tm.tm_min = *Digits(text, 14, 2);
-  tm.tm_sec = *Digits(text, 17, 2);
-  std::string_view rest = text.substr(kShape.size());
-  if (rest.starts_with('.')) {
-    rest.remove_prefix(1);
-    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') rest.remove_prefix(1);
-  }
-  int offset = 0;
-  if (rest != "Z" && rest != "z") {
-    if (rest.size() != 6 || (rest[0] != '+' && rest[0] != '-') || rest[3] != ':')
-      return std::nullopt;
-    const std::optional<int> hours = Digits(rest, 1, 2), minutes = Digits(rest, 4, 2);
-    if (!hours || !minutes) return std::nullopt;
-    offset = (rest[0] == '+' ? 1 : -1) * (*hours * 3600 + *minutes * 60);
-  }
-  return static_cast<std::int64_t>(timegm(&tm)) - offset;
 }
 
 }  // namespace
@@ -346,9 +302,10 @@ Result<ExecCredential> ParseExecCredential(std::string_view json, std::string_vi
   if (c.token.empty() && c.cert_pem.empty())
     return bad("status has neither a token nor a client certificate");
   if (const std::string expiry = text(st, "expirationTimestamp"); !expiry.empty()) {
-    c.expires = Rfc3339Seconds(expiry);
-    if (!c.expires)
-      return bad(fmt::format("status.expirationTimestamp '{}' is not RFC 3339", expiry));
+    Result<std::int64_t> expires = DecodeRfc3339(expiry);
+    if (!expires.ok())
+      return bad(fmt::format("status.expirationTimestamp: {}", expires.status().message()));
+    c.expires = *expires;
   }
   return c;
 }

@@ -1,4 +1,5 @@
-// devshare/time_range.hpp — the instants devshare's time codecs accept.
+// devshare/time_range.hpp — the instants devshare's time codecs accept, and
+// the RFC 3339 decoder of metav1.Time values (an ExecCredential's expiry).
 //
 // Kubernetes and the device plugins write times as Go's time.Time formats
 // them: RFC 3339 (or a layout like it) with a four-digit year, and
@@ -12,11 +13,15 @@
 // So whatever decodes also encodes — in UTC, or in the zone it was read
 // at — and reads back as the same instant.
 //
-// Thread-safety: constants and a pure function.
+// Thread-safety: constants and pure functions.
 #ifndef DEVSHARE_TIME_RANGE_HPP_
 #define DEVSHARE_TIME_RANGE_HPP_
 
 #include <cstdint>
+#include <string_view>
+
+#include "devshare/export.hpp"
+#include "devshare/status.hpp"
 
 namespace devshare {
 
@@ -29,6 +34,11 @@ inline constexpr std::int64_t kLatestUnixSeconds = 253402300799;
 constexpr bool InTimeRange(std::int64_t unix_seconds) {
   return unix_seconds >= kEarliestUnixSeconds && unix_seconds <= kLatestUnixSeconds;
 }
+
+// An RFC 3339 time ("2006-01-02T15:04:05Z07:00", a fraction of a second
+// allowed and dropped) as Unix seconds. Errors: kMalformed naming the value,
+// for one that does not parse or lies outside the range above.
+DEVSHARE_EXPORT Result<std::int64_t> DecodeRfc3339(std::string_view text);
 
 }  // namespace devshare
 
