@@ -23,6 +23,30 @@ using tcp = asio::ip::tcp;
 using detail::Exchange;
 using detail::TlsStream;
 
+namespace {
+
+std::string UrlEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ListTarget(std::string_view path, std::string_view field_selector,
+                       std::string_view continue_token) {
+  std::string target = fmt::format("{}?limit=500", path);
+  if (!field_selector.empty()) target += "&fieldSelector=" + UrlEncode(field_selector);
+  if (!continue_token.empty()) target += "&continue=" + UrlEncode(continue_token);
+  return target;
+}
+
 struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
   struct Pending {
     std::string verb, method, target, content_type, body;
@@ -187,9 +211,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
   void List(const std::shared_ptr<WatchState>& w, const std::string& continue_token,
             const std::shared_ptr<std::map<std::string, bj::value>>& fresh) {
-    std::string target = fmt::format("{}?limit=500", w->path);
-    if (!w->selector.empty()) target += "&fieldSelector=" + UrlEncode(w->selector);
-    if (!continue_token.empty()) target += "&continue=" + UrlEncode(continue_token);
+    const std::string target = ListTarget(w->path, w->selector, continue_token);
     auto self = shared_from_this();
     Enqueue(
         Pending{"list", "GET", target, "", "", [self, w, fresh](const ApiResponse& r) {
@@ -316,18 +338,6 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
   static std::string Key(const bj::value& object) {
     return Meta(object, "namespace") + "/" + Meta(object, "name");
-  }
-
-  static std::string UrlEncode(std::string_view s) {
-    std::string out;
-    for (unsigned char c : s) {
-      if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-        out.push_back(static_cast<char>(c));
-      } else {
-        out += fmt::format("%{:02X}", c);
-      }
-    }
-    return out;
   }
 
   asio::io_context& io;

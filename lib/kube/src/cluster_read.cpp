@@ -4,7 +4,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
-#include <cctype>
 #include <memory>
 
 #include "devshare/kube/api_client.hpp"
@@ -79,28 +78,16 @@ struct Lister {
   Status failure;
 
   struct Kind {
-    std::string_view name, path;
+    std::string_view name, path, field_selector;
   };
-  static constexpr Kind kKinds[] = {
-      {"nodes", "/api/v1/nodes?limit=500"},
-      {"pods",
-       "/api/v1/pods?limit=500&fieldSelector=status.phase%21%3DSucceeded%2C"
-       "status.phase%21%3DFailed"},
-      {"resourcequotas", "/api/v1/resourcequotas?limit=500"}};
+  static constexpr Kind kKinds[] = {{"nodes", "/api/v1/nodes", ""},
+                                    {"pods", "/api/v1/pods", kUnfinishedPods},
+                                    {"resourcequotas", "/api/v1/resourcequotas", ""}};
 
   void List(std::size_t kind, const std::string& continue_token, std::size_t so_far) {
     if (kind == std::size(kKinds)) return client.Stop();
-    std::string target(kKinds[kind].path);
-    if (!continue_token.empty()) {
-      target += "&continue=";
-      for (const char c : continue_token) {  // URL-encoded: tokens are base64
-        if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') {
-          target += c;
-        } else {
-          target += fmt::format("%{:02X}", static_cast<unsigned char>(c));
-        }
-      }
-    }
+    const std::string target =
+        ListTarget(kKinds[kind].path, kKinds[kind].field_selector, continue_token);
     client.Call("list", "GET", target, "", "", [this, kind, so_far](const ApiResponse& r) {
       const std::string_view what = kKinds[kind].name;
       if (r.status != 200) {

@@ -10,6 +10,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "devshare/kube/cluster_read.hpp"
 #include "devshare/kube/extender.hpp"
 #include "devshare/kube/metrics.hpp"
 #include "devshare/objects_json.hpp"
@@ -442,7 +443,7 @@ Status Service::Start() {
         if (auto self = weak.lock()) self->nodes_synced = true;
       });
   impl_->client.Watch(
-      "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed",
+      "/api/v1/pods", std::string(kUnfinishedPods),
       [weak](const WatchEvent& e) {
         if (auto self = weak.lock()) self->OnPod(e);
       },

@@ -65,6 +65,12 @@ struct ApiClientOptions {
   std::chrono::seconds idle_timeout{90};
 };
 
+// The target of one page (500 objects) of the list at `path` (for example
+// "/api/v1/pods"), with a field selector and the continue token of the page
+// before when not empty, URL-encoded.
+std::string ListTarget(std::string_view path, std::string_view field_selector,
+                       std::string_view continue_token);
+
 class ApiClient {
  public:
   ApiClient(boost::asio::io_context& io, ClusterAccess access, ApiClientOptions options,

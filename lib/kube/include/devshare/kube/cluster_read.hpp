@@ -19,6 +19,9 @@
 
 namespace devshare::kube {
 
+// The field selector of the pods a scheduler looks at: those not finished.
+inline constexpr std::string_view kUnfinishedPods = "status.phase!=Succeeded,status.phase!=Failed";
+
 struct ResourceQuotaObject {
   std::string quota_namespace;
   std::string name;
