@@ -48,17 +48,19 @@ Result<kube::ClusterObjects> ReadClusterWithProgress(const kube::ClusterAccess& 
   return objects;
 }
 
-void FillSnapshot(const kube::ClusterObjects& objects, std::string_view except,
-                  ClusterSnapshot& snapshot, const std::function<void(std::string_view)>& warn) {
+SnapshotErrors FillSnapshot(const kube::ClusterObjects& objects, std::string_view except,
+                            ClusterSnapshot& snapshot) {
+  SnapshotErrors errors;
   for (const Node& node : objects.nodes) {
-    if (Status s = snapshot.AddNode(node); !s.ok()) warn(s.message());
+    if (Status s = snapshot.AddNode(node); !s.ok()) errors.nodes[node.name] = s.message();
   }
   for (const Pod& pod : objects.pods) {
     if (pod.uid == except) continue;
-    if (Status s = snapshot.AddPod(pod); !s.ok()) warn(s.message());
+    if (Status s = snapshot.AddPod(pod); !s.ok()) errors.pods.emplace_back(s.message());
   }
   for (const kube::ResourceQuotaObject& quota : objects.quotas)
     snapshot.SetQuota(quota.quota_namespace, quota.name, quota.hard);
+  return errors;
 }
 
 }  // namespace devshare::cli

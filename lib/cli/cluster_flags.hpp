@@ -5,8 +5,10 @@
 #define DEVSHARE_CLI_CLUSTER_FLAGS_HPP_
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "devshare/kube/cluster_access.hpp"
 #include "devshare/kube/cluster_read.hpp"
@@ -31,11 +33,18 @@ Result<kube::ClusterAccess> FindAccess(const ClusterFlags& flags);
 Result<kube::ClusterObjects> ReadClusterWithProgress(const kube::ClusterAccess& access,
                                                      std::string_view command);
 
+// Why some objects hold no devices in the snapshot: a node's register
+// annotation (by node name) or a pod's allocation that does not decode.
+struct SnapshotErrors {
+  std::map<std::string, std::string> nodes;
+  std::vector<std::string> pods;
+};
+
 // The objects in a snapshot: nodes, pods (but the one whose UID is
 // `except`), quotas. Nodes and pods whose annotations do not decode are
-// kept out of the devices, as the engine keeps them; `warn` gets why.
-void FillSnapshot(const kube::ClusterObjects& objects, std::string_view except,
-                  ClusterSnapshot& snapshot, const std::function<void(std::string_view)>& warn);
+// kept out of the devices, as the engine keeps them; the errors say which.
+SnapshotErrors FillSnapshot(const kube::ClusterObjects& objects, std::string_view except,
+                            ClusterSnapshot& snapshot);
 
 }  // namespace devshare::cli
 

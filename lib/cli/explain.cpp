@@ -60,7 +60,12 @@ std::string Devices(const PodDevices& devices) {
   return fmt::format("{}", fmt::join(DeviceList(devices), " "));
 }
 
-void Warn(std::string_view what) { std::cerr << "devshare explain: warning: " << what << "\n"; }
+void Warn(const SnapshotErrors& errors) {
+  for (const auto& [node, why] : errors.nodes)
+    std::cerr << "devshare explain: warning: " << why << "\n";
+  for (const std::string& why : errors.pods)
+    std::cerr << "devshare explain: warning: " << why << "\n";
+}
 
 // --cluster FILE --pod FILE: the snapshot from the file, the pod from the other.
 Result<Pod> FromFiles(const ExplainOptions& o, ClusterSnapshot& snapshot) {
@@ -73,7 +78,7 @@ Result<Pod> FromFiles(const ExplainOptions& o, ClusterSnapshot& snapshot) {
         fmt::format("{} must hold exactly one Pod, it holds {}", o.pod, pods->pods.size()));
   }
   kube::ClusterObjects objects{std::move(cluster->nodes), std::move(cluster->pods), {}, {}};
-  FillSnapshot(objects, "", snapshot, Warn);
+  Warn(FillSnapshot(objects, "", snapshot));
   return std::move(pods->pods[0]);
 }
 
@@ -92,7 +97,7 @@ Result<Pod> FromCluster(const ExplainOptions& o, ClusterSnapshot& snapshot) {
   if (!pod.ok()) return pod.status();
   Result<kube::ClusterObjects> objects = ReadClusterWithProgress(*access, "explain");
   if (!objects.ok()) return objects.status();
-  FillSnapshot(*objects, pod->uid, snapshot, Warn);
+  Warn(FillSnapshot(*objects, pod->uid, snapshot));
   return pod;
 }
 

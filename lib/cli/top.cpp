@@ -133,15 +133,13 @@ int Run(const TopOptions& o) {
   const std::int64_t now = o.now != 0 ? o.now : static_cast<std::int64_t>(std::time(nullptr));
 
   ClusterSnapshot snapshot(*config);
+  const SnapshotErrors errors = FillSnapshot(*objects, "", snapshot);
+  const std::vector<std::string>& pod_errors = errors.pods;
   std::map<std::string, std::vector<Note>> notes;  // by node
-  std::vector<std::string> pod_errors;
   for (const Node& node : objects->nodes) {
-    if (Status s = snapshot.AddNode(node); !s.ok())
-      notes[node.name].push_back(Note{"registration does not decode", std::string(s.message())});
+    if (auto e = errors.nodes.find(node.name); e != errors.nodes.end())
+      notes[node.name].push_back(Note{"registration does not decode", e->second});
     NoteHandshakes(node, *config, now, notes[node.name]);
-  }
-  for (const Pod& pod : objects->pods) {
-    if (Status s = snapshot.AddPod(pod); !s.ok()) pod_errors.emplace_back(s.message());
   }
   std::map<std::string, double> free, fragmented;
   if (Result<ClusterFragmentation> f = MeasureFragmentation(snapshot); f.ok()) {
