@@ -23,13 +23,13 @@ Result<kube::ClusterAccess> FindAccess(const ClusterFlags& flags) {
       ReadFile);
 }
 
-Result<kube::ClusterObjects> ReadClusterWithProgress(const kube::ClusterAccess& access,
+Result<kube::ClusterObjects> ReadClusterWithProgress(kube::ClusterReader& reader,
                                                      std::string_view command) {
   const bool terminal = isatty(STDERR_FILENO) != 0;
   bool shown = false;
   std::string last;
   Result<kube::ClusterObjects> objects =
-      kube::ReadCluster(access, [&](std::string_view what, std::size_t so_far) {
+      reader.ReadCluster([&](std::string_view what, std::size_t so_far) {
         if (so_far <= 500 && !shown) return;  // one page: no progress to show
         shown = true;
         const std::string line = fmt::format("devshare {}: reading {}: {}", command, what, so_far);

@@ -30,7 +30,7 @@ Result<kube::ClusterAccess> FindAccess(const ClusterFlags& flags);
 // Reads the cluster, saying on stderr how far the lists have come once one
 // spans more than a page (a line rewritten in place on a terminal, a line
 // per list otherwise), and warning of each object that does not decode.
-Result<kube::ClusterObjects> ReadClusterWithProgress(const kube::ClusterAccess& access,
+Result<kube::ClusterObjects> ReadClusterWithProgress(kube::ClusterReader& reader,
                                                      std::string_view command);
 
 // Why some objects hold no devices in the snapshot: a node's register

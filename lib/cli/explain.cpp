@@ -93,9 +93,11 @@ Result<Pod> FromCluster(const ExplainOptions& o, ClusterSnapshot& snapshot) {
   }
   Result<kube::ClusterAccess> access = FindAccess(o.live);
   if (!access.ok()) return access.status();
-  Result<Pod> pod = kube::ReadPod(*access, o.pod.substr(0, slash), o.pod.substr(slash + 1));
+  kube::ClusterReader reader(std::move(*access));
+  if (Status s = reader.Start(); !s.ok()) return s;
+  Result<Pod> pod = reader.ReadPod(o.pod.substr(0, slash), o.pod.substr(slash + 1));
   if (!pod.ok()) return pod.status();
-  Result<kube::ClusterObjects> objects = ReadClusterWithProgress(*access, "explain");
+  Result<kube::ClusterObjects> objects = ReadClusterWithProgress(reader, "explain");
   if (!objects.ok()) return objects.status();
   Warn(FillSnapshot(*objects, pod->uid, snapshot));
   return pod;

@@ -127,7 +127,9 @@ int Run(const TopOptions& o) {
   } else {
     Result<kube::ClusterAccess> access = FindAccess(o.live);
     if (!access.ok()) return fail(access.status().message());
-    objects = ReadClusterWithProgress(*access, "top");
+    kube::ClusterReader reader(std::move(*access));
+    if (Status s = reader.Start(); !s.ok()) return fail(s.message());
+    objects = ReadClusterWithProgress(reader, "top");
   }
   if (!objects.ok()) return fail(objects.status().message());
   const std::int64_t now = o.now != 0 ? o.now : static_cast<std::int64_t>(std::time(nullptr));

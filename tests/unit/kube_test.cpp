@@ -807,6 +807,10 @@ TEST_CASE("kube: a live read lists every page, says how far it came, and keeps w
   HttpServer server(server_io, Loopback(), [&](HttpRequest r, Responder respond) {
     targets.push_back(r.target);
     std::string body;
+    if (r.target.starts_with("/api/v1/namespaces/")) {
+      respond(HttpResponse{404, "application/json", "{}", {}});
+      return;
+    }
     if (r.target.starts_with("/api/v1/nodes") && r.target.find("continue=") == std::string::npos) {
       body = R"({"metadata":{"continue":"tok/1="},"items":[)" + nodes(0, 500) + "]}";
     } else if (r.target.starts_with("/api/v1/nodes")) {
@@ -829,9 +833,12 @@ TEST_CASE("kube: a live read lists every page, says how far it came, and keeps w
   access.port = std::to_string(server.port());
   access.https = false;
   std::vector<std::pair<std::string, std::size_t>> progress;
-  Result<ClusterObjects> read = ReadCluster(access, [&](std::string_view what, std::size_t n) {
-    progress.emplace_back(std::string(what), n);
-  });
+  ClusterReader reader(access);
+  REQUIRE(reader.Start().ok());
+  Result<ClusterObjects> read = reader.ReadCluster(
+      [&](std::string_view what, std::size_t n) { progress.emplace_back(std::string(what), n); });
+  Result<Pod> missing = reader.ReadPod("d", "gone");  // the same client, a second read
+  REQUIRE_FALSE(missing.ok());
   boost::asio::post(server_io, [&] { server.Stop(); });
   serving.join();
   REQUIRE(read.ok());
@@ -845,14 +852,18 @@ TEST_CASE("kube: a live read lists every page, says how far it came, and keeps w
   CHECK(*read->quotas[0].hard.Find("limits.nvidia.com/gpumem") == "1000");
   CHECK(progress == std::vector<std::pair<std::string, std::size_t>>{
                         {"nodes", 500}, {"nodes", 600}, {"pods", 2}, {"resourcequotas", 1}});
-  REQUIRE(targets.size() == 4);
+  REQUIRE(targets.size() == 5);
+  CHECK(targets[4] == "/api/v1/namespaces/d/pods/gone");
+  CHECK_MESSAGE(missing.status().code() == StatusCode::kNotFound, missing.status().message());
   CHECK(targets[1] == "/api/v1/nodes?limit=500&continue=tok%2F1%3D");
   CHECK(targets[2].starts_with("/api/v1/pods?limit=500&fieldSelector=status.phase%21%3DSucceeded"));
 
   // A server that is not there: the error names it.
   access.port = "1";
   access.server = "http://127.0.0.1:1";
-  Result<ClusterObjects> none = ReadCluster(access, {});
+  ClusterReader nobody(access);
+  REQUIRE(nobody.Start().ok());
+  Result<ClusterObjects> none = nobody.ReadCluster({});
   REQUIRE_FALSE(none.ok());
   CHECK(std::string(none.status().message()).starts_with("listing nodes at http://127.0.0.1:1: "));
 }

@@ -76,6 +76,7 @@ struct Lister {
   const ReadProgress& progress;
   ClusterObjects objects;
   Status failure;
+  bool done = false;
 
   struct Kind {
     std::string_view name, path, field_selector;
@@ -85,14 +86,18 @@ struct Lister {
                                     {"resourcequotas", "/api/v1/resourcequotas", ""}};
 
   void List(std::size_t kind, const std::string& continue_token, std::size_t so_far) {
-    if (kind == std::size(kKinds)) return client.Stop();
+    if (kind == std::size(kKinds)) {
+      done = true;
+      return;
+    }
     const std::string target =
         ListTarget(kKinds[kind].path, kKinds[kind].field_selector, continue_token);
     client.Call("list", "GET", target, "", "", [this, kind, so_far](const ApiResponse& r) {
       const std::string_view what = kKinds[kind].name;
       if (r.status != 200) {
         failure = Unavailable(fmt::format("listing {} at {}", what, server), r);
-        return client.Stop();
+        done = true;
+        return;
       }
       boost::system::error_code ec;
       const bj::value doc = bj::parse(r.body, ec);
@@ -100,7 +105,8 @@ struct Lister {
       const bj::value* items = list != nullptr ? list->if_contains("items") : nullptr;
       if (items == nullptr || !items->is_array()) {
         failure = Status::Unavailable(fmt::format("listing {}: not a list", what));
-        return client.Stop();
+        done = true;
+        return;
       }
       std::size_t count = so_far;
       for (const bj::value& item : items->get_array()) {
@@ -118,43 +124,60 @@ struct Lister {
 
 }  // namespace
 
-Result<ClusterObjects> ReadCluster(const ClusterAccess& access, const ReadProgress& progress) {
+struct ClusterReader::Impl {
+  explicit Impl(ClusterAccess a)
+      : access(std::move(a)), client(io, access, kReadOptions, nullptr) {}
+  // Runs the client's handlers until `done`: idle connections may keep the
+  // loop busy after it, and a loop that ran out of work must be restarted.
+  void RunUntil(const bool& done) {
+    io.restart();
+    while (!done && io.run_one() > 0) {
+    }
+  }
+
+  ClusterAccess access;
   asio::io_context io;
-  ApiClient client(io, access, kReadOptions, nullptr);
-  if (Status s = client.Start(); !s.ok()) return s;
-  Lister lister{client, access.server, progress, {}, Status()};
+  ApiClient client;
+};
+
+ClusterReader::ClusterReader(ClusterAccess access)
+    : impl_(std::make_unique<Impl>(std::move(access))) {}
+
+ClusterReader::~ClusterReader() { impl_->client.Stop(); }
+
+Status ClusterReader::Start() { return impl_->client.Start(); }
+
+Result<ClusterObjects> ClusterReader::ReadCluster(const ReadProgress& progress) {
+  Lister lister{impl_->client, impl_->access.server, progress, {}, Status()};
   lister.List(0, "", 0);
-  io.run();
+  impl_->RunUntil(lister.done);
   if (!lister.failure.ok()) return lister.failure;
   return std::move(lister.objects);
 }
 
-Result<Pod> ReadPod(const ClusterAccess& access, std::string_view pod_namespace,
-                    std::string_view name) {
-  asio::io_context io;
-  ApiClient client(io, access, kReadOptions, nullptr);
-  if (Status s = client.Start(); !s.ok()) return s;
+Result<Pod> ClusterReader::ReadPod(std::string_view pod_namespace, std::string_view name) {
   Result<Pod> pod = Status::Unavailable("no answer");
-  client.Call("get", "GET", fmt::format("/api/v1/namespaces/{}/pods/{}", pod_namespace, name), "",
-              "", [&](const ApiResponse& r) {
-                client.Stop();
-                if (r.status == 404) {
-                  pod = Status::NotFound(fmt::format("pod {}/{} not found", pod_namespace, name));
-                  return;
-                }
-                if (r.status != 200) {
-                  pod = Unavailable(
-                      fmt::format("reading pod {}/{} at {}", pod_namespace, name, access.server),
-                      r);
-                  return;
-                }
-                Result<Pod> decoded = DecodePod(r.body);
-                pod = decoded.ok()
-                          ? std::move(decoded)
-                          : Result<Pod>(Status::InvalidArgument(fmt::format(
-                                "pod {}/{}: {}", pod_namespace, name, decoded.status().message())));
-              });
-  io.run();
+  bool done = false;
+  impl_->client.Call(
+      "get", "GET", fmt::format("/api/v1/namespaces/{}/pods/{}", pod_namespace, name), "", "",
+      [&](const ApiResponse& r) {
+        done = true;
+        if (r.status == 404) {
+          pod = Status::NotFound(fmt::format("pod {}/{} not found", pod_namespace, name));
+          return;
+        }
+        if (r.status != 200) {
+          pod = Unavailable(
+              fmt::format("reading pod {}/{} at {}", pod_namespace, name, impl_->access.server), r);
+          return;
+        }
+        Result<Pod> decoded = DecodePod(r.body);
+        pod = decoded.ok()
+                  ? std::move(decoded)
+                  : Result<Pod>(Status::InvalidArgument(fmt::format(
+                        "pod {}/{}: {}", pod_namespace, name, decoded.status().message())));
+      });
+  impl_->RunUntil(done);
   return pod;
 }
 

@@ -1,13 +1,14 @@
 // devshare/kube/cluster_read.hpp — one read of a live cluster, for the
 // commands that look at it (`devshare explain --pod`, `devshare top`).
 //
-// Thread-safety: ReadCluster runs an event loop of its own on the calling
-// thread; calls on different threads are independent.
+// Thread-safety: a ClusterReader runs an event loop of its own on the
+// calling thread; use one from one thread.
 #ifndef DEVSHARE_KUBE_CLUSTER_READ_HPP_
 #define DEVSHARE_KUBE_CLUSTER_READ_HPP_
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,16 +43,29 @@ struct ClusterObjects {
 // "resourcequotas") and how many of them so far.
 using ReadProgress = std::function<void(std::string_view what, std::size_t so_far)>;
 
-// Lists the nodes, the pods that are not finished and the resource quotas
-// (500 a page), at most 50 requests a second. Errors: ApiClient::Start's;
-// kUnavailable naming the list and the API server's status or the
-// transport error.
-Result<ClusterObjects> ReadCluster(const ClusterAccess& access, const ReadProgress& progress);
+// One command's reads of a live cluster, on one API client (so an exec
+// credential plugin runs once), at most 50 requests a second.
+class ClusterReader {
+ public:
+  explicit ClusterReader(ClusterAccess access);
+  ~ClusterReader();
+  ClusterReader(const ClusterReader&) = delete;
+  ClusterReader& operator=(const ClusterReader&) = delete;
 
-// One pod by namespace and name. Errors: kNotFound when the API server has
-// none; kUnavailable as ReadCluster; kInvalidArgument when it does not decode.
-Result<Pod> ReadPod(const ClusterAccess& access, std::string_view pod_namespace,
-                    std::string_view name);
+  // Errors: ApiClient::Start's.
+  Status Start();
+  // Lists the nodes, the pods that are not finished and the resource quotas
+  // (500 a page). Errors: kUnavailable naming the list, the server and its
+  // status or the transport error.
+  Result<ClusterObjects> ReadCluster(const ReadProgress& progress);
+  // One pod by namespace and name. Errors: kNotFound when the API server has
+  // none; kUnavailable as ReadCluster; kInvalidArgument when it does not decode.
+  Result<Pod> ReadPod(std::string_view pod_namespace, std::string_view name);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace devshare::kube
 
