@@ -143,7 +143,12 @@ struct ClusterReader::Impl {
 ClusterReader::ClusterReader(ClusterAccess access)
     : impl_(std::make_unique<Impl>(std::move(access))) {}
 
-ClusterReader::~ClusterReader() { impl_->client.Stop(); }
+ClusterReader::~ClusterReader() {
+  // The client's handlers end before the loop and the client go.
+  impl_->client.Stop();
+  impl_->io.restart();
+  impl_->io.run();
+}
 
 Status ClusterReader::Start() { return impl_->client.Start(); }
 
