@@ -6,6 +6,7 @@
 #   tests/e2e/control-plane.sh stop
 #   tests/e2e/control-plane.sh status
 #   tests/e2e/control-plane.sh run [--scheduler-config FILE] -- COMMAND [ARGS...]
+#   tests/e2e/control-plane.sh restart etcd|kube-apiserver|kube-scheduler [--kill]
 #
 # `start` generates certificates with openssl, starts the three processes in the
 # background, waits until the API server's /readyz and the scheduler's /healthz
@@ -13,6 +14,9 @@
 # server URL, CA, kubeconfigs and client certificates. `stop` ends them (TERM,
 # then KILL after 15 s). `run` starts, runs COMMAND with the env file's
 # variables exported, and stops on any exit; its exit status is COMMAND's.
+# `restart` (a fault for the soak test) stops one component (TERM, or KILL with
+# --kill) and starts it again with the same arguments and ports, returning once
+# it answers again.
 #
 # The scheduler configuration FILE (a KubeSchedulerConfiguration) may use these
 # placeholders, replaced when the cluster starts:
@@ -116,8 +120,9 @@ EOF
 # launch NAME BINARY ARGS...: runs in its own session, logs to logs/NAME.log.
 launch() {
   local name=$1; shift
-  setsid "$@" >"$E2E_DIR/logs/$name.log" 2>&1 </dev/null &
+  setsid "$@" >>"$E2E_DIR/logs/$name.log" 2>&1 </dev/null &
   echo $! > "$E2E_DIR/run/$name.pid"
+  printf '%s\0' "$@" > "$E2E_DIR/run/$name.cmd"
   echo "$1" > "$E2E_DIR/run/$name.exe"
 }
 
@@ -327,7 +332,31 @@ cmd_run() {
   return $rc
 }
 
+# restart NAME [--kill]: the component stopped and started again as launch
+# started it (same binary, arguments and ports); waits until it answers.
+cmd_restart() {
+  local name=${1:-} pid args=()
+  [ -f "$E2E_DIR/run/$name.cmd" ] || die "restart: $name was not started in $E2E_DIR"
+  # shellcheck disable=SC1091
+  . "$E2E_DIR/env"
+  if [ "${2:-}" = --kill ] && alive "$name"; then
+    pid=$(cat "$E2E_DIR/run/$name.pid")
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  fi
+  stop_one "$name"
+  mapfile -d '' args < "$E2E_DIR/run/$name.cmd"
+  launch "$name" "${args[@]}"
+  case $name in
+    etcd) wait_for etcd "$ETCD_URL/health" ;;
+    kube-apiserver) wait_for kube-apiserver "$KUBE_SERVER/readyz" \
+      --cacert "$KUBE_CA" --cert "$KUBE_CLIENT_CERT" --key "$KUBE_CLIENT_KEY" ;;
+    kube-scheduler) wait_for kube-scheduler "$SCHEDULER_HEALTHZ" -k ;;
+  esac
+}
+
 case ${1:-} in
+  restart) shift; cmd_restart "$@" ;;
   start) shift; cmd_start "$@" ;;
   stop) cmd_stop ;;
   status) cmd_status ;;

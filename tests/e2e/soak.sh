@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The soak and fault test of devshare serve on the real control plane (run
+# inside control-plane.sh run, started with scheduler-devshare.yaml and
+# E2E_EXTENDER_URL=https://127.0.0.1:$DEVSHARE_PROXY_PORT, as devshare.sh is):
+#
+#   SOAK_MINUTES=120 SOAK_NODES=300 tests/e2e/control-plane.sh run \
+#     --scheduler-config tests/e2e/scheduler-devshare.yaml -- bash tests/e2e/soak.sh
+#   (make soak does this; run.sh runs a 5-minute one)
+#
+# SOAK_NODES GPU nodes (default 200; 1-8 GPUs of 16-80 GiB), two devshare
+# serve replicas electing a leader (replica b under libfaketime when the
+# clock step is among the faults), ready_proxy.py in front of them as the
+# extender and webhook, plugin_standin.py as the device plugins, and
+# fault_proxy.py between each replica and the API server (its own CA and
+# certificate; one client identity per replica, devshare-serve-a and -b, so
+# the audit log tells them apart). soak_churn.py then churns pods for
+# SOAK_MINUTES, injects the faults (SOAK_FAULTS, comma-separated, in order:
+#   watch-cut        every streaming watch of both replicas cut, then every connection
+#   api-errors       SOAK_ERROR_FRACTION (0.5) of the replicas' requests answered
+#                    429 with Retry-After for SOAK_ERROR_SECONDS (30), then 500
+#   leader-kill      SOAK_BURST (20) pods created, the leader SIGKILLed 1.5 s later
+#   follower-stop    the follower SIGSTOPped 40 s (past the 15 s Lease), SIGCONT
+#   node-recreate    the node with most pods deleted with its pods, created again
+#                    with other GPUs under the same name
+#   clock-step       replica b's wall clock stepped +600 s for 60 s, then back
+#   apiserver-restart, etcd-restart   control-plane.sh restart
+# default: the first four and node-recreate under 30 minutes, all of them
+# otherwise) and recounts the cluster every minute (see soak_churn.py).
+#
+# Environment: SOAK_MINUTES (5), SOAK_NODES (200), SOAK_SEED (1), SOAK_FAULTS,
+# SOAK_UTIL (0.6 of the GPU memory), SOAK_RATE_MAX (2.5 pods/s), SOAK_JSON
+# (write the summary there), SOAK_SERVE_ARGS (added to devshare serve's).
+# Prints "e2e-soak: N passed, N failed" last.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/lib.sh"
+: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run}"
+: "${DEVSHARE:?set DEVSHARE to the devshare executable}"
+: "${DEVSHARE_PROXY_PORT:?set DEVSHARE_PROXY_PORT to the port of E2E_EXTENDER_URL}"
+
+export SOAK_MINUTES=${SOAK_MINUTES:-5} SOAK_NODES=${SOAK_NODES:-200} SOAK_SEED=${SOAK_SEED:-1}
+if [ -z "${SOAK_FAULTS:-}" ]; then
+  if awk "BEGIN { exit !($SOAK_MINUTES < 30) }"; then
+    SOAK_FAULTS=watch-cut,api-errors,leader-kill,node-recreate
+  else
+    SOAK_FAULTS=watch-cut,api-errors,leader-kill,follower-stop,node-recreate,clock-step,apiserver-restart,etcd-restart
+  fi
+fi
+export SOAK_FAULTS
+work=$E2E_DIR/soak
+mkdir -p "$work"
+echo "soak: $SOAK_MINUTES min, $SOAK_NODES nodes, seed $SOAK_SEED, faults $SOAK_FAULTS"
+
+# The executable is copied: a rebuild of the tree during a long run does not change it.
+cp "$DEVSHARE" "$work/devshare"
+export SOAK_DEVSHARE=$work/devshare
+
+# libfaketime for the clock step (Debian's package, installed when missing).
+faketime_lib() {
+  local f
+  for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 /usr/lib/*/faketime/libfaketime.so.1; do
+    [ -f "$f" ] && { echo "$f"; return 0; }
+  done
+  return 1
+}
+export SOAK_FAKETIME_LIB=
+if [[ ,$SOAK_FAULTS, == *,clock-step,* ]]; then
+  if ! faketime_lib >/dev/null; then
+    echo "soak: installing libfaketime (Debian)"
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq libfaketime >/dev/null 2>&1 ||
+      echo "soak: libfaketime could not be installed: the clock step will fail"
+  fi
+  SOAK_FAKETIME_LIB=$(faketime_lib || true)
+  export SOAK_FAKETIME_FILE=$work/faketime
+  echo "+0" >"$SOAK_FAKETIME_FILE"
+fi
+
+# Certificates: the fault proxy's own CA and serving certificate, and one
+# client certificate per replica from the cluster's CA (system:masters, as
+# control-plane.sh's devshare-serve).
+pki=$work/pki
+mkdir -p "$pki"
+quiet() { local o; o=$("$@" 2>&1) || { echo "$o" >&2; return 1; }; }
+newkey() { quiet openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"; }
+signed() {  # signed NAME SUBJECT EXT CA_CRT CA_KEY
+  newkey "$pki/$1.key"
+  quiet openssl req -new -key "$pki/$1.key" -subj "$2" -out "$pki/$1.csr"
+  printf '[ext]\n%s\n' "$3" >"$pki/$1.ext"
+  quiet openssl x509 -req -in "$pki/$1.csr" -CA "$4" -CAkey "$5" -CAcreateserial -days 30 -sha256 \
+    -extfile "$pki/$1.ext" -extensions ext -out "$pki/$1.crt"
+}
+newkey "$pki/proxy-ca.key"
+quiet openssl req -x509 -new -key "$pki/proxy-ca.key" -subj "/CN=devshare-soak-fault-proxy-ca" -days 30 \
+  -sha256 -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+  -out "$pki/proxy-ca.crt"
+signed proxy "/CN=fault-proxy" "keyUsage=critical,digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost" "$pki/proxy-ca.crt" "$pki/proxy-ca.key"
+for r in a b; do
+  signed "client-$r" "/O=system:masters/CN=devshare-serve-$r" "keyUsage=critical,digitalSignature
+extendedKeyUsage=clientAuth" "$E2E_DIR/pki/ca.crt" "$E2E_DIR/pki/ca.key"
+done
+
+proxy_a=$(free_port) proxy_b=$(free_port) control=$(free_port)
+export SOAK_PORT_A=$(free_port) SOAK_PORT_B=$(free_port) SOAK_PROXY_CONTROL=$control
+for r in a b; do
+  port_var=proxy_$r
+  cat >"$work/serve-$r.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fault-proxy
+  cluster:
+    server: https://127.0.0.1:${!port_var}
+    certificate-authority-data: $(base64 -w0 <"$pki/proxy-ca.crt")
+users:
+- name: devshare-serve-$r
+  user:
+    client-certificate-data: $(base64 -w0 <"$E2E_DIR/pki/serve-client.crt")
+    client-key-data: $(base64 -w0 <"$E2E_DIR/pki/serve-client.key")
+contexts:
+- name: soak
+  context: {cluster: fault-proxy, user: devshare-serve-$r}
+current-context: soak
+EOF
+done
+export SOAK_KUBECONFIG_A=$work/serve-a.kubeconfig SOAK_KUBECONFIG_B=$work/serve-b.kubeconfig
+export SOAK_CONTROL_PLANE=$here/control-plane.sh
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+python3 "$here/fault_proxy.py" --upstream "$KUBE_SERVER" --upstream-ca "$KUBE_CA" \
+  --cert "$pki/proxy.crt" --key "$pki/proxy.key" --control "$control" \
+  --listen "a=$proxy_a=$pki/client-a.crt=$pki/client-a.key" \
+  --listen "b=$proxy_b=$pki/client-b.crt=$pki/client-b.key" >"$E2E_LOGS/fault-proxy.log" 2>&1 &
+pids+=($!)
+start_plugin_standin 0
+pids+=($!)
+python3 "$here/ready_proxy.py" --listen "$DEVSHARE_PROXY_PORT" --backend "127.0.0.1:$SOAK_PORT_A" \
+  --backend "127.0.0.1:$SOAK_PORT_B" --ca "$KUBE_CA" >"$E2E_LOGS/ready-proxy.log" 2>&1 &
+pids+=($!)
+wait_until 10 grep -q listening "$E2E_LOGS/fault-proxy.log" || {
+  cat "$E2E_LOGS/fault-proxy.log"
+  echo "e2e-soak: 0 passed, 1 failed"
+  exit 1
+}
+
+python3 "$here/soak_churn.py"
