@@ -11,6 +11,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
+#include <string_view>
 
 #include "cluster_flags.hpp"
 #include "devshare/kube/service.hpp"
@@ -24,7 +26,11 @@ namespace {
 struct ServeOptions {
   ClusterFlags cluster;
   std::string listen = "0.0.0.0:8443";
+  std::string extender_listen;  // empty: none when `listen` is loopback, else 127.0.0.1:8444
+  std::string extender_client_ca;
   std::string tls_cert, tls_key;
+  double audit_period_seconds = 60;
+  double audit_grace_seconds = 30;
   std::string leader = "always";
   std::string lease_namespace = "kube-system";
   std::string lease_name = "kube-scheduler";
@@ -61,6 +67,27 @@ Status Choose(const std::string& option, const std::string& value,
       fmt::format("--{} {}: want one of {}", option, value, engine::JoinOptionNames(names)));
 }
 
+// ADDRESS:PORT into `http`.
+Status ParseListen(std::string_view option, const std::string& value,
+                   kube::HttpServerOptions& http) {
+  const std::size_t colon = value.rfind(':');
+  if (colon == std::string::npos)
+    return Status::InvalidArgument(fmt::format("--{} {}: want ADDRESS:PORT", option, value));
+  http.address = value.substr(0, colon);
+  if (http.address.size() > 2 && http.address.front() == '[' && http.address.back() == ']')
+    http.address = http.address.substr(1, http.address.size() - 2);  // [::1]:8444
+  try {
+    std::size_t used = 0;
+    const int port = std::stoi(value.substr(colon + 1), &used);
+    if (used != value.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("");
+    http.port = static_cast<std::uint16_t>(port);
+  } catch (...) {
+    return Status::InvalidArgument(
+        fmt::format("--{} {}: the port is not a number from 0 to 65535", option, value));
+  }
+  return Status();
+}
+
 Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   kube::ServiceOptions s;
   Result<DeviceConfig> config = LoadDeviceConfig(o.device_config);
@@ -94,19 +121,44 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   // --bind-budget seconds of this client's writes (0: never).
   s.engine.api_qps = o.bind_budget_seconds > 0 ? o.qps : 0;
   s.engine.bind_budget_ms = static_cast<std::int64_t>(o.bind_budget_seconds * 1000);
-  const std::size_t colon = o.listen.rfind(':');
-  if (colon == std::string::npos)
-    return Status::InvalidArgument(fmt::format("--listen {}: want ADDRESS:PORT", o.listen));
-  s.http.address = o.listen.substr(0, colon);
-  try {
-    s.http.port = static_cast<std::uint16_t>(std::stoi(o.listen.substr(colon + 1)));
-  } catch (...) {
-    return Status::InvalidArgument(fmt::format("--listen {}: the port is not a number", o.listen));
-  }
+  if (st = ParseListen("listen", o.listen, s.http); !st.ok()) return st;
   s.http.cert_file = o.tls_cert;
   s.http.key_file = o.tls_key;
   if (o.tls_cert.empty() != o.tls_key.empty())
     return Status::InvalidArgument("--tls-cert and --tls-key go together");
+  // The extender's routes: on a loopback --listen, there; else on their
+  // own listener, loopback by default, or reachable with a client CA.
+  const bool service_loopback = kube::IsLoopbackAddress(s.http.address);
+  if (!o.extender_listen.empty() || !service_loopback) {
+    kube::HttpServerOptions extender;
+    if (st =
+            ParseListen("extender-listen",
+                        o.extender_listen.empty() ? "127.0.0.1:8444" : o.extender_listen, extender);
+        !st.ok())
+      return st;
+    if (!kube::IsLoopbackAddress(extender.address)) {
+      if (o.extender_client_ca.empty() || o.tls_cert.empty()) {
+        return Status::InvalidArgument(fmt::format(
+            "--extender-listen {}: the network reaches it, so it needs --extender-client-ca "
+            "(and --tls-cert): /filter and /bind may bind any pod to any node",
+            o.extender_listen));
+      }
+      extender.cert_file = o.tls_cert;
+      extender.key_file = o.tls_key;
+      extender.client_ca_file = o.extender_client_ca;
+    }
+    s.extender_http = extender;
+  } else if (!o.extender_client_ca.empty()) {
+    return Status::InvalidArgument(
+        "--extender-client-ca goes with a non-loopback --extender-listen");
+  }
+  if (o.audit_period_seconds < 0 || o.audit_grace_seconds < 0)
+    return Status::InvalidArgument(
+        fmt::format("--audit-period {} --audit-grace {}: want 0 or more seconds",
+                    o.audit_period_seconds, o.audit_grace_seconds));
+  s.audit_period =
+      std::chrono::milliseconds(static_cast<std::int64_t>(o.audit_period_seconds * 1000));
+  s.engine.audit_grace_ms = static_cast<std::int64_t>(o.audit_grace_seconds * 1000);
   s.api.qps = o.qps;
   s.api.burst = o.burst;
   s.admission.scheduler_name = o.scheduler_name;
@@ -142,6 +194,13 @@ int Run(const ServeOptions& o) {
   std::cerr << fmt::format("devshare serve: listening on {}:{} ({}), leader mode {}\n",
                            options->http.address, service.port(),
                            o.tls_cert.empty() ? "http" : "https", o.leader);
+  if (options->extender_http) {
+    std::cerr << fmt::format(
+        "devshare serve: the extender (/filter, /prioritize, /bind, /debug/audit) on {}:{} ({})\n",
+        options->extender_http->address, service.extender_port(),
+        options->extender_http->client_ca_file.empty() ? "http, loopback"
+                                                       : "https, client certificates required");
+  }
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
@@ -160,6 +219,20 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
       app.add_subcommand("serve", "serve kube-scheduler (extender) and the API server (webhook)");
   AddClusterFlags(sub, o->cluster);
   sub->add_option("--listen", o->listen, "ADDRESS:PORT to serve on")->capture_default_str();
+  sub->add_option("--extender-listen", o->extender_listen,
+                  "ADDRESS:PORT of the extender's routes (/filter, /prioritize, /bind, "
+                  "/debug/audit), which act with devshare's rights: loopback (kube-scheduler in "
+                  "the same pod) or with --extender-client-ca. Default: served on --listen when it "
+                  "is loopback, else 127.0.0.1:8444");
+  sub->add_option("--extender-client-ca", o->extender_client_ca,
+                  "PEM CA whose client certificates a non-loopback --extender-listen requires");
+  sub->add_option("--audit-period", o->audit_period_seconds,
+                  "seconds between drift audits: the cache against a fresh LIST of nodes and pods "
+                  "(0: only on GET /debug/audit)")
+      ->capture_default_str();
+  sub->add_option("--audit-grace", o->audit_grace_seconds,
+                  "seconds a difference must persist before the audit counts and heals it")
+      ->capture_default_str();
   sub->add_option("--tls-cert", o->tls_cert,
                   "PEM certificate (chain): serve HTTPS; reloaded when it changes");
   sub->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");

@@ -66,7 +66,7 @@ check "helm template with cert-manager, a ServiceMonitor and a custom webhook UR
 webhook_off() {
   "$HELM" template x "$chart" --namespace $ns --set scheduler.admissionWebhook.enabled=false >"$out/no-webhook.yaml" &&
     ! grep -q '^kind: MutatingWebhookConfiguration$' "$out/no-webhook.yaml" &&
-    grep -q 'urlPrefix: "http://127.0.0.1:8443"' "$out/no-webhook.yaml" && ! grep -q -- '--tls-cert' "$out/no-webhook.yaml"
+    grep -q 'urlPrefix: "http://127.0.0.1:8444"' "$out/no-webhook.yaml" && ! grep -q -- '--tls-cert' "$out/no-webhook.yaml"
 }
 check "helm template without the webhook: plain HTTP, no TLS, no webhook" webhook_off
 hami_settings() {
@@ -135,6 +135,12 @@ holds_lease() {
 }
 check "the chart's kube-scheduler holds the Lease as the pod" wait_until 90 holds_lease
 check "devshare follows it and is ready" wait_until 90 curl -sfk "https://127.0.0.1:$pod_port/readyz"
+refused_on_service_port() {
+  [ "$(curl -sk -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        --data-binary '{}' "https://127.0.0.1:$pod_port/$1")" = 403 ]
+}
+check "the Service's port refuses /filter (served on the pod's loopback only)" refused_on_service_port filter
+check "the Service's port refuses /bind" refused_on_service_port bind
 
 pod=$(pod_json chart-gpu '{"cpu":"100m","nvidia.com/gpu":"1","nvidia.com/gpumem":"4000"}')
 check "create a GPU pod without a schedulerName" kapi POST /api/v1/namespaces/default/pods "$pod"

@@ -7,6 +7,9 @@
 #                      mutating webhook, both served by fake_serve.py
 #   devshare.sh        devshare serve itself: two replicas, webhook, placements,
 #                      reasons, failover (DEVSHARE names the executable)
+#   pairs.sh           two (kube-scheduler, devshare) pairs following the
+#                      Lease: the extender's routes on loopback only, the
+#                      leading kube-scheduler killed and the other pair binding
 #   chart.sh           the Helm chart: lint, template, applied to the API server,
 #                      one pod of its Deployment run here as a kubelet would
 #   hami-smoke.sh      HAMi's own scheduler (shared tree) against the same kind
@@ -67,6 +70,8 @@ E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
 proxy_port=$(free_port)
 E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port DEVSHARE=$DEVSHARE \
   suite devshare "$out/devshare.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/devshare.sh"
+
+DEVSHARE=$DEVSHARE suite pairs "$out/pairs.log" -- bash "$here/pairs.sh"
 
 DEVSHARE=$DEVSHARE suite chart "$out/chart.log" -- bash "$here/chart.sh"
 

@@ -8,7 +8,13 @@ the placement), /prioritize (higher is better
 under every node policy),
 /webhook (AdmissionReview with the schedulerName patch), /metrics, and the
 errors: 400 for malformed JSON, 404 for an unknown path, 405 for a wrong
-method, 413 for a body over 1 MiB. Prints "serve: N passed, M failed".
+method, 413 for a body over 1 MiB. Then the drift auditor (/debug/audit on
+a serve whose grace is 0: a placement the stand-in's pods never show is a
+pod gone from the API server, healed by a read that finds none) and who may
+call what (a serve listening on 0.0.0.0 refuses the extender's routes there
+and serves them on its loopback extender listener; a non-loopback extender
+listener without a client CA is refused at start). Prints "serve: N passed,
+M failed".
 
 Usage: python3 serve_check.py DEVSHARE [RESULTS]
 """
@@ -19,9 +25,11 @@ import base64
 import json
 import re
 import socket
+import subprocess
 import sys
+import time
 
-from serve_stand_in import ServeStandIn
+from serve_stand_in import ServeStandIn, free_port
 
 
 def pod(name: str, percent: int) -> dict:
@@ -29,6 +37,71 @@ def pod(name: str, percent: int) -> dict:
             "spec": {"containers": [{"name": "c", "resources": {"limits": {
                 "nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": str(percent),
                 "nvidia.com/gpucores": str(percent)}}}]}}
+
+
+def audit_checks(devshare: str, check) -> None:
+    with ServeStandIn(devshare, nodes=3, serve_args=["--audit-period", "0", "--audit-grace", "0"]) as serve:
+        check("audit: serve with --audit-grace 0 turns ready", serve.wait_ready() == 200, serve.log_tail())
+        status, body = serve.call("GET", "/debug/audit")
+        first = json.loads(body) if status == 200 else {}
+        check("audit: /debug/audit lists the API server afresh and finds the cache agrees",
+              first.get("differences") == [] and first.get("list", {}).get("nodes") == 3
+              and first["list"]["pages"] == 2 and first["list"]["bytes"] > 0 and first.get("audits") == 1,
+              body[:400])
+        names = [f"node-{i:05d}" for i in range(3)]
+        status, body = serve.call("POST", "/filter",
+                                  json.dumps({"Pod": pod("ghost", 50), "Nodes": None, "NodeNames": names}).encode())
+        check("audit: a pod is placed (reserved in the cache)", status == 200 and b'"NodeNames":["node-' in body, body[:200])
+        status, body = serve.call("GET", "/debug/audit")
+        found = json.loads(body) if status == 200 else {}
+        gone = [d for d in found.get("differences", []) if d["kind"] == "pod-gone"]
+        check("audit: the placed pod the API server does not have is a pod gone, confirmed and healed",
+              len(gone) == 1 and gone[0]["object"] == "default/ghost" and gone[0]["confirmed"]
+              and gone[0]["healed"] and "reservation" in gone[0]["detail"]
+              and found["totals"]["pod-gone"] == 1, body[:600])
+        deadline = time.time() + 10
+        while time.time() < deadline:  # the heal's read is answered 404: the reservation goes
+            status, body = serve.call("GET", "/debug/audit")
+            if status == 200 and json.loads(body)["differences"] == []:
+                break
+            time.sleep(0.2)
+        check("audit: after the heal the cache agrees again", json.loads(body).get("differences") == [], body[:400])
+        text = serve.call("GET", "/metrics")[1].decode()
+        check("audit: /metrics counts the difference and its heal",
+              'devshare_audit_differences_total{kind="pod-gone"} 1' in text
+              and 'devshare_audit_healed_total{kind="pod-gone"} 1' in text
+              and re.search(r"^devshare_audits_total [3-9]", text, re.M) is not None, text[-1500:])
+        check("audit: the log names the difference",
+              "audit: pod-gone default/ghost" in serve.log_tail(20000), serve.log_tail())
+
+
+def listener_checks(devshare: str, check) -> None:
+    extender_port = free_port()
+    with ServeStandIn(devshare, nodes=3, listen_address="0.0.0.0",
+                      serve_args=["--extender-listen", f"127.0.0.1:{extender_port}"]) as serve:
+        check("listeners: serve on 0.0.0.0 turns ready", serve.wait_ready() == 200, serve.log_tail())
+        names = [f"node-{i:05d}" for i in range(3)]
+        args = json.dumps({"Pod": pod("x", 50), "Nodes": None, "NodeNames": names}).encode()
+        bind = json.dumps({"PodName": "x", "PodNamespace": "default", "PodUID": "uid-x",
+                           "Node": "node-00000"}).encode()
+        for route, body in [("/filter", args), ("/bind", bind), ("/prioritize", args)]:
+            status, answer = serve.call("POST", route, body)
+            check(f"listeners: {route} on the listener the network reaches is refused (403)",
+                  status == 403 and b"extender listener" in answer, (status, answer[:200]))
+        status, _ = serve.call("GET", "/debug/audit")
+        check("listeners: /debug/audit there is refused (403)", status == 403, status)
+        status, _ = serve.call("GET", "/healthz")
+        check("listeners: /healthz is served there", status == 200, status)
+        status, answer = serve.call("POST", "/filter", args, port=extender_port)
+        check("listeners: /filter on the loopback extender listener is served",
+              status == 200 and b'"NodeNames":["node-' in answer, (status, answer[:200]))
+        status, answer = serve.call("POST", "/bind", bind, port=extender_port)
+        check("listeners: /bind on the loopback extender listener is served",
+              status == 200 and json.loads(answer) == {"Error": ""}, (status, answer[:200]))
+    refused = subprocess.run([devshare, "serve", "--kubeconfig", "/dev/null", "--listen", "127.0.0.1:0",
+                              "--extender-listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=20)
+    check("listeners: a non-loopback extender listener without a client CA is refused at start",
+          refused.returncode == 1 and "--extender-client-ca" in refused.stderr, refused.stderr)
 
 
 def main() -> int:
@@ -124,6 +197,8 @@ def main() -> int:
     finally:
         serve.stop()
         check("serve stops cleanly on SIGTERM", serve.returncode == 0, (serve.returncode, serve.log_tail()))
+    audit_checks(devshare, check)
+    listener_checks(devshare, check)
     print(f"serve: {passed} passed, {failed} failed")
     if results:
         with open(results, "a") as f:

@@ -34,7 +34,8 @@ def free_port() -> int:
 
 class ServeStandIn:
     def __init__(self, devshare: str, nodes: int, api_args: Sequence[str] = (),
-                 serve_args: Sequence[str] = ("--node-policy", "binpack")) -> None:
+                 serve_args: Sequence[str] = ("--node-policy", "binpack"),
+                 listen_address: str = "127.0.0.1") -> None:
         self.api_port, self.port = free_port(), free_port()
         self.work = tempfile.mkdtemp()
         kubeconfig = os.path.join(self.work, "kubeconfig")
@@ -51,7 +52,7 @@ users: [{{name: t, user: {{}}}}]
                                       "--port", str(self.api_port), "--nodes", str(nodes), *api_args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._serve = subprocess.Popen([devshare, "serve", "--kubeconfig", kubeconfig,
-                                        "--listen", f"127.0.0.1:{self.port}", *serve_args],
+                                        "--listen", f"{listen_address}:{self.port}", *serve_args],
                                        stdout=self._log, stderr=subprocess.STDOUT)
         self.returncode: Optional[int] = None
 
@@ -61,9 +62,11 @@ users: [{{name: t, user: {{}}}}]
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def call(self, method: str, path: str, body: Optional[bytes] = None) -> tuple[int, bytes]:
-        """One HTTP request to serve: (status, body); HTTP errors are answers too."""
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=body, method=method,
+    def call(self, method: str, path: str, body: Optional[bytes] = None,
+             port: Optional[int] = None) -> tuple[int, bytes]:
+        """One HTTP request to serve (on `port`, else its --listen port): (status, body);
+        HTTP errors are answers too."""
+        req = urllib.request.Request(f"http://127.0.0.1:{port or self.port}{path}", data=body, method=method,
                                      headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=20) as r:

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "devshare/sim/simulator.hpp"
 #include "testutil.hpp"
@@ -403,4 +404,48 @@ TEST_CASE("sim: openb replay follows creation and deletion times") {
             .status()
             .message()
             .find("deleted (10) before created (50)") != std::string_view::npos);
+}
+
+TEST_CASE("sim: the drift auditor finds and heals every injected kind of drift") {
+  // Pods arrive every 2 s and run 2 min on 4 nodes of 8 GPUs: a busy
+  // cluster. Watch events are missed for 2 min (deletes, bindings, lock
+  // releases), a pod is deleted while its bind is in flight, and a node is
+  // re-created under its name with its pods gone, each unheard.
+  Scenario s = Stream(4, 2000, 20 * 60000, 120000);
+  s.faults = {Fault{Fault::Kind::kPodDeletedInBind, 60000, 0, ""},
+              Fault{Fault::Kind::kMissedEvents, 180000, 120000, ""},
+              Fault{Fault::Kind::kNodeReplaced, 480000, 0, "node-2"}};
+  Scenario audited = s;
+  audited.audit_period_ms = 60000;
+  audited.engine.audit_grace_ms = 30000;
+  Result<Report> r = Run(audited, 9);
+  REQUIRE(r.ok());  // no invariant broken: nothing over-allocated, nothing bound twice
+  CHECK(r->drift_injected == std::map<std::string, std::uint64_t>{{"missed-events", 1},
+                                                                  {"node-replaced", 1},
+                                                                  {"pod-deleted-in-bind", 1}});
+  // The missed deletes leave phantom pods, the missed bindings allocations
+  // the cache does not count as the pods say, the missed lock releases
+  // stale nodes; the re-created node is another node.
+  CHECK(r->drift_found.at("pod-gone") > 0);
+  CHECK(r->drift_found.at("allocation-missed") > 0);
+  CHECK(r->drift_found.at("node-replaced") == 1);
+  for (const auto& [kind, found] : r->drift_found) {
+    INFO(kind);
+    CHECK(r->drift_healed.at(kind) == found);
+  }
+  CHECK(r->cache_mismatched_devices == 0);  // healed: the cache is the cluster again
+  Result<Report> unaudited = Run(s, 9);
+  REQUIRE(unaudited.ok());
+  CHECK(unaudited->drift_found.empty());
+  CHECK(unaudited->cache_mismatched_devices > 0);  // without the auditor the drift stays
+}
+
+TEST_CASE("sim: audits of a cluster without faults find nothing") {
+  Scenario s = Stream(4, 2000, 10 * 60000, 120000);
+  s.audit_period_ms = 30000;
+  s.engine.audit_grace_ms = 10000;
+  Result<Report> r = Run(s, 10);
+  REQUIRE(r.ok());
+  CHECK(r->drift_found.empty());
+  CHECK(r->cache_mismatched_devices == 0);
 }

@@ -388,6 +388,7 @@ Result<Node> DecodeNode(const bj::object& root) {
   if (!s.ok()) return s;
   if (metadata != nullptr) {
     if (!(s = OptionalString(*metadata, "name", kNodeWhat, "metadata.name", node.name)).ok() ||
+        !(s = OptionalString(*metadata, "uid", kNodeWhat, "metadata.uid", node.uid)).ok() ||
         !(s = OptionalString(*metadata, "resourceVersion", kNodeWhat, "metadata.resourceVersion",
                              node.resource_version))
              .ok() ||

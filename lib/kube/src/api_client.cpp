@@ -53,6 +53,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     ApiCallback done;
     int attempt = 0;
     bool reauthenticated = false;
+    std::string accept = "application/json";
   };
   struct WatchState {
     std::string path, selector;
@@ -76,12 +77,12 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
   http::request<http::string_body> MakeRequest(const std::string& method, const std::string& target,
                                                const std::string& content_type,
-                                               const std::string& body) {
+                                               const std::string& body, const std::string& accept) {
     static_cast<void>(RefreshCredential(false));  // a failure shows as the server's 401
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, access.host);
     req.set(http::field::user_agent, "devshare");
-    req.set(http::field::accept, "application/json");
+    req.set(http::field::accept, accept);
     if (!access.token.empty()) req.set(http::field::authorization, "Bearer " + access.token);
     if (!body.empty()) {
       req.set(http::field::content_type, content_type);
@@ -175,7 +176,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     }
     auto exchange = std::make_shared<Exchange>(
         io, access, tls.get(), pool,
-        MakeRequest(shared->method, shared->target, shared->content_type, shared->body),
+        MakeRequest(shared->method, shared->target, shared->content_type, shared->body,
+                    shared->accept),
         options.timeout, nullptr, [self, shared](ApiResponse r) {
           if (self->metrics != nullptr) self->metrics->CountApiRequest(shared->verb, r.status);
           // A plugin's credential the server refused: once more with a fresh one.
@@ -253,7 +255,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     w->parser.reset();
     auto self = shared_from_this();
     w->exchange = std::make_shared<Exchange>(
-        io, access, tls.get(), nullptr, MakeRequest("GET", target, "", ""),
+        io, access, tls.get(), nullptr, MakeRequest("GET", target, "", "", "application/json"),
         std::chrono::milliseconds(660000),
         [self, w](std::string_view chunk) { return self->OnWatchBytes(w, chunk); },
         [self, w](const ApiResponse& r) {
@@ -373,6 +375,12 @@ void ApiClient::Call(std::string verb, std::string method, std::string target,
                      std::string content_type, std::string body, ApiCallback done) {
   impl_->Enqueue(Impl::Pending{std::move(verb), std::move(method), std::move(target),
                                std::move(content_type), std::move(body), std::move(done), 0});
+}
+
+void ApiClient::GetMetadata(std::string verb, std::string target, ApiCallback done) {
+  Impl::Pending p{std::move(verb), "GET", std::move(target), "", "", std::move(done), 0};
+  p.accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+  impl_->Enqueue(std::move(p));
 }
 
 ApiConnectionStats ApiClient::connection_stats() const {

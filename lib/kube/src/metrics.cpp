@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 namespace devshare::kube {
@@ -125,6 +126,32 @@ std::string Metrics::Render() const {
               undecodable_nodes_);
   RenderGauge(out, "devshare_devices", "Devices in the cache.", devices_);
   RenderGauge(out, "devshare_pods", "Pods holding devices.", pods_);
+  RenderScalar(out, "counter", "devshare_audits_total",
+               "Drift audits run: the cache compared with a fresh LIST of the API server.",
+               audit_.audits);
+  for (const auto& [name, counts, help] :
+       {std::tuple{"devshare_audit_differences_total", &audit_.found,
+                   "Differences between the cache and the API server confirmed by the drift "
+                   "auditor, by kind."},
+        std::tuple{"devshare_audit_healed_total", &audit_.healed,
+                   "Confirmed differences the drift auditor healed, by kind."}}) {
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} counter\n", name, help, name);
+    for (std::size_t k = 0; k < engine::kDriftKinds; ++k) {
+      fmt::format_to(std::back_inserter(out), "{}{{kind=\"{}\"}} {}\n", name,
+                     engine::kDriftKindNames[k], (*counts)[k]);
+    }
+  }
+  RenderGauge(out, "devshare_audit_suspected",
+              "Differences the last drift audit saw that are not confirmed yet.", audit_suspected_);
+  RenderGauge(out, "devshare_audit_list_seconds", "Time the last drift audit's LIST took.",
+              audit_list_.seconds);
+  RenderGauge(out, "devshare_audit_list_pages", "Pages the last drift audit's LIST read.",
+              audit_list_.pages);
+  RenderGauge(out, "devshare_audit_list_objects",
+              "Nodes and unfinished pods the last drift audit's LIST read.", audit_list_.objects);
+  RenderGauge(out, "devshare_audit_list_bytes",
+              "Bytes of the answers to the last drift audit's LIST (metadata only).",
+              audit_list_.bytes);
   RenderGauge(out, "devshare_gpus",
               "Devices in the cache, each counted as one GPU (every vendor's).", gpus_.gpus);
   RenderGauge(out, "devshare_gpu_allocated",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "devshare/kube/audit_wire.hpp"
 #include "devshare/kube/cluster_read.hpp"
 #include "devshare/kube/extender.hpp"
 #include "devshare/kube/metrics.hpp"
@@ -59,7 +61,19 @@ std::string_view Route(std::string_view target) {
   return target.substr(target.rfind('/') + 1);
 }
 
+// The routes that act with devshare's rights (see service.hpp).
+bool ExtenderRoute(std::string_view route) {
+  return route == "filter" || route == "prioritize" || route == "bind" || route == "audit";
+}
+
 }  // namespace
+
+bool IsLoopbackAddress(std::string_view address) {
+  if (address == "localhost") return true;
+  boost::system::error_code ec;
+  const asio::ip::address a = asio::ip::make_address(std::string(address), ec);
+  return !ec && a.is_loopback();
+}
 
 struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   Impl(asio::io_context& io_context, ClusterAccess access, ServiceOptions o)
@@ -67,7 +81,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         options(std::move(o)),
         client(io, std::move(access), options.api, &metrics),
         wake_timer(io),
-        elect_timer(io) {
+        elect_timer(io),
+        audit_timer(io) {
     engine::EngineOptions e = options.engine;
     if (options.leader != ServiceOptions::Leader::kAlways) {
       e.leadership = engine::Leadership::kFollowLease;
@@ -322,11 +337,165 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     });
   }
 
+  // ---- the drift auditor
+
+  struct AuditRun {
+    engine::AuditListing listing;
+    AuditListCost cost;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    std::vector<Responder> waiting;  // /debug/audit requests answered at the end
+  };
+
+  std::string ExtenderListenerName() const {
+    const HttpServerOptions& o = options.extender_http ? *options.extender_http : options.http;
+    return fmt::format("{}:{}", o.address, extender_server ? extender_server->port() : o.port);
+  }
+
+  // The next audit: a period after this one, or when a suspected
+  // difference can be confirmed, whichever comes first.
+  void ScheduleAudit() {
+    if (stopping) return;
+    std::optional<std::int64_t> at;
+    if (options.audit_period.count() > 0) at = NowMs() + options.audit_period.count();
+    if (std::optional<std::int64_t> follow_up = engine->AuditFollowUpMs())
+      at = at ? std::min(*at, *follow_up) : *follow_up;
+    if (!at) return;
+    audit_timer.expires_after(std::chrono::milliseconds(std::max<std::int64_t>(0, *at - NowMs())));
+    audit_timer.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (!ec && self && !self->stopping) self->StartAudit(nullptr);
+    });
+  }
+
+  void StartAudit(Responder respond) {
+    if (audit) {  // one LIST at a time: a request joins the running audit
+      if (respond) audit->waiting.push_back(std::move(respond));
+      return;
+    }
+    if (!synced()) {
+      if (respond) respond(Error(503, "not ready: the cluster cache is still syncing"));
+      return ScheduleAudit();
+    }
+    audit_timer.cancel();
+    audit = std::make_shared<AuditRun>();
+    if (respond) audit->waiting.push_back(std::move(respond));
+    ListAuditPage(audit, false, "");
+  }
+
+  void ListAuditPage(const std::shared_ptr<AuditRun>& run, bool pods, const std::string& token) {
+    const std::string target =
+        ListTarget(pods ? "/api/v1/pods" : "/api/v1/nodes", pods ? kUnfinishedPods : "", token);
+    client.GetMetadata(
+        pods ? "audit-list-pods" : "audit-list-nodes", target,
+        [self = shared_from_this(), run, pods](const ApiResponse& r) {
+          if (self->stopping) return;
+          ++run->cost.pages;
+          run->cost.bytes += r.body.size();
+          const char* what = pods ? "pods" : "nodes";
+          if (r.status != 200) {
+            return self->AuditFailed(run, r.status == 0
+                                              ? fmt::format("listing {}: {}", what, r.error)
+                                              : fmt::format("listing {}: HTTP {}", what, r.status));
+          }
+          Result<MetadataPage> page = DecodeMetadataPage(r.body);
+          if (!page.ok())
+            return self->AuditFailed(run,
+                                     fmt::format("listing {}: {}", what, page.status().message()));
+          std::vector<engine::ListedObject>& into = pods ? run->listing.pods : run->listing.nodes;
+          into.insert(into.end(), std::make_move_iterator(page->objects.begin()),
+                      std::make_move_iterator(page->objects.end()));
+          if (!page->continue_token.empty())
+            return self->ListAuditPage(run, pods, page->continue_token);
+          if (!pods) return self->ListAuditPage(run, true, "");
+          self->CompleteAudit(run);
+        });
+  }
+
+  void AuditFailed(const std::shared_ptr<AuditRun>& run, const std::string& why) {
+    std::cerr << fmt::format("devshare serve: audit: {}; trying again at the next audit\n", why);
+    for (Responder& respond : run->waiting) respond(Error(503, fmt::format("audit: {}", why)));
+    audit.reset();
+    ScheduleAudit();
+  }
+
+  void CompleteAudit(const std::shared_ptr<AuditRun>& run) {
+    run->cost.seconds = Seconds(run->start);
+    run->cost.objects = run->listing.nodes.size() + run->listing.pods.size();
+    std::vector<engine::Command> out;
+    const engine::AuditReport report = engine->Audit(run->listing, NowMs(), out);
+    last_suspected = 0;
+    for (const engine::Drift& d : report.differences) {
+      if (!d.confirmed) {
+        ++last_suspected;
+        continue;
+      }
+      std::cerr << fmt::format("devshare serve: audit: {} {}: {}{}\n",
+                               engine::DriftKindName(d.kind), d.object, d.detail,
+                               d.healed ? " (healed)" : "");
+    }
+    last_audit_cost = run->cost;
+    for (const std::string& node : report.nodes_to_read) ReadNodeAgain(node);
+    for (const engine::PodToRead& pod : report.pods_to_read) ReadPodAgain(pod);
+    Execute(std::move(out));
+    const std::string body =
+        EncodeAuditReport(report, engine->audit_totals(), run->cost, Seconds(run->start) * 1000);
+    for (Responder& respond : run->waiting) respond(Json(200, body));
+    audit.reset();
+    ScheduleAudit();
+  }
+
+  // A heal: the object as the API server has it now, through the engine's
+  // read path (a 404 is the object's absence; any other failure is left
+  // for the next audit).
+  void ReadNodeAgain(const std::string& name) {
+    client.Call("audit-get-node", "GET", "/api/v1/nodes/" + name, "", "",
+                [self = shared_from_this(), name](const ApiResponse& r) {
+                  if (self->stopping || (r.status != 200 && r.status != 404)) return;
+                  std::optional<Node> node;
+                  if (r.status == 200) {
+                    Result<Node> decoded = DecodeNode(r.body);
+                    if (!decoded.ok()) return;
+                    node = std::move(*decoded);
+                  }
+                  std::vector<engine::Command> out;
+                  self->engine->NodeRead(name, node, NowMs(), out);
+                  self->ReportNodeError(name);
+                  self->Execute(std::move(out));
+                });
+  }
+
+  void ReadPodAgain(const engine::PodToRead& asked) {
+    client.Call("audit-get-pod", "GET",
+                fmt::format("/api/v1/namespaces/{}/pods/{}", asked.pod_namespace, asked.name), "",
+                "", [self = shared_from_this(), asked](const ApiResponse& r) {
+                  if (self->stopping || (r.status != 200 && r.status != 404)) return;
+                  std::optional<Pod> pod;
+                  if (r.status == 200) {
+                    Result<Pod> decoded = DecodePod(r.body);
+                    if (!decoded.ok()) return;
+                    pod = std::move(*decoded);
+                  }
+                  self->engine->PodRead(asked, pod);
+                });
+  }
+
   // ---- HTTP
 
-  void Handle(HttpRequest request, Responder respond) {
+  // `trusted`: the listener's callers are known (loopback, or a client
+  // certificate), so the extender's routes are served.
+  void Handle(HttpRequest request, Responder respond, bool trusted) {
     const std::string_view route = Route(request.target);
     const bool post = request.method == "POST";
+    if (ExtenderRoute(route) && !trusted) {
+      return respond(
+          Error(403, fmt::format("{} is served only on the extender listener ({}), not on one the "
+                                 "network reaches",
+                                 request.target, ExtenderListenerName())));
+    }
+    if (route == "audit") {
+      if (request.method != "GET") return respond(Error(405, "use GET"));
+      return StartAudit(std::move(respond));
+    }
     if (route == "healthz" || route == "readyz" || route == "metrics") {
       if (request.method != "GET") return respond(Error(405, "use GET"));
       if (route == "healthz") return respond(HttpResponse{200, "text/plain", "ok", {}});
@@ -339,6 +508,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
       metrics.SetUndecodableNodes(engine->node_errors().size());
       metrics.SetApiConnections(client.connection_stats());
+      metrics.SetAudit(engine->audit_totals(), last_suspected, last_audit_cost);
       return respond(HttpResponse{200, "text/plain; version=0.0.4", metrics.Render(), {}});
     }
     if (route != "filter" && route != "prioritize" && route != "bind" && route != "webhook") {
@@ -402,8 +572,11 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   Metrics metrics;
   std::unique_ptr<engine::Engine> engine;
   ApiClient client;
-  std::unique_ptr<HttpServer> server;
-  asio::steady_timer wake_timer, elect_timer;
+  std::unique_ptr<HttpServer> server, extender_server;
+  asio::steady_timer wake_timer, elect_timer, audit_timer;
+  std::shared_ptr<AuditRun> audit;  // the audit in progress
+  AuditListCost last_audit_cost;
+  std::uint64_t last_suspected = 0;
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, PendingFilter> filters;
   std::map<std::string, std::string> reported_node_errors;  // ReportNodeError
@@ -427,13 +600,20 @@ Status Service::Start() {
     if (!s.ok()) return s;
   }
   std::weak_ptr<Impl> weak = impl_;
-  impl_->server = std::make_unique<HttpServer>(
-      impl_->io, impl_->options.http, [weak](HttpRequest r, Responder respond) {
-        if (auto self = weak.lock()) return self->Handle(std::move(r), std::move(respond));
-        respond(Error(503, "shutting down"));
-      });
-  s = impl_->server->Start();
-  if (!s.ok()) return s;
+  auto serve = [&](const HttpServerOptions& o, std::unique_ptr<HttpServer>& server) {
+    const bool trusted = IsLoopbackAddress(o.address) || !o.client_ca_file.empty();
+    server = std::make_unique<HttpServer>(
+        impl_->io, o, [weak, trusted](HttpRequest r, Responder respond) {
+          if (auto self = weak.lock())
+            return self->Handle(std::move(r), std::move(respond), trusted);
+          respond(Error(503, "shutting down"));
+        });
+    return server->Start();
+  };
+  if (s = serve(impl_->options.http, impl_->server); !s.ok()) return s;
+  if (impl_->options.extender_http) {
+    if (s = serve(*impl_->options.extender_http, impl_->extender_server); !s.ok()) return s;
+  }
   impl_->client.Watch(
       "/api/v1/nodes", "",
       [weak](const WatchEvent& e) {
@@ -458,16 +638,23 @@ Status Service::Start() {
                         {});
   }
   if (impl_->options.leader == ServiceOptions::Leader::kElect) impl_->Elect();
+  impl_->ScheduleAudit();
   return Status();
 }
 
 std::uint16_t Service::port() const { return impl_->server ? impl_->server->port() : 0; }
 
+std::uint16_t Service::extender_port() const {
+  return impl_->extender_server ? impl_->extender_server->port() : 0;
+}
+
 void Service::Stop() {
   if (impl_->stopping) return;
   impl_->stopping = true;
   if (impl_->server) impl_->server->Stop();
+  if (impl_->extender_server) impl_->extender_server->Stop();
   impl_->wake_timer.cancel();
+  impl_->audit_timer.cancel();
   impl_->elect_timer.cancel();
   if (impl_->elector.leading && impl_->current_lease) {
     // ReleaseOnCancel: hand the Lease over at once.

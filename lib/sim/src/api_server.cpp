@@ -44,7 +44,18 @@ void ApiServer::BindPod(std::size_t pod, const std::string& node) {
   Record(truth_.AddPod(pods_[pod].object));  // devices, CPU and memory
 }
 
-void ApiServer::DeletePod(std::size_t pod) { truth_.RemovePod(pods_[pod].object.uid); }
+void ApiServer::DeletePod(std::size_t pod) {
+  pods_[pod].deleted = true;
+  truth_.RemovePod(pods_[pod].object.uid);
+}
+
+void ApiServer::ReplaceNode(std::size_t index, Node object) {
+  StoredNode& node = nodes_[index];
+  node.object = std::move(object);
+  node.object.resource_version = std::to_string(++node.resource_version);
+  truth_.RemoveNode(node.object.name);
+  Record(truth_.AddNode(node.object));
+}
 
 std::optional<std::size_t> ApiServer::PodIndex(const std::string& name) const {
   auto it = pod_by_name_.find(name);
@@ -136,6 +147,7 @@ bool ApiServer::Apply(Completion& done, engine::PatchPod& c) {
 bool ApiServer::Apply(Completion& done, engine::PostBinding& c) {
   const std::optional<std::size_t> index = PodIndex(c.name);
   if (!index) return false;
+  if (pods_[*index].deleted) return false;  // 404
   Pod& pod = pods_[*index].object;
   if (!pod.node_name.empty() || !node_index_.contains(c.node)) {
     ++conflicts_409_;  // already bound: the API server refuses

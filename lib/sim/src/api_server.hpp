@@ -122,8 +122,14 @@ class ApiServer {
   // a request): the pod names its node and counts in `truth()`.
   void BindPod(std::size_t pod, const std::string& node);
   // The pod is deleted: its devices, CPU and memory leave `truth()` (the
-  // object stays for the report).
+  // object stays for the report); a Binding of it fails from then on.
   void DeletePod(std::size_t pod);
+  // Created and not deleted: what a LIST of the pods shows.
+  bool exists(std::size_t pod) const { return pods_[pod].created && !pods_[pod].deleted; }
+  // The node is deleted and created again under its name as `object`
+  // (another UID): a new object at the next resourceVersion, its devices
+  // registered afresh in `truth()`.
+  void ReplaceNode(std::size_t index, Node object);
 
   const std::optional<LeaseRecord>& lease() const { return lease_; }
   const ClusterSnapshot& truth() const { return truth_; }
@@ -154,6 +160,7 @@ class ApiServer {
   struct StoredPod {
     Pod object;
     bool created = false;
+    bool deleted = false;
   };
   struct TokenBucket {
     double tokens = 0;

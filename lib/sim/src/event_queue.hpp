@@ -32,6 +32,7 @@ enum class EventKind : std::uint8_t {
   kFault,         // a fault starts (fault)
   kFaultEnd,      // and ends (fault)
   kElect,         // a replica's leader-election retry period (replica)
+  kAudit,         // the replicas' drift audits (Scenario::audit_period_ms)
 };
 
 struct Event {

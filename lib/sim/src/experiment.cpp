@@ -199,16 +199,16 @@ Status ReadList(const YAML::Node& node, const std::string& path, const T& initia
 
 Status ReadFault(const YAML::Node& node, const std::string& path, std::size_t, Fault& f) {
   Status s = ReadMap(node, path,
-                     {{"kind", OneOf(f.kind, {{"plugin-hang", Fault::Kind::kPluginHang},
-                                              {"plugin-crash", Fault::Kind::kPluginCrash},
-                                              {"device-unhealthy", Fault::Kind::kDeviceUnhealthy},
-                                              {"leader-crash", Fault::Kind::kLeaderCrash}})},
+                     {{"kind", OneOfNames(f.kind, kFaultKindNames)},
                       {"node", String(f.node)},
                       {"at", Duration(f.at_ms)},
                       {"for", Duration(f.duration_ms)}});
   if (!s.ok()) return s;
   if (!node["kind"]) return FieldError(path + ".kind", node, "required");
-  if (f.kind != Fault::Kind::kLeaderCrash && f.node.empty()) {
+  const bool cluster_wide = f.kind == Fault::Kind::kLeaderCrash ||
+                            f.kind == Fault::Kind::kMissedEvents ||
+                            f.kind == Fault::Kind::kPodDeletedInBind;
+  if (!cluster_wide && f.node.empty()) {
     return FieldError(path + ".node", node, "required for this kind");
   }
   return Status();
@@ -381,6 +381,12 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
        {"faults",
         [&s](const YAML::Node& n, const std::string& p) {
           return ReadList(n, p, Fault{}, ReadFault, s.faults);
+        }},
+       {"audit",
+        [&s](const YAML::Node& n, const std::string& p) {
+          return ReadMap(n, p,
+                         {{"period", Duration(s.audit_period_ms)},
+                          {"grace", Duration(s.engine.audit_grace_ms)}});
         }},
        {"summary", [&summary](const YAML::Node& n,
                               const std::string& p) { return ReadSummary(n, p, summary); }},

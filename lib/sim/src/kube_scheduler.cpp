@@ -142,7 +142,7 @@ void KubeScheduler::BindAnswered(const engine::BindReply& reply) {
   const std::size_t index = it->second.pod;
   bindings_.erase(it);
   PodState& pod = pods_[index];
-  if (reply.error.empty() || pod.bound) return;
+  if (reply.error.empty() || pod.bound || pod.deleted) return;
   // kube-scheduler retries a failed bind with backoff.
   Unassume(index);
   pod.reason = "bind failed";
@@ -195,6 +195,13 @@ bool KubeScheduler::Bound(std::size_t index, const std::string& node) {
   pod.bound_at = events_.now();
   pod.reason.clear();
   return true;
+}
+
+void KubeScheduler::Deleted(std::size_t index) {
+  PodState& pod = pods_[index];
+  pod.deleted = pod.given_up = true;
+  pod.reason = "deleted";
+  Unassume(index);
 }
 
 bool KubeScheduler::Depart(std::size_t index) {

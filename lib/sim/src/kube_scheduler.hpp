@@ -52,6 +52,7 @@ struct PodState {
   bool bound = false;     // bound at some point
   bool running = false;   // bound and not yet departed
   bool given_up = false;  // unschedulable, and not retried
+  bool deleted = false;   // deleted before it was bound (not retried)
   std::string node;       // assumed (after Filter) or bound; empty: none
   int attempts = 0;
   std::string reason;  // why it is not bound, the last time it was tried
@@ -112,6 +113,9 @@ class KubeScheduler {
   // The pod's run ends: its CPU and memory are free again. Returns false
   // when it was not running.
   bool Depart(std::size_t index);
+  // The pod was deleted before it was bound: it is not tried again, and a
+  // bind of it in flight is forgotten.
+  void Deleted(std::size_t index);
 
   // What the report counts of kube-scheduler: the extender's timeouts.
   void AddTo(Report& report) const { report.extender_timeouts += extender_timeouts_; }

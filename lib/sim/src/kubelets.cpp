@@ -108,6 +108,9 @@ void Kubelets::StartFault(Fault::Kind kind, std::size_t node) {
       SetFirstDeviceHealth(node, false);
       break;
     case Fault::Kind::kLeaderCrash:
+    case Fault::Kind::kMissedEvents:
+    case Fault::Kind::kPodDeletedInBind:
+    case Fault::Kind::kNodeReplaced:
       break;
   }
 }
@@ -129,6 +132,9 @@ void Kubelets::EndFault(Fault::Kind kind, std::size_t node) {
       SetFirstDeviceHealth(node, true);
       break;
     case Fault::Kind::kLeaderCrash:
+    case Fault::Kind::kMissedEvents:
+    case Fault::Kind::kPodDeletedInBind:
+    case Fault::Kind::kNodeReplaced:
       break;
   }
 }

@@ -22,6 +22,14 @@ void AddCounters(Sum& sum, const engine::Counters& c) {
   sum.nodes_dropped += c.nodes_dropped;
 }
 
+void AddAudits(engine::AuditTotals& sum, const engine::AuditTotals& a) {
+  sum.audits += a.audits;
+  for (std::size_t k = 0; k < engine::kDriftKinds; ++k) {
+    sum.found[k] += a.found[k];
+    sum.healed[k] += a.healed[k];
+  }
+}
+
 }  // namespace
 
 Replicas::Replicas(const engine::EngineOptions& options, std::size_t count, std::uint64_t seed,
@@ -64,7 +72,7 @@ void Replicas::Start(int r) {
   for (std::size_t n = 0; n < api_.node_count(); ++n)
     rep.engine->NodeObserved(api_.node(n), now, out);
   for (std::size_t p = 0; p < api_.pod_count(); ++p) {
-    if (api_.created(p)) rep.engine->PodObserved(api_.pod(p));
+    if (api_.exists(p)) rep.engine->PodObserved(api_.pod(p));
   }
   if (replicas_.size() > 1) rep.engine->LeaseObserved(api_.lease(), now, out);
   rep.engine->Tick(now, out);
@@ -77,6 +85,7 @@ void Replicas::Crash(int r) {
   rep.registration_order.clear();
   rep.registration_queued.clear();
   AddCounters(rep.retired, rep.engine->counters());
+  AddAudits(rep.retired_audits, rep.engine->audit_totals());
 }
 
 void Replicas::Wake(int r) {
@@ -91,6 +100,7 @@ void Replicas::Wake(int r) {
 // ---- watch events and outcomes
 
 void Replicas::NodeObserved(std::size_t node) {
+  if (deaf_) return;
   for (std::size_t r = 0; r < replicas_.size(); ++r) {
     if (!replicas_[r].alive) continue;
     std::vector<engine::Command> out;
@@ -100,12 +110,14 @@ void Replicas::NodeObserved(std::size_t node) {
 }
 
 void Replicas::PodObserved(const Pod& pod) {
+  if (deaf_) return;
   for (Replica& rep : replicas_) {
     if (rep.alive) rep.engine->PodObserved(pod);
   }
 }
 
 void Replicas::PodDeleted(const std::string& uid) {
+  if (deaf_) return;
   for (Replica& rep : replicas_) {
     if (rep.alive) rep.engine->PodDeleted(uid);
   }
@@ -135,7 +147,32 @@ bool Replicas::Ready(int r) const { return replica(r).engine->Ready(events_.now(
 void Replicas::Filter(int r, std::uint64_t request, const Pod& pod,
                       const std::vector<std::string>& nodes) {
   std::vector<engine::Command> out;
+  replica(r).engine->PodObserved(pod);
   replica(r).engine->Filter(request, pod, nodes, events_.now(), out);
+  Dispatch(r, std::move(out));
+}
+
+void Replicas::Audit(int r, const engine::AuditListing& listing) {
+  engine::Engine& engine = *replica(r).engine;
+  const std::int64_t now = events_.now();
+  std::vector<engine::Command> out;
+  const engine::AuditReport report = engine.Audit(listing, now, out);
+  for (const std::string& name : report.nodes_to_read) {
+    std::optional<Node> node;
+    for (std::size_t n = 0; n < api_.node_count(); ++n) {
+      if (api_.node(n).name == name) node = api_.node(n);
+    }
+    engine.NodeRead(name, node, now, out);
+  }
+  for (const engine::PodToRead& asked : report.pods_to_read) {
+    std::optional<Pod> pod;
+    for (std::size_t p = 0; p < api_.pod_count(); ++p) {
+      if (api_.exists(p) && api_.pod(p).name == asked.name &&
+          api_.pod(p).pod_namespace == asked.pod_namespace)
+        pod = api_.pod(p);
+    }
+    engine.PodRead(asked, pod);
+  }
   Dispatch(r, std::move(out));
 }
 
@@ -232,9 +269,19 @@ void Replicas::RegistrationWritten(int r) {
 }
 
 void Replicas::AddTo(Report& report) const {
+  engine::AuditTotals audits;
   for (const Replica& rep : replicas_) {
     AddCounters(report, rep.retired);
-    if (rep.alive) AddCounters(report, rep.engine->counters());
+    AddAudits(audits, rep.retired_audits);
+    if (rep.alive) {
+      AddCounters(report, rep.engine->counters());
+      AddAudits(audits, rep.engine->audit_totals());
+    }
+  }
+  for (std::size_t k = 0; k < engine::kDriftKinds; ++k) {
+    const std::string name(engine::kDriftKindNames[k]);
+    if (audits.found[k] > 0) report.drift_found[name] += audits.found[k];
+    if (audits.healed[k] > 0) report.drift_healed[name] += audits.healed[k];
   }
   report.duplicate_registration_writes += duplicate_registration_writes_;
 }

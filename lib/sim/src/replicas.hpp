@@ -72,6 +72,14 @@ class Replicas {
   // kWake: the engine's timer, unless a later one superseded it.
   void Wake(int r);
 
+  // Missed watch events: while deaf, no engine hears a node or pod event
+  // (they do not relist when it ends).
+  void SetDeaf(bool deaf) { deaf_ = deaf; }
+  // Replica r's engine audits its cache against `listing` (the API
+  // objects now); the objects it asks for are read from the API objects
+  // at once, and its writes go as requests.
+  void Audit(int r, const engine::AuditListing& listing);
+
   // Watch events, to every live engine.
   void NodeObserved(std::size_t node);
   void PodObserved(const Pod& pod);
@@ -82,7 +90,9 @@ class Replicas {
   void Tell(int r, std::uint64_t id, bool succeeded);
 
   // kube-scheduler's calls to the extender of replica r. The engine's
-  // commands are executed; its answer comes through the Listener.
+  // commands are executed; its answer comes through the Listener. As the
+  // Kubernetes adapter does, Filter first hands the engine the pod as
+  // kube-scheduler sees it.
   bool Ready(int r) const;
   void Filter(int r, std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes);
   void Bind(int r, std::uint64_t request, const Pod& pod, const std::string& node);
@@ -111,6 +121,7 @@ class Replicas {
     bool alive = true;
     std::optional<std::int64_t> wake_at;
     engine::Counters retired;  // counters of engines lost in crashes
+    engine::AuditTotals retired_audits;
     std::deque<std::string> registration_order;
     std::unordered_map<std::string, engine::PatchNode> registration_queued;
     bool registration_busy = false;
@@ -140,6 +151,7 @@ class Replicas {
   std::vector<std::uint64_t> replaced_;  // registration writes replaced by newer ones
   std::uint64_t registration_queued_ = 0, registration_done_ = 0;
   std::uint64_t duplicate_registration_writes_ = 0;
+  bool deaf_ = false;
 };
 
 }  // namespace devshare::sim::internal

@@ -35,6 +35,7 @@ std::string GpuAllocatable(const NodeSpec& spec) {
 Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::string& encoded) {
   Node node;
   node.name = spec.name;
+  node.uid = "uid-" + spec.name;
   node.annotations.Set(register_key, encoded);
   node.allocatable.Set("nvidia.com/gpu", GpuAllocatable(spec));
   if (spec.cpu_milli > 0) node.allocatable.Set("cpu", fmt::format("{}m", spec.cpu_milli));

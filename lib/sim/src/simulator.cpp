@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -17,6 +18,7 @@
 #include <variant>
 
 #include "api_server.hpp"
+#include "devshare/annotations.hpp"
 #include "event_queue.hpp"
 #include "kube_scheduler.hpp"
 #include "kubelets.hpp"
@@ -92,6 +94,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     for (std::size_t i = 0; i < scenario_.pods.size(); ++i) {
       events_.At(scenario_.pods[i].arrive_ms, EventKind::kArrive, i);
     }
+    if (scenario_.audit_period_ms > 0) events_.At(scenario_.audit_period_ms, EventKind::kAudit);
     while (!events_.empty() && !violation_) {
       if (end > 0 && events_.next().at > end) break;
       Fire(events_.Pop());
@@ -170,7 +173,28 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
         return EndFault(e.arg);
       case EventKind::kElect:
         return election_.Elect(static_cast<int>(e.arg));
+      case EventKind::kAudit:
+        return Audit();
     }
+  }
+
+  // Each live replica's engine against a LIST of the API objects now.
+  void Audit() {
+    engine::AuditListing listing;
+    for (std::size_t n = 0; n < api_.node_count(); ++n) {
+      const Node& node = api_.node(n);
+      listing.nodes.push_back(engine::ListedObject{"", node.name, node.uid, node.annotations});
+    }
+    for (std::size_t p = 0; p < api_.pod_count(); ++p) {
+      if (!api_.exists(p)) continue;
+      const Pod& pod = api_.pod(p);
+      listing.pods.push_back(
+          engine::ListedObject{pod.pod_namespace, pod.name, pod.uid, pod.annotations});
+    }
+    for (std::size_t r = 0; r < replica_count_; ++r) {
+      if (replicas_.alive(static_cast<int>(r))) replicas_.Audit(static_cast<int>(r), listing);
+    }
+    events_.At(events_.now() + scenario_.audit_period_ms, EventKind::kAudit);
   }
 
   // The pod is created: the report samples the cluster before it is
@@ -235,7 +259,27 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
 
   void StartFault(std::size_t fault) {
     const Fault& f = scenario_.faults[fault];
+    switch (f.kind) {
+      case Fault::Kind::kMissedEvents:
+        replicas_.SetDeaf(true);
+        break;
+      case Fault::Kind::kPodDeletedInBind:
+        if (!DeletePodInBind()) {  // no bind in flight yet: look again shortly
+          events_.At(events_.now() + 100, EventKind::kFault, fault);
+          return;
+        }
+        break;
+      case Fault::Kind::kNodeReplaced:
+        ReplaceNode(api_.NodeIndex(f.node));
+        break;
+      default:
+        break;
+    }
+    ++drift_injected_[std::string(FaultName(f.kind))];
     if (f.duration_ms > 0) events_.At(events_.now() + f.duration_ms, EventKind::kFaultEnd, fault);
+    if (f.kind == Fault::Kind::kMissedEvents || f.kind == Fault::Kind::kPodDeletedInBind ||
+        f.kind == Fault::Kind::kNodeReplaced)
+      return;
     if (f.kind == Fault::Kind::kLeaderCrash) {
       const int r = replicas_.Leader();
       if (r < 0) return;
@@ -245,8 +289,43 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     kubelets_.StartFault(f.kind, api_.NodeIndex(f.node));
   }
 
+  static std::string_view FaultName(Fault::Kind kind) {
+    for (const auto& n : kFaultKindNames) {
+      if (n.value == kind) return n.name;
+    }
+    return "";
+  }
+
+  // The first pod whose bind is in flight is deleted; the engines do not
+  // hear of it. False when no bind is in flight.
+  bool DeletePodInBind() {
+    for (std::size_t i = 0; i < scenario_.pods.size(); ++i) {
+      if (!api_.exists(i) || !scheduler_.BindingInFlight(i)) continue;
+      api_.DeletePod(i);
+      scheduler_.Deleted(i);
+      Handled();
+      return true;
+    }
+    return false;
+  }
+
+  // The node is deleted with its pods and created again under its name
+  // (the same devices, another UID); the engines hear none of it.
+  void ReplaceNode(std::size_t n) {
+    Node replaced = api_.node(n);
+    replaced.uid += "-replaced";
+    replaced.annotations.Erase(keys::kNodeLock);
+    for (std::size_t i = 0; i < scenario_.pods.size(); ++i) {
+      if (!api_.exists(i) || api_.pod(i).node_name != replaced.name) continue;
+      if (scheduler_.Depart(i)) report_.Departed(GpusOf(scenario_.pods[i]));
+      api_.DeletePod(i);
+    }
+    api_.ReplaceNode(n, std::move(replaced));
+  }
+
   void EndFault(std::size_t fault) {
     const Fault& f = scenario_.faults[fault];
+    if (f.kind == Fault::Kind::kMissedEvents) return replicas_.SetDeaf(false);
     if (f.kind == Fault::Kind::kLeaderCrash) {
       if (crashed_leader_ >= 0) {  // back as a follower
         replicas_.Start(crashed_leader_);
@@ -327,8 +406,8 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
 
   Result<Report> Finish() {
     for (std::size_t i = 0; i < scenario_.pods.size(); ++i) {
-      if (!api_.created(i)) continue;
       const PodState& pod = scheduler_.pod(i);
+      if (!api_.created(i) || pod.deleted) continue;
       const bool binding = !pod.bound && scheduler_.BindingInFlight(i);
       report_.CountPod(scenario_.pods[i], PodOutcome{pod.bound, pod.running, pod.given_up, binding,
                                                      pod.bound_at, pod.reason});
@@ -338,7 +417,31 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     api_.AddTo(*report);
     scheduler_.AddTo(*report);
     replicas_.AddTo(*report);
+    report->drift_injected = drift_injected_;
+    const int leader = replicas_.Leader();
+    if (leader >= 0) report->cache_mismatched_devices = MismatchedDevices(replicas_.cache(leader));
     return report;
+  }
+
+  // Devices whose usage the cache counts otherwise than the API objects.
+  std::uint64_t MismatchedDevices(const ClusterSnapshot& cache) const {
+    std::uint64_t mismatched = 0;
+    for (std::size_t n = 0; n < api_.node_count(); ++n) {
+      Result<std::vector<DeviceView>> truth = api_.truth().NodeDevices(api_.node(n).name);
+      Result<std::vector<DeviceView>> cached = cache.NodeDevices(api_.node(n).name);
+      if (!truth.ok() || !cached.ok()) {
+        mismatched += truth.ok() ? truth->size() : cached.ok() ? cached->size() : 0;
+        continue;
+      }
+      for (std::size_t d = 0; d < truth->size(); ++d) {
+        const DeviceUsage& t = (*truth)[d].usage;
+        const DeviceUsage& c = d < cached->size() ? (*cached)[d].usage : DeviceUsage{};
+        if (d >= cached->size() || t.used != c.used || t.usedmem != c.usedmem ||
+            t.usedcores != c.usedcores)
+          ++mismatched;
+      }
+    }
+    return mismatched;
   }
 
   const Scenario& scenario_;
@@ -359,6 +462,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
   std::uint64_t progress_total_ = 0, progress_step_ = 1, progress_next_ = 0;
   std::size_t handled_ = 0;
   int crashed_leader_ = -1;
+  std::map<std::string, std::uint64_t> drift_injected_;  // by fault kind
   std::optional<Status> violation_;
 };
 
@@ -389,7 +493,10 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     }
   }
   for (const Fault& f : scenario.faults) {
-    if (f.kind != Fault::Kind::kLeaderCrash && !nodes.contains(f.node)) {
+    const bool cluster_wide = f.kind == Fault::Kind::kLeaderCrash ||
+                              f.kind == Fault::Kind::kMissedEvents ||
+                              f.kind == Fault::Kind::kPodDeletedInBind;
+    if (!cluster_wide && !nodes.contains(f.node)) {
       return invalid(fmt::format("a fault names the unknown node '{}'", f.node));
     }
     if (f.at_ms < 0 || f.duration_ms < 0) return invalid("a fault has a negative time");

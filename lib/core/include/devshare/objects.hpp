@@ -79,6 +79,7 @@ struct Pod {
 
 struct Node {
   std::string name;
+  std::string uid;               // metadata.uid: a node re-created under its name has a new one
   std::string resource_version;  // metadata.resourceVersion: the precondition of a lock write
   StringMap annotations;
   StringMap labels;

@@ -40,6 +40,7 @@
 #include <variant>
 #include <vector>
 
+#include "devshare/engine/audit.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/handshake.hpp"
 #include "devshare/lease.hpp"
@@ -152,6 +153,9 @@ struct EngineOptions {
   std::uint64_t seed = 0;                   // seeds the backoff jitter
   std::int64_t register_period_ms = 15000;  // Default: HAMi's 15 s tick
   std::int32_t zone_offset_seconds = 0;     // handshake stamps (W16)
+  // The drift auditor confirms a difference once audits this far apart
+  // have both seen it (devshare/engine/audit.hpp).
+  std::int64_t audit_grace_ms = 30000;  // Default: 30 s
 };
 
 // Commands. `id` ties a command to the ApiResult that reports it.
@@ -258,6 +262,25 @@ class Engine {
 
   // The outcome of a PatchNode/PatchPod/PostBinding command.
   void ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
+
+  // The drift auditor (devshare/engine/audit.hpp). Compares the engine's
+  // view with `listing`, read afresh from the API server; every difference
+  // seen now is in the report, and each confirmed one (seen by audits
+  // `audit_grace_ms` apart) is counted once and healed: the lock releases
+  // go to `out`, the objects to read again are in the report. A follower
+  // audits its cache too, but writes nothing (no lock release).
+  AuditReport Audit(const AuditListing& listing, std::int64_t now_ms, std::vector<Command>& out);
+  // When the earliest suspected difference can be confirmed (nullopt: none
+  // is suspected): an audit then decides it.
+  std::optional<std::int64_t> AuditFollowUpMs() const;
+  // What a read an audit asked for found: the object, or nullopt when the
+  // server has none. A node is applied as a watch event would be; a pod
+  // that is missing, finished, or another pod under the name (another UID)
+  // makes the engine forget `asked.uid`, and an unfinished one is applied.
+  void NodeRead(const std::string& name, const std::optional<Node>& node, std::int64_t now_ms,
+                std::vector<Command>& out);
+  void PodRead(const PodToRead& asked, const std::optional<Pod>& pod);
+  const AuditTotals& audit_totals() const;
 
   // /readyz: leading and one registration pass completed since.
   bool Ready(std::int64_t now_ms) const;

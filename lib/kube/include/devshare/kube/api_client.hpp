@@ -87,6 +87,11 @@ class ApiClient {
   void Call(std::string verb, std::string method, std::string target, std::string content_type,
             std::string body, ApiCallback done);
 
+  // A GET of a list answered as metadata only (a PartialObjectMetadataList:
+  // each object's name, namespace, UID, resourceVersion, labels and
+  // annotations), through the same bucket and retries as Call.
+  void GetMetadata(std::string verb, std::string target, ApiCallback done);
+
   // Lists and watches `path` (for example "/api/v1/pods") with an optional
   // field selector; `on_event` gets every change, `on_synced` is called after
   // each complete list (the cache is whole).

@@ -11,6 +11,13 @@
 //   devshare_nodes_undecodable         gauge: nodes whose register annotation
 //                                      does not decode (their devices left out)
 //   devshare_pods                      gauge: pods holding devices
+//   devshare_audits_total              counter: drift audits run
+//   devshare_audit_differences_total   counter, by kind: confirmed differences
+//                                      between the cache and the API server
+//   devshare_audit_healed_total        counter, by kind: those healed
+//   devshare_audit_suspected           gauge: differences seen, not yet confirmed
+//   devshare_audit_list_seconds, _pages, _objects, _bytes
+//                                      gauges: the last audit's LIST
 //
 // and, measured from the cluster snapshot at each scrape (GpuGauges):
 //
@@ -36,6 +43,7 @@
 #include <string_view>
 #include <utility>
 
+#include "devshare/engine/audit.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/snapshot.hpp"
 
@@ -74,6 +82,13 @@ struct ApiConnectionStats {
   std::uint64_t resumed = 0;  // TLS handshakes that resumed a session
 };
 
+// What one audit's LIST cost: pages read, objects listed, bytes of the
+// answers, and the time from the first request to the last answer.
+struct AuditListCost {
+  std::uint64_t pages = 0, objects = 0, bytes = 0;
+  double seconds = 0;
+};
+
 class Metrics {
  public:
   // Upper bounds of the latency buckets, in seconds (+Inf is implied).
@@ -97,6 +112,14 @@ class Metrics {
   void SetGpus(const GpuGauges& gpus) { gpus_ = gpus; }
   // Nodes whose register annotation does not decode (engine::Engine::node_errors).
   void SetUndecodableNodes(std::uint64_t n) { undecodable_nodes_ = n; }
+  // The drift auditor's totals (engine::Engine::audit_totals), the
+  // differences suspected now and the last LIST's cost.
+  void SetAudit(const engine::AuditTotals& totals, std::uint64_t suspected,
+                const AuditListCost& last_list) {
+    audit_ = totals;
+    audit_suspected_ = suspected;
+    audit_list_ = last_list;
+  }
   // SetState and SetGpus from the snapshot: nodes, devices and pods counted
   // as the snapshot holds them. O(devices + nodes x classes).
   void SetCluster(bool leader, const ClusterSnapshot& snapshot,
@@ -117,6 +140,9 @@ class Metrics {
   std::uint64_t nodes_ = 0, devices_ = 0, pods_ = 0, undecodable_nodes_ = 0;
   GpuGauges gpus_;
   ApiConnectionStats connections_;
+  engine::AuditTotals audit_;
+  std::uint64_t audit_suspected_ = 0;
+  AuditListCost audit_list_;
 };
 
 }  // namespace devshare::kube

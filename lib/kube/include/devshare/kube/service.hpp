@@ -13,10 +13,31 @@
 //   GET  /healthz     200 while the process serves
 //   GET  /readyz      200 only when leading and registered, else 503
 //   GET  /metrics     Prometheus text (see metrics.hpp)
+//   GET  /debug/audit a drift audit now (see below), as JSON (audit_wire.hpp)
 //
 // Routes match on the path's last segment, so any urlPrefix works. A body
 // that is not the expected JSON gets 400 with the reason; an unknown path
 // 404; a wrong method 405.
+//
+// Who may call what. /filter, /prioritize, /bind and /debug/audit act with
+// devshare's rights (bind any pending pod to any node), so they are served
+// only where the caller is known: on a listener bound to a loopback address
+// (kube-scheduler in the same pod), or on one that requires a client
+// certificate (HttpServerOptions::client_ca_file). The service listener
+// (`http`) serves them only when it is loopback itself; otherwise it
+// answers them 403 naming the extender listener (`extender_http`), and
+// serves the webhook, health and metrics, which the API server and the
+// kubelet reach through the Service.
+//
+// The drift auditor. Every `audit_period` (and at once on /debug/audit;
+// requests that come while an audit runs share its answer) the service
+// lists the nodes and the unfinished pods afresh, as metadata only
+// (PartialObjectMetadataList, 500 a page, through the client's token
+// bucket like every request), and hands the listing to Engine::Audit; a
+// suspected difference brings the next audit forward to when it can be
+// confirmed. Each confirmed difference is logged on stderr and counted in
+// /metrics; the objects the engine asks to read again are GET and applied
+// (Engine::NodeRead, Engine::PodRead).
 //
 // Leadership: kAlways (one replica), kFollow (HAMi's mode: lead while the
 // kube-scheduler Lease names this host), kElect (run client-go's election
@@ -29,8 +50,11 @@
 #define DEVSHARE_KUBE_SERVICE_HPP_
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "devshare/admission.hpp"
 #include "devshare/engine/engine.hpp"
@@ -43,7 +67,10 @@ namespace devshare::kube {
 struct ServiceOptions {
   enum class Leader { kAlways, kFollow, kElect };
   engine::EngineOptions engine;  // leadership and hostname are set from `leader`
-  HttpServerOptions http;
+  HttpServerOptions http;        // the service listener
+  // The extender listener, when not served by a loopback `http`.
+  std::optional<HttpServerOptions> extender_http;
+  std::chrono::milliseconds audit_period{60000};  // Default: 60 s; 0: on demand only
   ApiClientOptions api;
   AdmissionOptions admission;
   Leader leader = Leader::kAlways;
@@ -52,6 +79,10 @@ struct ServiceOptions {
   std::string hostname;  // this replica; kElect's identity is <hostname>_<random>
   ElectionConfig election;
 };
+
+// True for an address only this machine reaches: 127.0.0.0/8, ::1,
+// "localhost".
+bool IsLoopbackAddress(std::string_view address);
 
 class Service {
  public:
@@ -64,6 +95,7 @@ class Service {
   // Errors: those of ApiClient::Start and HttpServer::Start.
   Status Start();
   std::uint16_t port() const;
+  std::uint16_t extender_port() const;  // 0 without an extender listener
   // Stops serving (requests in flight are answered), watching and electing;
   // a leader releases its Lease.
   void Stop();

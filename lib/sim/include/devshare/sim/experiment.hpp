@@ -28,8 +28,9 @@
 //   scheduler: {replicas: 1, retry_unschedulable: false, extender_timeout: 30s,
 //               initial_backoff: 1s, max_backoff: 10s}
 //   faults:
-//     - {kind: plugin-hang|plugin-crash|device-unhealthy|leader-crash, node: node-3,
-//        at: 10m, for: 2m}
+//     - {kind: plugin-hang|plugin-crash|device-unhealthy|leader-crash|missed-events|
+//              pod-deleted-in-bind|node-replaced, node: node-3, at: 10m, for: 2m}
+//   audit: {period: 1m, grace: 30s}  # drift audits; Default: none
 //   summary:                        # what `devshare simulate` shows (--wide: everything)
 //     columns: [bound, pending, allocated, p99]   # kSummaryFigures; Default: a standard set
 //     notes: {pending: "why pods are pending here"}   # said under the table when not 0

@@ -34,7 +34,15 @@
 //                a write only when the device list changes.
 //   faults       plugin hang (silent), plugin crash (silent and the
 //                kubelet reports no devices), a device turning unhealthy,
-//                the leading replica crashing — each for a duration.
+//                the leading replica crashing — each for a duration; and
+//                the drift a real watch suffers: events the replicas miss
+//                for a duration (they resume without a relist), a pod
+//                deleted while its bind is in flight and a node deleted and
+//                re-created under its name with its pods gone, each with
+//                its watch events lost.
+//   audits       with `audit_period_ms`, each live replica's engine audits
+//                its cache against the API objects (Engine::Audit) that
+//                often, and the objects it asks for are read at once.
 //   pods         run for their duration (forever when 0) and are deleted.
 //
 // An invariant checker runs throughout: after every Binding the pod must not
@@ -106,12 +114,30 @@ struct SchedulerModel {
 };
 
 struct Fault {
-  enum class Kind { kPluginHang, kPluginCrash, kDeviceUnhealthy, kLeaderCrash };
+  enum class Kind {
+    kPluginHang,
+    kPluginCrash,
+    kDeviceUnhealthy,
+    kLeaderCrash,
+    kMissedEvents,      // the replicas hear no pod or node event for the duration
+    kPodDeletedInBind,  // the first pod whose bind is in flight is deleted, unheard
+    kNodeReplaced,      // `node` re-created under its name (a new UID), its pods deleted, unheard
+  };
   Kind kind = Kind::kPluginHang;
   std::int64_t at_ms = 0;
   std::int64_t duration_ms = 0;  // 0: for good
   std::string node;              // the node of a plugin or device fault
 };
+
+// The names scenario files and reports give fault kinds.
+inline constexpr engine::OptionName<Fault::Kind> kFaultKindNames[] = {
+    {"plugin-hang", Fault::Kind::kPluginHang},
+    {"plugin-crash", Fault::Kind::kPluginCrash},
+    {"device-unhealthy", Fault::Kind::kDeviceUnhealthy},
+    {"leader-crash", Fault::Kind::kLeaderCrash},
+    {"missed-events", Fault::Kind::kMissedEvents},
+    {"pod-deleted-in-bind", Fault::Kind::kPodDeletedInBind},
+    {"node-replaced", Fault::Kind::kNodeReplaced}};
 
 struct Scenario {
   std::vector<NodeSpec> nodes;
@@ -121,7 +147,8 @@ struct Scenario {
   PluginModel plugins;
   SchedulerModel scheduler;
   std::vector<Fault> faults;
-  std::int64_t end_ms = 0;  // 0: when every pod is bound or given up
+  std::int64_t end_ms = 0;           // 0: when every pod is bound or given up
+  std::int64_t audit_period_ms = 0;  // 0: no drift audits (engine.audit_grace_ms confirms)
 };
 
 // The cluster when the GPUs asked by the arrived pods first reach
@@ -167,6 +194,12 @@ struct Report {
   std::uint64_t registration_writes = 0, nodes_dropped = 0;
   std::uint64_t duplicate_registration_writes = 0;  // by a replica not holding the Lease
   std::int64_t unavailable_ms = 0;                  // leader crash to the next placement
+  // Drift: the faults injected (by the fault kind's scenario name), the
+  // differences the engines' audits confirmed and healed (by kind,
+  // engine::kDriftKindNames), and the devices on which the leading
+  // engine's cache disagrees with the API objects at the end.
+  std::map<std::string, std::uint64_t> drift_injected, drift_found, drift_healed;
+  std::uint64_t cache_mismatched_devices = 0;
   std::int64_t end_ms = 0;
   friend bool operator==(const Report&, const Report&) = default;
 };

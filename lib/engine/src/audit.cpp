@@ -1,0 +1,288 @@
+// The drift auditor: the engine's view against a fresh listing of the API
+// server (devshare/engine/audit.hpp).
+#include "devshare/engine/audit.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "devshare/annotations.hpp"
+#include "devshare/engine/engine.hpp"
+#include "engine_impl.hpp"
+
+namespace devshare::engine {
+
+namespace {
+
+std::string PodKey(std::string_view pod_namespace, std::string_view name) {
+  return fmt::format("{}/{}", pod_namespace, name);
+}
+
+const std::string* Find(const StringMap& annotations, std::string_view key) {
+  return key.empty() ? nullptr : annotations.Find(key);
+}
+
+std::string_view Shown(const std::string* value) {
+  return value == nullptr ? std::string_view("(none)") : std::string_view(*value);
+}
+
+// The annotations that say which devices a pod holds: its assigned node and
+// each vendor's allocation.
+std::vector<std::string_view> AllocationKeys(const DeviceConfig& config) {
+  std::vector<std::string_view> keys{config.assigned_node_annotation};
+  for (const VendorSpec& vendor : config.vendors) {
+    if (!vendor.allocated_annotation.empty()) keys.push_back(vendor.allocated_annotation);
+  }
+  return keys;
+}
+
+// The first allocation key whose value differs between the two copies, as
+// words; empty when they agree.
+std::string AllocationDifference(const std::vector<std::string_view>& keys, const StringMap& server,
+                                 const StringMap& cached) {
+  for (std::string_view key : keys) {
+    const std::string* s = Find(server, key);
+    const std::string* c = Find(cached, key);
+    if ((s == nullptr) != (c == nullptr) || (s != nullptr && *s != *c)) {
+      return fmt::format("{}: the API server has {}, the cache {}", key, Shown(s), Shown(c));
+    }
+  }
+  return {};
+}
+
+// The annotations of a node the auditor compares: each vendor's register
+// annotation and the node lock (handshakes change by design).
+std::string NodeDifference(const DeviceConfig& config, const StringMap& server,
+                           const StringMap& cached) {
+  std::vector<std::string_view> keys;
+  for (const VendorSpec& vendor : config.vendors) {
+    if (vendor.registration == Registration::kAnnotation && !vendor.register_annotation.empty())
+      keys.push_back(vendor.register_annotation);
+  }
+  keys.push_back(keys::kNodeLock);
+  for (std::string_view key : keys) {
+    const std::string* s = Find(server, key);
+    const std::string* c = Find(cached, key);
+    if ((s == nullptr) != (c == nullptr) || (s != nullptr && *s != *c)) {
+      return fmt::format("{} changed without an event: the API server has {}, the cache {}", key,
+                         s == nullptr ? "none" : "another value",
+                         c == nullptr ? "none" : "another value");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
+                          std::vector<Command>& out) {
+  Impl& s = *impl_;
+  ++s.audit_totals.audits;
+  AuditReport report;
+  report.at_ms = now_ms;
+  report.nodes_listed = listing.nodes.size();
+  report.pods_listed = listing.pods.size();
+
+  // What this engine has in flight is newer than any listing: pods being
+  // bound (or about to be) and the nodes whose locks its binds hold.
+  std::unordered_set<std::string_view> binding;                   // pod UIDs
+  std::unordered_map<std::string_view, const BindFlow*> holding;  // node -> a bind holding its lock
+  auto in_flight = [&](const BindFlow& flow) {
+    binding.insert(flow.uid);
+    if (flow.lock && flow.step != BindFlow::Step::kLock) holding.emplace(flow.node, &flow);
+  };
+  for (const auto& [id, flow] : s.pending) {
+    if (const auto* b = std::get_if<BindFlow>(&flow)) in_flight(*b);
+    if (const auto* f = std::get_if<Impl::FilterFlow>(&flow)) binding.insert(f->uid);
+  }
+  for (const Impl::LockWait& wait : s.lock_waits) in_flight(wait.flow);
+  for (const Impl::HeldFilter& held : s.held) binding.insert(held.pod.uid);
+
+  std::vector<Drift> seen;
+  auto differ = [&](DriftKind kind, std::string object, std::string detail, std::string uid = {}) {
+    seen.push_back(
+        Drift{kind, std::move(object), std::move(uid), std::move(detail), now_ms, false, false});
+  };
+
+  // ---- pods
+  const std::vector<std::string_view> allocation_keys = AllocationKeys(options_.config);
+  std::unordered_map<std::string_view, const ListedObject*> listed_pods;  // by UID
+  std::unordered_set<std::string> listed_names;                           // namespace/name
+  listed_pods.reserve(listing.pods.size());
+  for (const ListedObject& pod : listing.pods) {
+    listed_pods.emplace(pod.uid, &pod);
+    listed_names.insert(PodKey(pod.object_namespace, pod.name));
+  }
+  for (const auto& [uid, pod] : s.pods) {
+    if (listed_pods.contains(uid)) continue;
+    const bool reserved = s.reservations.contains(uid);
+    const bool holds = snapshot_.PodUsageOf(uid).ok();
+    differ(DriftKind::kPodGone, PodKey(pod.pod_namespace, pod.name),
+           fmt::format("uid {}: the API server has no such unfinished pod; the cache {}", uid,
+                       reserved ? "holds a reservation for it"
+                       : holds  ? "counts its devices"
+                                : "holds it"),
+           uid);
+  }
+  for (const ListedObject& listed : listing.pods) {
+    const std::string key = PodKey(listed.object_namespace, listed.name);
+    const bool allocated = Find(listed.annotations, options_.config.assigned_node_annotation);
+    auto cached = s.pods.find(listed.uid);
+    if (cached == s.pods.end()) {
+      if (allocated) {
+        differ(DriftKind::kAllocationMissed, key,
+               fmt::format("uid {}: the cache does not know the pod, which holds devices on {}",
+                           listed.uid,
+                           *Find(listed.annotations, options_.config.assigned_node_annotation)));
+      } else {
+        differ(DriftKind::kPodMissed, key,
+               fmt::format("uid {}: the cache does not know the pod", listed.uid));
+      }
+      continue;
+    }
+    // A placement of this engine's own, not yet on the server, is newer.
+    if (binding.contains(listed.uid) || s.reservations.contains(listed.uid)) continue;
+    std::string difference =
+        AllocationDifference(allocation_keys, listed.annotations, cached->second.annotations);
+    if (!difference.empty())
+      differ(DriftKind::kAllocationMissed, key, std::move(difference), listed.uid);
+  }
+
+  // ---- nodes
+  std::unordered_map<std::string_view, const ListedObject*> listed_nodes;
+  listed_nodes.reserve(listing.nodes.size());
+  for (const ListedObject& node : listing.nodes) listed_nodes.emplace(node.name, &node);
+  for (const auto& [name, memory] : s.nodes) {
+    if (!listed_nodes.contains(name))
+      differ(DriftKind::kNodeGone, name, "the API server has no such node");
+  }
+  std::vector<std::pair<std::string, std::string>> orphaned_locks;  // node, lock value
+  for (const ListedObject& listed : listing.nodes) {
+    auto cached = s.nodes.find(listed.name);
+    if (cached == s.nodes.end()) {
+      differ(DriftKind::kNodeMissed, listed.name, "the cache does not know the node");
+    } else if (!listed.uid.empty() && !cached->second.object.uid.empty() &&
+               listed.uid != cached->second.object.uid) {
+      differ(DriftKind::kNodeReplaced, listed.name,
+             fmt::format("re-created: uid {} on the API server, {} in the cache", listed.uid,
+                         cached->second.object.uid));
+    } else if (std::string difference = NodeDifference(options_.config, listed.annotations,
+                                                       cached->second.object.annotations);
+               !difference.empty()) {
+      differ(DriftKind::kNodeChanged, listed.name, std::move(difference));
+    }
+    const std::string* lock = Find(listed.annotations, keys::kNodeLock);
+    auto holder = holding.find(listed.name);
+    if (holder != holding.end()) {
+      if (lock == nullptr || *lock != *holder->second->lock) {
+        differ(
+            DriftKind::kLockLost, listed.name,
+            fmt::format("the bind of {} holds its lock, which the API server shows as {}",
+                        PodKey(holder->second->pod_namespace, holder->second->name), Shown(lock)));
+      }
+      continue;
+    }
+    if (lock == nullptr || s.locking.contains(listed.name)) continue;
+    Result<NodeLock> decoded = DecodeNodeLock(*lock);
+    if (!decoded.ok() || !decoded->has_owner) continue;  // no owner to look for
+    const std::string owner = PodKey(decoded->pod_namespace, decoded->pod_name);
+    if (listed_names.contains(owner)) continue;
+    differ(DriftKind::kLockOrphaned, listed.name,
+           fmt::format("locked by {}, which does not exist", owner));
+    orphaned_locks.emplace_back(listed.name, *lock);
+  }
+
+  // ---- suspicion, confirmation, healing
+  std::map<std::pair<DriftKind, std::string>, Impl::Suspect> still;
+  for (Drift& d : seen) {
+    auto key = std::make_pair(d.kind, d.object);
+    auto before = s.suspects.find(key);
+    Impl::Suspect suspect = before != s.suspects.end() ? before->second : Impl::Suspect{now_ms};
+    d.first_seen_ms = suspect.first_seen_ms;
+    d.confirmed = now_ms - suspect.first_seen_ms >= options_.audit_grace_ms;
+    if (d.confirmed) {
+      const auto k = static_cast<std::size_t>(d.kind);
+      const bool count = !suspect.counted;
+      suspect.counted = true;
+      if (count) ++s.audit_totals.found[k];
+      switch (d.kind) {
+        case DriftKind::kPodGone:
+        case DriftKind::kAllocationMissed:
+        case DriftKind::kPodMissed: {
+          const std::size_t slash = d.object.find('/');
+          report.pods_to_read.push_back(
+              PodToRead{d.object.substr(0, slash), d.object.substr(slash + 1), d.uid});
+          d.healed = true;
+          break;
+        }
+        case DriftKind::kNodeChanged:
+        case DriftKind::kNodeReplaced:
+        case DriftKind::kNodeGone:
+        case DriftKind::kNodeMissed:
+          report.nodes_to_read.push_back(d.object);
+          d.healed = true;
+          break;
+        case DriftKind::kLockOrphaned: {
+          if (!Leading()) break;  // a follower writes nothing
+          for (const auto& [node, value] : orphaned_locks) {
+            if (node != d.object) continue;
+            const std::uint64_t id = NextId();
+            s.pending.emplace(id, Impl::Release{});
+            ++counters_.node_patches;
+            out.push_back(PatchNode{id,
+                                    node,
+                                    {AnnotationWrite{std::string(keys::kNodeLock), std::nullopt}},
+                                    {AnnotationWrite{std::string(keys::kNodeLock), value}},
+                                    {},
+                                    false});
+            d.healed = true;
+          }
+          break;
+        }
+        case DriftKind::kLockLost:
+          break;
+      }
+      if (count && d.healed) ++s.audit_totals.healed[k];
+    }
+    still.emplace(std::move(key), suspect);
+  }
+  s.suspects = std::move(still);
+  std::sort(seen.begin(), seen.end(), [](const Drift& a, const Drift& b) {
+    return std::tie(a.kind, a.object) < std::tie(b.kind, b.object);
+  });
+  report.differences = std::move(seen);
+  return report;
+}
+
+std::optional<std::int64_t> Engine::AuditFollowUpMs() const {
+  std::optional<std::int64_t> earliest;
+  for (const auto& [key, suspect] : impl_->suspects) {
+    if (suspect.counted) continue;  // confirmed already: the regular audits look again
+    const std::int64_t at = suspect.first_seen_ms + options_.audit_grace_ms;
+    earliest = earliest ? std::min(*earliest, at) : at;
+  }
+  return earliest;
+}
+
+void Engine::NodeRead(const std::string& name, const std::optional<Node>& node, std::int64_t now_ms,
+                      std::vector<Command>& out) {
+  if (!node) return NodeDeleted(name);
+  // Another node under the name: what the cache knew of the old one goes.
+  auto cached = impl_->nodes.find(name);
+  if (cached != impl_->nodes.end() && !node->uid.empty() && !cached->second.object.uid.empty() &&
+      cached->second.object.uid != node->uid) {
+    NodeDeleted(name);
+  }
+  NodeObserved(*node, now_ms, out);
+}
+
+void Engine::PodRead(const PodToRead& asked, const std::optional<Pod>& pod) {
+  const bool finished = pod && (pod->phase == "Succeeded" || pod->phase == "Failed");
+  if (!asked.uid.empty() && (!pod || finished || pod->uid != asked.uid)) PodDeleted(asked.uid);
+  if (pod && !finished) PodObserved(*pod);
+}
+
+const AuditTotals& Engine::audit_totals() const { return impl_->audit_totals; }
+
+}  // namespace devshare::engine

@@ -1,0 +1,133 @@
+// The engine's private state, shared by its source files (engine.cpp: the
+// flows; audit.cpp: the drift auditor).
+#ifndef DEVSHARE_ENGINE_SRC_ENGINE_IMPL_HPP_
+#define DEVSHARE_ENGINE_SRC_ENGINE_IMPL_HPP_
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "devshare/engine/engine.hpp"
+
+namespace devshare::engine {
+
+struct Engine::NodeMemory {
+  Node object;
+  std::vector<HamiNodeMemory> hami;                    // by vendor
+  std::vector<std::optional<std::string>> registered;  // change-only: last annotation, by vendor
+  LockSighting lock_sighting;
+  bool usable = false;
+};
+
+struct Engine::BindFlow {
+  enum class Step { kLock, kPhase, kBinding } step = Step::kLock;
+  std::uint64_t request = 0;
+  std::string pod_namespace, name, uid, node;
+  StringMap placement;              // the reservation's device annotations
+  std::optional<std::string> lock;  // the lock value this bind holds; none until locked
+  int attempt = 0;                  // lock attempts so far
+  std::int64_t deadline_ms = 0;     // lock retries stop here
+};
+
+struct Engine::Impl {
+  struct FilterFlow {
+    std::uint64_t request;
+    std::string uid;
+    FilterReply reply;
+  };
+  struct Release {};  // a fire-and-forget write (no follow-up)
+  struct LockWait {
+    std::int64_t at_ms;
+    BindFlow flow;
+  };
+  struct Reservation {
+    StringMap annotations;  // the Filter's patch
+    std::string node;
+  };
+  struct HeldFilter {
+    std::uint64_t request;
+    Pod pod;
+    std::vector<std::string> nodes;
+    std::int64_t until_ms;
+  };
+
+  std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
+  std::map<std::string, std::string> node_errors;        // Engine::node_errors
+  std::map<std::string, std::string> pod_errors;         // Engine::pod_errors, by UID
+  std::unordered_map<std::string, Pod> pods;             // by UID
+  std::unordered_map<std::string, std::string> uid_of;   // "namespace/name" -> UID
+  std::unordered_map<std::string, Reservation> reservations;  // by UID, until bound
+  std::map<std::string, int, std::less<>> reserved_on;        // node -> reservations there
+  std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock
+  std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
+  std::vector<LockWait> lock_waits;               // binds waiting to retry the node lock, in order
+  std::unordered_map<std::string, int> waits_on;  // node -> its entries in lock_waits
+  std::deque<HeldFilter> held;                    // Filters held back, in order
+  std::size_t binds_in_flight = 0;                // Bind requests not yet answered
+  std::set<std::string, std::less<>> locking;     // nodes with a lock write of ours in flight
+  // The drift auditor: differences seen and not yet gone, by kind and
+  // object, with when each was first seen and whether it was counted.
+  struct Suspect {
+    std::int64_t first_seen_ms = 0;
+    bool counted = false;
+  };
+  std::map<std::pair<DriftKind, std::string>, Suspect> suspects;
+  AuditTotals audit_totals;
+  LeaseFollower follower;
+  bool registered = false;  // kAlways: a pass has completed
+  std::optional<std::int64_t> last_pass_ms;
+  std::mt19937_64 rng;
+
+  void Reserve(const std::string& uid, StringMap annotations, const std::string& node) {
+    Unreserve(uid);
+    reservations.emplace(uid, Reservation{std::move(annotations), node});
+    ++reserved_on[node];
+  }
+  void Unreserve(const std::string& uid) {
+    auto it = reservations.find(uid);
+    if (it == reservations.end()) return;
+    auto count = reserved_on.find(it->second.node);
+    if (--count->second == 0) reserved_on.erase(count);
+    reservations.erase(it);
+  }
+
+  void Park(LockWait wait) {
+    ++waits_on[wait.flow.node];
+    lock_waits.push_back(std::move(wait));
+  }
+  // Takes out the waits `pick` chooses, in order.
+  template <typename Pick>
+  std::vector<LockWait> Unpark(Pick pick) {
+    auto split = std::stable_partition(lock_waits.begin(), lock_waits.end(),
+                                       [&](const LockWait& w) { return !pick(w); });
+    std::vector<LockWait> picked(std::make_move_iterator(split),
+                                 std::make_move_iterator(lock_waits.end()));
+    lock_waits.erase(split, lock_waits.end());
+    for (const LockWait& w : picked) {
+      auto count = waits_on.find(w.flow.node);
+      if (--count->second == 0) waits_on.erase(count);
+    }
+    return picked;
+  }
+
+  static std::string NameKey(std::string_view pod_namespace, std::string_view name) {
+    return fmt::format("{}/{}", pod_namespace, name);
+  }
+  const Pod* FindPod(std::string_view pod_namespace, std::string_view name) const {
+    auto uid = uid_of.find(NameKey(pod_namespace, name));
+    if (uid == uid_of.end()) return nullptr;
+    auto pod = pods.find(uid->second);
+    return pod == pods.end() ? nullptr : &pod->second;
+  }
+};
+
+}  // namespace devshare::engine
+
+#endif  // DEVSHARE_ENGINE_SRC_ENGINE_IMPL_HPP_
