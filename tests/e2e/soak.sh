@@ -53,8 +53,17 @@ mkdir -p "$work"
 echo "soak: $SOAK_MINUTES min, $SOAK_NODES nodes, seed $SOAK_SEED, faults $SOAK_FAULTS"
 
 # The executable is copied: a rebuild of the tree during a long run does not change it.
+# So are the shared libraries of the build tree it loads (libdevshare).
+mkdir -p "$work/lib"
 cp "$DEVSHARE" "$work/devshare"
-export SOAK_DEVSHARE=$work/devshare
+ldd "$DEVSHARE" | awk '$2 == "=>" && $3 ~ /^\// && $3 !~ /^\/(usr\/)?lib/ { print $3 }' |
+  while read -r lib; do cp -L "$lib" "$work/lib/"; done
+export SOAK_DEVSHARE=$work/devshare LD_LIBRARY_PATH=$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+"$SOAK_DEVSHARE" --version >/dev/null 2>&1 || "$SOAK_DEVSHARE" --help >/dev/null || {
+  echo "soak: the copy of $DEVSHARE does not run"
+  echo "e2e-soak: 0 passed, 1 failed"
+  exit 1
+}
 
 # libfaketime for the clock step (Debian's package, installed when missing).
 faketime_lib() {

@@ -123,6 +123,11 @@ def https_get(port: int, path: str, timeout: float = 5) -> tuple[int, bytes]:
 
 
 # --- replicas ------------------------------------------------------------------------------
+def holder_replica(identity: str) -> str:
+    """The replica name in a Lease's holderIdentity (HOSTNAME_SUFFIX, or HOSTNAME)."""
+    return identity.split("_", 1)[0]
+
+
 class Replica:
     def __init__(self, name: str, port: int, kubeconfig: str, faketime: str | None) -> None:
         self.name, self.port, self.kubeconfig, self.faketime = name, port, kubeconfig, faketime
@@ -369,6 +374,7 @@ class Soak:
         self.max_pending_fit_excused = 0.0
         self.pending_violations: dict[str, float] = {}
         self.lost: set[str] = set()
+        self.crashes: list[str] = []
         self.over_seen: set[str] = set()
         self.recount_problems: set[str] = set()
         self.lease_samples: list[tuple[float, str]] = []
@@ -455,9 +461,10 @@ class Soak:
         return next((r for r in self.replicas if r.name == holder), None)
 
     def lease_holder(self) -> str:
+        """The replica holding the Lease (its identity is --hostname, "_", a suffix), or ""."""
         lease = self.api.json("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/devshare",
                               timeout=5)
-        return (lease or {}).get("spec", {}).get("holderIdentity") or ""
+        return holder_replica((lease or {}).get("spec", {}).get("holderIdentity") or "")
 
     def wait_ready(self, limit: float) -> Replica | None:
         t0 = time.time()
@@ -610,7 +617,7 @@ class Soak:
             lease = api.json("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/devshare",
                              timeout=5)
             if lease is not None:
-                holder = lease.get("spec", {}).get("holderIdentity") or ""
+                holder = holder_replica(lease.get("spec", {}).get("holderIdentity") or "")
                 with self.lock:
                     self.lease_samples.append((time.time(), holder))
             self.stop.wait(1)
@@ -680,7 +687,8 @@ class Soak:
                 if before and after and before != who and after != who:
                     self.stale_writes.append(f"{time.strftime('%H:%M:%S', time.localtime(t))} "
                                              f"replica {who} (Lease held by {before}): {what}")
-                    log(f"STALE WRITE by replica {who} while {before} held the Lease: {what}")
+                    if len(self.stale_writes) <= 20:
+                        log(f"STALE WRITE by replica {who} while {before} held the Lease: {what}")
             self.audit_pending = keep
 
     def sample_auditor(self) -> None:
@@ -1006,8 +1014,13 @@ class Soak:
             r.start()
         threading.Thread(target=self.lease_loop, daemon=True).start()
         leader = self.wait_ready(90)
-        self.check("a replica leads and is ready", leader is not None,
-                   f"replica {leader.name}" if leader else "")
+        if not self.check("a replica leads and is ready", leader is not None,
+                          f"replica {leader.name}" if leader else ""):
+            for r in self.replicas:
+                with open(os.path.join(ENV["E2E_LOGS"], f"devshare-{r.name}.log"), errors="replace") as f:
+                    print(f"--- devshare-{r.name}.log (last lines)\n" + "".join(f.readlines()[-10:]))
+            print(f"e2e-soak: {self.passed} passed, {self.failed} failed", flush=True)
+            return 1
         self.check("register the webhook", self.register_webhook())
         # the webhook must answer before pods are created
         t0 = time.time()
@@ -1063,12 +1076,14 @@ class Soak:
                 self.recount_check(f"minute {minute}")
                 next_minute += 60
             for r in self.replicas:
-                if r.proc and r.proc.poll() is not None and not getattr(r, "reported_exit", None) == r.proc.pid:
-                    r.reported_exit = r.proc.pid
-                    if r.proc.returncode != -signal.SIGKILL:
+                if r.proc and r.proc.poll() is not None and r.proc.returncode != -signal.SIGKILL:
+                    # died of itself (a crash): reported once, started again after 5 s
+                    if getattr(r, "reported_exit", None) != r.proc.pid:
+                        r.reported_exit = r.proc.pid
+                        r.exited_at = now
                         log(f"replica {r.name} (pid {r.proc.pid}) exited with {r.proc.returncode}")
-                        self.check(f"replica {r.name} runs until the test ends", False,
-                                   f"exit {r.proc.returncode}, see logs/devshare-{r.name}.log")
+                        self.crashes.append(f"replica {r.name} pid {r.proc.pid} exit {r.proc.returncode}")
+                    elif now - r.exited_at > 5:
                         r.start()
             time.sleep(0.2)
         log("churn over; waiting for the faults in progress")
@@ -1136,6 +1151,9 @@ class Soak:
 
     def finish(self, run_seconds: float, plan: list) -> int:
         leaks = self.leaks(run_seconds)
+        self.check("no replica exited of itself", not self.crashes,
+                   f"{len(self.crashes)} exits: " + "; ".join(self.crashes[:3]) +
+                   " (see logs/devshare-*.log)")
         self.check("no descriptor leak" + (" nor gross memory leak" if run_seconds >= 1800 else ""),
                    not leaks["failures"], "; ".join(leaks["failures"]))
         a = self.auditor
