@@ -116,6 +116,12 @@ void BindResults(py::module_& m) {
       .def_readonly("duplicate_registration_writes", &Report::duplicate_registration_writes,
                     "by a replica not holding the Lease")
       .def_readonly("unavailable_ms", &Report::unavailable_ms, "leader crash to the next placement")
+      .def_readonly("drift_injected", &Report::drift_injected, "faults injected, by kind")
+      .def_readonly("drift_found", &Report::drift_found,
+                    "differences the drift audits confirmed, by kind")
+      .def_readonly("drift_healed", &Report::drift_healed, "those healed, by kind")
+      .def_readonly("cache_mismatched_devices", &Report::cache_mismatched_devices,
+                    "devices the leader's cache counts otherwise than the API objects at the end")
       .def_readonly("end_ms", &Report::end_ms)
       .def("__repr__", [](const Report& r) {
         return Repr("Report", {{"pods", py::cast(r.pods)},

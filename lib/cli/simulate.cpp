@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -117,6 +118,12 @@ double FragmentedAt90(const sim::Report& r) {
   return 0;
 }
 
+double Total(const std::map<std::string, std::uint64_t>& by_kind) {
+  double n = 0;
+  for (const auto& [kind, count] : by_kind) n += static_cast<double>(count);
+  return n;
+}
+
 std::vector<Column> Columns(const sim::Experiment& experiment) {
   using Show = Column::Show;
   bool replicas = false, timed = false;
@@ -177,6 +184,14 @@ std::vector<Column> Columns(const sim::Experiment& experiment) {
        "registration writes more than one replica made for the same node"},
       {"unavailable", "UNAVAILABLE", [](const sim::Report& r) { return r.unavailable_ms; }, Millis,
        if_replicas, "time no replica could answer Filter"},
+      {"drift_found", "DRIFT FOUND", [](const sim::Report& r) { return Total(r.drift_found); },
+       Count, if_any,
+       "differences between a replica's cache and the API objects its audits confirmed"},
+      {"drift_healed", "HEALED", [](const sim::Report& r) { return Total(r.drift_healed); }, Count,
+       if_any, "of those, the ones the audits healed"},
+      {"cache_wrong", "CACHE WRONG",
+       [](const sim::Report& r) { return r.cache_mismatched_devices; }, Count, if_any,
+       "devices the leader's cache counted otherwise than the API objects at the end"},
   };
 }
 

@@ -106,7 +106,7 @@ fits_120() {  # fits_120 NAME COMMAND...
   fi
 }
 fits_120 "make demo" bash "$here/examples/demo.sh" "$devshare"
-for scenario in default lock-storm failover plugin-faults handshake-storm; do
+for scenario in default lock-storm failover plugin-faults drift handshake-storm; do
   fits_120 "simulate --scenario $scenario" "$devshare" simulate --scenario "$scenario"
 done
 bad=$(mktemp)

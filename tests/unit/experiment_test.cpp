@@ -190,7 +190,7 @@ TEST_CASE("experiment: openb files are read from the directory given, the file's
 
 TEST_CASE("experiment: the shipped scenarios parse and expand") {
   const std::vector<std::string_view> names = BuiltinScenarioNames();
-  CHECK(names.size() == 7);
+  CHECK(names.size() == 8);
   for (std::string_view name : names) {
     CAPTURE(name);
     FakeFiles files;
@@ -204,6 +204,30 @@ TEST_CASE("experiment: the shipped scenarios parse and expand") {
   }
   CHECK(BuiltinScenario("best").status().message() ==
         "no scenario named 'best' (shipped: default, handshake-storm, lock-storm, failover, "
-        "plugin-faults, openb, "
-        "openb-replay)");
+        "plugin-faults, drift, openb, openb-replay)");
+}
+
+TEST_CASE("experiment: audits and the drift faults read from a scenario file") {
+  Result<Experiment> e = ParseExperiment(R"(
+name: d
+end: 5m
+nodes: [{count: 2, gpus: 1}]
+faults:
+  - {kind: missed-events, at: 1m, for: 30s}
+  - {kind: pod-deleted-in-bind, at: 2m}
+  - {kind: node-replaced, node: node-1, at: 3m}
+audit: {period: 1m, grace: 20s}
+)",
+                                         LoadOptions{});
+  REQUIRE(e.ok());
+  const Scenario& s = e->variants.front().scenario.settings;
+  CHECK(s.audit_period_ms == 60000);
+  CHECK(s.engine.audit_grace_ms == 20000);
+  REQUIRE(s.faults.size() == 3);
+  CHECK(s.faults[0].kind == Fault::Kind::kMissedEvents);
+  CHECK(s.faults[2].node == "node-1");
+  Result<Experiment> bad = ParseExperiment(
+      "nodes: [{count: 1}]\nfaults: [{kind: node-replaced, at: 1m}]\n", LoadOptions{});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("node") != std::string::npos);
 }

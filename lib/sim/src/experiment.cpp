@@ -584,6 +584,11 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
   boost::json::object calls, reasons;
   for (const auto& [verb, n] : r.api_calls) calls[verb] = n;
   for (const auto& [reason, n] : r.pending_reasons) reasons[reason] = n;
+  auto counts = [](const std::map<std::string, std::uint64_t>& by_name) {
+    boost::json::object o;
+    for (const auto& [name, n] : by_name) o[name] = n;
+    return o;
+  };
   boost::json::array percentiles(r.latency_percentiles.begin(), r.latency_percentiles.end());
   boost::json::array curve;
   for (const FragmentationSample& f : r.fragmentation_curve) curve.push_back(SampleObject(f));
@@ -615,6 +620,10 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
                                    {"nodesDropped", r.nodes_dropped},
                                    {"duplicateRegistrationWrites", r.duplicate_registration_writes},
                                    {"unavailableMs", r.unavailable_ms},
+                                   {"driftInjected", counts(r.drift_injected)},
+                                   {"driftFound", counts(r.drift_found)},
+                                   {"driftHealed", counts(r.drift_healed)},
+                                   {"cacheMismatchedDevices", r.cache_mismatched_devices},
                                    {"endMs", r.end_ms}};
   for (const auto& field : fields) out.insert(field);
   return out;

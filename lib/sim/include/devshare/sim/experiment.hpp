@@ -118,6 +118,9 @@ inline constexpr std::string_view kSummaryFigures[] = {"pods",
                                                        "nodes_dropped",
                                                        "duplicate_handshakes",
                                                        "unavailable",
+                                                       "drift_found",
+                                                       "drift_healed",
+                                                       "cache_wrong",
                                                        "writes_by_verb"};
 
 // What a summary of the experiment shows: the figures that answer its
