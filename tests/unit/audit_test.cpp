@@ -9,6 +9,7 @@
 
 #include "devshare/annotations.hpp"
 #include "devshare/engine/engine.hpp"
+#include "devshare/kube/audit_wire.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -352,4 +353,59 @@ TEST_CASE("audit: kinds are named for metrics and logs") {
   CHECK(DriftKindName(DriftKind::kAllocationMissed) == "allocation-missed");
   CHECK(DriftKindName(DriftKind::kLockLost) == "lock-lost");
   CHECK(kDriftKindNames.size() == kDriftKinds);
+}
+
+TEST_CASE("audit: a metadata list page decodes, and what does not decode says where") {
+  using devshare::kube::DecodeMetadataPage;
+  auto page = DecodeMetadataPage(
+      R"({"kind":"PartialObjectMetadataList","metadata":{"continue":"abc"},"items":[)"
+      R"({"metadata":{"name":"p1","namespace":"default","uid":"u1",)"
+      R"("annotations":{"hami.io/vgpu-node":"gpu-a","a":"b"}}},{"metadata":{"name":"gpu-a"}}]})");
+  REQUIRE(page.ok());
+  CHECK(page->continue_token == "abc");
+  REQUIRE(page->objects.size() == 2);
+  CHECK(page->objects[0].object_namespace == "default");
+  CHECK(page->objects[0].uid == "u1");
+  CHECK(*page->objects[0].annotations.Find("hami.io/vgpu-node") == "gpu-a");
+  CHECK(page->objects[1].object_namespace.empty());
+  for (const char* empty : {R"({"items":null})", R"({"metadata":{}})", R"({"items":[]})"}) {
+    CAPTURE(empty);
+    auto e = DecodeMetadataPage(empty);
+    REQUIRE(e.ok());
+    CHECK(e->objects.empty());
+  }
+  struct Bad {
+    const char* json;
+    const char* says;
+  };
+  for (
+      const Bad& bad :
+      {Bad{"", "not JSON"}, Bad{"[]", "not a JSON object"},
+       Bad{R"({"items":{}})", "items is not an array"},
+       Bad{R"({"items":[1]})", "items[0].metadata"},
+       Bad{R"({"items":[{"metadata":{"uid":"u"}}]})", "items[0].metadata.name"},
+       Bad{R"({"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b","annotations":{"k":1}}}]})",
+           "items[1].metadata.annotations[\"k\"]"},
+       Bad{R"({"metadata":{"continue":7},"items":[]})", "metadata.continue"}}) {
+    CAPTURE(bad.json);
+    auto r = DecodeMetadataPage(bad.json);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kMalformed);
+    CHECK(std::string(r.status().message()).find(bad.says) != std::string::npos);
+  }
+}
+
+TEST_CASE("audit: /debug/audit's JSON carries the differences, the totals and the LIST's cost") {
+  Cluster c({Holding("a", "n1", 8000)});
+  c.server.clear();
+  c.Audit(kT0);
+  AuditReport r = c.Audit(kT0 + kGrace);
+  const std::string json = devshare::kube::EncodeAuditReport(
+      r, c.engine.audit_totals(), devshare::kube::AuditListCost{2, 1, 512, 0.25}, 3.5);
+  CHECK(json.find(R"("kind":"pod-gone","object":"default/a","uid":"uid-a")") != std::string::npos);
+  CHECK(json.find(R"("confirmed":true,"healed":true)") != std::string::npos);
+  CHECK(json.find(R"("list":{"pages":2,"nodes":1,"pods":0,"bytes":512,"seconds":2.5E-1})") !=
+        std::string::npos);
+  CHECK(json.find(R"("totals":{"pod-gone":1,)") != std::string::npos);
+  CHECK(json.find(R"("audits":2)") != std::string::npos);
 }

@@ -41,9 +41,10 @@ Result<MetadataPage> DecodeMetadataPage(std::string_view json) {
         !s.ok())
       return s;
   }
+  // An empty PartialObjectMetadataList has "items": null.
   const bj::value* items = root.if_contains("items");
-  if (items == nullptr || !items->is_array())
-    return Bad("items is missing or not an array", "items");
+  if (items == nullptr || items->is_null()) return page;
+  if (!items->is_array()) return Bad("items is not an array", "items");
   page.objects.reserve(items->get_array().size());
   std::size_t i = 0;
   for (const bj::value& item : items->get_array()) {

@@ -25,8 +25,9 @@ struct MetadataPage {
 // One page of a list. Only each item's metadata is read (name, namespace,
 // uid, annotations), so a full object list decodes too. Errors: kMalformed
 // naming the JSON path (for example `items[3].metadata.annotations`): not
-// JSON, no items array, an item without a name, an annotation that is not
-// a string.
+// JSON, items that are not an array, an item without a name, an
+// annotation that is not a string. An empty list's items may be null or
+// left out.
 Result<MetadataPage> DecodeMetadataPage(std::string_view json);
 
 // The answer of `/debug/audit`:
