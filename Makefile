@@ -28,7 +28,7 @@ RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver compare e2e image test-image test-serve test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -202,11 +202,34 @@ plots: python
 openb: python
 	$(VENV_PY) examples/python/openb_fill.py
 
+# What the drift auditor's LIST costs on a big cluster: AUDIT_NODES nodes and
+# twice as many pods holding devices on the real control plane, then
+# AUDIT_RUNS audits through /debug/audit (tests/e2e/audit-cost.sh).
+AUDIT_NODES ?= 5000
+AUDIT_RUNS ?= 5
+audit-cost: build
+	@E2E_DIR=$(CURDIR)/$(E2E_BUILD)/audit-cost DEVSHARE=$(CURDIR)/$(DEVSHARE) \
+	  bash tests/e2e/control-plane.sh run -- bash tests/e2e/audit-cost.sh $(AUDIT_NODES) $(AUDIT_RUNS)
+
 # devshare serve against a real control plane on loopback (etcd, kube-apiserver,
 # kube-scheduler; tests/e2e/README.md); not part of `make test`: the first build
 # of the Kubernetes binaries is long, later runs reuse the cache. .ci/run runs it.
 e2e: build
 	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) bash tests/e2e/run.sh
+
+# The soak and fault test on the same control plane (tests/e2e/soak.sh): two
+# devshare serve replicas under Poisson churn of GPU pods for SOAK_MINUTES on
+# SOAK_NODES nodes while faults are injected one after another (watch cut,
+# 429/500 answers, leader killed mid-bind, follower stopped past its Lease,
+# node re-created, clock step, API server and etcd restarts), the cluster
+# recounted from the API objects every minute:
+#   make soak SOAK_MINUTES=120 SOAK_NODES=300 [SOAK_SEED=1] [SOAK_FAULTS=a,b]
+# The summary is in $(E2E_BUILD)/soak.json (SOAK_JSON). `make e2e` runs a 5-minute one.
+SOAK_MINUTES ?= 120
+SOAK_NODES   ?= 300
+soak: build
+	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) SOAK_MINUTES=$(SOAK_MINUTES) \
+	  SOAK_NODES=$(SOAK_NODES) bash tests/e2e/run.sh soak
 
 # The container image as an OCI archive, built without a registry or a daemon
 # (scripts/build-image.sh), and its check from its own root file system.
