@@ -375,6 +375,7 @@ class Soak:
         self.pending_violations: dict[str, float] = {}
         self.lost: set[str] = set()
         self.crashes: list[str] = []
+        self.reported: set[tuple[str, str]] = set()
         self.over_seen: set[str] = set()
         self.recount_problems: set[str] = set()
         self.lease_samples: list[tuple[float, str]] = []
@@ -748,6 +749,14 @@ class Soak:
                                       "list": a.get("list"), "totals": a.get("totals"),
                                       "differences": len(a.get("differences", []))}
 
+    def handovers(self) -> list[str]:
+        out, last = [], None
+        for t, holder in self.lease_samples:
+            if holder != last:
+                out.append(f"{time.strftime('%H:%M:%S', time.localtime(t))} {holder or 'nobody'}")
+                last = holder
+        return out
+
     def sample_processes(self) -> None:
         t = time.time()
         for r in self.replicas:
@@ -969,25 +978,37 @@ class Soak:
 
     # --- the recount's verdicts ---
     def recount_check(self, label: str) -> None:
+        """The recount's checks; each problem fails the first recount that finds it (a device
+        still over at a later one is named there, without failing it again)."""
         snap = self.poll()
         if snap is None:
             self.check(f"recount {label}: the API server answers the LISTs", False)
             return
         self.scan_audit()
         used, total = snap.memory()
-        self.check(f"recount {label}: no GPU over its memory, cores or slots", not snap.over,
-                   "; ".join(snap.over[:3]) if snap.over else f"{used * 100 // max(total, 1)}% of GPU memory held")
-        self.check(f"recount {label}: bound pods carry their devices, of their node", not snap.problems,
-                   "; ".join(snap.problems[:3]))
         with self.lock:
-            lost = sorted(self.lost)
-            stale = list(self.stale_writes)
-            viol = dict(self.pending_violations)
+            reported = self.reported
+            new_over = [d for d in snap.over if ("over", d) not in reported]
+            new_problems = [p for p in snap.problems if ("problem", p) not in reported]
+            lost = [n for n in sorted(self.lost) if ("lost", n) not in reported]
+            stale = [w for w in self.stale_writes if ("stale", w) not in reported]
+            viol = {n: w for n, w in self.pending_violations.items() if ("pending", n) not in reported}
+            reported.update([("over", d) for d in new_over] + [("problem", p) for p in new_problems] +
+                            [("lost", n) for n in lost] + [("stale", w) for w in stale] +
+                            [("pending", n) for n in viol])
+        still = len(snap.over) - len(new_over)
+        self.check(f"recount {label}: no GPU over its memory, cores or slots", not new_over,
+                   "; ".join(new_over[:3]) if new_over else
+                   f"{used * 100 // max(total, 1)}% of GPU memory held"
+                   + (f"; {still} device(s) found over before are still over" if still else ""))
+        self.check(f"recount {label}: bound pods carry their devices, of their node", not new_problems,
+                   "; ".join(new_problems[:3]))
         self.check(f"recount {label}: no pod lost", not lost, ", ".join(lost[:5]))
         self.check(f"recount {label}: no write by a replica not holding the Lease", not stale,
-                   "; ".join(stale[:3]))
+                   f"{len(stale)}: " + "; ".join(stale[:3]) if stale else "")
         self.check(f"recount {label}: no pod pending > {PENDING_LIMIT:.0f} s while a node fits it",
-                   not viol, ", ".join(f"{n} {s:.0f} s" for n, s in list(viol.items())[:5]))
+                   not viol, f"{len(viol)} pods: " + ", ".join(f"{n} {s:.0f} s" for n, s in list(viol.items())[:5])
+                   if viol else "")
 
     # --- the run ---
     def plan_faults(self, start: float, seconds: float) -> list[tuple[float, str]]:
@@ -1194,6 +1215,8 @@ class Soak:
                 "max_pending_while_fits_s": round(self.max_pending_fit, 1),
                 "pending_while_fits_over_30s": {n: round(s, 1) for n, s in self.pending_violations.items()},
                 "stale_leader_writes": self.stale_writes[:50],
+                "stale_leader_writes_total": len(self.stale_writes),
+                "lease_handovers": self.handovers(),
                 "writes_by_replica": {f"{w} {v} {r} {'ok' if ok else 'failed'}": n
                                       for (w, v, r, ok), n in sorted(self.writes.items())},
                 "leaks": leaks,
@@ -1234,7 +1257,8 @@ class Soak:
         print(f"over-allocations     {s['over_allocations']}")
         print(f"max pending while a node fits  {s['max_pending_while_fits_s']} s "
               f"({len(s['pending_while_fits_over_30s'])} pods over 30 s)")
-        print(f"stale-leader writes  {len(s['stale_leader_writes'])}")
+        print(f"stale-leader writes  {s['stale_leader_writes_total']}")
+        print(f"Lease holders        {', '.join(s['lease_handovers'])}")
         for name, per in s["leaks"]["replicas"].items():
             for inst in per:
                 print(f"replica {name} pid {inst['pid']:<7} {inst['minutes']} min: RSS {inst['rss_kib_first'] // 1024}"
