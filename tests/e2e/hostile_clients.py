@@ -322,8 +322,14 @@ def main() -> int:
 
         def phase(label: str, run: Callable[[], None]) -> None:
             start = time.time()
-            run()
+            try:
+                run()
+            except (OSError, ssl.SSLError) as e:  # serve gone, or refusing
+                check(f"the {label} attack ran to its end", False, repr(e))
             phases.append((label, start, time.time()))
+            for name, serve in (("plain", plain), ("tls", tls)):
+                check(f"{name} serve is running after the {label} attack", serve._serve.poll() is None,
+                      serve.log_tail(500))
 
         # Slow headers: a request line and one header, then a byte every 2 s.
         def slow_headers() -> None:
