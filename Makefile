@@ -44,7 +44,7 @@ demo: build
 
 test: build
 	@rm -f $(RESULTS)
-	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-serve test-observability test-python test-oracle
+	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-serve test-hostile test-observability test-python test-oracle
 	@awk '{p += $$2; f += $$3; s += $$4} END {printf "make test: %d passed, %d failed%s\n", p, f, \
 	  (s ? sprintf(", %d skipped", s) : ""); exit f > 0}' $(RESULTS)
 
@@ -85,6 +85,12 @@ fuzz: fuzz-build
 # devshare serve end to end against the stand-in API server (tests/e2e).
 test-serve: build
 	@$(PYTHON) tests/e2e/serve_check.py $(DEVSHARE) $(RESULTS)
+
+# devshare serve under hostile clients (slow headers and bodies, 10,000 idle
+# connections, malformed TLS, oversized requests) while a well-behaved client
+# is served: latency, RSS and descriptors (tests/e2e/hostile_clients.py).
+test-hostile: build
+	@$(PYTHON) tests/e2e/hostile_clients.py $(DEVSHARE) $(RESULTS)
 
 # The Grafana dashboard and Prometheus rules in deploy/ against a running serve
 # (promtool from Debian's prometheus package, installed when missing).
