@@ -18,6 +18,11 @@
 #                      pods one at a time): devshare and HAMi each bind every
 #                      pod, no device over its memory, every placement as
 #                      devshare explain says or a documented difference
+#   soak.sh            the soak and fault test, bounded: 5 minutes of pod churn
+#                      on 100 nodes (seed 1) with a watch cut, 429/500 answers,
+#                      the leader killed mid-bind and a node re-created
+# `run.sh soak` runs the soak suite alone with SOAK_MINUTES, SOAK_NODES,
+# SOAK_SEED and SOAK_FAULTS as given (make soak).
 # Prints the time of each step and "e2e-cluster: N passed, N failed" last.
 # If the binaries cannot be provided it says so and reports the run as
 # skipped (never as passed).
@@ -61,6 +66,21 @@ suite() {  # suite NAME LOG CONTROL-PLANE-ARGS...
   echo "e2e-cluster: $name took $((SECONDS - t))s (exit $rc)"
 }
 
+soak_suite() {  # soak_suite MINUTES NODES: soak.sh in a control plane of its own
+  local soak_port
+  soak_port=$(free_port)
+  E2E_EXTENDER_URL=https://127.0.0.1:$soak_port DEVSHARE_PROXY_PORT=$soak_port DEVSHARE=$DEVSHARE \
+    SOAK_MINUTES=$1 SOAK_NODES=$2 SOAK_JSON=${SOAK_JSON:-$out/soak.json} \
+    suite soak "$out/soak.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/soak.sh"
+}
+if [ "${1:-}" = soak ]; then
+  soak_suite "${SOAK_MINUTES:-120}" "${SOAK_NODES:-300}"
+  echo "e2e-cluster: all done in $((SECONDS - t0))s"
+  echo "e2e-cluster: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
+
 suite smoke "$out/smoke.log" -- bash "$here/smoke.sh"
 
 ext_port=$(free_port)
@@ -93,6 +113,9 @@ E2E_BUILD=$out COMPARE_AGREEMENT_PODS=10 DEVSHARE=$DEVSHARE bash "$here/run-comp
 rc=${PIPESTATUS[0]}
 tally "$out/compare.log" "$rc"
 echo "e2e-cluster: compare took $((SECONDS - t))s (exit $rc)"
+
+# Bounded for CI (at most ~8 minutes): fixed seed, the faults that fit 5 minutes.
+SOAK_SEED=${SOAK_SEED:-1} SOAK_FAULTS=${E2E_SOAK_FAULTS:-} soak_suite "${E2E_SOAK_MINUTES:-5}" "${E2E_SOAK_NODES:-100}"
 
 echo "e2e-cluster: all done in $((SECONDS - t0))s"
 echo "e2e-cluster: $passed passed, $failed failed"

@@ -8,8 +8,8 @@
 #   (make soak does this; run.sh runs a 5-minute one)
 #
 # SOAK_NODES GPU nodes (default 200; 1-8 GPUs of 16-80 GiB), two devshare
-# serve replicas electing a leader (replica b under libfaketime when the
-# clock step is among the faults), ready_proxy.py in front of them as the
+# serve replicas electing a leader (under libfaketime, a clock file each, when
+# the clock step is among the faults), ready_proxy.py in front of them as the
 # extender and webhook, plugin_standin.py as the device plugins, and
 # fault_proxy.py between each replica and the API server (its own CA and
 # certificate; one client identity per replica, devshare-serve-a and -b, so
@@ -22,7 +22,8 @@
 #   follower-stop    the follower SIGSTOPped 40 s (past the 15 s Lease), SIGCONT
 #   node-recreate    the node with most pods deleted with its pods, created again
 #                    with other GPUs under the same name
-#   clock-step       replica b's wall clock stepped +600 s for 60 s, then back
+#   clock-step       the follower's wall clock stepped +600 s for 60 s, then back;
+#                    then the leader's (libfaketime; the monotonic clock untouched)
 #   apiserver-restart, etcd-restart   control-plane.sh restart
 # default: the first four and node-recreate under 30 minutes, all of them
 # otherwise) and recounts the cluster every minute (see soak_churn.py).
@@ -83,8 +84,7 @@ if [[ ,$SOAK_FAULTS, == *,clock-step,* ]]; then
       echo "soak: libfaketime could not be installed: the clock step will fail"
   fi
   SOAK_FAKETIME_LIB=$(faketime_lib || true)
-  export SOAK_FAKETIME_FILE=$work/faketime
-  echo "+0" >"$SOAK_FAKETIME_FILE"
+  export SOAK_FAKETIME_FILE=$work/faketime  # -a, -b: each replica's offset
 fi
 
 # Certificates: the fault proxy's own CA and serving certificate, and one

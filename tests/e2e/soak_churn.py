@@ -145,13 +145,23 @@ class Replica:
         args += ENV.get("SOAK_SERVE_ARGS", "").split()
         env = dict(ENV)
         if self.faketime:
-            env.update(LD_PRELOAD=self.faketime, FAKETIME_TIMESTAMP_FILE=ENV["SOAK_FAKETIME_FILE"],
+            if not os.path.exists(self.clock_file()):
+                self.step_clock("+0")
+            env.update(LD_PRELOAD=self.faketime, FAKETIME_TIMESTAMP_FILE=self.clock_file(),
                        FAKETIME_CACHE_DURATION="1", FAKETIME_DONT_FAKE_MONOTONIC="1")
         logf = open(os.path.join(ENV["E2E_LOGS"], f"devshare-{self.name}.log"), "ab")
         self.proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, env=env,
                                      stdin=subprocess.DEVNULL)
         logf.close()
         self.instances.append({"pid": self.proc.pid, "start": time.time(), "samples": []})
+
+    def clock_file(self) -> str:
+        return f"{ENV['SOAK_FAKETIME_FILE']}-{self.name}"
+
+    def step_clock(self, offset: str) -> None:
+        """The wall clock libfaketime gives the process: OFFSET seconds from the real one."""
+        with open(self.clock_file(), "w") as f:
+            f.write(offset + "\n")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -394,7 +404,8 @@ class Soak:
         faults = [f for f in ENV.get("SOAK_FAULTS", "").split(",") if f]
         self.fault_plan = faults
         self.replicas = [
-            Replica("a", int(ENV["SOAK_PORT_A"]), ENV["SOAK_KUBECONFIG_A"], None),
+            Replica("a", int(ENV["SOAK_PORT_A"]), ENV["SOAK_KUBECONFIG_A"],
+                    fake if fake and "clock-step" in faults else None),
             Replica("b", int(ENV["SOAK_PORT_B"]), ENV["SOAK_KUBECONFIG_B"],
                     fake if fake and "clock-step" in faults else None)]
         self.snapshot: Snapshot | None = None
@@ -772,12 +783,35 @@ class Soak:
         return json.loads(data)
 
     def probe(self, label: str) -> float | None:
-        name = self.new_pod("probe", (1, 1024, 0), lifetime=10)
+        """Seconds from a probe pod's creation (tried for up to 60 s: the API server or the
+        webhook may still be coming back) to its binding; None when not bound within 60 s."""
+        with self.lock:
+            self.seq += 1
+            name = f"probe-{self.seq:06d}"
+            self.pods[name] = {"kind": "probe", "want": (1, 1024, 0), "lifetime": 10.0, "created": None,
+                               "asked": time.time(), "bound": None, "node": "", "deleted": None,
+                               "fitset": None, "fit_since": None}
         t0 = time.time()
-        while time.time() - t0 < 60:
+        while True:
+            status, _ = self.api.call("POST", f"{NS}/pods", pod_json(name, (1, 1024, 0)), timeout=10)
+            if 200 <= status < 300 or status == 409:
+                break
+            if time.time() - t0 > 60:
+                with self.lock:
+                    self.pods[name]["deleted"] = time.time()
+                log(f"probe {name} after {label} could not be created (HTTP {status})")
+                return None
+            time.sleep(1)
+        t1 = time.time()
+        with self.lock:
+            self.pods[name]["created"] = t1
+            self.counts["created"] += 1
+        if t1 - t0 > 2:
+            log(f"probe {name} after {label}: created {t1 - t0:.0f} s after the first try")
+        while time.time() - t1 < 60:
             pod = self.api.json("GET", f"{NS}/pods/{name}", timeout=5)
             if pod and pod["spec"].get("nodeName"):
-                return time.time() - t0
+                return time.time() - t1
             time.sleep(0.5)
         return None
 
@@ -940,24 +974,29 @@ class Soak:
         return err is None
 
     def fault_clock_step(self, record: dict) -> bool:
-        r = next((r for r in self.replicas if r.faketime), None)
-        if r is None:
-            record["notes"].append("libfaketime is not available: no replica runs with a fake clock")
+        """The follower's wall clock stepped ahead (it must not take the Lease it sees as
+        expired by its clock), then back; then the leader's."""
+        if not all(r.faketime for r in self.replicas):
+            record["notes"].append("libfaketime is not available: the replicas run with the real clock")
             return False
-        role = "leader" if self.leader() is r else "follower"
         step = ENV.get("SOAK_CLOCK_STEP", "+600")
         stale_before = len(self.stale_writes)
-        with open(ENV["SOAK_FAKETIME_FILE"], "w") as f:
-            f.write(step + "\n")
-        time.sleep(60)
-        role2 = "leader" if self.leader() is r else "follower"
-        with open(ENV["SOAK_FAKETIME_FILE"], "w") as f:
-            f.write("+0\n")
-        time.sleep(45)
+        for role in ("follower", "leader"):
+            leader = self.leader()
+            if leader is None:
+                record["notes"].append(f"no leader to find the {role} by")
+                return False
+            r = leader if role == "leader" else next(x for x in self.replicas if x is not leader)
+            r.step_clock(step)
+            time.sleep(60)
+            after = self.lease_holder()
+            r.step_clock("+0")
+            time.sleep(20)
+            record["notes"].append(f"{role} {r.name}'s clock {step} s for 60 s, then back "
+                                   f"(the Lease then with {after or 'nobody'})")
+        time.sleep(10)
         self.scan_audit()
-        record["notes"].append(f"replica {r.name}'s clock stepped {step} s while {role} (then {role2}), "
-                               f"60 s later back")
-        self.check(f"clock-step: no write by a replica that was not holding the Lease",
+        self.check("clock-step: no write by a replica that was not holding the Lease",
                    len(self.stale_writes) == stale_before,
                    "; ".join(self.stale_writes[stale_before:stale_before + 3]))
         return True
