@@ -530,8 +530,10 @@ def main() -> int:
             p.wait()
         for w in watches.values():
             w.stop()
-        plain.stop()
-        tls.stop()
+        for name, serve in (("plain", plain), ("tls", tls)):
+            serve.stop()
+            check(f"{name} serve stops cleanly on SIGTERM", serve.returncode == 0,
+                  (serve.returncode, serve.log_tail(500)))
 
     if watches:
         print("\nRSS and descriptors of serve:")
