@@ -949,14 +949,21 @@ class Soak:
         if status >= 300:
             record["notes"].append(f"DELETE node {node}: HTTP {status}")
             return False
-        victims = [n for n, p in snap.pods.items() if p["node"] == node]
-        with self.lock:
-            for n in victims:
-                if n in self.pods and self.pods[n]["deleted"] is None:
-                    self.pods[n]["deleted"] = time.time()
-        for n in victims:  # as the node lifecycle controller does after the eviction
-            self.delete_pod(n, "node_gone")
-        time.sleep(float(ENV.get("SOAK_NODE_GONE_SECONDS", "5")))
+        # Its pods, as the node lifecycle controller evicts them: listed now, and again after the
+        # binds that were in flight when the node went have landed.
+        victims: list[str] = []
+        for _ in range(2):
+            listed = self.api.json("GET", f"{NS}/pods?fieldSelector=spec.nodeName%3D{node}", timeout=30)
+            fresh = [p["metadata"]["name"] for p in (listed or {"items": []})["items"]
+                     if p["metadata"]["name"] not in victims]
+            with self.lock:
+                for n in fresh:
+                    if n in self.pods and self.pods[n]["deleted"] is None:
+                        self.pods[n]["deleted"] = time.time()
+            for n in fresh:
+                self.delete_pod(n, "node_gone")
+            victims += fresh
+            time.sleep(float(ENV.get("SOAK_NODE_GONE_SECONDS", "5")) / 2)
         err = self.register_node(node_json(node, new_gpus, new_mem, gen))
         record["notes"].append(f"node {node} ({gpus} x {old_mem} MiB) deleted with its {len(victims)} "
                                f"pods, created again with {new_gpus} x {new_mem} MiB (new device ids)"
