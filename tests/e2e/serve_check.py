@@ -12,8 +12,10 @@ method, 413 for a body over 1 MiB. Then the drift auditor (/debug/audit on
 a serve whose grace is 0: a placement the stand-in's pods never show is a
 pod gone from the API server, healed by a read that finds none) and who may
 call what (a serve listening on 0.0.0.0 refuses the extender's routes there
-and serves them on its loopback extender listener; a non-loopback extender
-listener without a client CA is refused at start). Prints "serve: N passed,
+and serves them on its loopback extender listener; one on 0.0.0.0 with a
+client CA serves a client with a certificate of that CA and refuses one
+without, or with another CA's; a non-loopback extender listener without a
+client CA is refused at start). Prints "serve: N passed,
 M failed".
 
 Usage: python3 serve_check.py DEVSHARE [RESULTS]
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 
 from serve_stand_in import ServeStandIn, free_port
@@ -98,10 +103,57 @@ def listener_checks(devshare: str, check) -> None:
         status, answer = serve.call("POST", "/bind", bind, port=extender_port)
         check("listeners: /bind on the loopback extender listener is served",
               status == 200 and json.loads(answer) == {"Error": ""}, (status, answer[:200]))
+    client_certificate_checks(devshare, check)
     refused = subprocess.run([devshare, "serve", "--kubeconfig", "/dev/null", "--listen", "127.0.0.1:0",
                               "--extender-listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=20)
     check("listeners: a non-loopback extender listener without a client CA is refused at start",
           refused.returncode == 1 and "--extender-client-ca" in refused.stderr, refused.stderr)
+
+
+def client_certificate_checks(devshare: str, check) -> None:
+    """An extender listener the network reaches (0.0.0.0) with --extender-client-ca:
+    a client with a certificate of that CA is served, one without is refused."""
+    work = tempfile.mkdtemp()
+    f = lambda name: os.path.join(work, name)  # noqa: E731
+    def run(*args: str) -> None:
+        subprocess.run(list(args), check=True, capture_output=True)
+    for ca in ("ca", "other-ca"):
+        run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", f(f"{ca}.key"), "-out", f(f"{ca}.crt"), "-days", "1", "-subj", f"/CN={ca}")
+    for name, ca, ext in (("serve", "ca", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"),
+                          ("client", "ca", "extendedKeyUsage=clientAuth"),
+                          ("stranger", "other-ca", "extendedKeyUsage=clientAuth")):
+        run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", f(f"{name}.key"), "-out", f(f"{name}.csr"), "-subj", f"/CN={name}")
+        with open(f(f"{name}.ext"), "w") as e:
+            e.write(ext + "\n")
+        run("openssl", "x509", "-req", "-in", f(f"{name}.csr"), "-CA", f(f"{ca}.crt"), "-CAkey", f(f"{ca}.key"),
+            "-CAcreateserial", "-days", "1", "-extfile", f(f"{name}.ext"), "-out", f(f"{name}.crt"))
+    port = free_port()
+    with ServeStandIn(devshare, nodes=3, serve_args=[
+            "--extender-listen", f"0.0.0.0:{port}", "--extender-client-ca", f("ca.crt"),
+            "--tls-cert", f("serve.crt"), "--tls-key", f("serve.key")]) as serve:
+        def healthz(cert: str | None) -> int:
+            ctx = ssl.create_default_context(cafile=f("ca.crt"))
+            if cert:
+                ctx.load_cert_chain(f(f"{cert}.crt"), f(f"{cert}.key"))
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                    with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                        answer = tls.recv(4096)
+                return int(answer.split()[1]) if answer.startswith(b"HTTP/1.1") else 0
+            except (OSError, ssl.SSLError):
+                return 0
+
+        deadline = time.time() + 30
+        while healthz("client") != 200 and time.time() < deadline:
+            time.sleep(0.2)
+        check("client certificates: a client with a certificate of the CA is served",
+              healthz("client") == 200, serve.log_tail())
+        check("client certificates: a client without a certificate is refused", healthz(None) == 0)
+        check("client certificates: a client with another CA's certificate is refused",
+              healthz("stranger") == 0)
 
 
 def main() -> int:
