@@ -376,6 +376,41 @@ TEST_CASE("engine: following a Lease gates Filter on leadership and a pass") {
   CHECK_FALSE(engine.Ready(kNowMs + 16000));
 }
 
+TEST_CASE("engine: a bind whose replica stops leading writes nothing more") {
+  EngineOptions options;
+  options.leadership = Leadership::kFollowLease;
+  options.hostname = "sched-1";
+  Engine engine(options);
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  LeaseRecord lease;
+  lease.holder = "sched-1_abc";
+  lease.duration_seconds = 15;
+  lease.resource_version = "1";
+  engine.LeaseObserved(lease, kNowMs, out);
+  Pod pod = MakePod("p").Container(1, 1000, 10);
+  engine.PodObserved(pod);
+  engine.Filter(1, pod, {}, kNowMs, out);
+  REQUIRE(Of<FilterReply>(out).at(0).nodes == std::vector<std::string>{"n1"});
+  out.clear();
+  engine.Bind(2, "default", "p", "uid-p", "n1", kNowMs, out);
+  const std::uint64_t lock = Of<PatchNode>(out).at(0).id;
+  out.clear();
+  // The lock write answers after the Lease has lapsed (renewals never seen):
+  // no Binding, the bind fails, the reservation goes.
+  engine.ApiResult(lock, true, kNowMs + 16000, out);
+  CHECK(Of<PostBinding>(out).empty());
+  CHECK(Of<PatchPod>(out).empty());
+  auto replies = Of<BindReply>(out);
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].error.starts_with("not ready: leadership lost"));
+  CHECK_FALSE(engine.snapshot().PodUsageOf("uid-p").ok());
+  out.clear();
+  engine.Bind(3, "default", "p", "uid-p", "n1", kNowMs + 16000, out);  // and no new bind starts
+  CHECK(Of<PatchNode>(out).empty());
+  CHECK(Of<BindReply>(out).at(0).error.starts_with("not ready"));
+}
+
 namespace {
 
 // An engine whose node n1 is locked by a pending pod "holder", with pod p

@@ -132,6 +132,23 @@ TEST_CASE("Filter waits for one registration pass after leadership is gained") {
   CHECK_FALSE(FilterAllowed(f, kT0 + 300));
 }
 
+TEST_CASE("election: a leader that cannot read the Lease steps down at its renew deadline") {
+  ElectionConfig cfg;
+  cfg.identity = "host-1_u1";
+  Elector e;
+  ElectionDecision d = TryAcquireOrRenew(e, std::nullopt, cfg, "s", "kube-system", kT0);
+  REQUIRE(ElectionWriteResult(e, d, true, kT0) == LeaderEvent::kStartedLeading);
+  // The API server answers 429 and 500: reads fail; until the deadline the
+  // leader keeps trying, then it stops leading.
+  CHECK(ElectionReadFailed(e, cfg, kT0 + 5000) == LeaderEvent::kNone);
+  CHECK(e.leading);
+  CHECK(ElectionReadFailed(e, cfg, kT0 + cfg.renew_deadline_ms) == LeaderEvent::kNone);
+  CHECK(ElectionReadFailed(e, cfg, kT0 + cfg.renew_deadline_ms + 1) ==
+        LeaderEvent::kStoppedLeading);
+  CHECK_FALSE(e.leading);
+  CHECK(ElectionReadFailed(e, cfg, kT0 + 60000) == LeaderEvent::kNone);  // a follower: nothing
+}
+
 TEST_CASE("election: client-go's tryAcquireOrRenew") {
   ElectionConfig cfg;
   cfg.identity = "host-1_u1";

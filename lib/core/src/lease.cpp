@@ -208,6 +208,14 @@ Status ValidateElectionConfig(const ElectionConfig& c) {
   return Status();
 }
 
+LeaderEvent ElectionReadFailed(Elector& elector, const ElectionConfig& config,
+                               std::int64_t now_ms) {
+  if (!elector.leading || now_ms - elector.renewed_at_ms <= config.renew_deadline_ms)
+    return LeaderEvent::kNone;
+  elector.leading = false;
+  return LeaderEvent::kStoppedLeading;
+}
+
 ElectionDecision TryAcquireOrRenew(Elector& elector, const std::optional<LeaseRecord>& current,
                                    const ElectionConfig& config, std::string_view name,
                                    std::string_view lease_namespace, std::int64_t now_ms) {

@@ -14,6 +14,11 @@ namespace {
 
 std::int64_t Seconds(std::int64_t now_ms) { return now_ms / 1000; }
 
+// A bind step a replica that no longer leads must not take: another may be
+// placing on the same devices from a cache that never saw this placement.
+constexpr std::string_view kNotLeading =
+    "not ready: leadership lost while binding; nothing more is written";
+
 // A placement's annotations followed by bind-phase allocating and its time.
 StringMap WithBindStart(StringMap placement, std::int64_t now_ms) {
   const StringMap start = BindStartPatch(Seconds(now_ms));
@@ -435,6 +440,7 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                 std::nullopt,
                 0,
                 now_ms + options_.lock_retry_timeout_ms};
+  if (!Ready(now_ms)) return FailBind(flow, std::string(kNotLeading), out);
   if (impl_->pods.find(uid) == impl_->pods.end()) {
     return FailBind(flow, fmt::format("pod {}/{} not found", pod_namespace, name), out);
   }
@@ -469,6 +475,7 @@ void Engine::ReplyBind(const BindFlow& flow, std::string error, std::vector<Comm
 
 // The node locked: HAMi's bind-phase PATCH, or straight to the Binding.
 void Engine::Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
+  if (!Ready(now_ms)) return FailBind(flow, std::string(kNotLeading), out);
   if (options_.pod_writes == PodWrites::kWithBinding)
     return BindWithPlacement(std::move(flow), now_ms, out);
   const std::uint64_t id = NextId();
@@ -480,6 +487,7 @@ void Engine::Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& ou
 
 // A Binding carrying the placement and bind-phase allocating with its time.
 void Engine::BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
+  if (!Ready(now_ms)) return FailBind(flow, std::string(kNotLeading), out);
   const std::uint64_t id = NextId();
   flow.step = BindFlow::Step::kBinding;
   ++counters_.bindings;
@@ -491,6 +499,7 @@ void Engine::BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<C
 // One attempt at the node lock, decided on the watch cache; the write
 // carries the node's resourceVersion, so a stale view loses with a 409.
 void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out) {
+  if (!Ready(now_ms)) return FailBind(flow, std::string(kNotLeading), out);
   ++flow.attempt;
   auto node_memory = impl_->nodes.find(flow.node);
   if (node_memory == impl_->nodes.end())
@@ -647,6 +656,7 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
       return Locked(std::move(*b), now_ms, out);
     }
     case BindFlow::Step::kPhase: {
+      if (!Ready(now_ms)) return FailBind(*b, std::string(kNotLeading), out);
       b->step = BindFlow::Step::kBinding;
       const std::uint64_t next = NextId();
       ++counters_.bindings;

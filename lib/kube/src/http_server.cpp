@@ -261,7 +261,7 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
     response->set(http::field::content_type, r.content_type);
     for (const auto& [name, value] : r.headers) response->set(name, value);
     response->body() = std::move(r.body);
-    response->keep_alive(keep_alive && !server_->stopping);
+    response->keep_alive(keep_alive && !r.close && !server_->stopping);
     response->prepare_payload();
     Lowest().expires_after(server_->options.read_timeout);
     http::async_write(

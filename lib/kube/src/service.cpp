@@ -220,7 +220,12 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
                                      : reply.nodes.empty() ? "unschedulable"
                                                            : "placed";
     metrics.ObserveFilter(outcome, Seconds(pending.start));
-    pending.respond(Json(200, EncodeFilterResult(pending.args, reply)));
+    HttpResponse response = Json(200, EncodeFilterResult(pending.args, reply));
+    // Refused: this replica does not lead. The client's next request goes on
+    // a new connection, which a Service sends to the ready replica (a kept
+    // connection would stay with this one).
+    response.close = outcome == "refused";
+    pending.respond(std::move(response));
   }
 
   void Run(engine::BindReply& reply) {
@@ -229,7 +234,9 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     auto [respond, start] = std::move(it->second);
     binds.erase(it);
     metrics.ObserveBind(reply.error.empty() ? "bound" : "failed", Seconds(start));
-    respond(Json(200, EncodeBindResult(reply.error)));
+    HttpResponse response = Json(200, EncodeBindResult(reply.error));
+    response.close = reply.error.starts_with("not ready");
+    respond(std::move(response));
   }
 
   static double Seconds(std::chrono::steady_clock::time_point start) {
@@ -316,7 +323,9 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         Result<LeaseRecord> decoded = DecodeLease(r.body);
         if (decoded.ok()) current = std::move(*decoded);
       }
-      if (r.status == 200 || r.status == 404) {
+      if (r.status != 200 && r.status != 404) {
+        ElectionReadFailed(self->elector, self->options.election, NowMs());
+      } else {
         ElectionDecision d =
             TryAcquireOrRenew(self->elector, current, self->options.election,
                               self->options.lease_name, self->options.lease_namespace, NowMs());
@@ -547,7 +556,9 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     if (!synced()) {
       metrics.ObserveFilter("refused", 0);
       engine::FilterReply refused{0, {}, {}, "not ready: the cluster cache is still syncing"};
-      return respond(Json(200, EncodeFilterResult(*args, refused)));
+      HttpResponse response = Json(200, EncodeFilterResult(*args, refused));
+      response.close = true;
+      return respond(std::move(response));
     }
     const std::uint64_t id = next_request++;
     const auto start = std::chrono::steady_clock::now();

@@ -133,6 +133,12 @@ struct ElectionDecision {
 DEVSHARE_EXPORT ElectionDecision TryAcquireOrRenew(
     Elector& elector, const std::optional<LeaseRecord>& current, const ElectionConfig& config,
     std::string_view name, std::string_view lease_namespace, std::int64_t now_ms);
+// The Lease could not be read (the API server answered neither the Lease
+// nor 404, or did not answer): a leader whose last renewal is older than
+// the renew deadline steps down, as client-go's renew loop gives up at its
+// deadline whatever made the tries fail. Returns kStoppedLeading then.
+DEVSHARE_EXPORT LeaderEvent ElectionReadFailed(Elector& elector, const ElectionConfig& config,
+                                               std::int64_t now_ms);
 // The write of a kCreate/kAcquire/kRenew succeeded (true) or failed, for
 // example with 409 (false). Returns kStartedLeading when leadership began.
 DEVSHARE_EXPORT LeaderEvent ElectionWriteResult(Elector& elector, const ElectionDecision& decision,

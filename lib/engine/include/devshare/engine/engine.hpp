@@ -24,7 +24,10 @@
 //            carrying the device annotations and bind-phase allocating (HAMi:
 //            a bind-phase PATCH, then the Binding); or, lock-free, the
 //            Binding alone. Any failure releases the lock and the reservation
-//            and marks the pod failed (W8).
+//            and marks the pod failed (W8). Every step checks leadership
+//            first (Ready): a bind of a replica that stopped leading fails
+//            without another write, since the new leader places from a
+//            cache that never saw its reservation.
 //
 // Thread-safety: none; one engine is driven by one thread.
 #ifndef DEVSHARE_ENGINE_ENGINE_HPP_

@@ -64,6 +64,9 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Close the connection after this answer (`Connection: close`): the
+  // client's next request opens a new one.
+  bool close = false;
 };
 
 using Responder = std::function<void(HttpResponse)>;
