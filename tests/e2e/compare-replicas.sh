@@ -47,10 +47,6 @@ identity() {
       "$SERVE_KUBECONFIG" >"$E2E_DIR/$1.kubeconfig"
 }
 
-# as_host NAME COMMAND... &: COMMAND with the host name NAME (a UTS
-# namespace), in place of the background subshell, so that $! is COMMAND.
-as_host() { exec unshare -u sh -c 'hostname "$0" && exec "$@"' "$@"; }
-
 # replica R: starts replica R's extender and kube-scheduler; sets
 # extender_R, scheduler_R (PIDs) and port_R.
 replica() {

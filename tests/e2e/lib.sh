@@ -275,6 +275,11 @@ start_extender() {
   esac
 }
 
+# as_host NAME COMMAND... &: COMMAND under the host name NAME (a UTS
+# namespace: kube-scheduler takes its Lease identity from the host name), in
+# place of the background subshell, so that $! is COMMAND.
+as_host() { exec unshare -u sh -c 'hostname "$0" && exec "$@"' "$@"; }
+
 # start_plugin_standin DELAY_S: the device-plugin stand-in (plugin_standin.py)
 # in the background, completing Allocate DELAY_S after a lock; $! is its PID.
 start_plugin_standin() {

@@ -29,10 +29,6 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done' EXIT
 ns=/api/v1/namespaces/default
 
-# as_host NAME COMMAND... &: COMMAND under the host name NAME (a UTS
-# namespace), in place of the background subshell, so that $! is COMMAND.
-as_host() { exec unshare -u sh -c 'hostname "$0" && exec "$@"' "$@"; }
-
 # pair R: starts pair R's devshare and kube-scheduler; sets devshare_R,
 # scheduler_R (PIDs), service_R and extender_R (ports).
 pair() {

@@ -357,37 +357,44 @@ TEST_CASE("engine: HAMi registration stamps the handshake; change-only writes no
   CHECK(quiet.snapshot().node_count() == 0);
 }
 
-TEST_CASE("engine: following a Lease gates Filter on leadership and a pass") {
+namespace {
+
+// Options of an engine following a Lease as host sched-1.
+EngineOptions Following() {
   EngineOptions options;
   options.leadership = Leadership::kFollowLease;
   options.hostname = "sched-1";
-  Engine engine(options);
-  std::vector<Command> out;
-  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
-  engine.Tick(kNowMs, out);
-  CHECK_FALSE(engine.Ready(kNowMs));  // a follower
+  return options;
+}
+
+// The Lease naming sched-1, 15 s, observed at kNowMs.
+LeaseRecord HeldBySched1() {
   LeaseRecord lease;
   lease.holder = "sched-1_abc";
   lease.duration_seconds = 15;
   lease.resource_version = "1";
-  engine.LeaseObserved(lease, kNowMs, out);  // leadership gained: a pass runs
+  return lease;
+}
+
+}  // namespace
+
+TEST_CASE("engine: following a Lease gates Filter on leadership and a pass") {
+  Engine engine(Following());
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  engine.Tick(kNowMs, out);
+  CHECK_FALSE(engine.Ready(kNowMs));                  // a follower
+  engine.LeaseObserved(HeldBySched1(), kNowMs, out);  // leadership gained: a pass runs
   CHECK(engine.Ready(kNowMs));
   engine.Tick(kNowMs + 16000, out);  // not renewed: leadership lapses
   CHECK_FALSE(engine.Ready(kNowMs + 16000));
 }
 
 TEST_CASE("engine: a bind whose replica stops leading writes nothing more") {
-  EngineOptions options;
-  options.leadership = Leadership::kFollowLease;
-  options.hostname = "sched-1";
-  Engine engine(options);
+  Engine engine(Following());
   std::vector<Command> out;
   engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
-  LeaseRecord lease;
-  lease.holder = "sched-1_abc";
-  lease.duration_seconds = 15;
-  lease.resource_version = "1";
-  engine.LeaseObserved(lease, kNowMs, out);
+  engine.LeaseObserved(HeldBySched1(), kNowMs, out);
   Pod pod = MakePod("p").Container(1, 1000, 10);
   engine.PodObserved(pod);
   engine.Filter(1, pod, {}, kNowMs, out);
