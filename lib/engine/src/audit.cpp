@@ -15,10 +15,6 @@ namespace devshare::engine {
 
 namespace {
 
-std::string PodKey(std::string_view pod_namespace, std::string_view name) {
-  return fmt::format("{}/{}", pod_namespace, name);
-}
-
 const std::string* Find(const StringMap& annotations, std::string_view key) {
   return key.empty() ? nullptr : annotations.Find(key);
 }
@@ -37,40 +33,34 @@ std::vector<std::string_view> AllocationKeys(const DeviceConfig& config) {
   return keys;
 }
 
-// The first allocation key whose value differs between the two copies, as
-// words; empty when they agree.
-std::string AllocationDifference(const std::vector<std::string_view>& keys, const StringMap& server,
-                                 const StringMap& cached) {
+// The first of `keys` whose value differs between the two copies, with
+// both values; nullopt when they agree.
+struct KeyDifference {
+  std::string_view key;
+  const std::string* server;
+  const std::string* cached;
+};
+std::optional<KeyDifference> FirstDifference(const std::vector<std::string_view>& keys,
+                                             const StringMap& server, const StringMap& cached) {
   for (std::string_view key : keys) {
     const std::string* s = Find(server, key);
     const std::string* c = Find(cached, key);
-    if ((s == nullptr) != (c == nullptr) || (s != nullptr && *s != *c)) {
-      return fmt::format("{}: the API server has {}, the cache {}", key, Shown(s), Shown(c));
-    }
+    if ((s == nullptr) != (c == nullptr) || (s != nullptr && *s != *c))
+      return KeyDifference{key, s, c};
   }
-  return {};
+  return std::nullopt;
 }
 
 // The annotations of a node the auditor compares: each vendor's register
 // annotation and the node lock (handshakes change by design).
-std::string NodeDifference(const DeviceConfig& config, const StringMap& server,
-                           const StringMap& cached) {
+std::vector<std::string_view> NodeKeys(const DeviceConfig& config) {
   std::vector<std::string_view> keys;
   for (const VendorSpec& vendor : config.vendors) {
     if (vendor.registration == Registration::kAnnotation && !vendor.register_annotation.empty())
       keys.push_back(vendor.register_annotation);
   }
   keys.push_back(keys::kNodeLock);
-  for (std::string_view key : keys) {
-    const std::string* s = Find(server, key);
-    const std::string* c = Find(cached, key);
-    if ((s == nullptr) != (c == nullptr) || (s != nullptr && *s != *c)) {
-      return fmt::format("{} changed without an event: the API server has {}, the cache {}", key,
-                         s == nullptr ? "none" : "another value",
-                         c == nullptr ? "none" : "another value");
-    }
-  }
-  return {};
+  return keys;
 }
 
 }  // namespace
@@ -112,13 +102,13 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
   listed_pods.reserve(listing.pods.size());
   for (const ListedObject& pod : listing.pods) {
     listed_pods.emplace(pod.uid, &pod);
-    listed_names.insert(PodKey(pod.object_namespace, pod.name));
+    listed_names.insert(Impl::NameKey(pod.object_namespace, pod.name));
   }
   for (const auto& [uid, pod] : s.pods) {
     if (listed_pods.contains(uid)) continue;
     const bool reserved = s.reservations.contains(uid);
     const bool holds = snapshot_.PodUsageOf(uid).ok();
-    differ(DriftKind::kPodGone, PodKey(pod.pod_namespace, pod.name),
+    differ(DriftKind::kPodGone, Impl::NameKey(pod.pod_namespace, pod.name),
            fmt::format("uid {}: the API server has no such unfinished pod; the cache {}", uid,
                        reserved ? "holds a reservation for it"
                        : holds  ? "counts its devices"
@@ -126,7 +116,7 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
            uid);
   }
   for (const ListedObject& listed : listing.pods) {
-    const std::string key = PodKey(listed.object_namespace, listed.name);
+    const std::string key = Impl::NameKey(listed.object_namespace, listed.name);
     const bool allocated = Find(listed.annotations, options_.config.assigned_node_annotation);
     auto cached = s.pods.find(listed.uid);
     if (cached == s.pods.end()) {
@@ -143,13 +133,17 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
     }
     // A placement of this engine's own, not yet on the server, is newer.
     if (binding.contains(listed.uid) || s.reservations.contains(listed.uid)) continue;
-    std::string difference =
-        AllocationDifference(allocation_keys, listed.annotations, cached->second.annotations);
-    if (!difference.empty())
-      differ(DriftKind::kAllocationMissed, key, std::move(difference), listed.uid);
+    if (std::optional<KeyDifference> d =
+            FirstDifference(allocation_keys, listed.annotations, cached->second.annotations)) {
+      differ(DriftKind::kAllocationMissed, key,
+             fmt::format("{}: the API server has {}, the cache {}", d->key, Shown(d->server),
+                         Shown(d->cached)),
+             listed.uid);
+    }
   }
 
   // ---- nodes
+  const std::vector<std::string_view> node_keys = NodeKeys(options_.config);
   std::unordered_map<std::string_view, const ListedObject*> listed_nodes;
   listed_nodes.reserve(listing.nodes.size());
   for (const ListedObject& node : listing.nodes) listed_nodes.emplace(node.name, &node);
@@ -167,26 +161,28 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
       differ(DriftKind::kNodeReplaced, listed.name,
              fmt::format("re-created: uid {} on the API server, {} in the cache", listed.uid,
                          cached->second.object.uid));
-    } else if (std::string difference = NodeDifference(options_.config, listed.annotations,
-                                                       cached->second.object.annotations);
-               !difference.empty()) {
-      differ(DriftKind::kNodeChanged, listed.name, std::move(difference));
+    } else if (std::optional<KeyDifference> d = FirstDifference(
+                   node_keys, listed.annotations, cached->second.object.annotations)) {
+      differ(DriftKind::kNodeChanged, listed.name,
+             fmt::format("{} changed without an event: the API server has {}, the cache {}", d->key,
+                         d->server == nullptr ? "none" : "another value",
+                         d->cached == nullptr ? "none" : "another value"));
     }
     const std::string* lock = Find(listed.annotations, keys::kNodeLock);
     auto holder = holding.find(listed.name);
     if (holder != holding.end()) {
       if (lock == nullptr || *lock != *holder->second->lock) {
-        differ(
-            DriftKind::kLockLost, listed.name,
-            fmt::format("the bind of {} holds its lock, which the API server shows as {}",
-                        PodKey(holder->second->pod_namespace, holder->second->name), Shown(lock)));
+        differ(DriftKind::kLockLost, listed.name,
+               fmt::format("the bind of {} holds its lock, which the API server shows as {}",
+                           Impl::NameKey(holder->second->pod_namespace, holder->second->name),
+                           Shown(lock)));
       }
       continue;
     }
     if (lock == nullptr || s.locking.contains(listed.name)) continue;
     Result<NodeLock> decoded = DecodeNodeLock(*lock);
     if (!decoded.ok() || !decoded->has_owner) continue;  // no owner to look for
-    const std::string owner = PodKey(decoded->pod_namespace, decoded->pod_name);
+    const std::string owner = Impl::NameKey(decoded->pod_namespace, decoded->pod_name);
     if (listed_names.contains(owner)) continue;
     differ(DriftKind::kLockOrphaned, listed.name,
            fmt::format("locked by {}, which does not exist", owner));

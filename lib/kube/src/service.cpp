@@ -453,39 +453,42 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     ScheduleAudit();
   }
 
-  // A heal: the object as the API server has it now, through the engine's
-  // read path (a 404 is the object's absence; any other failure is left
-  // for the next audit).
-  void ReadNodeAgain(const std::string& name) {
-    client.Call("audit-get-node", "GET", "/api/v1/nodes/" + name, "", "",
-                [self = shared_from_this(), name](const ApiResponse& r) {
+  // A heal: the object as the API server has it now, decoded by `decode`
+  // and handed to `apply` (nullopt: a 404, the object's absence); any other
+  // failure is left for the next audit.
+  template <typename T, typename Decode, typename Apply>
+  void ReadAgain(const std::string& verb, const std::string& path, Decode decode, Apply apply) {
+    client.Call(verb, "GET", path, "", "",
+                [self = shared_from_this(), decode, apply](const ApiResponse& r) {
                   if (self->stopping || (r.status != 200 && r.status != 404)) return;
-                  std::optional<Node> node;
+                  std::optional<T> object;
                   if (r.status == 200) {
-                    Result<Node> decoded = DecodeNode(r.body);
+                    Result<T> decoded = decode(r.body);
                     if (!decoded.ok()) return;
-                    node = std::move(*decoded);
+                    object = std::move(*decoded);
                   }
-                  std::vector<engine::Command> out;
-                  self->engine->NodeRead(name, node, NowMs(), out);
-                  self->ReportNodeError(name);
-                  self->Execute(std::move(out));
+                  apply(*self, object);
                 });
   }
 
+  void ReadNodeAgain(const std::string& name) {
+    ReadAgain<Node>(
+        "audit-get-node", "/api/v1/nodes/" + name,
+        [](std::string_view body) { return DecodeNode(body); },
+        [name](Impl& self, const std::optional<Node>& node) {
+          std::vector<engine::Command> out;
+          self.engine->NodeRead(name, node, NowMs(), out);
+          self.ReportNodeError(name);
+          self.Execute(std::move(out));
+        });
+  }
+
   void ReadPodAgain(const engine::PodToRead& asked) {
-    client.Call("audit-get-pod", "GET",
-                fmt::format("/api/v1/namespaces/{}/pods/{}", asked.pod_namespace, asked.name), "",
-                "", [self = shared_from_this(), asked](const ApiResponse& r) {
-                  if (self->stopping || (r.status != 200 && r.status != 404)) return;
-                  std::optional<Pod> pod;
-                  if (r.status == 200) {
-                    Result<Pod> decoded = DecodePod(r.body);
-                    if (!decoded.ok()) return;
-                    pod = std::move(*decoded);
-                  }
-                  self->engine->PodRead(asked, pod);
-                });
+    ReadAgain<Pod>(
+        "audit-get-pod",
+        fmt::format("/api/v1/namespaces/{}/pods/{}", asked.pod_namespace, asked.name),
+        [](std::string_view body) { return DecodePod(body); },
+        [asked](Impl& self, const std::optional<Pod>& pod) { self.engine->PodRead(asked, pod); });
   }
 
   // ---- HTTP
