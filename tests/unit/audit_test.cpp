@@ -24,10 +24,10 @@ constexpr std::int64_t kT0 = 1787300439000;
 constexpr std::int64_t kGrace = 30000;
 
 ListedObject Listed(const Node& node) {
-  return ListedObject{"", node.name, node.uid, node.annotations};
+  return ListedObject{"", node.name, node.uid, node.resource_version, node.annotations};
 }
 ListedObject Listed(const Pod& pod) {
-  return ListedObject{pod.pod_namespace, pod.name, pod.uid, pod.annotations};
+  return ListedObject{pod.pod_namespace, pod.name, pod.uid, "", pod.annotations};
 }
 
 Node GpuNode(std::string name, int gpus, std::string uid) {
@@ -282,6 +282,41 @@ TEST_CASE("audit: nodes changed, replaced, gone or missed without an event are r
   }
 }
 
+TEST_CASE("audit: a node whose lock comes and goes with the binds is no difference") {
+  // Every listing catches another bind's lock; the engine hears of each
+  // lock and release, so its copy of the node is never the same twice.
+  Cluster c;
+  std::vector<Command> out;
+  auto listed_with_lock = [&](const std::string& second, const std::string& version) {
+    c.nodes[0].resource_version = version;
+    c.nodes[0].annotations.Set(std::string(keys::kNodeLock), "2026-08-21T08:20:" + second + "Z");
+  };
+  auto heard_release = [&](const std::string& version) {
+    Node released = GpuNode("n1", 2, "uid-n1");
+    released.resource_version = version;
+    c.engine.NodeObserved(released, kT0, out);
+  };
+  heard_release("10");
+  listed_with_lock("01", "11");
+  CHECK_FALSE(Only(c.Audit(kT0), DriftKind::kNodeChanged).confirmed);
+  heard_release("12");
+  listed_with_lock("31", "13");
+  CHECK_FALSE(Only(c.Audit(kT0 + kGrace), DriftKind::kNodeChanged).confirmed);
+  heard_release("14");
+  listed_with_lock("59", "15");
+  CHECK_FALSE(Only(c.Audit(kT0 + 2 * kGrace), DriftKind::kNodeChanged).confirmed);
+  SUBCASE("nothing heard of the node for a grace period: confirmed") {
+    AuditReport r = c.Audit(kT0 + 3 * kGrace);
+    CHECK(Only(r, DriftKind::kNodeChanged).confirmed);
+    CHECK(r.nodes_to_read == std::vector<std::string>{"n1"});
+  }
+  SUBCASE("the listing shows the version the engine has: nothing to compare") {
+    heard_release("15");
+    c.nodes[0].annotations = GpuNode("n1", 2, "uid-n1").annotations;
+    CHECK(c.Audit(kT0 + 3 * kGrace).differences.empty());
+  }
+}
+
 TEST_CASE("audit: a lock whose holder does not exist is released, conditionally, by a leader") {
   Cluster c;
   const std::string lock = "2026-08-21T08:20:39Z,default,gone";
@@ -359,13 +394,14 @@ TEST_CASE("audit: a metadata list page decodes, and what does not decode says wh
   using devshare::kube::DecodeMetadataPage;
   auto page = DecodeMetadataPage(
       R"({"kind":"PartialObjectMetadataList","metadata":{"continue":"abc"},"items":[)"
-      R"({"metadata":{"name":"p1","namespace":"default","uid":"u1",)"
+      R"({"metadata":{"name":"p1","namespace":"default","uid":"u1","resourceVersion":"42",)"
       R"("annotations":{"hami.io/vgpu-node":"gpu-a","a":"b"}}},{"metadata":{"name":"gpu-a"}}]})");
   REQUIRE(page.ok());
   CHECK(page->continue_token == "abc");
   REQUIRE(page->objects.size() == 2);
   CHECK(page->objects[0].object_namespace == "default");
   CHECK(page->objects[0].uid == "u1");
+  CHECK(page->objects[0].resource_version == "42");
   CHECK(*page->objects[0].annotations.Find("hami.io/vgpu-node") == "gpu-a");
   CHECK(page->objects[1].object_namespace.empty());
   for (const char* empty : {R"({"items":null})", R"({"metadata":{}})", R"({"items":[]})"}) {
@@ -386,6 +422,8 @@ TEST_CASE("audit: a metadata list page decodes, and what does not decode says wh
        Bad{R"({"items":[{"metadata":{"uid":"u"}}]})", "items[0].metadata.name"},
        Bad{R"({"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b","annotations":{"k":1}}}]})",
            "items[1].metadata.annotations[\"k\"]"},
+       Bad{R"({"items":[{"metadata":{"name":"a","resourceVersion":7}}]})",
+           "items[0].metadata.resourceVersion"},
        Bad{R"({"metadata":{"continue":7},"items":[]})", "metadata.continue"}}) {
     CAPTURE(bad.json);
     auto r = DecodeMetadataPage(bad.json);

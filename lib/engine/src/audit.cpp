@@ -90,9 +90,12 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
   for (const Impl::HeldFilter& held : s.held) binding.insert(held.pod.uid);
 
   std::vector<Drift> seen;
-  auto differ = [&](DriftKind kind, std::string object, std::string detail, std::string uid = {}) {
+  std::vector<std::string> states;  // per difference in `seen`: Suspect::state
+  auto differ = [&](DriftKind kind, std::string object, std::string detail, std::string uid = {},
+                    std::string state = {}) {
     seen.push_back(
         Drift{kind, std::move(object), std::move(uid), std::move(detail), now_ms, false, false});
+    states.push_back(std::move(state));
   };
 
   // ---- pods
@@ -161,12 +164,16 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
       differ(DriftKind::kNodeReplaced, listed.name,
              fmt::format("re-created: uid {} on the API server, {} in the cache", listed.uid,
                          cached->second.object.uid));
-    } else if (std::optional<KeyDifference> d = FirstDifference(
-                   node_keys, listed.annotations, cached->second.object.annotations)) {
-      differ(DriftKind::kNodeChanged, listed.name,
-             fmt::format("{} changed without an event: the API server has {}, the cache {}", d->key,
-                         d->server == nullptr ? "none" : "another value",
-                         d->cached == nullptr ? "none" : "another value"));
+    } else if (listed.resource_version.empty() ||
+               listed.resource_version != cached->second.object.resource_version) {
+      if (std::optional<KeyDifference> d =
+              FirstDifference(node_keys, listed.annotations, cached->second.object.annotations)) {
+        differ(DriftKind::kNodeChanged, listed.name,
+               fmt::format("{} changed without an event: the API server has {}, the cache {}",
+                           d->key, d->server == nullptr ? "none" : "another value",
+                           d->cached == nullptr ? "none" : "another value"),
+               {}, cached->second.object.resource_version);
+      }
     }
     const std::string* lock = Find(listed.annotations, keys::kNodeLock);
     auto holder = holding.find(listed.name);
@@ -175,7 +182,8 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
         differ(DriftKind::kLockLost, listed.name,
                fmt::format("the bind of {} holds its lock, which the API server shows as {}",
                            Impl::NameKey(holder->second->pod_namespace, holder->second->name),
-                           Shown(lock)));
+                           Shown(lock)),
+               {}, *holder->second->lock);
       }
       continue;
     }
@@ -185,16 +193,19 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
     const std::string owner = Impl::NameKey(decoded->pod_namespace, decoded->pod_name);
     if (listed_names.contains(owner)) continue;
     differ(DriftKind::kLockOrphaned, listed.name,
-           fmt::format("locked by {}, which does not exist", owner));
+           fmt::format("locked by {}, which does not exist", owner), {}, *lock);
     orphaned_locks.emplace_back(listed.name, *lock);
   }
 
   // ---- suspicion, confirmation, healing
   std::map<std::pair<DriftKind, std::string>, Impl::Suspect> still;
-  for (Drift& d : seen) {
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    Drift& d = seen[i];
     auto key = std::make_pair(d.kind, d.object);
     auto before = s.suspects.find(key);
-    Impl::Suspect suspect = before != s.suspects.end() ? before->second : Impl::Suspect{now_ms};
+    Impl::Suspect suspect = before != s.suspects.end() && before->second.state == states[i]
+                                ? before->second
+                                : Impl::Suspect{now_ms, false, std::move(states[i])};
     d.first_seen_ms = suspect.first_seen_ms;
     d.confirmed = now_ms - suspect.first_seen_ms >= options_.audit_grace_ms;
     if (d.confirmed) {

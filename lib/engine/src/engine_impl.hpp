@@ -77,6 +77,7 @@ struct Engine::Impl {
   struct Suspect {
     std::int64_t first_seen_ms = 0;
     bool counted = false;
+    std::string state;  // what must stay the same until confirmed (audit.hpp)
   };
   std::map<std::pair<DriftKind, std::string>, Suspect> suspects;
   AuditTotals audit_totals;

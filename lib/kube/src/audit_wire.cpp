@@ -57,6 +57,9 @@ Result<MetadataPage> DecodeMetadataPage(std::string_view json) {
     Status s = OptionalString(m, "name", at + ".metadata.name", o.name);
     if (s.ok()) s = OptionalString(m, "namespace", at + ".metadata.namespace", o.object_namespace);
     if (s.ok()) s = OptionalString(m, "uid", at + ".metadata.uid", o.uid);
+    if (s.ok())
+      s = OptionalString(m, "resourceVersion", at + ".metadata.resourceVersion",
+                         o.resource_version);
     if (!s.ok()) return s;
     if (o.name.empty())
       return Bad(fmt::format("{}.metadata.name is missing", at), at + ".metadata.name");

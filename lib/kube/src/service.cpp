@@ -1,6 +1,9 @@
 #include "devshare/kube/service.hpp"
 
 #include <fmt/format.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -432,6 +435,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     run->cost.objects = run->listing.nodes.size() + run->listing.pods.size();
     std::vector<engine::Command> out;
     const engine::AuditReport report = engine->Audit(run->listing, NowMs(), out);
+    run->listing = {};
     last_suspected = 0;
     for (const engine::Drift& d : report.differences) {
       if (!d.confirmed) {
@@ -450,7 +454,18 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         EncodeAuditReport(report, engine->audit_totals(), run->cost, Seconds(run->start) * 1000);
     for (Responder& respond : run->waiting) respond(Json(200, body));
     audit.reset();
+    ReturnFreeMemory();
     ScheduleAudit();
+  }
+
+  // The listing is the largest allocation between audits, and glibc's
+  // allocator keeps what is freed below the top of its heap: serve's RSS
+  // climbed by about 250 KiB a minute in soaks while the heap in use stayed
+  // flat.
+  static void ReturnFreeMemory() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
   }
 
   // A heal: the object as the API server has it now, decoded by `decode`

@@ -183,13 +183,14 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     engine::AuditListing listing;
     for (std::size_t n = 0; n < api_.node_count(); ++n) {
       const Node& node = api_.node(n);
-      listing.nodes.push_back(engine::ListedObject{"", node.name, node.uid, node.annotations});
+      listing.nodes.push_back(
+          engine::ListedObject{"", node.name, node.uid, node.resource_version, node.annotations});
     }
     for (std::size_t p = 0; p < api_.pod_count(); ++p) {
       if (!api_.exists(p)) continue;
       const Pod& pod = api_.pod(p);
       listing.pods.push_back(
-          engine::ListedObject{pod.pod_namespace, pod.name, pod.uid, pod.annotations});
+          engine::ListedObject{pod.pod_namespace, pod.name, pod.uid, "", pod.annotations});
     }
     for (std::size_t r = 0; r < replica_count_; ++r) {
       if (replicas_.alive(static_cast<int>(r))) replicas_.Audit(static_cast<int>(r), listing);

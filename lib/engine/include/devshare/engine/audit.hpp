@@ -17,9 +17,14 @@
 // The listing and the view are not taken at the same instant (the LIST
 // takes time, watch events keep arriving), so a difference is only a
 // suspicion at first. It is confirmed — counted, logged, healed — once the
-// same difference (kind and object) has been seen by audits at least
-// `grace_ms` apart; one that goes away before that was the watch catching
-// up.
+// same difference has been seen by audits at least `grace_ms` apart; one
+// that goes away before that was the watch catching up. The same means the
+// same kind and object, and for what changes by design on a busy node the
+// same state throughout: a node's annotations differ while the engine's
+// copy stays at one resourceVersion (the engine heard nothing of the node
+// meanwhile), a lock is orphaned or lost with one value. A node whose lock
+// comes and goes with every bind differs from some listing now and then,
+// but never from two with nothing heard in between.
 //
 // Thread-safety: value types.
 #ifndef DEVSHARE_ENGINE_AUDIT_HPP_
@@ -42,6 +47,7 @@ struct ListedObject {
   std::string object_namespace;  // empty for nodes
   std::string name;
   std::string uid;
+  std::string resource_version;  // metadata.resourceVersion; empty when not listed
   StringMap annotations;
 };
 
