@@ -176,6 +176,12 @@ std::optional<std::int64_t> QuantityMilliValue(std::string_view quantity) {
   return Scaled(*q, 3, /*round_up=*/true);
 }
 
+std::optional<std::int64_t> QuantityExactMilli(std::string_view quantity) {
+  auto q = ParseQuantity(quantity);
+  if (!q) return std::nullopt;
+  return Scaled(*q, 3, /*round_up=*/false);
+}
+
 // ---------------------------------------------------------------------------
 // Objects
 

@@ -20,6 +20,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "unavailable";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kUnsupported:
+      return "unsupported";
   }
   return "unknown";
 }
@@ -49,6 +51,10 @@ Status Status::Unavailable(std::string message) {
 }
 Status Status::Internal(std::string message) {
   return Status(Rep{StatusCode::kInternal, std::move(message), {}, 0});
+}
+
+Status Status::Unsupported(std::string message, std::string field) {
+  return Status(Rep{StatusCode::kUnsupported, std::move(message), std::move(field), 0});
 }
 
 std::string Status::ToString() const {

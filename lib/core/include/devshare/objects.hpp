@@ -108,6 +108,11 @@ DEVSHARE_EXPORT std::optional<std::int64_t> QuantityValue(std::string_view quant
 // nullopt when it is not a quantity or overflows.
 DEVSHARE_EXPORT std::optional<std::int64_t> QuantityMilliValue(std::string_view quantity);
 
+// The quantity in thousandths when that is exact ("1.5" is 1500, "16Gi"
+// 17179869184000); nullopt when it is finer than 1m, is not a quantity or
+// overflows.
+DEVSHARE_EXPORT std::optional<std::int64_t> QuantityExactMilli(std::string_view quantity);
+
 }  // namespace devshare
 
 #endif  // DEVSHARE_OBJECTS_HPP_

@@ -37,6 +37,9 @@ enum class StatusCode {
   // An invariant devshare keeps does not hold: a bug, reported with the
   // event that exposed it.
   kInternal,
+  // Valid input that devshare does not evaluate (a CEL selector beyond the
+  // subset it implements): refused by name, never guessed at.
+  kUnsupported,
 };
 
 // Returns "ok", "malformed", "invalid config", ... for `code`.
@@ -61,6 +64,7 @@ class [[nodiscard]] DEVSHARE_EXPORT Status {
   static Status NotFound(std::string message);
   static Status Unavailable(std::string message);
   static Status Internal(std::string message);
+  static Status Unsupported(std::string message, std::string field = {});
 
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
