@@ -332,6 +332,16 @@ void ReadTolerations(Reader& r, const bj::object& o, const std::string& path,
   });
 }
 
+void ReadCounters(Reader& r, const bj::object& o, const std::string& path,
+                  std::map<std::string, Quantity>& out) {
+  r.Members(o, "counters", path, [&](std::string name, const bj::value& v, const std::string& at) {
+    if (!v.is_object()) return r.Expect(at, "an object", v);
+    const bj::value* value = r.Get(v.get_object(), "value");
+    if (value == nullptr) return r.Fail(at + ".value", "missing");
+    r.QuantityValue(*value, at + ".value", out[std::move(name)]);
+  });
+}
+
 void ReadDevice(Reader& r, const bj::object& o, const std::string& path, bool per_device,
                 Device& d) {
   r.String(o, "name", path + ".name", d.name);
@@ -368,14 +378,9 @@ void ReadDevice(Reader& r, const bj::object& o, const std::string& path, bool pe
                [&](const bj::object& c, const std::string& at) {
                  CounterConsumption& consumption = d.consumes_counters.emplace_back();
                  r.String(c, "counterSet", at + ".counterSet", consumption.counter_set);
-                 r.Members(c, "counters", at + ".counters",
-                           [&](std::string name, const bj::value& v, const std::string& cat) {
-                             if (!v.is_object()) return r.Expect(cat, "an object", v);
-                             const bj::value* value = r.Get(v.get_object(), "value");
-                             if (value == nullptr) return r.Fail(cat + ".value", "missing");
-                             r.QuantityValue(*value, cat + ".value",
-                                             consumption.counters[std::move(name)]);
-                           });
+                 ReadCounters(r, c, at + ".counters", consumption.counters);
+                 r.Strings(c, "compatibilityGroups", at + ".compatibilityGroups",
+                           consumption.compatibility_groups);
                });
   NodeScope scope;
   ReadNodeScope(r, o, path + ".", scope);
@@ -392,16 +397,6 @@ void ReadDevice(Reader& r, const bj::object& o, const std::string& path, bool pe
             d.binding_failure_conditions);
   r.Bool(o, "allowMultipleAllocations", path + ".allowMultipleAllocations",
          d.allow_multiple_allocations);
-}
-
-void ReadCounters(Reader& r, const bj::object& o, const std::string& path,
-                  std::map<std::string, Quantity>& out) {
-  r.Members(o, "counters", path, [&](std::string name, const bj::value& v, const std::string& at) {
-    if (!v.is_object()) return r.Expect(at, "an object", v);
-    const bj::value* value = r.Get(v.get_object(), "value");
-    if (value == nullptr) return r.Fail(at + ".value", "missing");
-    r.QuantityValue(*value, at + ".value", out[std::move(name)]);
-  });
 }
 
 void ReadSelectors(Reader& r, const bj::object& o, const std::string& path,
@@ -714,8 +709,10 @@ bj::object DeviceJson(const Device& d) {
   if (!d.consumes_counters.empty()) {
     bj::array consumes;
     for (const CounterConsumption& c : d.consumes_counters) {
-      consumes.emplace_back(
-          bj::object{{"counterSet", c.counter_set}, {"counters", CountersJson(c.counters)}});
+      bj::object consumption{{"counterSet", c.counter_set}, {"counters", CountersJson(c.counters)}};
+      if (!c.compatibility_groups.empty())
+        consumption["compatibilityGroups"] = StringsJson(c.compatibility_groups);
+      consumes.emplace_back(std::move(consumption));
     }
     o["consumesCounters"] = std::move(consumes);
   }

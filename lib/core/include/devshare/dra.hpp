@@ -117,6 +117,9 @@ struct DeviceTaint {
 struct CounterConsumption {
   std::string counter_set;
   std::map<std::string, Quantity> counters;
+  // Alpha (DRADeviceCompatibilityGroups, off by default): a slice that uses
+  // them is left out of its pool, as v1.37's allocator does.
+  std::vector<std::string> compatibility_groups;
   friend bool operator==(const CounterConsumption&, const CounterConsumption&) = default;
 };
 
