@@ -470,7 +470,7 @@ int CompareSemver(const Semver& a, const Semver& b) {
   if (int c = Cmp(a.major, b.major)) return c;
   if (int c = Cmp(a.minor, b.minor)) return c;
   if (int c = Cmp(a.patch, b.patch)) return c;
-  if (a.pre.empty() || b.pre.empty()) return Cmp(b.pre.empty(), a.pre.empty());
+  if (a.pre.empty() || b.pre.empty()) return Cmp(a.pre.empty(), b.pre.empty());
   for (std::size_t i = 0; i < a.pre.size() && i < b.pre.size(); ++i) {
     const PreRelease& x = a.pre[i];
     const PreRelease& y = b.pre[i];
