@@ -1,0 +1,92 @@
+// devshare/dra_allocate.hpp — allocating devices to ResourceClaims on one
+// node as kube-scheduler v1.37 does (policy "upstream").
+//
+// kube-scheduler's DRA plugin runs k8s.io/dynamic-resource-allocation's
+// structured allocator for each candidate node; with v1.37's default
+// feature gates that is its "incubating" variant, reproduced here:
+// the claims' requests in order, each request's devices in pool order
+// (driver, then pool name), slice-name order and device order, the first
+// that fits taken, backtracking when a later request or constraint fails
+// (firstAvailable alternatives in order). What "fits" covers: the
+// DeviceClass's and the request's CEL selectors, devices already held by
+// allocated claims or by earlier requests, shared counters (partitionable
+// devices), consumable capacity (allowMultipleAllocations: the request
+// rounded up by the capacity's requestPolicy), device taints and the
+// request's tolerations, matchAttribute and distinctAttribute
+// constraints, and per-device node selection. Admin access is supported;
+// compatibility groups, list-type and derived attributes (alpha, off by
+// default) are not.
+//
+// The result is exact for one node. kube-scheduler picks among feasible
+// nodes by score and at random among ties, which devshare does not
+// reproduce: "upstream" across nodes is documented as such.
+//
+// Share IDs: upstream gives each share of a device a random UUID;
+// devshare derives one from the claim's UID and the result's index, so the
+// same input gives the same output.
+//
+// Thread-safety: pure function over values.
+#ifndef DEVSHARE_DRA_ALLOCATE_HPP_
+#define DEVSHARE_DRA_ALLOCATE_HPP_
+
+#include <compare>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "devshare/dra.hpp"
+#include "devshare/export.hpp"
+#include "devshare/objects.hpp"
+#include "devshare/status.hpp"
+
+namespace devshare::dra {
+
+struct DeviceId {
+  std::string driver;
+  std::string pool;
+  std::string device;
+  friend auto operator<=>(const DeviceId&, const DeviceId&) = default;
+};
+
+// What claims allocated already hold, as kube-scheduler's DRA plugin
+// gathers it: devices held whole, and shares of devices that allow
+// multiple allocations with the capacity they consume. A result with admin
+// access holds nothing.
+struct AllocatedState {
+  std::set<DeviceId> devices;
+  std::set<std::pair<DeviceId, std::string>> shares;  // device, share ID
+  std::map<DeviceId, std::map<std::string, Quantity>> consumed_capacity;
+  // Adds what `allocation` holds.
+  DEVSHARE_EXPORT void Add(const Allocation& allocation);
+  // Whether any share of the device is held.
+  DEVSHARE_EXPORT bool Shared(const DeviceId& id) const;
+  // Whether the device is held whole, or any share of it is.
+  DEVSHARE_EXPORT bool Holds(const DeviceId& id) const;
+};
+
+struct AllocatorOptions {
+  // The DRAFractionalCapacityRange gate (off in v1.37 by default): capacity
+  // rounding in thousandths rather than whole units.
+  bool fractional_capacity_range = false;
+};
+
+// DeviceClasses by name.
+using DeviceClasses = std::map<std::string, DeviceClass, std::less<>>;
+
+// The allocation of each of `claims` (unallocated, in order) on `node`
+// from the cluster's `slices`, as v1.37's allocator chooses it, or nullopt
+// when they do not all fit there. An error is what upstream reports as one
+// (a missing DeviceClass, a CEL compile or runtime error, "All" devices
+// from an incomplete or invalid pool, a constraint that All devices
+// cannot satisfy), or kUnsupported for a CEL selector devshare does not
+// evaluate.
+DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> AllocateUpstream(
+    const std::vector<ResourceClaim>& claims, const Node& node,
+    const std::vector<ResourceSlice>& slices, const DeviceClasses& classes,
+    const AllocatedState& allocated, const AllocatorOptions& options = {});
+
+}  // namespace devshare::dra
+
+#endif  // DEVSHARE_DRA_ALLOCATE_HPP_
