@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the oracle harnesses: tests/oracle/bin/hami-oracle (harness/, HAMi
-# v2.10.0) and tests/oracle/bin/volcano-oracle (volcano/, Volcano ed72c7c8).
+# v2.10.0) and tests/oracle/bin/volcano-oracle (volcano/, Volcano ed72c7c8),
+# and tests/oracle/bin/dra-oracle (dra/, Kubernetes' structured allocator of
+# k8s.io/dynamic-resource-allocation v0.37.1, all from the module proxy).
 #
 # HAMi's and Volcano's code come from the shared trees beside this repository
 # (../shared/hami/v2.10.0, ../shared/volcano/ed72c7c8, through the replace
@@ -68,4 +70,9 @@ build() {
 
 build hami-oracle harness "$shared/hami/v2.10.0"
 build volcano-oracle volcano "$shared/volcano/ed72c7c8"
+# The DRA oracle has no shared tree: every module it needs, Kubernetes' own
+# included, comes from the Go module proxy at the versions dra/go.sum records,
+# so its own go.mod stands for the tree (the Go it asks for is checked the same
+# way, and a module the proxy cannot deliver skips it the same way).
+build dra-oracle dra "$here/dra"
 exit "$failed"
