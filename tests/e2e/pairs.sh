@@ -79,6 +79,11 @@ check "pair-a's devshare follows it and is ready" wait_until 60 ready "$extender
 pair b
 check "pair-b's devshare answers, not ready: its kube-scheduler does not lead" \
   wait_until 60 bash -c "curl -s -o /dev/null http://127.0.0.1:$extender_b/healthz && ! curl -sf http://127.0.0.1:$extender_b/readyz"
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"r1","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","namespace":"default","object":{"metadata":{"name":"w","namespace":"default"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}'
+check "pair-b's devshare is ready for admission all the same (the webhook's Service routes to it)" \
+  wait_until 30 curl -sf "http://127.0.0.1:$service_b/readyz/admission"
+check "pair-b's devshare answers the webhook while pair-a leads" \
+  bash -c "curl -sf -H 'Content-Type: application/json' --data-binary '$review' http://127.0.0.1:$service_b/webhook | grep -q '\"allowed\":true'"
 
 args='{"Pod":{"metadata":{"name":"probe","namespace":"default","uid":"uid-probe"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"1000"}}}]}},"Nodes":null,"NodeNames":["gpu-a","gpu-b"]}'
 bind='{"PodName":"probe","PodNamespace":"default","PodUID":"uid-probe","Node":"gpu-a"}'

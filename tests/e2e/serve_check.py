@@ -174,6 +174,10 @@ def main() -> int:
     try:
         status = serve.wait_ready()
         check("readyz turns 200 once the cache is synced", status == 200, status)
+        status, _ = call("GET", "/readyz/admission")
+        check("readyz/admission is 200 once the cache is synced", status == 200, status)
+        status, _ = call("POST", "/readyz/admission")
+        check("readyz/admission answers only GET", status == 405, status)
         names = [f"node-{i:05d}" for i in range(20)]
         status, body = call("POST", "/filter",
                             json.dumps({"Pod": pod("a", 50), "Nodes": None, "NodeNames": names}).encode())

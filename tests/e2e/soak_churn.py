@@ -459,7 +459,9 @@ class Soak:
         return None
 
     def register_webhook(self) -> bool:
-        port = ENV["DEVSHARE_PROXY_PORT"]
+        # The webhook's own Service (every replica whose cache is synced), when
+        # soak.sh runs one; else the extender's (the leader only).
+        port = ENV.get("SOAK_WEBHOOK_PORT") or ENV["DEVSHARE_PROXY_PORT"]
         body = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
                 "metadata": {"name": "devshare"},
                 "webhooks": [{"name": "pods.devshare.e2e",
@@ -527,6 +529,8 @@ class Soak:
                 rec["failed"] = status
                 rec["deleted"] = time.time()
                 self.counts["create_failed"] += 1
+                if b"failed calling webhook" in data:
+                    self.counts["create_refused_by_webhook"] += 1
                 key = f"create_failed_http_{status}"
                 self.counts[key] += 1
 
@@ -1239,6 +1243,10 @@ class Soak:
             self.check("drift auditor: no confirmed difference that was not injected",
                        not a["uninjected"], dict(a["uninjected"]).__repr__() if a["uninjected"] else
                        f"injected {dict(a['injected'])}")
+        self.check("no pod refused because no replica answered the webhook",
+                   self.counts["create_refused_by_webhook"] == 0 if ENV.get("SOAK_WEBHOOK_PORT") else None,
+                   f"{self.counts['create_refused_by_webhook']} refused" if ENV.get("SOAK_WEBHOOK_PORT") else
+                   "the webhook shares the leader's Service (no SOAK_WEBHOOK_PORT): not checked")
         self.check("every fault planned was injected",
                    len([f for f in self.faults if "end" in f]) == len(plan),
                    f"{len([f for f in self.faults if 'end' in f])} of {len(plan)}")
@@ -1248,6 +1256,7 @@ class Soak:
                 "seed": self.seed, "minutes": round(run_seconds / 60, 2), "nodes": len(self.node_names),
                 "rate_per_s": round(self.rate, 3), "lifetime_s": round(self.lifetime, 1),
                 "pods": {"created": c["created"], "scheduled": c["bound"], "deleted": c["deleted"],
+                         "refused_by_webhook": c["create_refused_by_webhook"],
                          "create_failed": c["create_failed"],
                          "create_failed_by_status": {k[len('create_failed_http_'):]: v for k, v in c.items()
                                                      if k.startswith("create_failed_http_")},
@@ -1297,7 +1306,8 @@ class Soak:
         print(f"minutes run          {s['minutes']} (seed {s['seed']}, {s['nodes']} nodes, "
               f"{s['rate_per_s']} pods/s, lifetime {s['lifetime_s']} s)")
         print(f"pods                 created {p['created']}, scheduled {p['scheduled']}, deleted {p['deleted']}, "
-              f"create errors {p['create_failed']} {p['create_failed_by_status']}, pending at end "
+              f"create errors {p['create_failed']} {p['create_failed_by_status']} "
+              f"({p['refused_by_webhook']} by an unanswered webhook), pending at end "
               f"{p['pending_at_end']}")
         print(f"faults               {s['faults_by_kind']}")
         for f in s["faults"]:

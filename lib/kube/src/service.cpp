@@ -523,6 +523,13 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       if (request.method != "GET") return respond(Error(405, "use GET"));
       return StartAudit(std::move(respond));
     }
+    if (request.target.substr(0, request.target.find('?')) == "/readyz/admission") {
+      if (request.method != "GET") return respond(Error(405, "use GET"));
+      return respond(
+          synced() ? HttpResponse{200, "text/plain", "ok", {}}
+                   : HttpResponse{
+                         503, "text/plain", "not ready: the cluster cache is still syncing", {}});
+    }
     if (route == "healthz" || route == "readyz" || route == "metrics") {
       if (request.method != "GET") return respond(Error(405, "use GET"));
       if (route == "healthz") return respond(HttpResponse{200, "text/plain", "ok", {}});

@@ -12,6 +12,9 @@
 //   POST /webhook     AdmissionReview v1 -> AdmissionReview v1
 //   GET  /healthz     200 while the process serves
 //   GET  /readyz      200 only when leading and registered, else 503
+//   GET  /readyz/admission  200 once the cluster cache is synced, leading or
+//                     not: every such replica can answer the webhook, so the
+//                     Service that carries it should route to all of them
 //   GET  /metrics     Prometheus text (see metrics.hpp)
 //   GET  /debug/audit a drift audit now (see below), as JSON (audit_wire.hpp)
 //
