@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "json.hpp"
@@ -258,33 +259,25 @@ void ReadAttribute(Reader& r, const bj::value& v, const std::string& path, Attri
   scalar("version", [&](const bj::value& x, const std::string& at) {
     r.String(x, at, out.emplace<Version>().text);
   });
-  auto list = [&](std::string_view key, auto&& read_item) {
+  auto list = [&](auto type, std::string_view key, auto&& read_one) {
+    using T = typename decltype(type)::type;
     if (r.Get(o, key) == nullptr) return;
     ++set;
-    r.Each(o, key, fmt::format("{}.{}", path, key), read_item);
+    auto& values = out.emplace<std::vector<T>>();
+    r.Each(o, key, fmt::format("{}.{}", path, key), [&](const bj::value& x, const std::string& at) {
+      T value{};
+      read_one(x, at, value);
+      values.push_back(std::move(value));
+    });
   };
-  list("ints", [&](const bj::value& x, const std::string& at) {
-    auto* values = std::get_if<std::vector<std::int64_t>>(&out);
-    if (values == nullptr) values = &out.emplace<std::vector<std::int64_t>>();
-    r.Int(x, at, values->emplace_back());
-  });
-  list("bools", [&](const bj::value& x, const std::string& at) {
-    auto* values = std::get_if<std::vector<bool>>(&out);
-    if (values == nullptr) values = &out.emplace<std::vector<bool>>();
-    bool b = false;
-    r.Bool(x, at, b);
-    values->push_back(b);
-  });
-  list("strings", [&](const bj::value& x, const std::string& at) {
-    auto* values = std::get_if<std::vector<std::string>>(&out);
-    if (values == nullptr) values = &out.emplace<std::vector<std::string>>();
-    r.String(x, at, values->emplace_back());
-  });
-  list("versions", [&](const bj::value& x, const std::string& at) {
-    auto* values = std::get_if<std::vector<Version>>(&out);
-    if (values == nullptr) values = &out.emplace<std::vector<Version>>();
-    r.String(x, at, values->emplace_back().text);
-  });
+  list(std::type_identity<std::int64_t>{}, "ints",
+       [&](const bj::value& x, const std::string& at, std::int64_t& v) { r.Int(x, at, v); });
+  list(std::type_identity<bool>{}, "bools",
+       [&](const bj::value& x, const std::string& at, bool& v) { r.Bool(x, at, v); });
+  list(std::type_identity<std::string>{}, "strings",
+       [&](const bj::value& x, const std::string& at, std::string& v) { r.String(x, at, v); });
+  list(std::type_identity<Version>{}, "versions",
+       [&](const bj::value& x, const std::string& at, Version& v) { r.String(x, at, v.text); });
   if (r.ok() && set != 1) r.Fail(path, set == 0 ? "no value" : "more than one value");
 }
 

@@ -143,39 +143,7 @@ const std::optional<Quantity> FindRequest(const Capacities& requests, const std:
   return it == requests.end() ? std::nullopt : std::optional<Quantity>(it->second);
 }
 
-// Whether the request fits the device's capacity on top of what is
-// consumed already (`current`) and by allocations in progress
-// (`allocating`, may be null). Errors name the capacity.
-Result<bool> RequestFitsCapacity(const Capacities& current, const Capacities& requests,
-                                 const Device& device, const Capacities* allocating,
-                                 bool fractional) {
-  for (const auto& [name, q] : requests) {
-    if (!device.capacity.contains(name)) return false;
-  }
-  Capacities consumed;
-  for (const auto& [name, capacity] : device.capacity) {
-    Result<Quantity> c = ConsumedBy(FindRequest(requests, name), capacity, fractional);
-    if (!c.ok())
-      return Status::InvalidArgument(
-          fmt::format("capacity \"{}\": {}", name, c.status().message()));
-    if (c->milli < 0)
-      return Status::InvalidArgument(
-          fmt::format("capacity \"{}\": capacity value is negative", name));
-    consumed[name] = *c;
-  }
-  for (const auto& [name, capacity] : device.capacity) {
-    const Quantity c = consumed[name];
-    if (ViolatesPolicy(c, capacity.request_policy, fractional)) return false;
-    i128 total = c.milli;
-    if (auto it = current.find(name); it != current.end()) total += it->second.milli;
-    if (allocating != nullptr) {
-      if (auto it = allocating->find(name); it != allocating->end()) total += it->second.milli;
-    }
-    if (total > capacity.value.milli) return false;
-  }
-  return true;
-}
-
+// What the request consumes of each of the device's capacities.
 Result<Capacities> ConsumedCapacity(const Capacities& requests, const Device& device,
                                     bool fractional) {
   Capacities consumed;
@@ -187,6 +155,35 @@ Result<Capacities> ConsumedCapacity(const Capacities& requests, const Device& de
     consumed[name] = *c;
   }
   return consumed;
+}
+
+// Whether the request fits the device's capacity on top of what is
+// consumed already (`current`) and by allocations in progress
+// (`allocating`, may be null). Errors name the capacity.
+Result<bool> RequestFitsCapacity(const Capacities& current, const Capacities& requests,
+                                 const Device& device, const Capacities* allocating,
+                                 bool fractional) {
+  for (const auto& [name, q] : requests) {
+    if (!device.capacity.contains(name)) return false;
+  }
+  Result<Capacities> consumed = ConsumedCapacity(requests, device, fractional);
+  if (!consumed.ok()) return consumed.status();
+  for (const auto& [name, c] : *consumed) {
+    if (c.milli < 0)
+      return Status::InvalidArgument(
+          fmt::format("capacity \"{}\": capacity value is negative", name));
+  }
+  for (const auto& [name, capacity] : device.capacity) {
+    const Quantity c = consumed->at(name);
+    if (ViolatesPolicy(c, capacity.request_policy, fractional)) return false;
+    i128 total = c.milli;
+    if (auto it = current.find(name); it != current.end()) total += it->second.milli;
+    if (allocating != nullptr) {
+      if (auto it = allocating->find(name); it != allocating->end()) total += it->second.milli;
+    }
+    if (total > capacity.value.milli) return false;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------
