@@ -214,7 +214,7 @@ def _partitionable(rng: random.Random, pool: str, base: dict, gpus: int, per_dev
                 }
                 d.update(where)
                 devices.append(d)
-    if rng.random() < 0.04:
+    if rng.random() < 0.015:
         # A device consuming a counter set nobody declares: the pool is invalid.
         devices[-1]["consumesCounters"][0]["counterSet"] = "missing-counters"
     gen = 1
@@ -255,7 +255,7 @@ def _slices_of_pool(rng: random.Random, driver: str, pool: str, where: dict,
         parts = rng.randint(2, min(3, len(devices)))
     cuts = sorted(rng.sample(range(1, len(devices)), parts - 1)) if parts > 1 else []
     groups = [devices[a:b] for a, b in zip([0] + cuts, cuts + [len(devices)])]
-    if rng.random() < 0.04:
+    if rng.random() < 0.015:
         # Two slices of the pool publish the same device name: invalid pool.
         dup = json.loads(json.dumps(groups[0][0]))
         groups.append([dup])
@@ -263,10 +263,10 @@ def _slices_of_pool(rng: random.Random, driver: str, pool: str, where: dict,
         stats["duplicate"] = True
     out = [slice_(f"{pool}-{driver}-{gen}-{i}", gen, parts, g) for i, g in enumerate(groups)]
     r = rng.random()
-    if parts > 1 and r < 0.15:
+    if parts > 1 and r < 0.07:
         out.pop(rng.randrange(len(out)))  # a slice not published yet
         stats["incomplete"] = True
-    elif r < 0.30 and gen > 1:
+    elif 0.07 <= r < 0.30 and gen > 1:
         # The previous generation is still there, with other devices: obsolete.
         old = json.loads(json.dumps(devices[: max(1, len(devices) - 1)]))
         for d in old:
@@ -275,7 +275,7 @@ def _slices_of_pool(rng: random.Random, driver: str, pool: str, where: dict,
             d["taints"].append({"key": "old", "value": "generation", "effect": "None"})
         out.append(slice_(f"{pool}-{driver}-{gen - 1}-0", gen - 1, 1, old))
         stats["stale"] = True
-    elif r < 0.36:
+    elif 0.30 <= r < 0.33:
         # A newer generation is being published, one slice of two so far.
         newer = json.loads(json.dumps(devices[:1]))
         out.append(slice_(f"{pool}-{driver}-{gen + 1}-0", gen + 1, 2, newer))
@@ -438,16 +438,16 @@ def _odd_selector(rng: random.Random) -> str:
 
 def _selector(rng: random.Random, info: dict, driver: str) -> str:
     """A selector mixing atoms with && || ! and parentheses."""
-    if rng.random() < 0.03:
+    if rng.random() < 0.025:
         return _odd_selector(rng)
-    atoms = [_atom(rng, info, driver) for _ in range(rng.randint(1, 3))]
+    atoms = [_atom(rng, info, driver) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
     expr = atoms[0]
     for a in atoms[1:]:
-        op = rng.choice(["&&", "&&", "||"])
+        op = "&&" if rng.random() < 0.4 else "||"
         if rng.random() < 0.15:
             a = f"!({a})"
         expr = f"({expr}) {op} ({a})" if rng.random() < 0.5 else f"{expr} {op} {a}"
-    if driver and rng.random() < 0.6:
+    if driver and rng.random() < 0.85:
         # Guard by driver, as classes usually do, so other drivers' devices do
         # not fail with "no such key".
         expr = f"device.driver == {_q(driver)} && ({expr})"
@@ -477,6 +477,8 @@ def _classes(rng: random.Random, info: dict) -> list[dict]:
         cls("mig", [f"device.driver == {_q(NV)} && device.attributes[{_q(NV)}].type == {_q('mig')}"]),
         cls("any-gpu", [] if rng.random() < 0.5 else [f"device.driver in [{_q(HAMI)}, {_q(NV)}, {_q(NET)}]"]),
     ]
+    if "net" in info:
+        out.append(cls("net-gpu", [f"device.driver == {_q(NET)}"]))
     for i in range(rng.randint(0, 2)):
         driver = rng.choice([HAMI, HAMI, NV])
         out.append(cls(f"custom-{i}", [_selector(rng, info, driver)]))
@@ -487,8 +489,8 @@ def _classes(rng: random.Random, info: dict) -> list[dict]:
 def _capacity(rng: random.Random, info: dict) -> dict:
     req: dict[str, str] = {}
     if rng.random() < 0.75:
-        req["cores"] = rng.choice(["10", "25", "30", "50", "60", "100", "0", "33500m", "12.5",
-                                   "101", str(rng.randint(1, 100))])
+        req["cores"] = rng.choice(["10", "20", "25", "30", "50", "60", "100", "0", "33500m", "12.5",
+                                   "101", str(rng.randint(1, 100)), str(rng.randint(1, 50))])
     if rng.random() < 0.75:
         mem = rng.choice(sorted(info["mems"]) or [16])
         req["memory"] = rng.choice([
@@ -505,17 +507,17 @@ def _request_body(rng: random.Random, info: dict, cls_names: list[str], shared_h
                   allow_all: bool) -> dict:
     cls = rng.choice(cls_names)
     body: dict[str, Any] = {"deviceClassName": cls}
-    if rng.random() < 0.02:
+    if rng.random() < 0.007:
         body["deviceClassName"] = "no-such-class"
-    driver = {"hami-gpu": HAMI, "nvidia-gpu": NV, "mig": NV}.get(cls, rng.choice([HAMI, NV]))
-    if rng.random() < 0.35:
+    driver = {"hami-gpu": HAMI, "nvidia-gpu": NV, "mig": NV, "net-gpu": NET}.get(cls, rng.choice([HAMI, NV]))
+    if rng.random() < 0.3:
         body["selectors"] = [{"cel": {"expression": _selector(rng, info, driver)}}
                              for _ in range(rng.randint(1, 2))]
     if allow_all and rng.random() < 0.1:
         body["allocationMode"] = "All"
     else:
         body["allocationMode"] = "ExactCount"
-        body["count"] = rng.choice([1, 1, 1, 1, 2, 2, 3])
+        body["count"] = rng.choice([1, 1, 1, 1, 1, 1, 2, 2, 3])
     if (cls == "hami-gpu" or shared_hint) and rng.random() < 0.6:
         cap = _capacity(rng, info)
         if cap:
@@ -551,7 +553,7 @@ def _claim(rng: random.Random, info: dict, index: int, cls_names: list[str]) -> 
         else:
             requests.append({"name": name, "exactly": _request_body(rng, info, cls_names, False, True)})
     spec: dict[str, Any] = {"requests": requests}
-    if rng.random() < 0.3:
+    if rng.random() < 0.25:
         constraints = []
         for _ in range(rng.randint(1, 2)):
             c: dict[str, Any] = {}
@@ -640,8 +642,19 @@ def generate(seed: int, sid: int) -> dict:
     nodes, slices, info = _cluster(rng)
     classes = _classes(rng, info)
     cls_names = [c["metadata"]["name"] for c in classes]
-    weighted = cls_names + ["hami-gpu"] * 4
-    claims = [_claim(rng, info, i, weighted) for i in range(rng.choice([1, 1, 1, 2, 2, 3]))]
+    # Mostly HAMi's class; the others as often as the cluster has their devices.
+    weighted = cls_names + ["hami-gpu"] * 6
+    if info["nv"]:
+        weighted += ["nvidia-gpu"]
+    if info["mig"]:
+        weighted += ["mig"] * 2
+    if "net" in info:
+        weighted += ["net-gpu"] * 2
+    if not info["nv"] and rng.random() < 0.7:
+        weighted.remove("nvidia-gpu")
+    if not info["mig"] and rng.random() < 0.7:
+        weighted.remove("mig")
+    claims = [_claim(rng, info, i, weighted) for i in range(rng.choice([1, 1, 1, 1, 2, 2, 3]))]
     per_node = max(len(s["spec"].get("devices", [])) for s in slices) * 2 + 4
     while _search_size(claims, per_node) > SEARCH_LIMIT:
         # Keep the exhaustive search small: drop the last request or claim.
