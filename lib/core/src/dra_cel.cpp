@@ -27,7 +27,6 @@ namespace internal {
 namespace {
 
 __extension__ using i128 = __int128;  // exact quantities, in nano units
-__extension__ using u128 = unsigned __int128;
 
 constexpr std::size_t kMaxExpressionLength = 10 * 1024;  // CELSelectorExpressionMaxLength
 constexpr int kMaxDepth = 100;
@@ -52,8 +51,6 @@ struct Quantity {
   // type's Equal refuses as "no such overload" (quantity.go).
   bool boxed = false;
 };
-
-constexpr i128 kI128Max = static_cast<i128>(~static_cast<u128>(0) >> 1);
 
 bool MulI128(i128 a, i128 b, i128& out) { return __builtin_mul_overflow(a, b, &out); }
 
@@ -448,7 +445,7 @@ std::variant<Semver, std::string> ParseSemverNormalized(std::string_view s) {
     if (part.size() > 1) {
       part.erase(0, part.find_first_not_of('0') == std::string::npos ? part.size()
                                                                      : part.find_first_not_of('0'));
-      if (part.empty() || !IsDigit(part[0])) part.insert(0, "0");
+      if (part.empty() || !IsDigit(part[0])) part = "0" + part;
     }
     parts.push_back(std::move(part));
   }
@@ -857,7 +854,7 @@ class Lexer {
   // NUM_INT, NUM_UINT and NUM_FLOAT; the text keeps its form for the parser.
   Token Number(Token t) {
     const std::size_t start = pos_;
-    if (src_.substr(pos_, 2) == "0x" || src_.substr(pos_, 2) == "0X") {
+    if (src_.substr(pos_, 2) == "0x") {
       std::size_t end = pos_ + 2;
       while (end < src_.size() && IsHex(src_[end])) ++end;
       if (end > pos_ + 2) {
@@ -899,16 +896,12 @@ class Lexer {
     const std::size_t start = pos_;
     while (pos_ < src_.size() && IsIdentChar(src_[pos_])) ++pos_;
     const std::string_view word = src_.substr(start, pos_ - start);
-    if (pos_ < src_.size() && (src_[pos_] == '"' || src_[pos_] == '\'') && word.size() <= 2) {
-      bool raw = false;
-      bool bytes = false;
-      bool prefix = true;
-      for (char c : word) {
-        bool& flag = (c == 'r' || c == 'R') ? raw : bytes;
-        prefix = prefix && (c == 'r' || c == 'R' || c == 'b' || c == 'B') && !flag;
-        flag = true;
-      }
-      if (prefix) return String(t, raw, bytes);
+    // STRING may be raw (r"..."), BYTES is b followed by a STRING.
+    if (pos_ < src_.size() && (src_[pos_] == '"' || src_[pos_] == '\'')) {
+      const bool bytes = !word.empty() && (word[0] == 'b' || word[0] == 'B');
+      const std::string_view rest = word.substr(bytes ? 1 : 0);
+      const bool raw = rest == "r" || rest == "R";
+      if ((bytes || raw) && (rest.empty() || raw)) return String(t, raw, bytes);
     }
     static constexpr std::pair<std::string_view, Tok> kWords[] = {
         {"in", Tok::kIn}, {"true", Tok::kTrue}, {"false", Tok::kFalse}, {"null", Tok::kNull}};
@@ -1222,8 +1215,10 @@ class Parser {
   }
 
   NodePtr MemberCall(std::size_t offset, std::string name, std::vector<NodePtr> args) {
-    static constexpr std::pair<std::string_view, Op> kMacros[] = {
-        {"all", Op::kAll}, {"exists", Op::kExists}, {"exists_one", Op::kExistsOne}};
+    static constexpr std::pair<std::string_view, Op> kMacros[] = {{"all", Op::kAll},
+                                                                  {"exists", Op::kExists},
+                                                                  {"exists_one", Op::kExistsOne},
+                                                                  {"existsOne", Op::kExistsOne}};
     for (const auto& [macro, op] : kMacros) {
       if (name != macro || args.size() != 3) continue;
       if (args[1]->op != Op::kIdent)
@@ -1326,7 +1321,7 @@ class Parser {
       const bool is_uint = tok_.kind == Tok::kUint;
       if (is_uint) text.remove_suffix(1);
       int base = 10;
-      if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+      if (text.size() > 2 && text[0] == '0' && text[1] == 'x') {
         base = 16;
         text.remove_prefix(2);
       }
@@ -1462,11 +1457,13 @@ class Checker {
  public:
   explicit Checker(Errors& errors) : errors_(errors) {}
 
+  // Types `n` and its operands; calls and comprehensions check their own
+  // operands, after their name and scope.
   bool Check(CelNode& n) {
+    const bool own =
+        n.op == Op::kCall || n.op == Op::kAll || n.op == Op::kExists || n.op == Op::kExistsOne;
     for (std::unique_ptr<CelNode>& a : n.args) {
-      if (n.op == Op::kCall || n.op == Op::kAll || n.op == Op::kExists || n.op == Op::kExistsOne)
-        break;
-      if (!Check(*a)) return false;
+      if (!own && !Check(*a)) return false;
     }
     n.type = TypeOf(n);
     return n.type != nullptr;
@@ -1663,26 +1660,21 @@ class Checker {
     return a;
   }
 
-  // The dotted name of a receiver that is no value: `cel` in cel.bind().
-  std::optional<std::string> QualifiedName(const CelNode& n) const {
-    if (n.op == Op::kIdent) {
-      const bool declared =
-          n.name == "device" || std::any_of(scope_.begin(), scope_.end(),
-                                            [&](const auto& v) { return v.first == n.name; });
-      if (declared) return std::nullopt;
-      return n.name;
-    }
-    if (n.op != Op::kSelect) return std::nullopt;
-    auto prefix = QualifiedName(*n.args[0]);
-    if (!prefix) return std::nullopt;
-    return *prefix + "." + n.name;
+  // Whether `n` names a namespace of Kubernetes' functions (cel.bind,
+  // sets.contains, optional.of...) rather than a value.
+  bool IsNamespace(const CelNode& n) const {
+    static constexpr std::string_view kNamespaces[] = {"cel",   "sets", "optional", "strings",
+                                                       "lists", "math", "base64"};
+    return n.op == Op::kIdent &&
+           std::find(std::begin(kNamespaces), std::end(kNamespaces), n.name) !=
+               std::end(kNamespaces) &&
+           std::none_of(scope_.begin(), scope_.end(),
+                        [&](const auto& v) { return v.first == n.name; });
   }
 
   TypePtr Call(CelNode& n) {
-    if (n.member) {
-      if (const auto qualified = QualifiedName(*n.args[0])) {
-        return errors_.Unsupported(UnsupportedFunction(*qualified + "." + n.name));
-      }
+    if (n.member && IsNamespace(*n.args[0])) {
+      return errors_.Unsupported(UnsupportedFunction(n.args[0]->name + "." + n.name));
     }
     std::vector<const Overload*> named;
     for (const Overload& o : Overloads()) {
@@ -2195,12 +2187,13 @@ class Evaluator {
       Out v = Eval(*n.args[1]);
       scope_.pop_back();
       const bool* b = std::holds_alternative<Value>(v) ? As<bool>(std::get<Value>(v)) : nullptr;
+      // all and exists keep the first error (accu && pred), exists_one the
+      // last (pred ? accu + 1 : accu).
       if (b == nullptr) {
-        if (!error) {
+        if (!error || n.op == Op::kExistsOne) {
           error = std::holds_alternative<Error>(v) ? std::get<Error>(std::move(v))
                                                    : Error{false, "no such overload"};
         }
-        if (n.op == Op::kExistsOne) return *error;
         continue;
       }
       if (n.op == Op::kAll && !*b) return Value{false};

@@ -27,7 +27,8 @@
 //     isGreaterThan, isLessThan, add, sub, asInteger, isInteger;
 //   Kubernetes semantic versions: semver (with the normalizing form),
 //     isSemver, compareTo, isGreaterThan, isLessThan, major, minor, patch;
-//   the macros all, exists and exists_one over a list or a map.
+//   the macros all, exists and exists_one (existsOne) over a list or a
+//     map, not nested.
 // Anything else valid in Kubernetes' environment — map literals, optional
 // syntax (`?.`, `[?`, orValue), conversions (int(), string(), dyn()...),
 // type values, bytes, the other macros (map, filter, cel.bind...),
