@@ -9,6 +9,7 @@ namespace {
 // The exception types, created by AddExceptions.
 PyObject* g_decode_error = nullptr;
 PyObject* g_config_error = nullptr;
+PyObject* g_unsupported_error = nullptr;
 
 }  // namespace
 
@@ -20,7 +21,12 @@ void AddExceptions(py::module_& m) {
                                              "An invalid device config or scheduler option.",
                                              PyExc_ValueError, nullptr);
   m.attr("DecodeError") = py::handle(g_decode_error);
+  g_unsupported_error = PyErr_NewExceptionWithDoc(
+      "devshare.UnsupportedError",
+      "Valid input devshare does not evaluate (a CEL selector beyond its subset), named.",
+      PyExc_ValueError, nullptr);
   m.attr("ConfigError") = py::handle(g_config_error);
+  m.attr("UnsupportedError") = py::handle(g_unsupported_error);
 }
 
 void Raise(const Status& status) {
@@ -37,6 +43,9 @@ void Raise(const Status& status) {
       break;
     case StatusCode::kUnavailable:
       type = PyExc_RuntimeError;
+      break;
+    case StatusCode::kUnsupported:
+      type = g_unsupported_error;
       break;
     default:
       break;

@@ -26,13 +26,13 @@ namespace devshare::python {
 
 namespace py = pybind11;
 
-// Creates devshare.DecodeError and devshare.ConfigError on `m`. Called once,
-// first, by the module init.
+// Creates devshare.DecodeError, devshare.ConfigError and
+// devshare.UnsupportedError on `m`. Called once, first, by the module init.
 void AddExceptions(py::module_& m);
 
 // Raises the Python exception for `status`: DecodeError for kMalformed,
 // ConfigError for kInvalidConfig, KeyError for kNotFound, RuntimeError for
-// kUnavailable, ValueError otherwise. REQUIRES: !status.ok(), the GIL held.
+// kUnavailable, UnsupportedError for kUnsupported, ValueError otherwise. REQUIRES: !status.ok(), the GIL held.
 [[noreturn]] void Raise(const Status& status);
 
 // The value of `r`, or raises its error (see Raise).
@@ -127,6 +127,7 @@ void ValueType(py::class_<T, Options...>& cls, ToDictFn to_dict, const char* to_
 void BindProtocols(py::module_& m);   // protocols.cpp: handshake, lock, lease
 void BindEngine(py::module_& m);      // engine.cpp: the Engine and its commands
 void BindSimulation(py::module_& m);  // simulation.cpp: scenarios and results
+void BindDra(py::module_& m);         // dra.cpp: DRA objects, allocation, selectors
 
 }  // namespace devshare::python
 

@@ -530,4 +530,5 @@ PYBIND11_MODULE(_devshare, m) {
   dp::BindProtocols(m);
   dp::BindEngine(m);
   dp::BindSimulation(m);
+  dp::BindDra(m);
 }

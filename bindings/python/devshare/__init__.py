@@ -13,7 +13,8 @@ those that used to be dicts also answer ``r["key"]``, ``in``, ``keys()``,
 
 Errors: malformed annotations and objects raise ``DecodeError`` (a
 ``ValueError``); an invalid device config or option raises ``ConfigError``
-(a ``ValueError``).
+(a ``ValueError``); valid input devshare does not evaluate (a DRA CEL
+selector beyond its subset) raises ``UnsupportedError`` (a ``ValueError``).
 
 Deprecated names (a ``DeprecationWarning``, then the same object):
 ``DeviceState`` is ``DeviceView``, ``Request`` is ``ContainerRequest``,
@@ -59,6 +60,7 @@ from ._devshare import (
     RegistrationStep,
     Report,
     ScoringWeights,
+    UnsupportedError,
     VariantResult,
     backoff_delay_ms,
 )
@@ -98,6 +100,7 @@ __all__ = [
     "RegistrationStep",
     "Report",
     "ScoringWeights",
+    "UnsupportedError",
     "VariantResult",
     "backoff_delay_ms",
     "change_only_scheduler_pass",
@@ -109,6 +112,9 @@ __all__ = [
     "decode_node_lock",
     "decode_pod_devices",
     "decode_scoring_weights",
+    "dra_allocate_upstream",
+    "dra_normalize",
+    "dra_selector_matches",
     "encode_node_devices",
     "encode_pod_devices",
     "hami_scheduler_pass",
@@ -577,3 +583,50 @@ def decide_admission(review: Any, config: Optional[Any] = None, scheduler_name: 
     supplies GPU quotas."""
     return _devshare._decide_admission(_json(review), _config(config), scheduler_name,
                                        cluster._impl if cluster is not None else None)
+
+
+# --- Kubernetes DRA (resource.k8s.io/v1) ---------------------------------------------------
+
+
+def dra_allocate_upstream(claims: Sequence[Any], node: Any, slices: Sequence[Any],
+                          classes: Sequence[Any], allocated: Sequence[Any] = (),
+                          fractional_capacity_range: bool = False) -> Optional[list[dict]]:
+    """The allocation (``status.allocation`` as a dict) of each of ``claims`` on
+    ``node`` as kube-scheduler v1.37's structured allocator chooses it — the
+    first devices that fit, in pool, slice and device order (the policy
+    devshare calls "upstream") — or None when they do not all fit there.
+    ``slices`` are every ResourceSlice of the cluster, ``classes`` the
+    DeviceClasses, ``allocated`` the claims allocated already (what they hold
+    is taken). Objects are dicts or JSON text as the API server serves them.
+    Share IDs are derived from the claim's UID (upstream draws random ones).
+
+    Errors: DecodeError for a malformed object, KeyError for a missing
+    DeviceClass, ValueError for what upstream reports as an error (a CEL
+    runtime error, "All" devices from an incomplete pool, ...),
+    UnsupportedError for a selector devshare does not evaluate."""
+    result = _devshare._dra_allocate_upstream([_json(c) for c in claims], _json(node),
+                                              [_json(s) for s in slices],
+                                              [_json(c) for c in classes],
+                                              [_json(c) for c in allocated],
+                                              fractional_capacity_range)
+    return None if result is None else [json.loads(a) for a in result]
+
+
+def dra_selector_matches(expression: str, slice: Any, device: str) -> bool:
+    """Whether the CEL device selector ``expression`` selects the device named
+    ``device`` of the ResourceSlice ``slice``, as Kubernetes evaluates it.
+
+    Errors: DecodeError for a syntax error or a malformed slice, KeyError for
+    no such device, UnsupportedError for CEL beyond what devshare evaluates,
+    ValueError for a runtime error (a missing attribute, a type mismatch)."""
+    return _devshare._dra_selector_matches(expression, _json(slice), device)
+
+
+def dra_normalize(obj: Any) -> dict:
+    """A ResourceSlice, DeviceClass, ResourceClaim or ResourceClaimTemplate (by
+    its ``kind``) as devshare keeps it: decoded, with the API server's
+    defaults applied, and encoded again. Raises DecodeError naming the field
+    that is wrong."""
+    text = _json(obj)
+    kind = json.loads(text).get("kind", "") if isinstance(obj, str) else obj.get("kind", "")
+    return json.loads(_devshare._dra_normalize(kind, text))

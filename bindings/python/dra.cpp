@@ -1,0 +1,92 @@
+// Kubernetes DRA from Python: objects as the JSON of the API server (the
+// public package turns dicts into it), normalised through devshare's
+// decoders, the "upstream" allocation on one node, and CEL selectors.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "devshare/dra.hpp"
+#include "devshare/dra_allocate.hpp"
+#include "devshare/dra_cel.hpp"
+
+namespace devshare::python {
+
+namespace {
+
+template <typename T, typename Decode>
+std::vector<T> DecodeAll(const std::vector<std::string>& texts, Decode decode) {
+  std::vector<T> out;
+  out.reserve(texts.size());
+  for (const std::string& text : texts) out.push_back(Unwrap(decode(text)));
+  return out;
+}
+
+std::optional<std::vector<std::string>> AllocateUpstream(
+    const std::vector<std::string>& claims, const std::string& node,
+    const std::vector<std::string>& slices, const std::vector<std::string>& classes,
+    const std::vector<std::string>& allocated, bool fractional_capacity_range) {
+  dra::DeviceClasses by_name;
+  for (dra::DeviceClass& c : DecodeAll<dra::DeviceClass>(classes, dra::DecodeDeviceClass)) {
+    std::string name = c.name;
+    by_name.emplace(std::move(name), std::move(c));
+  }
+  dra::AllocatedState state;
+  for (const dra::ResourceClaim& c :
+       DecodeAll<dra::ResourceClaim>(allocated, dra::DecodeResourceClaim)) {
+    if (c.allocation) state.Add(*c.allocation);
+  }
+  dra::AllocatorOptions options;
+  options.fractional_capacity_range = fractional_capacity_range;
+  std::optional<std::vector<dra::Allocation>> result = Unwrap(dra::AllocateUpstream(
+      DecodeAll<dra::ResourceClaim>(claims, dra::DecodeResourceClaim), Unwrap(DecodeNode(node)),
+      DecodeAll<dra::ResourceSlice>(slices, dra::DecodeResourceSlice), by_name, state, options));
+  if (!result) return std::nullopt;
+  std::vector<std::string> out;
+  for (const dra::Allocation& a : *result) out.push_back(dra::EncodeAllocation(a));
+  return out;
+}
+
+bool SelectorMatches(const std::string& expression, const std::string& slice_json,
+                     const std::string& device_name) {
+  const dra::ResourceSlice slice = Unwrap(dra::DecodeResourceSlice(slice_json));
+  for (const dra::Device& device : slice.devices) {
+    if (device.name != device_name) continue;
+    const dra::Selector selector = Unwrap(dra::CompileSelector(expression));
+    return Unwrap(dra::Matches(selector, slice.driver, device));
+  }
+  Raise(Status::NotFound("the slice has no device " + device_name));
+}
+
+std::string Normalize(const std::string& kind, const std::string& json) {
+  if (kind == "ResourceSlice") return dra::EncodeResourceSlice(Unwrap(dra::DecodeResourceSlice(json)));
+  if (kind == "DeviceClass") return dra::EncodeDeviceClass(Unwrap(dra::DecodeDeviceClass(json)));
+  if (kind == "ResourceClaim") return dra::EncodeResourceClaim(Unwrap(dra::DecodeResourceClaim(json)));
+  if (kind == "ResourceClaimTemplate")
+    return dra::EncodeResourceClaimTemplate(Unwrap(dra::DecodeResourceClaimTemplate(json)));
+  Raise(Status::InvalidArgument("kind must be ResourceSlice, DeviceClass, ResourceClaim or "
+                                "ResourceClaimTemplate, not " + kind));
+}
+
+}  // namespace
+
+void BindDra(py::module_& m) {
+  m.def("_dra_allocate_upstream", &AllocateUpstream, py::arg("claims"), py::arg("node"),
+        py::arg("slices"), py::arg("classes"), py::arg("allocated"),
+        py::arg("fractional_capacity_range"),
+        "The AllocationResult JSON of each claim on the node as kube-scheduler v1.37's allocator "
+        "chooses it, or None when they do not fit; raises what upstream reports as an error "
+        "(ValueError, KeyError for a missing DeviceClass) and UnsupportedError for a selector "
+        "devshare does not evaluate.");
+  m.def("_dra_selector_matches", &SelectorMatches, py::arg("expression"), py::arg("slice"),
+        py::arg("device"),
+        "Whether the CEL selector selects the slice's device; raises DecodeError for a syntax "
+        "error, UnsupportedError beyond what devshare evaluates, ValueError for a runtime error.");
+  m.def("_dra_normalize", &Normalize, py::arg("kind"), py::arg("json"),
+        "The object as devshare keeps it, encoded again (what devshare reads of it).");
+}
+
+}  // namespace devshare::python

@@ -1,0 +1,112 @@
+"""Kubernetes DRA from Python: objects as dicts, the "upstream" allocation on
+one node, CEL selectors, and the errors each kind of bad input raises."""
+
+import pytest
+
+import devshare
+
+DRIVER = "hami-core-gpu.project-hami.io"
+GI = 1024**3
+
+
+def hami_gpu(minor: int, memory: int = 40 * GI) -> dict:
+    """A GPU as github.com/Project-HAMi/k8s-dra-driver publishes it."""
+    return {"name": f"hami-gpu-{minor}",
+            "attributes": {"type": {"string": "hami-gpu"}, "minor": {"int": minor},
+                           "cudaComputeCapability": {"version": "8.0.0"}},
+            "capacity": {"cores": {"value": "100", "requestPolicy": {
+                             "default": "100", "validRange": {"min": "0", "max": "100", "step": "1"}}},
+                         "memory": {"value": str(memory), "requestPolicy": {
+                             "default": str(memory),
+                             "validRange": {"min": "1Mi", "max": str(memory), "step": "1Mi"}}}},
+            "allowMultipleAllocations": True}
+
+
+def node_slice(node: str, gpus: int) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [hami_gpu(i) for i in range(gpus)]}}
+
+
+CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
+         "spec": {"selectors": [{"cel": {"expression":
+                                         f"device.driver == '{DRIVER}' && "
+                                         f"device.attributes['{DRIVER}'].type == 'hami-gpu'"}}]}}
+
+
+def claim(name: str, cores: str, memory: str, selectors: tuple = ()) -> dict:
+    exactly = {"deviceClassName": DRIVER, "capacity": {"requests": {"cores": cores, "memory": memory}}}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+
+
+NODE = {"metadata": {"name": "node-a"}}
+
+
+def test_shared_gpus_fill_in_device_order():
+    slices = [node_slice("node-a", 2)]
+    allocated = []
+    chosen = []
+    for i in range(5):
+        c = claim(f"c{i}", "50", "20Gi")
+        result = devshare.dra_allocate_upstream([c], NODE, slices, [CLASS], allocated)
+        if result is None:
+            chosen.append(None)
+            continue
+        allocation = result[0]
+        device = allocation["devices"]["results"][0]
+        chosen.append(device["device"])
+        assert device["consumedCapacity"] == {"cores": "50", "memory": str(20 * GI)}
+        assert device["shareID"]
+        assert allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["node-a"]
+        allocated.append({**c, "status": {"allocation": allocation}})
+    assert chosen == ["hami-gpu-0", "hami-gpu-0", "hami-gpu-1", "hami-gpu-1", None]
+
+
+def test_the_same_input_gives_the_same_share_ids():
+    args = ([claim("c", "10", "1Gi")], NODE, [node_slice("node-a", 1)], [CLASS])
+    assert devshare.dra_allocate_upstream(*args) == devshare.dra_allocate_upstream(*args)
+
+
+def test_claim_selectors_and_errors():
+    slices = [node_slice("node-a", 2)]
+    pick_one = claim("c", "10", "1Gi", (f"device.attributes['{DRIVER}'].minor == 1",))
+    result = devshare.dra_allocate_upstream([pick_one], NODE, slices, [CLASS])
+    assert result[0]["devices"]["results"][0]["device"] == "hami-gpu-1"
+    with pytest.raises(KeyError, match="could not retrieve device class"):
+        devshare.dra_allocate_upstream([pick_one], NODE, slices, [])
+    missing = claim("c", "10", "1Gi", (f"device.attributes['{DRIVER}'].vendor == 'x'",))
+    with pytest.raises(ValueError, match="CEL runtime error"):
+        devshare.dra_allocate_upstream([missing], NODE, slices, [CLASS])
+    with pytest.raises(devshare.DecodeError, match="spec.devices.requests"):
+        devshare.dra_allocate_upstream([{"metadata": {"name": "c"}, "spec": {"devices": {
+            "requests": [{"name": "gpu"}]}}}], NODE, slices, [CLASS])
+
+
+def test_selector_matches_as_kubernetes_evaluates():
+    s = node_slice("node-a", 1)
+    assert devshare.dra_selector_matches(CLASS["spec"]["selectors"][0]["cel"]["expression"], s, "hami-gpu-0")
+    assert devshare.dra_selector_matches(
+        f"device.capacity['{DRIVER}'].memory.compareTo(quantity('32Gi')) >= 0", s, "hami-gpu-0")
+    assert not devshare.dra_selector_matches(
+        f"device.attributes['{DRIVER}'].cudaComputeCapability.isGreaterThan(semver('9.0.0'))", s,
+        "hami-gpu-0")
+    with pytest.raises(devshare.DecodeError):
+        devshare.dra_selector_matches("device.driver ==", s, "hami-gpu-0")
+    with pytest.raises(KeyError):
+        devshare.dra_selector_matches("true", s, "hami-gpu-9")
+
+
+def test_normalize_applies_the_api_servers_defaults():
+    c = devshare.dra_normalize({"kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "n"},
+                                "spec": {"devices": {"requests": [
+                                    {"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}})
+    assert c["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] == "ExactCount"
+    assert c["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    with pytest.raises(ValueError, match="kind must be"):
+        devshare.dra_normalize({"kind": "Pod", "metadata": {"name": "p"}})
