@@ -141,8 +141,10 @@ test-python: python
 	@$(VENV_PY) -m pytest tests/python -q -p no:cacheprovider | tee $(VENV)/pytest.log
 	@grep -Eo '[0-9]+ passed' $(VENV)/pytest.log | tail -1 | awk '{print "python", $$1, 0}' >>$(RESULTS)
 
-# The HAMi differential oracle (tests/oracle/README.md): devshare against HAMi's
-# own Go code on seeded scenarios. `make test` runs ORACLE_TEST_SCENARIOS of them;
+# The differential oracles (tests/oracle/README.md): devshare against HAMi's
+# own Go code, and its DRA allocation and CEL selectors against Kubernetes'
+# (k8s.io/dynamic-resource-allocation), on seeded scenarios. `make test` runs
+# ORACLE_TEST_SCENARIOS of each;
 # `make oracle ORACLE_SCENARIOS=10000` the full comparison; `make oracle-speed`
 # Filter on 100, 1000 and 5000 nodes x 8 GPUs, HAMi's and devshare's, as a ratio.
 # HAMi comes from ../shared/hami/v2.10.0; without a Go toolchain or that tree
@@ -157,10 +159,13 @@ test-oracle: python
 	@bash tests/oracle/build.sh
 	@$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_TEST_SCENARIOS) --seed $(ORACLE_SEED) \
 	  --results $(RESULTS)
+	@$(VENV_PY) tests/oracle/compare_dra.py --scenarios $(ORACLE_TEST_SCENARIOS) --seed $(ORACLE_SEED) \
+	  --results $(RESULTS)
 
 oracle: python
 	@bash tests/oracle/build.sh
 	$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED) --confirm-ties 100
+	$(VENV_PY) tests/oracle/compare_dra.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED)
 
 oracle-speed: python $(BENCH_BUILD)/build.ninja
 	@ninja -C $(BENCH_BUILD) bench/oracle_speed

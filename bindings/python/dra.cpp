@@ -1,15 +1,17 @@
 // Kubernetes DRA from Python: objects as the JSON of the API server (the
 // public package turns dicts into it), normalised through devshare's
 // decoders, the "upstream" allocation on one node, and CEL selectors.
+#include "devshare/dra.hpp"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
-#include "devshare/dra.hpp"
 #include "devshare/dra_allocate.hpp"
 #include "devshare/dra_cel.hpp"
 
@@ -25,10 +27,12 @@ std::vector<T> DecodeAll(const std::vector<std::string>& texts, Decode decode) {
   return out;
 }
 
-std::optional<std::vector<std::string>> AllocateUpstream(
-    const std::vector<std::string>& claims, const std::string& node,
-    const std::vector<std::string>& slices, const std::vector<std::string>& classes,
-    const std::vector<std::string>& allocated, bool fractional_capacity_range) {
+std::optional<std::vector<std::string>> AllocateUpstream(const std::vector<std::string>& claims,
+                                                         const std::string& node,
+                                                         const std::vector<std::string>& slices,
+                                                         const std::vector<std::string>& classes,
+                                                         const std::vector<std::string>& allocated,
+                                                         bool fractional_capacity_range) {
   dra::DeviceClasses by_name;
   for (dra::DeviceClass& c : DecodeAll<dra::DeviceClass>(classes, dra::DecodeDeviceClass)) {
     std::string name = c.name;
@@ -62,13 +66,23 @@ bool SelectorMatches(const std::string& expression, const std::string& slice_jso
 }
 
 std::string Normalize(const std::string& kind, const std::string& json) {
-  if (kind == "ResourceSlice") return dra::EncodeResourceSlice(Unwrap(dra::DecodeResourceSlice(json)));
+  if (kind == "ResourceSlice")
+    return dra::EncodeResourceSlice(Unwrap(dra::DecodeResourceSlice(json)));
   if (kind == "DeviceClass") return dra::EncodeDeviceClass(Unwrap(dra::DecodeDeviceClass(json)));
-  if (kind == "ResourceClaim") return dra::EncodeResourceClaim(Unwrap(dra::DecodeResourceClaim(json)));
+  if (kind == "ResourceClaim")
+    return dra::EncodeResourceClaim(Unwrap(dra::DecodeResourceClaim(json)));
   if (kind == "ResourceClaimTemplate")
     return dra::EncodeResourceClaimTemplate(Unwrap(dra::DecodeResourceClaimTemplate(json)));
-  Raise(Status::InvalidArgument("kind must be ResourceSlice, DeviceClass, ResourceClaim or "
-                                "ResourceClaimTemplate, not " + kind));
+  Raise(
+      Status::InvalidArgument("kind must be ResourceSlice, DeviceClass, ResourceClaim or "
+                              "ResourceClaimTemplate, not " +
+                              kind));
+}
+
+std::int64_t QuantityMilli(const std::string& text) {
+  std::optional<dra::Quantity> q = dra::ParseQuantity(text);
+  if (!q) Raise(Status::Malformed("not a quantity devshare holds exactly: " + text));
+  return q->milli;
 }
 
 }  // namespace
@@ -85,6 +99,8 @@ void BindDra(py::module_& m) {
         py::arg("device"),
         "Whether the CEL selector selects the slice's device; raises DecodeError for a syntax "
         "error, UnsupportedError beyond what devshare evaluates, ValueError for a runtime error.");
+  m.def("_dra_quantity_milli", &QuantityMilli, py::arg("text"),
+        "A Kubernetes quantity in thousandths, exactly; DecodeError when it cannot be.");
   m.def("_dra_normalize", &Normalize, py::arg("kind"), py::arg("json"),
         "The object as devshare keeps it, encoded again (what devshare reads of it).");
 }

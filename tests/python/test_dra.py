@@ -102,6 +102,13 @@ def test_selector_matches_as_kubernetes_evaluates():
         devshare.dra_selector_matches("true", s, "hami-gpu-9")
 
 
+def test_quantities_are_exact_thousandths():
+    assert devshare.dra_quantity_milli("16Gi") == 16 * GI * 1000
+    assert devshare.dra_quantity_milli("1500m") == 1500
+    with pytest.raises(devshare.DecodeError):
+        devshare.dra_quantity_milli("1n")
+
+
 def test_normalize_applies_the_api_servers_defaults():
     c = devshare.dra_normalize({"kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "n"},
                                 "spec": {"devices": {"requests": [

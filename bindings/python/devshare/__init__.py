@@ -114,6 +114,7 @@ __all__ = [
     "decode_scoring_weights",
     "dra_allocate_upstream",
     "dra_normalize",
+    "dra_quantity_milli",
     "dra_selector_matches",
     "encode_node_devices",
     "encode_pod_devices",
@@ -630,3 +631,9 @@ def dra_normalize(obj: Any) -> dict:
     text = _json(obj)
     kind = json.loads(text).get("kind", "") if isinstance(obj, str) else obj.get("kind", "")
     return json.loads(_devshare._dra_normalize(kind, text))
+
+
+def dra_quantity_milli(text: str) -> int:
+    """A Kubernetes quantity ("16Gi", "1500m", "2e3") in thousandths, exactly as
+    devshare holds it; DecodeError for one finer than 1m or beyond ±9.2e15."""
+    return _devshare._dra_quantity_milli(text)
