@@ -312,6 +312,9 @@ lines""" == 'two\nlines')"),
       Yes(R"(device.attributes["dra.example.com"].s.upperAscii() == "ABC")", d),
       Yes(R"(has(device.attributes["dra.example.com"].n))", d),
       No(R"(has(device.attributes["other"].n))", d),
+      No(R"(has(device.attributes["dra.example.com"].s.x))", d),
+      Err(R"(has(device.attributes["dra.example.com"].l.x))", StatusCode::kInvalidArgument,
+          "unsupported index type 'string' in list", {{{"l", std::vector<bool>{true}}}}),
       Yes(R"(has(device.attributes.anything))", d),
       Yes(R"(size(device.attributes["dra.example.com"]) == 4)", d),
       // Errors are absorbed by a deciding && / ||, else propagate.
@@ -365,6 +368,10 @@ lines""" == 'two\nlines')"),
       Err("!1", StatusCode::kMalformed, "no matching overload for '!_'"),
       Err("1 in 1", StatusCode::kMalformed, "no matching overload for '@in'"),
       Err(R"(device.attributes[1].x)", StatusCode::kMalformed, "no matching overload for '_[_]'"),
+      Err(R"(quantity("1").sign() == 1)", StatusCode::kMalformed,
+          "no matching overload for 'sign'"),
+      Err(R"(startsWith("a", "b"))", StatusCode::kMalformed,
+          "no matching overload for 'startsWith'"),
   });
 }
 
@@ -456,7 +463,6 @@ TEST_CASE("dra cel: constructs beyond the subset are unsupported, by name") {
       Err(R"(timestamp("2024-01-01T00:00:00Z") < now)", StatusCode::kUnsupported, "timestamp"),
       Err(R"("a,b".split(",").size() == 2)", StatusCode::kUnsupported, "split"),
       Err(R"([1, 2].isSorted())", StatusCode::kUnsupported, "isSorted"),
-      Err(R"(quantity("1").sign() == 1)", StatusCode::kUnsupported, "sign"),
       Err(R"(size("a", "b") == 1)", StatusCode::kMalformed, "no matching overload for 'size'"),
       Err(R"(google.protobuf.Int64Value{value: 1} == 1)", StatusCode::kUnsupported,
           "message construction"),

@@ -1681,11 +1681,6 @@ class Checker {
       if (o.name == n.name) named.push_back(&o);
     }
     if (named.empty()) return errors_.Unsupported(UnsupportedFunction(n.name));
-    if (std::none_of(named.begin(), named.end(),
-                     [&](const Overload* o) { return o->member == n.member; })) {
-      return errors_.Unsupported(fmt::format("the function '{}' called {}", n.name,
-                                             n.member ? "as a method" : "as a global function"));
-    }
     for (std::unique_ptr<CelNode>& a : n.args) {
       if (!Check(*a)) return nullptr;
     }
@@ -2162,10 +2157,11 @@ class Evaluator {
     if (std::holds_alternative<Error>(operand)) return operand;
     const Value& v = std::get<Value>(operand);
     if (n.op == Op::kSelect) return Qualify(v, Value{n.name});
+    // A presence test on what has no fields is false, on a list an error
+    // (refQualify without errorOnBadPresenceTest).
+    if (As<std::shared_ptr<const List>>(v)) return Fail("unsupported index type 'string' in list");
     const auto* m = As<MapValue>(v);
-    if (m == nullptr)
-      return Error{true, fmt::format("has() on a value of type {}", RuntimeTypeName(v))};
-    return Value{m->default_empty || m->entries->count(n.name) > 0};
+    return Value{m != nullptr && (m->default_empty || m->entries->count(n.name) > 0)};
   }
 
   Out Comprehension(const CelNode& n) {
