@@ -138,7 +138,7 @@ bool ViolatesPolicy(Quantity value, const std::optional<CapacityRequestPolicy>& 
   return false;
 }
 
-const std::optional<Quantity> FindRequest(const Capacities& requests, const std::string& name) {
+std::optional<Quantity> FindRequest(const Capacities& requests, const std::string& name) {
   auto it = requests.find(name);
   return it == requests.end() ? std::nullopt : std::optional<Quantity>(it->second);
 }
@@ -294,6 +294,7 @@ struct RequestKey {
   std::size_t claim = 0;
   std::size_t request = 0;
   std::size_t sub = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   friend auto operator<=>(const RequestKey&, const RequestKey&) = default;
 };
 

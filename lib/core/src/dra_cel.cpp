@@ -445,7 +445,11 @@ std::variant<Semver, std::string> ParseSemverNormalized(std::string_view s) {
     if (part.size() > 1) {
       part.erase(0, part.find_first_not_of('0') == std::string::npos ? part.size()
                                                                      : part.find_first_not_of('0'));
-      if (part.empty() || !IsDigit(part[0])) part = "0" + part;
+      if (part.empty() || !IsDigit(part[0])) {
+        std::string padded(1, '0');
+        padded += part;
+        part = std::move(padded);
+      }
     }
     parts.push_back(std::move(part));
   }
@@ -645,15 +649,15 @@ enum class Fn : std::uint8_t {
 }  // namespace
 
 struct CelNode {
-  Op op = Op::kConst;
-  std::size_t offset = 0;  // of the token that names the node
-  int depth = 1;
   Value value;       // kConst
   std::string name;  // identifier, field, function or iteration variable
-  bool member = false;
   std::vector<std::unique_ptr<CelNode>> args;
-  TypePtr type;  // set by the checker
+  TypePtr type;            // set by the checker
+  std::size_t offset = 0;  // of the token that names the node
+  int depth = 1;
+  Op op = Op::kConst;
   Fn fn = Fn::kNone;
+  bool member = false;
 };
 
 namespace {
@@ -740,7 +744,8 @@ std::optional<std::size_t> InvalidUtf8(std::string_view s) {
     if (c < 0x80) {
       ++i;
       continue;
-    } else if ((c & 0xE0) == 0xC0) {
+    }
+    if ((c & 0xE0) == 0xC0) {
       n = 1;
       cp = c & 0x1F;
     } else if ((c & 0xF0) == 0xE0) {
@@ -1355,19 +1360,19 @@ class Parser {
       // Decimal exponent of the leading significant digit.
       const std::size_t e = text.find_first_of("eE");
       const std::string_view mantissa = text.substr(0, e);
-      long long exponent = 0;  // saturates: only its sign matters far out
+      std::int64_t exponent = 0;  // saturates: only its sign matters far out
       if (e != std::string_view::npos) {
         const bool minus = text[e + 1] == '-';
         for (char c : text.substr(e + 1)) {
-          if (IsDigit(c)) exponent = std::min(exponent * 10 + (c - '0'), 1000000000LL);
+          if (IsDigit(c)) exponent = std::min<std::int64_t>(exponent * 10 + (c - '0'), 1000000000);
         }
         if (minus) exponent = -exponent;
       }
       const std::size_t dot = std::min(mantissa.find('.'), mantissa.size());
       const std::size_t first = mantissa.find_first_of("123456789");
       if (first == std::string_view::npos) return negative ? -0.0 : 0.0;
-      exponent +=
-          first < dot ? static_cast<long long>(dot - first) : -static_cast<long long>(first - dot);
+      exponent += first < dot ? static_cast<std::int64_t>(dot - first)
+                              : -static_cast<std::int64_t>(first - dot);
       if (exponent > 0) return std::nullopt;
       d = 0;
     } else if (ec != std::errc() || end != text.data() + text.size()) {
@@ -1551,9 +1556,10 @@ class Checker {
   }
 
   TypePtr Ident(const CelNode& n) {
-    for (auto it = scope_.rbegin(); it != scope_.rend(); ++it) {
-      if (it->first == n.name) return it->second;
-    }
+    // The innermost comprehension variable of the name, if any.
+    auto bound = std::find_if(scope_.rbegin(), scope_.rend(),
+                              [&](const auto& v) { return v.first == n.name; });
+    if (bound != scope_.rend()) return bound->second;
     if (n.name == "device") return Of(Kind::kDevice);
     if (IsTypeName(n.name)) return errors_.Unsupported(fmt::format("the type name '{}'", n.name));
     return Fail(n, fmt::format("undeclared reference to '{}'", n.name));
@@ -1632,7 +1638,7 @@ class Checker {
   }
 
   TypePtr Arithmetic(const CelNode& n) {
-    const TypePtr a = Arg(n, 0);
+    TypePtr a = Arg(n, 0);
     const TypePtr b = Arg(n, 1);
     auto allowed = [&](Kind k) {
       switch (n.op) {
@@ -2019,11 +2025,11 @@ class Evaluator {
     switch (n.op) {
       case Op::kConst:
         return n.value;
-      case Op::kIdent:
-        for (auto it = scope_.rbegin(); it != scope_.rend(); ++it) {
-          if (it->first == n.name) return it->second;
-        }
-        return device_;
+      case Op::kIdent: {
+        auto bound = std::find_if(scope_.rbegin(), scope_.rend(),
+                                  [&](const auto& v) { return v.first == n.name; });
+        return bound != scope_.rend() ? bound->second : device_;
+      }
       case Op::kSelect:
       case Op::kHas:
         return Select(n);

@@ -40,6 +40,7 @@ namespace devshare::dra {
 // A resource quantity in thousandths ("16Gi" is 17179869184000, "500m" 500).
 struct Quantity {
   std::int64_t milli = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   friend auto operator<=>(const Quantity&, const Quantity&) = default;
 };
 

@@ -47,6 +47,7 @@ struct DeviceId {
   std::string driver;
   std::string pool;
   std::string device;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   friend auto operator<=>(const DeviceId&, const DeviceId&) = default;
 };
 
