@@ -27,12 +27,13 @@ std::vector<T> DecodeAll(const std::vector<std::string>& texts, Decode decode) {
   return out;
 }
 
-std::optional<std::vector<std::string>> AllocateUpstream(const std::vector<std::string>& claims,
-                                                         const std::string& node,
-                                                         const std::vector<std::string>& slices,
-                                                         const std::vector<std::string>& classes,
-                                                         const std::vector<std::string>& allocated,
-                                                         bool fractional_capacity_range) {
+std::optional<std::vector<std::string>> AllocateOnNode(const std::vector<std::string>& claims,
+                                                       const std::string& node,
+                                                       const std::vector<std::string>& slices,
+                                                       const std::vector<std::string>& classes,
+                                                       const std::vector<std::string>& allocated,
+                                                       const std::string& policy,
+                                                       bool fractional_capacity_range) {
   dra::DeviceClasses by_name;
   for (dra::DeviceClass& c : DecodeAll<dra::DeviceClass>(classes, dra::DecodeDeviceClass)) {
     std::string name = c.name;
@@ -45,7 +46,14 @@ std::optional<std::vector<std::string>> AllocateUpstream(const std::vector<std::
   }
   dra::AllocatorOptions options;
   options.fractional_capacity_range = fractional_capacity_range;
-  std::optional<std::vector<dra::Allocation>> result = Unwrap(dra::AllocateUpstream(
+  if (policy == "binpack") {
+    options.device_order = dra::DeviceOrder::kMostUsedFirst;
+  } else if (policy == "spread") {
+    options.device_order = dra::DeviceOrder::kLeastUsedFirst;
+  } else if (policy != "upstream") {
+    Raise(Status::InvalidArgument("policy must be upstream, binpack or spread, not " + policy));
+  }
+  std::optional<std::vector<dra::Allocation>> result = Unwrap(dra::Allocate(
       DecodeAll<dra::ResourceClaim>(claims, dra::DecodeResourceClaim), Unwrap(DecodeNode(node)),
       DecodeAll<dra::ResourceSlice>(slices, dra::DecodeResourceSlice), by_name, state, options));
   if (!result) return std::nullopt;
@@ -88,11 +96,12 @@ std::int64_t QuantityMilli(const std::string& text) {
 }  // namespace
 
 void BindDra(py::module_& m) {
-  m.def("_dra_allocate_upstream", &AllocateUpstream, py::arg("claims"), py::arg("node"),
-        py::arg("slices"), py::arg("classes"), py::arg("allocated"),
+  m.def("_dra_allocate", &AllocateOnNode, py::arg("claims"), py::arg("node"), py::arg("slices"),
+        py::arg("classes"), py::arg("allocated"), py::arg("policy"),
         py::arg("fractional_capacity_range"),
         "The AllocationResult JSON of each claim on the node as kube-scheduler v1.37's allocator "
-        "chooses it, or None when they do not fit; raises what upstream reports as an error "
+        "chooses it (policy upstream) or in devshare's device order (binpack, spread), or None "
+        "when they do not fit; raises what upstream reports as an error "
         "(ValueError, KeyError for a missing DeviceClass) and UnsupportedError for a selector "
         "devshare does not evaluate.");
   m.def("_dra_selector_matches", &SelectorMatches, py::arg("expression"), py::arg("slice"),

@@ -8,7 +8,10 @@ capacity, tolerations and binding conditions, whether the device is shared
 (a share ID, whose value is random upstream), and the node selector. For
 every (selector, device) pair the oracle lists: the CEL verdict, or that it
 is an error. A selector devshare refuses as unsupported is counted apart,
-never as agreement.
+never as agreement. devshare's own device orders (binpack, spread) search the
+same space in another order, so where upstream finds no fit they find none
+either, and where it finds one they find one too (or meet a selector that
+errs on a device upstream never reached); each node is checked for that.
 
   python3 tests/oracle/compare_dra.py --scenarios 200 --seed 1 [--show 5]
 
@@ -61,11 +64,11 @@ def normalized_tolerations(allocation: dict | None) -> None:
         r["tolerations"] = [{**t, "operator": t.get("operator") or "Equal"} for t in r["tolerations"]]
 
 
-def devshare_node(sc: dict, node: dict) -> dict:
+def devshare_node(sc: dict, node: dict, policy: str = "upstream") -> dict:
     """devshare's answer for one node, shaped as the oracle's."""
     try:
-        results = devshare.dra_allocate_upstream(sc["claims"], node, sc["slices"], sc["classes"],
-                                                 sc["allocated"])
+        results = devshare.dra_allocate(sc["claims"], node, sc["slices"], sc["classes"],
+                                        sc["allocated"], policy)
     except devshare.UnsupportedError as e:
         return {"unsupported": str(e)}
     except (ValueError, KeyError) as e:
@@ -141,6 +144,10 @@ def main() -> int:
                 disagree("feasibility", sc, ours, theirs)
             elif not theirs["feasible"]:
                 counts["agreed"] += 1
+                for policy in ("binpack", "spread"):
+                    other = devshare_node(sc, node, policy)
+                    if other.get("feasible") or other.get("error"):
+                        disagree(f"{policy} verdict (upstream: no fit)", sc, other, theirs)
             else:
                 upstream = [comparable(a) for a in theirs["results"]]
                 for a in upstream + ours["results"]:
@@ -150,6 +157,12 @@ def main() -> int:
                 else:
                     counts["agreed"] += 1
                     counts["feasible, same devices"] += 1
+                # Another order may meet a device whose selector errs before
+                # it finds a fit; it never finds none.
+                for policy in ("binpack", "spread"):
+                    other = devshare_node(sc, node, policy)
+                    if other.get("feasible") is False and other.get("error") is None:
+                        disagree(f"{policy} verdict (upstream: fits)", sc, other, theirs)
         for entry in answer["cel"]:
             ours = devshare_cel(sc, entry)
             if "unsupported" in ours:

@@ -54,7 +54,7 @@ def test_shared_gpus_fill_in_device_order():
     chosen = []
     for i in range(5):
         c = claim(f"c{i}", "50", "20Gi")
-        result = devshare.dra_allocate_upstream([c], NODE, slices, [CLASS], allocated)
+        result = devshare.dra_allocate([c], NODE, slices, [CLASS], allocated)
         if result is None:
             chosen.append(None)
             continue
@@ -70,21 +70,21 @@ def test_shared_gpus_fill_in_device_order():
 
 def test_the_same_input_gives_the_same_share_ids():
     args = ([claim("c", "10", "1Gi")], NODE, [node_slice("node-a", 1)], [CLASS])
-    assert devshare.dra_allocate_upstream(*args) == devshare.dra_allocate_upstream(*args)
+    assert devshare.dra_allocate(*args) == devshare.dra_allocate(*args)
 
 
 def test_claim_selectors_and_errors():
     slices = [node_slice("node-a", 2)]
     pick_one = claim("c", "10", "1Gi", (f"device.attributes['{DRIVER}'].minor == 1",))
-    result = devshare.dra_allocate_upstream([pick_one], NODE, slices, [CLASS])
+    result = devshare.dra_allocate([pick_one], NODE, slices, [CLASS])
     assert result[0]["devices"]["results"][0]["device"] == "hami-gpu-1"
     with pytest.raises(KeyError, match="could not retrieve device class"):
-        devshare.dra_allocate_upstream([pick_one], NODE, slices, [])
+        devshare.dra_allocate([pick_one], NODE, slices, [])
     missing = claim("c", "10", "1Gi", (f"device.attributes['{DRIVER}'].vendor == 'x'",))
     with pytest.raises(ValueError, match="CEL runtime error"):
-        devshare.dra_allocate_upstream([missing], NODE, slices, [CLASS])
+        devshare.dra_allocate([missing], NODE, slices, [CLASS])
     with pytest.raises(devshare.DecodeError, match="spec.devices.requests"):
-        devshare.dra_allocate_upstream([{"metadata": {"name": "c"}, "spec": {"devices": {
+        devshare.dra_allocate([{"metadata": {"name": "c"}, "spec": {"devices": {
             "requests": [{"name": "gpu"}]}}}], NODE, slices, [CLASS])
 
 
@@ -117,3 +117,16 @@ def test_normalize_applies_the_api_servers_defaults():
     assert c["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
     with pytest.raises(ValueError, match="kind must be"):
         devshare.dra_normalize({"kind": "Pod", "metadata": {"name": "p"}})
+
+
+def test_binpack_fills_the_used_gpu_first():
+    slices = [node_slice("node-a", 2)]
+    first = claim("first", "10", "1Gi", (f"device.attributes['{DRIVER}'].minor == 1",))
+    held = [{**first, "status": {"allocation": devshare.dra_allocate(
+        [first], NODE, slices, [CLASS])[0]}}]
+    c = claim("c", "10", "1Gi")
+    pick = {policy: devshare.dra_allocate([c], NODE, slices, [CLASS], held, policy)[0]
+            ["devices"]["results"][0]["device"] for policy in ("upstream", "binpack", "spread")}
+    assert pick == {"upstream": "hami-gpu-0", "binpack": "hami-gpu-1", "spread": "hami-gpu-0"}
+    with pytest.raises(ValueError, match="policy must be"):
+        devshare.dra_allocate([c], NODE, slices, [CLASS], held, "fgd")

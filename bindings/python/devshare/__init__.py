@@ -112,7 +112,7 @@ __all__ = [
     "decode_node_lock",
     "decode_pod_devices",
     "decode_scoring_weights",
-    "dra_allocate_upstream",
+    "dra_allocate",
     "dra_normalize",
     "dra_quantity_milli",
     "dra_selector_matches",
@@ -589,13 +589,15 @@ def decide_admission(review: Any, config: Optional[Any] = None, scheduler_name: 
 # --- Kubernetes DRA (resource.k8s.io/v1) ---------------------------------------------------
 
 
-def dra_allocate_upstream(claims: Sequence[Any], node: Any, slices: Sequence[Any],
-                          classes: Sequence[Any], allocated: Sequence[Any] = (),
-                          fractional_capacity_range: bool = False) -> Optional[list[dict]]:
+def dra_allocate(claims: Sequence[Any], node: Any, slices: Sequence[Any], classes: Sequence[Any],
+                 allocated: Sequence[Any] = (), policy: str = "upstream",
+                 fractional_capacity_range: bool = False) -> Optional[list[dict]]:
     """The allocation (``status.allocation`` as a dict) of each of ``claims`` on
-    ``node`` as kube-scheduler v1.37's structured allocator chooses it — the
-    first devices that fit, in pool, slice and device order (the policy
-    devshare calls "upstream") — or None when they do not all fit there.
+    ``node``, or None when they do not all fit there. ``policy`` "upstream":
+    as kube-scheduler v1.37's structured allocator chooses it, the first
+    devices that fit in pool, slice and device order; "binpack" / "spread":
+    devshare's order, the devices allocated claims use most / least first
+    (whether the claims fit is the same in every policy).
     ``slices`` are every ResourceSlice of the cluster, ``classes`` the
     DeviceClasses, ``allocated`` the claims allocated already (what they hold
     is taken). Objects are dicts or JSON text as the API server serves them.
@@ -605,11 +607,10 @@ def dra_allocate_upstream(claims: Sequence[Any], node: Any, slices: Sequence[Any
     DeviceClass, ValueError for what upstream reports as an error (a CEL
     runtime error, "All" devices from an incomplete pool, ...),
     UnsupportedError for a selector devshare does not evaluate."""
-    result = _devshare._dra_allocate_upstream([_json(c) for c in claims], _json(node),
-                                              [_json(s) for s in slices],
-                                              [_json(c) for c in classes],
-                                              [_json(c) for c in allocated],
-                                              fractional_capacity_range)
+    result = _devshare._dra_allocate([_json(c) for c in claims], _json(node),
+                                     [_json(s) for s in slices], [_json(c) for c in classes],
+                                     [_json(c) for c in allocated], policy,
+                                     fractional_capacity_range)
     return None if result is None else [json.loads(a) for a in result]
 
 

@@ -321,12 +321,6 @@ struct DeviceResult {
 // a claim would need more than 32 results (which firstAvailable skips).
 enum class Outcome { kFailed, kDone, kOverLimit };
 
-struct Location {
-  std::size_t pool = 0;
-  std::size_t slice = 0;
-  std::size_t device = 0;
-};
-
 // The share ID of a claim's `index`th result: a UUID-shaped hash of the
 // claim's UID, stable across runs.
 std::string ShareId(const ResourceClaim& claim, std::size_t index) {
@@ -364,7 +358,8 @@ class Search {
 
   Result<Allocations> Run() {
     if (Status s = Prepare(); !s.ok()) return s;
-    Result<Outcome> done = AllocateOne(RequestKey{}, 0, false, Location{});
+    Order();
+    Result<Outcome> done = AllocateOne(RequestKey{}, 0, false, 0);
     if (!done.ok()) return done.status();
     if (*done == Outcome::kOverLimit)
       return Status::InvalidArgument("allocation max size exceeded");
@@ -746,13 +741,61 @@ class Search {
     return true;
   }
 
-  // allocateOne: device `device` of request `key`, searching from `from`.
+  // The devices a request may take, in the order they are tried: upstream's
+  // (pool, slice, device; incomplete and invalid pools left out), or by how
+  // much of the device's capacity the allocated claims consume (as the call
+  // starts), most first (binpack) or least first (spread), upstream's order
+  // breaking ties. Only the order changes: the search stays exhaustive, so
+  // whether the claims fit does not depend on it.
+  void Order() {
+    for (const GatheredPool& pool : pools_) {
+      if (pool.incomplete || pool.invalid) continue;
+      for (const ResourceSlice* slice : pool.device_slices) {
+        for (std::size_t d = 0; d < slice->devices.size(); ++d) {
+          candidates_.push_back(CandidateDevice{
+              &pool, slice, d, DeviceId{pool.driver, pool.pool, slice->devices[d].name}});
+        }
+      }
+    }
+    if (options_.device_order == DeviceOrder::kUpstream) return;
+    std::vector<double> used(candidates_.size());
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      used[i] = UsedShare(candidates_[i]);
+      if (options_.device_order == DeviceOrder::kLeastUsedFirst) used[i] = -used[i];
+    }
+    std::vector<std::size_t> order(candidates_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return used[a] > used[b]; });
+    std::vector<CandidateDevice> sorted;
+    sorted.reserve(order.size());
+    for (std::size_t i : order) sorted.push_back(candidates_[i]);
+    candidates_ = std::move(sorted);
+  }
+
+  // The largest share of any of the device's capacities that allocated
+  // claims consume (0 for a device not shared).
+  double UsedShare(const CandidateDevice& candidate) const {
+    auto consumed = allocated_.consumed_capacity.find(candidate.id);
+    if (consumed == allocated_.consumed_capacity.end()) return 0;
+    double share = 0;
+    for (const auto& [name, capacity] : candidate.device().capacity) {
+      auto c = consumed->second.find(name);
+      if (c == consumed->second.end() || capacity.value.milli <= 0) continue;
+      share = std::max(
+          share, static_cast<double>(c->second.milli) / static_cast<double>(capacity.value.milli));
+    }
+    return share;
+  }
+
+  // allocateOne: device `device` of request `key`, trying candidates from
+  // index `from` on (a request's later devices come after its earlier ones).
   Result<Outcome> AllocateOne(RequestKey key, std::size_t device, bool in_subrequest,
-                              Location from) {
+                              std::size_t from) {
     if (key.claim >= claims_.size()) return Outcome::kDone;
     const ResourceClaim& claim = claims_[key.claim];
     if (key.request >= claim.spec.requests.size()) {
-      Result<Outcome> done = AllocateOne(RequestKey{key.claim + 1, 0, 0}, 0, false, Location{});
+      Result<Outcome> done = AllocateOne(RequestKey{key.claim + 1, 0, 0}, 0, false, 0);
       if (done.ok() && *done == Outcome::kOverLimit) return Outcome::kFailed;
       return done;
     }
@@ -760,8 +803,7 @@ class Search {
     if (!in_subrequest && data.has_subrequests) {
       bool all_over_limit = true;
       for (std::size_t s = 0; requests_.contains(RequestKey{key.claim, key.request, s}); ++s) {
-        Result<Outcome> done =
-            AllocateOne(RequestKey{key.claim, key.request, s}, device, true, Location{});
+        Result<Outcome> done = AllocateOne(RequestKey{key.claim, key.request, s}, device, true, 0);
         if (done.ok() && *done == Outcome::kOverLimit) continue;
         all_over_limit = false;
         if (!done.ok() || *done == Outcome::kDone) return done;
@@ -772,7 +814,7 @@ class Search {
     const bool all = selection.allocation_mode == AllocationMode::kAll;
     if (all && data.all_devices.empty()) return Outcome::kFailed;
     if (device >= data.num_devices)
-      return AllocateOne(RequestKey{key.claim, key.request + 1, 0}, 0, false, Location{});
+      return AllocateOne(RequestKey{key.claim, key.request + 1, 0}, 0, false, 0);
     const std::size_t remaining = data.num_devices - device;
     const std::size_t available = kAllocationResultsMaxSize - results_[key.claim].size();
     if (remaining > available) return Outcome::kOverLimit;
@@ -785,43 +827,33 @@ class Search {
       Result<bool> taken = AllocateDevice(key, candidate, true, undo);
       if (!taken.ok()) return taken.status();
       if (!*taken) return Outcome::kFailed;
-      Result<Outcome> done = AllocateOne(key, device + 1, in_subrequest, Location{});
+      Result<Outcome> done = AllocateOne(key, device + 1, in_subrequest, 0);
       if (!done.ok() || *done != Outcome::kDone) Rollback(key, candidate, base, sub, undo);
       return done;
     }
-    for (std::size_t p = from.pool; p < pools_.size(); ++p) {
-      const GatheredPool& pool = pools_[p];
-      if (pool.incomplete || pool.invalid) continue;
-      const std::size_t slice_start = p == from.pool ? from.slice : 0;
-      for (std::size_t s = slice_start; s < pool.device_slices.size(); ++s) {
-        const ResourceSlice* slice = pool.device_slices[s];
-        const std::size_t device_start = p == from.pool && s == from.slice ? from.device : 0;
-        for (std::size_t d = device_start; d < slice->devices.size(); ++d) {
-          CandidateDevice candidate{&pool, slice, d,
-                                    DeviceId{pool.driver, pool.pool, slice->devices[d].name}};
-          if (selection.admin_access && AllocatingForClaim(candidate.id, key.claim)) continue;
-          if (!selection.admin_access && InUse(candidate.id)) continue;
-          Result<bool> selectable = Selectable(key, data, candidate);
-          if (!selectable.ok()) return selectable.status();
-          if (!*selectable) continue;
-          Result<bool> fits = FitsCapacity(data, candidate);
-          if (!fits.ok()) {
-            return Status::InvalidArgument(
-                fmt::format("claim {}/{}, request {}: checking capacity for device {}/{}/{}: {}",
-                            claim.claim_namespace, claim.name, data.name, candidate.id.driver,
-                            candidate.id.pool, candidate.id.device, fits.status().message()));
-          }
-          if (!*fits) continue;
-          Undo undo;
-          Result<bool> taken = AllocateDevice(key, candidate, false, undo);
-          if (!taken.ok()) return taken.status();
-          if (!*taken) continue;
-          Result<Outcome> done = AllocateOne(key, device + 1, in_subrequest, Location{p, s, d + 1});
-          if (done.ok() && *done == Outcome::kDone) return done;
-          Rollback(key, candidate, base, sub, undo);
-          if (!done.ok() || *done == Outcome::kOverLimit) return done;
-        }
+    for (std::size_t i = from; i < candidates_.size(); ++i) {
+      const CandidateDevice& candidate = candidates_[i];
+      if (selection.admin_access && AllocatingForClaim(candidate.id, key.claim)) continue;
+      if (!selection.admin_access && InUse(candidate.id)) continue;
+      Result<bool> selectable = Selectable(key, data, candidate);
+      if (!selectable.ok()) return selectable.status();
+      if (!*selectable) continue;
+      Result<bool> fits = FitsCapacity(data, candidate);
+      if (!fits.ok()) {
+        return Status::InvalidArgument(
+            fmt::format("claim {}/{}, request {}: checking capacity for device {}/{}/{}: {}",
+                        claim.claim_namespace, claim.name, data.name, candidate.id.driver,
+                        candidate.id.pool, candidate.id.device, fits.status().message()));
       }
+      if (!*fits) continue;
+      Undo undo;
+      Result<bool> taken = AllocateDevice(key, candidate, false, undo);
+      if (!taken.ok()) return taken.status();
+      if (!*taken) continue;
+      Result<Outcome> done = AllocateOne(key, device + 1, in_subrequest, i + 1);
+      if (done.ok() && *done == Outcome::kDone) return done;
+      Rollback(key, candidate, base, sub, undo);
+      if (!done.ok() || *done == Outcome::kOverLimit) return done;
     }
     return Outcome::kFailed;
   }
@@ -876,6 +908,7 @@ class Search {
   const AllocatedState& allocated_;
   const AllocatorOptions& options_;
   std::vector<GatheredPool> pools_;
+  std::vector<CandidateDevice> candidates_;  // Order()
   std::vector<std::vector<Constraint>> constraints_;
   std::map<RequestKey, RequestData> requests_;
   std::map<std::pair<DeviceId, RequestKey>, bool> matches_;
@@ -889,10 +922,12 @@ class Search {
 
 }  // namespace
 
-Result<std::optional<std::vector<Allocation>>> AllocateUpstream(
-    const std::vector<ResourceClaim>& claims, const Node& node,
-    const std::vector<ResourceSlice>& slices, const DeviceClasses& classes,
-    const AllocatedState& allocated, const AllocatorOptions& options) {
+Result<std::optional<std::vector<Allocation>>> Allocate(const std::vector<ResourceClaim>& claims,
+                                                        const Node& node,
+                                                        const std::vector<ResourceSlice>& slices,
+                                                        const DeviceClasses& classes,
+                                                        const AllocatedState& allocated,
+                                                        const AllocatorOptions& options) {
   return Search(claims, node, slices, classes, allocated, options).Run();
 }
 

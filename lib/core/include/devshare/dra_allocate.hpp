@@ -1,5 +1,6 @@
 // devshare/dra_allocate.hpp — allocating devices to ResourceClaims on one
-// node as kube-scheduler v1.37 does (policy "upstream").
+// node as kube-scheduler v1.37 does (policy "upstream"), or in devshare's
+// device orders (binpack, spread).
 //
 // kube-scheduler's DRA plugin runs k8s.io/dynamic-resource-allocation's
 // structured allocator for each candidate node; with v1.37's default
@@ -67,23 +68,32 @@ struct AllocatedState {
   DEVSHARE_EXPORT bool Holds(const DeviceId& id) const;
 };
 
+// The order devices are tried in. kUpstream is kube-scheduler's; the others
+// are devshare's policies on one node: the device whose capacity allocated
+// claims consume most (binpack: fill shared GPUs before opening others) or
+// least (spread) first, upstream's order breaking ties. The search is the
+// same exhaustive one in every order, so whether claims fit never depends on
+// the order, only which devices they get.
+enum class DeviceOrder { kUpstream, kMostUsedFirst, kLeastUsedFirst };
+
 struct AllocatorOptions {
   // The DRAFractionalCapacityRange gate (off in v1.37 by default): capacity
   // rounding in thousandths rather than whole units.
   bool fractional_capacity_range = false;
+  DeviceOrder device_order = DeviceOrder::kUpstream;
 };
 
 // DeviceClasses by name.
 using DeviceClasses = std::map<std::string, DeviceClass, std::less<>>;
 
 // The allocation of each of `claims` (unallocated, in order) on `node`
-// from the cluster's `slices`, as v1.37's allocator chooses it, or nullopt
-// when they do not all fit there. An error is what upstream reports as one
+// from the cluster's `slices` — with default options as v1.37's allocator
+// chooses it — or nullopt when they do not all fit there. An error is what upstream reports as one
 // (a missing DeviceClass, a CEL compile or runtime error, "All" devices
 // from an incomplete or invalid pool, a constraint that All devices
 // cannot satisfy), or kUnsupported for a CEL selector devshare does not
 // evaluate.
-DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> AllocateUpstream(
+DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> Allocate(
     const std::vector<ResourceClaim>& claims, const Node& node,
     const std::vector<ResourceSlice>& slices, const DeviceClasses& classes,
     const AllocatedState& allocated, const AllocatorOptions& options = {});
