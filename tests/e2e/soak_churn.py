@@ -383,6 +383,7 @@ class Soak:
         self.check_log: list[dict] = []
         self.pods: dict[str, dict] = {}  # name -> created, bound, node, deleted, lifetime, kind
         self.counts = collections.Counter()
+        self.restarting: str | None = None  # a control-plane component restarted on purpose, now
         self.faults: list[dict] = []
         self.windows: list[list[float]] = []  # [start, end or None]
         self.max_pending_fit = 0.0
@@ -1019,8 +1020,12 @@ class Soak:
 
     def restart(self, name: str, record: dict) -> bool:
         t0 = time.time()
-        rc = subprocess.run(["bash", ENV["SOAK_CONTROL_PLANE"], "restart", name],
-                            capture_output=True, text=True, timeout=300)
+        self.restarting = name
+        try:
+            rc = subprocess.run(["bash", ENV["SOAK_CONTROL_PLANE"], "restart", name],
+                                capture_output=True, text=True, timeout=300)
+        finally:
+            self.restarting = None
         record["notes"].append(f"{name} restarted in {time.time() - t0:.1f} s (exit {rc.returncode})"
                                + (f": {rc.stderr.strip()[-300:]}" if rc.returncode else ""))
         return rc.returncode == 0
@@ -1037,7 +1042,11 @@ class Soak:
         still over at a later one is named there, without failing it again)."""
         snap = self.poll()
         if snap is None:
-            self.check(f"recount {label}: the API server answers the LISTs", False)
+            # A recount that falls on a planned restart waits for the one that
+            # follows the fault (the API server is down on purpose).
+            restarting = self.restarting
+            self.check(f"recount {label}: the API server answers the LISTs", None if restarting else False,
+                       f"{restarting} is being restarted on purpose: recounted after it" if restarting else "")
             return
         self.scan_audit()
         used, total = snap.memory()
