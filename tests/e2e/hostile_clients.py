@@ -50,7 +50,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from serve_stand_in import ServeStandIn
+from serve_stand_in import Checks, ServeStandIn
 
 SLOW_HEADERS = 1000
 SLOW_BODIES = 200
@@ -296,15 +296,7 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> int:
     devshare = sys.argv[1]
     results = sys.argv[2] if len(sys.argv) > 2 else ""
-    passed = failed = 0
-
-    def check(name: str, ok: bool, detail: object = "") -> None:
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print(f"FAIL {name}: {detail}")
+    check = Checks()
 
     # Room for IDLE connections here and in serve, which inherits the limit.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -331,7 +323,7 @@ def main() -> int:
         for name, serve in (("plain", plain), ("tls", tls)):
             status = serve.wait_ready()
             check(f"{name} serve is ready", status == 200, (status, serve.log_tail()))
-        if failed:
+        if check.failed:
             raise NotReady()
         for name, serve in (("plain", plain), ("tls", tls)):
             w = Watch(serve._serve.pid)
@@ -588,11 +580,7 @@ def main() -> int:
             worst = max((r[1] for r in records), default=0)
             check(f"{name}: every well-behaved request answered within 5 s", worst < 5, worst)
     shutil.rmtree(work, ignore_errors=True)
-    print(f"hostile: {passed} passed, {failed} failed")
-    if results:
-        with open(results, "a") as f:
-            f.write(f"hostile {passed} {failed}\n")
-    return 1 if failed else 0
+    return check.report("hostile", results)
 
 
 if __name__ == "__main__":

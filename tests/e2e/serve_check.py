@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from serve_stand_in import ServeStandIn, free_port
+from serve_stand_in import Checks, ServeStandIn, free_port
 
 
 def pod(name: str, percent: int) -> dict:
@@ -161,15 +161,7 @@ def main() -> int:
     results = sys.argv[2] if len(sys.argv) > 2 else ""
     serve = ServeStandIn(devshare, nodes=20, api_args=["--throttle", "1", "--expire", "1"])
     call, port = serve.call, serve.port
-    passed = failed = 0
-
-    def check(name: str, ok: bool, detail: object = "") -> None:
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print(f"FAIL {name}: {detail}")
+    check = Checks()
 
     try:
         status = serve.wait_ready()
@@ -255,11 +247,7 @@ def main() -> int:
         check("serve stops cleanly on SIGTERM", serve.returncode == 0, (serve.returncode, serve.log_tail()))
     audit_checks(devshare, check)
     listener_checks(devshare, check)
-    print(f"serve: {passed} passed, {failed} failed")
-    if results:
-        with open(results, "a") as f:
-            f.write(f"serve {passed} {failed}\n")
-    return 1 if failed else 0
+    return check.report("serve", results)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,29 @@ from typing import Optional, Sequence
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+class Checks:
+    """Named checks, counted; each failure printed with its detail. `report`
+    prints "<suite>: P passed, F failed", appends "<suite> P F" to the results
+    file (when given) and returns the exit status."""
+
+    def __init__(self) -> None:
+        self.passed = self.failed = 0
+
+    def __call__(self, name: str, ok: bool, detail: object = "") -> None:
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(f"FAIL {name}: {detail}")
+
+    def report(self, suite: str, results: str) -> int:
+        print(f"{suite}: {self.passed} passed, {self.failed} failed")
+        if results:
+            with open(results, "a") as f:
+                f.write(f"{suite} {self.passed} {self.failed}\n")
+        return 1 if self.failed else 0
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
