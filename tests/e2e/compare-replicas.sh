@@ -79,10 +79,7 @@ replica() {
   sed -e 's/leaderElect: false/leaderElect: true/' -e "s|@SCHEDULER_KUBECONFIG@|$SCHEDULER_KUBECONFIG|" \
     -e "s|@SCHEDULER_NAME@|$scheduler-scheduler|" -e "s|@EXTENDER_URL@|https://127.0.0.1:$port|" \
     -e "s|@CA_CERT@|$KUBE_CA|" "$here/scheduler-devshare.yaml" >"$E2E_DIR/scheduler-$r.yaml"
-  as_host "replica-$r" "$KUBE_SCHEDULER" --config "$E2E_DIR/scheduler-$r.yaml" \
-    --bind-address 127.0.0.1 --secure-port "$(free_port)" \
-    --authentication-kubeconfig "$SCHEDULER_KUBECONFIG" \
-    --authorization-kubeconfig "$SCHEDULER_KUBECONFIG" --v=2 >"$E2E_DIR/logs/kube-scheduler-$r.log" 2>&1 &
+  start_scheduler_as "replica-$r" "$E2E_DIR/scheduler-$r.yaml"
   printf -v "scheduler_$r" %s $!
   pids+=($!)
   printf -v "port_$r" %s "$port"

@@ -280,6 +280,15 @@ start_extender() {
 # place of the background subshell, so that $! is COMMAND.
 as_host() { exec unshare -u sh -c 'hostname "$0" && exec "$@"' "$@"; }
 
+# start_scheduler_as HOST CONFIG: kube-scheduler with CONFIG under the host
+# name HOST (its Lease holder identity starts with it), in the background,
+# logging to $E2E_DIR/logs/kube-scheduler-HOST.log; $! is its PID.
+start_scheduler_as() {
+  as_host "$1" "$KUBE_SCHEDULER" --config "$2" --bind-address 127.0.0.1 --secure-port "$(free_port)" \
+    --authentication-kubeconfig "$SCHEDULER_KUBECONFIG" \
+    --authorization-kubeconfig "$SCHEDULER_KUBECONFIG" --v=2 >"$E2E_DIR/logs/kube-scheduler-$1.log" 2>&1 &
+}
+
 # start_plugin_standin DELAY_S: the device-plugin stand-in (plugin_standin.py)
 # in the background, completing Allocate DELAY_S after a lock; $! is its PID.
 start_plugin_standin() {

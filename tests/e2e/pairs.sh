@@ -43,10 +43,7 @@ pair() {
   sed -e 's/leaderElect: false/leaderElect: true/' -e "s|@SCHEDULER_KUBECONFIG@|$SCHEDULER_KUBECONFIG|" \
     -e "s|@SCHEDULER_NAME@|devshare-scheduler|" -e "s|@EXTENDER_URL@|http://127.0.0.1:$extender|" \
     -e '/enableHTTPS: true/d' -e '/tlsConfig:/d' "$here/scheduler-devshare.yaml" >"$E2E_DIR/scheduler-$r.yaml"
-  as_host "pair-$r" "$KUBE_SCHEDULER" --config "$E2E_DIR/scheduler-$r.yaml" \
-    --bind-address 127.0.0.1 --secure-port "$(free_port)" \
-    --authentication-kubeconfig "$SCHEDULER_KUBECONFIG" \
-    --authorization-kubeconfig "$SCHEDULER_KUBECONFIG" --v=2 >"$E2E_DIR/logs/kube-scheduler-$r.log" 2>&1 &
+  start_scheduler_as "pair-$r" "$E2E_DIR/scheduler-$r.yaml"
   printf -v "scheduler_$r" %s $!
   pids+=($!)
   printf -v "service_$r" %s "$service"
@@ -112,7 +109,7 @@ check "pair-a's devshare, its kube-scheduler gone, is not ready" wait_until 60 n
 check "create pod p2" kapi POST "$ns/pods" "$(gpu_pod p2 20000)"
 check "the new pair binds p2" wait_until 60 bound p2
 check "no device over its memory or slots" test "$(over_allocated)" = 0
-placed_by_b() { grep -q 'p2' "$E2E_DIR/logs/kube-scheduler-b.log"; }
+placed_by_b() { grep -q 'p2' "$E2E_DIR/logs/kube-scheduler-pair-b.log"; }
 check "p2 went through pair-b's kube-scheduler" placed_by_b
 
 echo "e2e-pairs: $passed passed, $failed failed"
