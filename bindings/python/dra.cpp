@@ -27,6 +27,39 @@ std::vector<T> DecodeAll(const std::vector<std::string>& texts, Decode decode) {
   return out;
 }
 
+// What Allocate and ExplainNode take besides the claims and the node, from
+// the package's JSON texts.
+struct Cluster {
+  std::vector<dra::ResourceSlice> slices;
+  dra::DeviceClasses classes;
+  dra::AllocatedState allocated;
+  dra::AllocatorOptions options;
+};
+
+Cluster ClusterFrom(const std::vector<std::string>& slices, const std::vector<std::string>& classes,
+                    const std::vector<std::string>& allocated, const std::string& policy,
+                    bool fractional_capacity_range) {
+  Cluster c;
+  c.slices = DecodeAll<dra::ResourceSlice>(slices, dra::DecodeResourceSlice);
+  for (dra::DeviceClass& d : DecodeAll<dra::DeviceClass>(classes, dra::DecodeDeviceClass)) {
+    std::string name = d.name;
+    c.classes.emplace(std::move(name), std::move(d));
+  }
+  for (const dra::ResourceClaim& claim :
+       DecodeAll<dra::ResourceClaim>(allocated, dra::DecodeResourceClaim)) {
+    if (claim.allocation) c.allocated.Add(*claim.allocation);
+  }
+  c.options.fractional_capacity_range = fractional_capacity_range;
+  if (policy == "binpack") {
+    c.options.device_order = dra::DeviceOrder::kMostUsedFirst;
+  } else if (policy == "spread") {
+    c.options.device_order = dra::DeviceOrder::kLeastUsedFirst;
+  } else if (policy != "upstream") {
+    Raise(Status::InvalidArgument("policy must be upstream, binpack or spread, not " + policy));
+  }
+  return c;
+}
+
 std::optional<std::vector<std::string>> AllocateOnNode(const std::vector<std::string>& claims,
                                                        const std::string& node,
                                                        const std::vector<std::string>& slices,
@@ -34,31 +67,37 @@ std::optional<std::vector<std::string>> AllocateOnNode(const std::vector<std::st
                                                        const std::vector<std::string>& allocated,
                                                        const std::string& policy,
                                                        bool fractional_capacity_range) {
-  dra::DeviceClasses by_name;
-  for (dra::DeviceClass& c : DecodeAll<dra::DeviceClass>(classes, dra::DecodeDeviceClass)) {
-    std::string name = c.name;
-    by_name.emplace(std::move(name), std::move(c));
-  }
-  dra::AllocatedState state;
-  for (const dra::ResourceClaim& c :
-       DecodeAll<dra::ResourceClaim>(allocated, dra::DecodeResourceClaim)) {
-    if (c.allocation) state.Add(*c.allocation);
-  }
-  dra::AllocatorOptions options;
-  options.fractional_capacity_range = fractional_capacity_range;
-  if (policy == "binpack") {
-    options.device_order = dra::DeviceOrder::kMostUsedFirst;
-  } else if (policy == "spread") {
-    options.device_order = dra::DeviceOrder::kLeastUsedFirst;
-  } else if (policy != "upstream") {
-    Raise(Status::InvalidArgument("policy must be upstream, binpack or spread, not " + policy));
-  }
-  std::optional<std::vector<dra::Allocation>> result = Unwrap(dra::Allocate(
-      DecodeAll<dra::ResourceClaim>(claims, dra::DecodeResourceClaim), Unwrap(DecodeNode(node)),
-      DecodeAll<dra::ResourceSlice>(slices, dra::DecodeResourceSlice), by_name, state, options));
+  const Cluster c = ClusterFrom(slices, classes, allocated, policy, fractional_capacity_range);
+  std::optional<std::vector<dra::Allocation>> result =
+      Unwrap(dra::Allocate(DecodeAll<dra::ResourceClaim>(claims, dra::DecodeResourceClaim),
+                           Unwrap(DecodeNode(node)), c.slices, c.classes, c.allocated, c.options));
   if (!result) return std::nullopt;
   std::vector<std::string> out;
   for (const dra::Allocation& a : *result) out.push_back(dra::EncodeAllocation(a));
+  return out;
+}
+
+py::dict ExplainOnNode(const std::string& claim, const std::string& node,
+                       const std::vector<std::string>& slices,
+                       const std::vector<std::string>& classes,
+                       const std::vector<std::string>& allocated, const std::string& policy,
+                       bool fractional_capacity_range) {
+  const Cluster c = ClusterFrom(slices, classes, allocated, policy, fractional_capacity_range);
+  const dra::NodeExplanation e =
+      Unwrap(dra::ExplainNode(Unwrap(dra::DecodeResourceClaim(claim)), Unwrap(DecodeNode(node)),
+                              c.slices, c.classes, c.allocated, c.options));
+  py::list devices;
+  for (const dra::DeviceVerdict& v : e.devices) {
+    py::dict d;
+    d["device"] = v.device.driver + "/" + v.device.pool + "/" + v.device.device;
+    d["request"] = v.request;
+    d["fits"] = v.fits;
+    d["reason"] = v.reason;
+    devices.append(d);
+  }
+  py::dict out;
+  out["devices"] = devices;
+  out["pools"] = py::cast(e.pools);
   return out;
 }
 
@@ -104,6 +143,11 @@ void BindDra(py::module_& m) {
         "when they do not fit; raises what upstream reports as an error "
         "(ValueError, KeyError for a missing DeviceClass) and UnsupportedError for a selector "
         "devshare does not evaluate.");
+  m.def("_dra_explain", &ExplainOnNode, py::arg("claim"), py::arg("node"), py::arg("slices"),
+        py::arg("classes"), py::arg("allocated"), py::arg("policy"),
+        py::arg("fractional_capacity_range"),
+        "Every request of the claim against every device the node sees, in the order tried: "
+        "{devices: [{device, request, fits, reason}], pools: [pools the node cannot use]}.");
   m.def("_dra_selector_matches", &SelectorMatches, py::arg("expression"), py::arg("slice"),
         py::arg("device"),
         "Whether the CEL selector selects the slice's device; raises DecodeError for a syntax "

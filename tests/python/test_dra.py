@@ -130,3 +130,13 @@ def test_binpack_fills_the_used_gpu_first():
     assert pick == {"upstream": "hami-gpu-0", "binpack": "hami-gpu-1", "spread": "hami-gpu-0"}
     with pytest.raises(ValueError, match="policy must be"):
         devshare.dra_allocate([c], NODE, slices, [CLASS], held, "fgd")
+
+
+def test_explain_names_the_capacity_short():
+    slices = [node_slice("node-a", 2)]
+    big = claim("big", "90", "1Gi", (f"device.attributes['{DRIVER}'].minor == 0",))
+    held = [{**big, "status": {"allocation": devshare.dra_allocate([big], NODE, slices, [CLASS])[0]}}]
+    e = devshare.dra_explain(claim("c", "50", "1Gi"), NODE, slices, [CLASS], held)
+    assert e["pools"] == []
+    assert [(d["device"].rsplit("/", 1)[1], d["fits"], d["reason"]) for d in e["devices"]] == [
+        ("hami-gpu-0", False, "cores: needs 50, 10 of 100 free"), ("hami-gpu-1", True, "")]

@@ -361,3 +361,54 @@ TEST_CASE("dra allocate: devshare's device orders choose other devices, never an
     CHECK((device_for(cores, DeviceOrder::kLeastUsedFirst) != "none") == fits);
   }
 }
+
+TEST_CASE("dra allocate: a node explained, device by device") {
+  SUBCASE("shared GPUs: the capacity short, in words") {
+    const std::vector<ResourceSlice> slices = {NodeSlice("node-a", {SharedGpu(0), SharedGpu(1)})};
+    AllocatedState held;
+    held.shares.emplace(DeviceId{std::string(kDriver), "node-a", "gpu-0"}, "s1");
+    held.consumed_capacity[DeviceId{std::string(kDriver), "node-a", "gpu-0"}] = {
+        {"cores", Q(90)}, {"memory", Q(kGi)}};
+    DeviceSelection s = Select("gpu");
+    s.capacity_requests = {{"cores", Q(50)}, {"memory", Q(kGi)}};
+    auto e =
+        ExplainNode(Claim("c", {Exactly("gpu", s)}), NamedNode("node-a"), slices, Classes(), held);
+    REQUIRE(e.ok());
+    REQUIRE(e->devices.size() == 2);
+    CHECK(e->devices[0].request == "gpu");
+    CHECK_FALSE(e->devices[0].fits);
+    CHECK(e->devices[0].reason == "cores: needs 50, 10 of 100 free");
+    CHECK(e->devices[1].fits);
+    CHECK(e->devices[1].reason.empty());
+    s.capacity_requests = {{"bandwidth", Q(1)}};
+    auto missing =
+        ExplainNode(Claim("c", {Exactly("gpu", s)}), NamedNode("node-a"), slices, Classes(), held);
+    REQUIRE(missing.ok());
+    CHECK(missing->devices[1].reason == "no capacity bandwidth");
+  }
+  SUBCASE("whole GPUs: held, not selected, tainted; an incomplete pool named") {
+    std::vector<ResourceSlice> slices = {
+        NodeSlice("node-a", {WholeGpu(0), WholeGpu(1, "t4"), WholeGpu(2), WholeGpu(3)})};
+    slices[0].devices[2].taints = {DeviceTaint{"maintenance", "", "NoSchedule"}};
+    slices.push_back(NodeSlice("node-a", {WholeGpu(9)}, "split"));
+    slices.back().pool.resource_slice_count = 2;
+    AllocatedState held;
+    held.devices.insert(DeviceId{std::string(kDriver), "node-a", "gpu-0"});
+    auto e = ExplainNode(Claim("c", {Exactly("gpu", Select("a100"))}), NamedNode("node-a"), slices,
+                         Classes(), held);
+    REQUIRE(e.ok());
+    std::vector<std::string> reasons;
+    for (const DeviceVerdict& v : e->devices) reasons.push_back(v.device.device + ": " + v.reason);
+    CHECK(reasons == Strings{"gpu-0: held by an allocated claim",
+                             "gpu-1: not selected by the class's or the request's selectors",
+                             "gpu-2: taint maintenance=:NoSchedule not tolerated", "gpu-3: "});
+    CHECK(e->pools ==
+          Strings{"gpu.example.com/split: incomplete (its slices are being published)"});
+  }
+  SUBCASE("the errors Allocate reports") {
+    auto e = ExplainNode(Claim("c", {Exactly("gpu", Select("fpga"))}), NamedNode("node-a"),
+                         {NodeSlice("node-a", {WholeGpu(0)})}, Classes(), {});
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.status().code() == StatusCode::kNotFound);
+  }
+}

@@ -113,6 +113,7 @@ __all__ = [
     "decode_pod_devices",
     "decode_scoring_weights",
     "dra_allocate",
+    "dra_explain",
     "dra_normalize",
     "dra_quantity_milli",
     "dra_selector_matches",
@@ -612,6 +613,22 @@ def dra_allocate(claims: Sequence[Any], node: Any, slices: Sequence[Any], classe
                                      [_json(c) for c in allocated], policy,
                                      fractional_capacity_range)
     return None if result is None else [json.loads(a) for a in result]
+
+
+def dra_explain(claim: Any, node: Any, slices: Sequence[Any], classes: Sequence[Any],
+                allocated: Sequence[Any] = (), policy: str = "upstream",
+                fractional_capacity_range: bool = False) -> dict:
+    """Why ``claim`` does or does not fit ``node``, device by device: each of its
+    requests (and firstAvailable alternatives) taken alone against every
+    device the node sees, in the order ``policy`` tries them —
+    ``{"devices": [{"device": "driver/pool/name", "request", "fits",
+    "reason"}], "pools": [pools the node cannot use, and why]}``. The reasons:
+    held by an allocated claim, not selected, a capacity short ("cores: needs
+    50, 10 of 100 free"), a taint not tolerated, counters used up. Errors as
+    ``dra_allocate``'s."""
+    return _devshare._dra_explain(_json(claim), _json(node), [_json(s) for s in slices],
+                                  [_json(c) for c in classes], [_json(c) for c in allocated],
+                                  policy, fractional_capacity_range)
 
 
 def dra_selector_matches(expression: str, slice: Any, device: str) -> bool:

@@ -196,15 +196,18 @@ bool Tolerates(const DeviceToleration& t, const DeviceTaint& taint) {
   return t.op == "Exists";
 }
 
+// Whether the taint keeps the device from a request with `tolerations`
+// (NoSchedule and NoExecute do, None does not).
+bool TaintPrevents(const DeviceTaint& taint, const std::vector<DeviceToleration>& tolerations) {
+  if (taint.effect != "NoExecute" && taint.effect != "NoSchedule") return false;
+  return std::none_of(tolerations.begin(), tolerations.end(),
+                      [&](const DeviceToleration& t) { return Tolerates(t, taint); });
+}
+
 bool TaintPreventsAllocation(const Device& device,
                              const std::vector<DeviceToleration>& tolerations) {
-  for (const DeviceTaint& taint : device.taints) {
-    if (taint.effect != "NoExecute" && taint.effect != "NoSchedule") continue;
-    if (std::none_of(tolerations.begin(), tolerations.end(),
-                     [&](const DeviceToleration& t) { return Tolerates(t, taint); }))
-      return true;
-  }
-  return false;
+  return std::any_of(device.taints.begin(), device.taints.end(),
+                     [&](const DeviceTaint& taint) { return TaintPrevents(taint, tolerations); });
 }
 
 // The attribute a constraint names: by its full name, or by the name within
@@ -391,7 +394,87 @@ class Search {
     return Allocations(std::move(allocations));
   }
 
+  Result<NodeExplanation> Explain() {
+    if (Status s = Prepare(); !s.ok()) return s;
+    Order();
+    NodeExplanation out;
+    for (const GatheredPool& pool : pools_) {
+      if (pool.incomplete)
+        out.pools.push_back(fmt::format("{}/{}: incomplete (its slices are being published)",
+                                        pool.driver, pool.pool));
+      if (pool.invalid)
+        out.pools.push_back(
+            fmt::format("{}/{}: invalid: {}", pool.driver, pool.pool, pool.invalid_reason));
+    }
+    for (const auto& [key, data] : requests_) {
+      const std::string request =
+          data.has_subrequests ? data.parent_name + "/" + data.name : data.name;
+      for (const CandidateDevice& candidate : candidates_) {
+        std::string why = WhyNot(key, data, candidate);
+        out.devices.push_back(DeviceVerdict{candidate.id, request, why.empty(), std::move(why)});
+      }
+    }
+    return out;
+  }
+
  private:
+  // Empty when the device can take the request on its own.
+  std::string WhyNot(const RequestKey& key, const RequestData& data,
+                     const CandidateDevice& candidate) {
+    const DeviceSelection& selection = *data.selection;
+    const Device& device = candidate.device();
+    if (!selection.admin_access && InUse(candidate.id)) return "held by an allocated claim";
+    Result<bool> selectable = Selectable(key, data, candidate);
+    if (!selectable.ok()) return std::string(selectable.status().message());
+    if (!*selectable) {
+      return candidate.slice->per_device_node_selection
+                 ? "not selected by the class's or the request's selectors, or not for this node"
+                 : "not selected by the class's or the request's selectors";
+    }
+    Result<bool> fits = FitsCapacity(data, candidate);
+    if (!fits.ok()) return std::string(fits.status().message());
+    if (!*fits) return CapacityShortfall(selection, candidate);
+    for (const DeviceTaint& taint : device.taints) {
+      if (TaintPrevents(taint, selection.tolerations))
+        return fmt::format("taint {}={}:{} not tolerated", taint.key, taint.value, taint.effect);
+    }
+    const bool skip_counters = device.allow_multiple_allocations && CapacityInUse(candidate.id);
+    if (!skip_counters && !device.consumes_counters.empty()) {
+      if (!ReserveCounters(candidate))
+        return "its shared counters are used up by the allocated devices of its pool";
+      ChangeConsumedCounters(candidate, -1);
+    }
+    return {};
+  }
+
+  // Which capacity the request does not fit, in words.
+  std::string CapacityShortfall(const DeviceSelection& selection,
+                                const CandidateDevice& candidate) const {
+    const Device& device = candidate.device();
+    for (const auto& [name, q] : selection.capacity_requests) {
+      if (!device.capacity.contains(name)) return fmt::format("no capacity {}", name);
+    }
+    auto current = allocated_.consumed_capacity.find(candidate.id);
+    for (const auto& [name, capacity] : device.capacity) {
+      Result<Quantity> c = ConsumedBy(FindRequest(selection.capacity_requests, name), capacity,
+                                      options_.fractional_capacity_range);
+      if (!c.ok()) return std::string(c.status().message());
+      if (ViolatesPolicy(*c, capacity.request_policy, options_.fractional_capacity_range))
+        return fmt::format("{}: {} is outside the device's request policy", name,
+                           FormatQuantity(*c));
+      Quantity used{};
+      if (current != allocated_.consumed_capacity.end()) {
+        if (auto u = current->second.find(name); u != current->second.end()) used = u->second;
+      }
+      if (c->milli > capacity.value.milli - used.milli) {
+        return fmt::format("{}: needs {}, {} of {} free", name, FormatQuantity(*c),
+                           FormatQuantity(Quantity{capacity.value.milli - used.milli}),
+                           FormatQuantity(capacity.value));
+      }
+    }
+    return "capacity";
+  }
+
   // validateDeviceRequest for every request, and the claims' constraints.
   Status Prepare() {
     for (std::size_t c = 0; c < claims_.size(); ++c) {
@@ -921,6 +1004,14 @@ class Search {
 };
 
 }  // namespace
+
+Result<NodeExplanation> ExplainNode(const ResourceClaim& claim, const Node& node,
+                                    const std::vector<ResourceSlice>& slices,
+                                    const DeviceClasses& classes, const AllocatedState& allocated,
+                                    const AllocatorOptions& options) {
+  const std::vector<ResourceClaim> claims = {claim};
+  return Search(claims, node, slices, classes, allocated, options).Explain();
+}
 
 Result<std::optional<std::vector<Allocation>>> Allocate(const std::vector<ResourceClaim>& claims,
                                                         const Node& node,

@@ -98,6 +98,30 @@ DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> Allocate(
     const std::vector<ResourceSlice>& slices, const DeviceClasses& classes,
     const AllocatedState& allocated, const AllocatorOptions& options = {});
 
+// Why a device can or cannot take a request, the request taken alone (the
+// claim's constraints and its other requests aside).
+struct DeviceVerdict {
+  DeviceId device;
+  std::string request;  // "request" or "request/subrequest"
+  bool fits = false;
+  std::string reason;  // why not: in use, not selected, capacity, taint, counters
+};
+
+struct NodeExplanation {
+  std::vector<DeviceVerdict> devices;  // each request's devices, in the order tried
+  std::vector<std::string> pools;      // pools the node cannot use: incomplete, invalid
+};
+
+// For `claim` on `node`: every request (and firstAvailable alternative)
+// against every device the node sees, in the order `options` tries them.
+// Errors as Allocate's, for the claim's requests (a missing DeviceClass,
+// ...); a selector that errs on a device is that device's reason.
+DEVSHARE_EXPORT Result<NodeExplanation> ExplainNode(const ResourceClaim& claim, const Node& node,
+                                                    const std::vector<ResourceSlice>& slices,
+                                                    const DeviceClasses& classes,
+                                                    const AllocatedState& allocated,
+                                                    const AllocatorOptions& options = {});
+
 }  // namespace devshare::dra
 
 #endif  // DEVSHARE_DRA_ALLOCATE_HPP_
