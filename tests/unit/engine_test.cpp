@@ -183,6 +183,41 @@ TEST_CASE("engine: Bind with the node lock, step by step") {
     CHECK_FALSE(release[0].writes.at(0).value.has_value());
     CHECK(*Of<PatchPod>(out).at(0).annotations.Find("hami.io/bind-phase") == "failed");
     CHECK_FALSE(f.engine.snapshot().PodUsageOf("uid-p").ok());
+    // The release is conditional: only while the node still carries our lock.
+    const std::string ours = *lock[0].writes.at(0).value;
+    REQUIRE(release[0].preconditions.size() == 1);
+    CHECK(release[0].preconditions[0].value == ours);
+
+    // A release that fails (an API error) is written again with backoff,
+    // while the cache shows the lock ours; not once it is gone or another's.
+    out.clear();
+    f.engine.ApiResult(release[0].id, false, kNowMs, out);
+    CHECK(out.empty());
+    CHECK(f.engine.NextWakeMs() == std::optional<std::int64_t>(kNowMs + 1000));
+    f.engine.Tick(kNowMs + 999, out);
+    CHECK(Of<PatchNode>(out).empty());
+    f.engine.Tick(kNowMs + 1000, out);
+    auto again = Of<PatchNode>(out);
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].preconditions == release[0].preconditions);
+    SUBCASE("written at last") {
+      out.clear();
+      f.engine.ApiResult(again[0].id, true, kNowMs + 1000, out);
+      f.engine.Tick(kNowMs + 60000, out);
+      CHECK(Of<PatchNode>(out).empty());
+    }
+    SUBCASE("failing again: 2 s later; the lock another's by then: not written") {
+      out.clear();
+      f.engine.ApiResult(again[0].id, false, kNowMs + 1000, out);
+      f.engine.Tick(kNowMs + 2999, out);
+      CHECK(Of<PatchNode>(out).empty());
+      Node taken = MakeNode("n1").Gpus(2);
+      taken.annotations.Set("hami.io/mutex.lock", "2026-08-21T08:20:39Z,default,other");
+      f.engine.NodeObserved(taken, kNowMs + 2000, out);
+      out.clear();
+      f.engine.Tick(kNowMs + 3000, out);
+      CHECK(Of<PatchNode>(out).empty());
+    }
   }
 }
 

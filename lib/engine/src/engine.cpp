@@ -14,6 +14,11 @@ namespace {
 
 std::int64_t Seconds(std::int64_t now_ms) { return now_ms / 1000; }
 
+// A failed bind's lock release that fails itself (an API error) is written
+// again after 1, 2, 4, ... s, up to this many writes in all (about a minute).
+constexpr int kReleaseAttempts = 7;
+constexpr std::int64_t kReleaseBackoffMs = 1000;
+
 // A bind step a replica that no longer leads must not take: another may be
 // placing on the same devices from a cache that never saw this placement.
 constexpr std::string_view kNotLeading =
@@ -193,6 +198,21 @@ void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
       RegistrationPass(now_ms, out);
     }
   }
+  // Failed lock releases whose backoff is over, in order.
+  std::vector<Impl::ReleaseRetry> retries;
+  std::swap(retries, impl_->release_retries);
+  for (Impl::ReleaseRetry& r : retries) {
+    if (r.at_ms > now_ms) {
+      impl_->release_retries.push_back(std::move(r));
+      continue;
+    }
+    auto node = impl_->nodes.find(r.release.node);
+    const std::string* lock = node == impl_->nodes.end()
+                                  ? nullptr
+                                  : node->second.object.annotations.Find(keys::kNodeLock);
+    if (Leading() && lock != nullptr && *lock == r.release.lock)
+      ReleaseLock(r.release.node, r.release.lock, r.release.attempt, out);
+  }
   // Lock retries whose wait is over, in the order they were parked.
   auto due = [&](const Impl::LockWait& wait) { return wait.at_ms <= now_ms; };
   for (Impl::LockWait& w : impl_->Unpark(due)) TryLock(std::move(w.flow), now_ms, out);
@@ -227,6 +247,7 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
     earliest(f.observed_at_ms + std::int64_t{*f.observed->duration_seconds} * 1000);
   }
   for (const Impl::LockWait& w : impl_->lock_waits) earliest(w.at_ms);
+  for (const Impl::ReleaseRetry& r : impl_->release_retries) earliest(r.at_ms);
   if (!impl_->held.empty()) earliest(BindsBacklogged() ? impl_->held.front().until_ms : 0);
   return wake;
 }
@@ -459,6 +480,19 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
   TryLock(std::move(flow), now_ms, out);
 }
 
+void Engine::ReleaseLock(const std::string& node, const std::string& lock, int attempt,
+                         std::vector<Command>& out) {
+  const std::uint64_t id = NextId();
+  impl_->pending.emplace(id, Impl::Release{node, lock, attempt});
+  ++counters_.node_patches;
+  out.push_back(PatchNode{id,
+                          node,
+                          {AnnotationWrite{std::string(keys::kNodeLock), std::nullopt}},
+                          {AnnotationWrite{std::string(keys::kNodeLock), lock}},
+                          {},
+                          false});
+}
+
 void Engine::FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out) {
   ++counters_.binds_failed;
   if (BindFailed().release_reservation) {  // W8: the reservation goes with the failed bind
@@ -619,8 +653,19 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
     }
     return;
   }
+  if (auto* r = std::get_if<Impl::Release>(&flow)) {
+    // A lock release that failed (an API error) is written again with
+    // backoff, as long as this engine leads and the lock is still the one it
+    // released; else the lock would block the node until it expires.
+    if (!succeeded && !r->lock.empty() && r->attempt < kReleaseAttempts) {
+      impl_->release_retries.push_back(
+          Impl::ReleaseRetry{now_ms + (kReleaseBackoffMs << (r->attempt - 1)),
+                             Impl::Release{r->node, r->lock, r->attempt + 1}});
+    }
+    return;
+  }
   auto* b = std::get_if<BindFlow>(&flow);
-  if (b == nullptr) return;  // a release or registration write
+  if (b == nullptr) return;  // a registration write
   if (b->step == BindFlow::Step::kLock) impl_->locking.erase(b->node);
   if (!succeeded && b->step == BindFlow::Step::kLock) {
     b->lock.reset();  // the lock write lost (409): contention
@@ -629,14 +674,9 @@ void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
   if (!succeeded) {
     // W8: the core says what a failed bind releases; the lock only if it is ours.
     const BindOutcome outcome = BindFailed();
-    if (outcome.release_lock && b->lock) {
-      if (std::optional<AnnotationWrite> release =
-              DecideRelease(b->lock, PodRef{b->pod_namespace, b->name}, false)) {
-        const std::uint64_t id = NextId();
-        impl_->pending.emplace(id, Impl::Release{});
-        ++counters_.node_patches;
-        out.push_back(PatchNode{id, b->node, {std::move(*release)}, {}, {}, false});
-      }
+    if (outcome.release_lock && b->lock &&
+        DecideRelease(b->lock, PodRef{b->pod_namespace, b->name}, false)) {
+      ReleaseLock(b->node, *b->lock, 1, out);
     }
     const std::uint64_t phase = NextId();
     impl_->pending.emplace(phase, Impl::Release{});

@@ -42,7 +42,17 @@ struct Engine::Impl {
     std::string uid;
     FilterReply reply;
   };
-  struct Release {};  // a fire-and-forget write (no follow-up)
+  // A write with no follow-up; a failed bind's lock release carries what it
+  // released, to write it again when the write fails (ReleaseRetry).
+  struct Release {
+    std::string node;
+    std::string lock;  // empty: not a lock release
+    int attempt = 1;
+  };
+  struct ReleaseRetry {
+    std::int64_t at_ms;
+    Release release;
+  };
   struct LockWait {
     std::int64_t at_ms;
     BindFlow flow;
@@ -68,6 +78,7 @@ struct Engine::Impl {
   std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock
   std::unordered_map<std::uint64_t, std::variant<FilterFlow, BindFlow, Release>> pending;
   std::vector<LockWait> lock_waits;               // binds waiting to retry the node lock, in order
+  std::vector<ReleaseRetry> release_retries;      // lock releases to write again, in order
   std::unordered_map<std::string, int> waits_on;  // node -> its entries in lock_waits
   std::deque<HeldFilter> held;                    // Filters held back, in order
   std::size_t binds_in_flight = 0;                // Bind requests not yet answered

@@ -332,6 +332,10 @@ class Engine {
   // waiting for it try again, in order, until one writes the lock.
   void WakeLockWaiters(const std::string& node, std::int64_t now_ms, std::vector<Command>& out);
   void FailBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
+  // Writes the release of `lock` (this engine's) on `node`, conditional on
+  // the node still carrying it; `attempt` counts the writes (1: the first).
+  void ReleaseLock(const std::string& node, const std::string& lock, int attempt,
+                   std::vector<Command>& out);
   void ReplyBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
   void Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
