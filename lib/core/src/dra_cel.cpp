@@ -2383,26 +2383,19 @@ std::optional<Value> AttributeValue(const dra::AttributeValue& attribute, std::s
       attribute);
 }
 
-// parseQualifiedName: "domain/name", or a name in the driver's domain.
-std::pair<std::string, std::string> Qualified(const std::string& key, std::string_view driver) {
-  const std::size_t slash = key.find('/');
-  if (slash == std::string::npos) return {std::string(driver), key};
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
-
 Result<Value> DeviceValue(std::string_view driver, const Device& device) {
   std::map<std::string, Entries, std::less<>> attributes;
   for (const auto& [key, attribute] : device.attributes) {
     std::string error;
     auto value = AttributeValue(attribute, error);
     if (!value) return Status::InvalidArgument(fmt::format("attribute {}: {}", key, error));
-    auto [domain, id] = Qualified(key, driver);
-    attributes[domain][id] = std::move(*value);
+    const QualifiedName q = SplitQualifiedName(key, driver);
+    attributes[std::string(q.domain)][std::string(q.name)] = std::move(*value);
   }
   std::map<std::string, Entries, std::less<>> capacity;
   for (const auto& [key, c] : device.capacity) {
-    auto [domain, id] = Qualified(key, driver);
-    capacity[domain][id] = Value{CapacityQuantity(c.value)};
+    const QualifiedName q = SplitQualifiedName(key, driver);
+    capacity[std::string(q.domain)][std::string(q.name)] = Value{CapacityQuantity(c.value)};
   }
   auto outer = [](std::map<std::string, Entries, std::less<>>& domains) {
     auto entries = std::make_shared<Entries>();
