@@ -32,7 +32,8 @@ void AddExceptions(py::module_& m);
 
 // Raises the Python exception for `status`: DecodeError for kMalformed,
 // ConfigError for kInvalidConfig, KeyError for kNotFound, RuntimeError for
-// kUnavailable, UnsupportedError for kUnsupported, ValueError otherwise. REQUIRES: !status.ok(), the GIL held.
+// kUnavailable, UnsupportedError for kUnsupported, ValueError otherwise. REQUIRES: !status.ok(),
+// the GIL held.
 [[noreturn]] void Raise(const Status& status);
 
 // The value of `r`, or raises its error (see Raise).
