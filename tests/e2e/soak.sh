@@ -10,7 +10,8 @@
 # SOAK_NODES GPU nodes (default 200; 1-8 GPUs of 16-80 GiB), two devshare
 # serve replicas electing a leader (under libfaketime, a clock file each, when
 # the clock step is among the faults), ready_proxy.py in front of them as the
-# extender and webhook, plugin_standin.py as the device plugins, and
+# extender (the leader) and another as the webhook (every replica whose cache
+# is synced, as the chart's Service), plugin_standin.py as the device plugins, and
 # fault_proxy.py between each replica and the API server (its own CA and
 # certificate; one client identity per replica, devshare-serve-a and -b, so
 # the audit log tells them apart). soak_churn.py then churns pods for
@@ -151,6 +152,14 @@ start_plugin_standin 0
 pids+=($!)
 python3 "$here/ready_proxy.py" --listen "$DEVSHARE_PROXY_PORT" --backend "127.0.0.1:$SOAK_PORT_A" \
   --backend "127.0.0.1:$SOAK_PORT_B" --ca "$KUBE_CA" >"$E2E_LOGS/ready-proxy.log" 2>&1 &
+pids+=($!)
+# The webhook's own Service, as the chart has it: every replica whose cache
+# is synced (/readyz/admission), leading or not.
+SOAK_WEBHOOK_PORT=$(free_port)
+export SOAK_WEBHOOK_PORT
+python3 "$here/ready_proxy.py" --listen "$SOAK_WEBHOOK_PORT" --ready-path /readyz/admission \
+  --backend "127.0.0.1:$SOAK_PORT_A" --backend "127.0.0.1:$SOAK_PORT_B" --ca "$KUBE_CA" \
+  >"$E2E_LOGS/webhook-proxy.log" 2>&1 &
 pids+=($!)
 wait_until 10 grep -q listening "$E2E_LOGS/fault-proxy.log" || {
   cat "$E2E_LOGS/fault-proxy.log"
