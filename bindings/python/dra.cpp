@@ -29,17 +29,18 @@ std::vector<T> DecodeAll(const std::vector<std::string>& texts, Decode decode) {
 
 // What Allocate and ExplainNode take besides the claims and the node, from
 // the package's JSON texts.
-struct Cluster {
+struct DraInputs {
   std::vector<dra::ResourceSlice> slices;
   dra::DeviceClasses classes;
   dra::AllocatedState allocated;
   dra::AllocatorOptions options;
 };
 
-Cluster ClusterFrom(const std::vector<std::string>& slices, const std::vector<std::string>& classes,
-                    const std::vector<std::string>& allocated, const std::string& policy,
-                    bool fractional_capacity_range) {
-  Cluster c;
+DraInputs InputsFrom(const std::vector<std::string>& slices,
+                     const std::vector<std::string>& classes,
+                     const std::vector<std::string>& allocated, const std::string& policy,
+                     bool fractional_capacity_range) {
+  DraInputs c;
   c.slices = DecodeAll<dra::ResourceSlice>(slices, dra::DecodeResourceSlice);
   for (dra::DeviceClass& d : DecodeAll<dra::DeviceClass>(classes, dra::DecodeDeviceClass)) {
     std::string name = d.name;
@@ -67,7 +68,7 @@ std::optional<std::vector<std::string>> AllocateOnNode(const std::vector<std::st
                                                        const std::vector<std::string>& allocated,
                                                        const std::string& policy,
                                                        bool fractional_capacity_range) {
-  const Cluster c = ClusterFrom(slices, classes, allocated, policy, fractional_capacity_range);
+  const DraInputs c = InputsFrom(slices, classes, allocated, policy, fractional_capacity_range);
   std::optional<std::vector<dra::Allocation>> result =
       Unwrap(dra::Allocate(DecodeAll<dra::ResourceClaim>(claims, dra::DecodeResourceClaim),
                            Unwrap(DecodeNode(node)), c.slices, c.classes, c.allocated, c.options));
@@ -82,7 +83,7 @@ py::dict ExplainOnNode(const std::string& claim, const std::string& node,
                        const std::vector<std::string>& classes,
                        const std::vector<std::string>& allocated, const std::string& policy,
                        bool fractional_capacity_range) {
-  const Cluster c = ClusterFrom(slices, classes, allocated, policy, fractional_capacity_range);
+  const DraInputs c = InputsFrom(slices, classes, allocated, policy, fractional_capacity_range);
   const dra::NodeExplanation e =
       Unwrap(dra::ExplainNode(Unwrap(dra::DecodeResourceClaim(claim)), Unwrap(DecodeNode(node)),
                               c.slices, c.classes, c.allocated, c.options));

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -1892,52 +1893,42 @@ Out Compare(const Value& a, const Value& b) {
   return NoSuchOverload();
 }
 
+// + - * / % on two integers of one type, with cel-go's checked overflow.
+template <typename T>
+Out IntegerArithmetic(Op op, T x, T y) {
+  constexpr std::string_view kOverflow =
+      std::is_signed_v<T> ? "integer overflow" : "unsigned integer overflow";
+  T r = 0;
+  switch (op) {
+    case Op::kAdd:
+      if (__builtin_add_overflow(x, y, &r)) return Fail(std::string(kOverflow));
+      return Value{r};
+    case Op::kSub:
+      if (__builtin_sub_overflow(x, y, &r)) return Fail(std::string(kOverflow));
+      return Value{r};
+    case Op::kMul:
+      if (__builtin_mul_overflow(x, y, &r)) return Fail(std::string(kOverflow));
+      return Value{r};
+    case Op::kDiv:
+    case Op::kMod:
+      if (y == 0) return Fail(op == Op::kDiv ? "division by zero" : "modulus by zero");
+      if constexpr (std::is_signed_v<T>) {
+        if (x == std::numeric_limits<T>::min() && y == -1) return Fail(std::string(kOverflow));
+      }
+      return Value{op == Op::kDiv ? x / y : x % y};
+    default:
+      return NoSuchOverload();
+  }
+}
+
 Out Arithmetic(Op op, const Value& a, const Value& b) {
   if (const auto* x = As<std::int64_t>(a)) {
     const auto* y = As<std::int64_t>(b);
-    if (y == nullptr) return NoSuchOverload();
-    std::int64_t r = 0;
-    const std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
-    switch (op) {
-      case Op::kAdd:
-        if (__builtin_add_overflow(*x, *y, &r)) return Fail("integer overflow");
-        return Value{r};
-      case Op::kSub:
-        if (__builtin_sub_overflow(*x, *y, &r)) return Fail("integer overflow");
-        return Value{r};
-      case Op::kMul:
-        if (__builtin_mul_overflow(*x, *y, &r)) return Fail("integer overflow");
-        return Value{r};
-      case Op::kDiv:
-      case Op::kMod:
-        if (*y == 0) return Fail(op == Op::kDiv ? "division by zero" : "modulus by zero");
-        if (*x == kMin && *y == -1) return Fail("integer overflow");
-        return Value{op == Op::kDiv ? *x / *y : *x % *y};
-      default:
-        return NoSuchOverload();
-    }
+    return y == nullptr ? NoSuchOverload() : IntegerArithmetic(op, *x, *y);
   }
   if (const auto* x = As<std::uint64_t>(a)) {
     const auto* y = As<std::uint64_t>(b);
-    if (y == nullptr) return NoSuchOverload();
-    std::uint64_t r = 0;
-    switch (op) {
-      case Op::kAdd:
-        if (__builtin_add_overflow(*x, *y, &r)) return Fail("unsigned integer overflow");
-        return Value{r};
-      case Op::kSub:
-        if (__builtin_sub_overflow(*x, *y, &r)) return Fail("unsigned integer overflow");
-        return Value{r};
-      case Op::kMul:
-        if (__builtin_mul_overflow(*x, *y, &r)) return Fail("unsigned integer overflow");
-        return Value{r};
-      case Op::kDiv:
-      case Op::kMod:
-        if (*y == 0) return Fail(op == Op::kDiv ? "division by zero" : "modulus by zero");
-        return Value{op == Op::kDiv ? *x / *y : *x % *y};
-      default:
-        return NoSuchOverload();
-    }
+    return y == nullptr ? NoSuchOverload() : IntegerArithmetic(op, *x, *y);
   }
   if (const auto* x = As<double>(a)) {
     const auto* y = As<double>(b);
