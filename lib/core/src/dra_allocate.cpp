@@ -39,6 +39,34 @@ void AllocatedState::Add(const Allocation& allocation) {
   }
 }
 
+void AllocatedState::Remove(const Allocation& allocation) {
+  for (const AllocatedDevice& d : allocation.devices) {
+    if (d.admin_access) continue;
+    DeviceId id{d.driver, d.pool, d.device};
+    if (!d.share_id) {
+      devices.erase(id);
+      continue;
+    }
+    shares.erase({id, *d.share_id});
+    auto consumed = consumed_capacity.find(id);
+    if (consumed == consumed_capacity.end()) continue;
+    for (const auto& [name, q] : d.consumed_capacity) {
+      auto c = consumed->second.find(name);
+      if (c == consumed->second.end()) continue;
+      c->second.milli -= q.milli;
+      if (c->second.milli == 0) consumed->second.erase(c);
+    }
+    if (consumed->second.empty()) consumed_capacity.erase(consumed);
+  }
+}
+
+const Result<Selector>& SelectorCache::Compile(std::string_view expression) {
+  auto compiled = compiled_.find(expression);
+  if (compiled == compiled_.end())
+    compiled = compiled_.emplace(std::string(expression), CompileSelector(expression)).first;
+  return compiled->second;
+}
+
 bool AllocatedState::Shared(const DeviceId& id) const {
   if (consumed_capacity.contains(id)) return true;
   auto share = shares.lower_bound({id, std::string()});
@@ -143,7 +171,8 @@ std::optional<Quantity> FindRequest(const Capacities& requests, const std::strin
   return it == requests.end() ? std::nullopt : std::optional<Quantity>(it->second);
 }
 
-// What the request consumes of each of the device's capacities.
+}  // namespace
+
 Result<Capacities> ConsumedCapacity(const Capacities& requests, const Device& device,
                                     bool fractional) {
   Capacities consumed;
@@ -156,6 +185,8 @@ Result<Capacities> ConsumedCapacity(const Capacities& requests, const Device& de
   }
   return consumed;
 }
+
+namespace {
 
 // Whether the request fits the device's capacity on top of what is
 // consumed already (`current`) and by allocations in progress
@@ -348,14 +379,15 @@ using Allocations = std::optional<std::vector<Allocation>>;
 class Search {
  public:
   Search(const std::vector<ResourceClaim>& claims, const Node& node,
-         const std::vector<ResourceSlice>& slices, const DeviceClasses& classes,
+         const std::vector<GatheredPool>& pools, const DeviceClasses& classes,
          const AllocatedState& allocated, const AllocatorOptions& options)
       : claims_(claims),
         node_(node),
         classes_(classes),
         allocated_(allocated),
         options_(options),
-        pools_(GatherPools(slices, node)),
+        selectors_(options.selector_cache != nullptr ? *options.selector_cache : own_selectors_),
+        pools_(pools),
         constraints_(claims.size()),
         results_(claims.size()) {}
 
@@ -609,17 +641,15 @@ class Search {
                                   ? fmt::format("class {}", device_class->name)
                                   : fmt::format("claim {}/{}", claim.claim_namespace, claim.name);
     for (std::size_t i = 0; i < selectors.size(); ++i) {
-      auto compiled = compiled_.find(selectors[i]);
-      if (compiled == compiled_.end())
-        compiled = compiled_.emplace(selectors[i], CompileSelector(selectors[i])).first;
-      if (!compiled->second.ok()) {
-        const Status& s = compiled->second.status();
+      const Result<Selector>& compiled = selectors_.Compile(selectors[i]);
+      if (!compiled.ok()) {
+        const Status& s = compiled.status();
         std::string message =
             fmt::format("{}: selector #{}: CEL compile error: {}", owner, i, s.message());
         if (s.code() == StatusCode::kUnsupported) return Status::Unsupported(std::move(message));
         return Status::InvalidArgument(std::move(message));
       }
-      Result<bool> m = Matches(*compiled->second, candidate.id.driver, candidate.device());
+      Result<bool> m = Matches(*compiled, candidate.id.driver, candidate.device());
       if (!m.ok()) {
         std::string message = fmt::format(
             "{}: selector #{} on device {}/{}/{}: CEL runtime error: {}", owner, i,
@@ -843,8 +873,16 @@ class Search {
     if (options_.device_order == DeviceOrder::kUpstream) return;
     std::vector<double> used(candidates_.size());
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      used[i] = UsedShare(candidates_[i]);
-      if (options_.device_order == DeviceOrder::kLeastUsedFirst) used[i] = -used[i];
+      switch (options_.device_order) {
+        case DeviceOrder::kMostUsedFirst: used[i] = UsedShare(candidates_[i]); break;
+        case DeviceOrder::kLeastUsedFirst: used[i] = -UsedShare(candidates_[i]); break;
+        case DeviceOrder::kLowestCostFirst:
+          used[i] = options_.device_cost ? -options_.device_cost(candidates_[i].id,
+                                                                 candidates_[i].device())
+                                         : 0;
+          break;
+        case DeviceOrder::kUpstream: break;
+      }
     }
     std::vector<std::size_t> order(candidates_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -990,12 +1028,13 @@ class Search {
   const DeviceClasses& classes_;
   const AllocatedState& allocated_;
   const AllocatorOptions& options_;
-  std::vector<GatheredPool> pools_;
+  SelectorCache own_selectors_;
+  SelectorCache& selectors_;
+  const std::vector<GatheredPool>& pools_;
   std::vector<CandidateDevice> candidates_;  // Order()
   std::vector<std::vector<Constraint>> constraints_;
   std::map<RequestKey, RequestData> requests_;
   std::map<std::pair<DeviceId, RequestKey>, bool> matches_;
-  std::map<std::string, Result<Selector>, std::less<>> compiled_;
   std::map<DeviceId, std::set<std::size_t>> allocating_;  // device -> claims taking it whole
   std::map<DeviceId, Capacities> allocating_capacity_;
   std::map<std::pair<std::string, std::string>, CounterSets> available_;
@@ -1009,8 +1048,15 @@ Result<NodeExplanation> ExplainNode(const ResourceClaim& claim, const Node& node
                                     const std::vector<ResourceSlice>& slices,
                                     const DeviceClasses& classes, const AllocatedState& allocated,
                                     const AllocatorOptions& options) {
+  return ExplainNode(claim, node, GatherPools(slices, node), classes, allocated, options);
+}
+
+Result<NodeExplanation> ExplainNode(const ResourceClaim& claim, const Node& node,
+                                    const std::vector<GatheredPool>& pools,
+                                    const DeviceClasses& classes, const AllocatedState& allocated,
+                                    const AllocatorOptions& options) {
   const std::vector<ResourceClaim> claims = {claim};
-  return Search(claims, node, slices, classes, allocated, options).Explain();
+  return Search(claims, node, pools, classes, allocated, options).Explain();
 }
 
 Result<std::optional<std::vector<Allocation>>> Allocate(const std::vector<ResourceClaim>& claims,
@@ -1019,7 +1065,16 @@ Result<std::optional<std::vector<Allocation>>> Allocate(const std::vector<Resour
                                                         const DeviceClasses& classes,
                                                         const AllocatedState& allocated,
                                                         const AllocatorOptions& options) {
-  return Search(claims, node, slices, classes, allocated, options).Run();
+  return Allocate(claims, node, GatherPools(slices, node), classes, allocated, options);
+}
+
+Result<std::optional<std::vector<Allocation>>> Allocate(const std::vector<ResourceClaim>& claims,
+                                                        const Node& node,
+                                                        const std::vector<GatheredPool>& pools,
+                                                        const DeviceClasses& classes,
+                                                        const AllocatedState& allocated,
+                                                        const AllocatorOptions& options) {
+  return Search(claims, node, pools, classes, allocated, options).Run();
 }
 
 }  // namespace devshare::dra

@@ -126,9 +126,23 @@ bool ScopeSelects(const NodeScope& scope, const Node& node) {
 }
 
 std::vector<GatheredPool> GatherPools(const std::vector<ResourceSlice>& slices, const Node& node) {
+  std::vector<const ResourceSlice*> all(slices.size());
+  for (std::size_t i = 0; i < slices.size(); ++i) all[i] = &slices[i];
+  return GatherPools(all, node, [&](std::string_view driver, std::string_view pool) {
+    std::vector<const ResourceSlice*> of_pool;
+    for (const ResourceSlice* slice : all) {
+      if (slice->driver == driver && slice->pool.name == pool) of_pool.push_back(slice);
+    }
+    return of_pool;
+  });
+}
+
+std::vector<GatheredPool> GatherPools(std::span<const ResourceSlice* const> candidates,
+                                      const Node& node, const PoolSlices& pool_slices) {
   // The newest generation of each pool among the node's slices.
   std::map<PoolKey, std::vector<const ResourceSlice*>> mine;
-  for (const ResourceSlice& slice : slices) {
+  for (const ResourceSlice* candidate : candidates) {
+    const ResourceSlice& slice = *candidate;
     if (!slice.node_scope.node_name.empty() && slice.node_scope.node_name != node.name) continue;
     if (UsesCompatibilityGroups(slice) || !SliceSelects(slice, node)) continue;
     std::vector<const ResourceSlice*>& pool = mine[{slice.driver, slice.pool.name}];
@@ -137,21 +151,20 @@ std::vector<GatheredPool> GatherPools(const std::vector<ResourceSlice>& slices, 
     pool.push_back(&slice);
   }
   std::vector<GatheredPool> result, with_binding_conditions;
-  for (auto& [key, pool_slices] : mine) {
-    const Pool& pool = pool_slices[0]->pool;
+  for (auto& [key, node_slices] : mine) {
+    const Pool& pool = node_slices[0]->pool;
     GatheredPool gathered;
-    if (static_cast<std::int64_t>(pool_slices.size()) == pool.resource_slice_count) {
-      gathered = Build(key, pool_slices, {});
+    if (static_cast<std::int64_t>(node_slices.size()) == pool.resource_slice_count) {
+      gathered = Build(key, node_slices, {});
     } else {
       // Some slices are not for this node: the pool counts if all of its
       // newest generation are there, and no slice is newer still.
       std::vector<const ResourceSlice*> all;
       bool obsolete = false;
-      for (const ResourceSlice& slice : slices) {
-        if (slice.driver != key.first || slice.pool.name != key.second) continue;
-        if (slice.pool.generation > pool.generation) obsolete = true;
-        if (slice.pool.generation == pool.generation && !UsesCompatibilityGroups(slice))
-          all.push_back(&slice);
+      for (const ResourceSlice* slice : pool_slices(key.first, key.second)) {
+        if (slice->pool.generation > pool.generation) obsolete = true;
+        if (slice->pool.generation == pool.generation && !UsesCompatibilityGroups(*slice))
+          all.push_back(slice);
       }
       if (obsolete) continue;
       if (static_cast<std::int64_t>(all.size()) != pool.resource_slice_count) {
@@ -161,7 +174,7 @@ std::vector<GatheredPool> GatherPools(const std::vector<ResourceSlice>& slices, 
         result.push_back(std::move(gathered));
         continue;
       }
-      gathered = Build(key, pool_slices, all);
+      gathered = Build(key, node_slices, all);
     }
     (HasBindingConditions(gathered) ? with_binding_conditions : result)
         .push_back(std::move(gathered));

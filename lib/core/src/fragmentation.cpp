@@ -32,6 +32,8 @@ void AddDevice(FragState& s, float f, const FgdModel& m, double sign) {
   AddToTotals(s.all, s.partial, s.whole, f, sign);
 }
 
+}  // namespace
+
 // Fragmentation(s, m, w) of `s` with one device's free share moved from
 // `from` to `to`: the same operations as AddDevice(-from), AddDevice(+to) on
 // a copy and then Fragmentation, so the same result to the bit, without the
@@ -64,6 +66,8 @@ void Measure(std::span<const float> free, const FgdModel& m, FragState& s) {
   s.whole = 0;
   for (float f : free) AddDevice(s, f, m, +1);
 }
+
+namespace {
 
 // The slot of `key` in Scratch::shared.
 std::size_t SlotOf(const Scratch::SharedKey& key) {

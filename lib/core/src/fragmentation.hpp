@@ -42,6 +42,11 @@ const FgdModel& ModelFor(const SnapshotState& s, std::span<const WorkloadClass> 
 // Free share of a device in [0, 1]: the tighter of free cores and free
 // memory; 0 when it has no free slot or is unhealthy.
 float FreeShare(const HotDevice& d);
+// The sums of a node whose devices have the free shares `free`.
+void Measure(std::span<const float> free, const FgdModel& m, FragState& s);
+// Fragmentation(s, m, w) were one device's free share `from` to become `to`.
+double FragmentationAfterMove(const FragState& s, float from, float to, const FgdModel& m,
+                              const FitWeights& w);
 // The weighted fragmentation of `s` for the classes `w` says fit.
 double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w);
 // Sums every cell of `m` into its table, unless they would take more than

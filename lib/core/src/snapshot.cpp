@@ -409,12 +409,14 @@ ClusterSnapshot::ClusterSnapshot(DeviceConfig config) : state_(std::make_unique<
 }
 ClusterSnapshot::~ClusterSnapshot() = default;
 namespace {
-// A copied state's node -> pods index must point at its own pod entries.
+// A copied state's node -> pods index must point at its own pod entries,
+// its DRA pools into its own slices.
 std::unique_ptr<SnapshotState> CopyState(const SnapshotState& other) {
   auto copy = std::make_unique<SnapshotState>(other);
   for (auto& [node, list] : copy->pods_by_node) {
     for (const PodEntry*& entry : list) entry = &copy->pods.at(entry->uid);
   }
+  RebuildPools(*copy);
   return copy;
 }
 }  // namespace
@@ -458,6 +460,7 @@ Status ClusterSnapshot::AddNode(const Node& node) {
   }
   RefreshHealth(s, state);
   RemeasureNode(s, state);
+  RegatherPools(s.dra, state.object);
   return status;
 }
 
@@ -468,6 +471,7 @@ bool ClusterSnapshot::RemoveNode(std::string_view name) {
   node.present = false;
   node.devices.clear();
   node.object = Node{};
+  DropNode(state_->dra, name);
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
 #include "devshare/workload.hpp"
+#include "dra_state.hpp"
 #include "fgd_model.hpp"
 
 namespace devshare::internal {
@@ -171,6 +172,7 @@ struct SnapshotState {
   StringKeyMap<PodRequestsEntry> requests;
   StringKeyMap<Requested> requested;
   std::optional<FragmentationCache> fragmentation;
+  DraState dra;
 
   const HotDevice* Hot(const NodeState& node) const { return hot.data() + node.hot_begin; }
   HotDevice* Hot(const NodeState& node) { return hot.data() + node.hot_begin; }

@@ -388,6 +388,11 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
                          {{"period", Duration(s.audit_period_ms)},
                           {"grace", Duration(s.engine.audit_grace_ms)}});
         }},
+       {"dra",
+        [&s](const YAML::Node& n, const std::string& p) {
+          s.dra.enabled = true;
+          return ReadMap(n, p, {{"policy", OneOfNames(s.dra.policy, kDraPolicyNames)}});
+        }},
        {"summary", [&summary](const YAML::Node& n,
                               const std::string& p) { return ReadSummary(n, p, summary); }},
        {"variants", [](const YAML::Node&, const std::string&) { return Status(); }}});

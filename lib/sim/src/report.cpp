@@ -19,14 +19,19 @@ std::int64_t Percentile(const std::vector<std::int64_t>& sorted, std::size_t p) 
 }  // namespace
 
 ReportBuilder::ReportBuilder(const EventQueue& events, std::vector<WorkloadClass> workload)
-    : events_(events), workload_(std::move(workload)) {}
+    : ReportBuilder(events, [workload = std::move(workload)](const ClusterSnapshot& truth) {
+        return MeasureFragmentation(truth, workload);
+      }) {}
+
+ReportBuilder::ReportBuilder(const EventQueue& events, Measure measure)
+    : events_(events), measure_(std::move(measure)) {}
 
 Status ReportBuilder::Arrived(double gpus, const ClusterSnapshot& truth) {
   ++report_.pods;
   arrived_gpus_ += gpus;
   while (report_.gpu_capacity > 0 &&
          arrived_gpus_ >= report_.gpu_capacity * kCurveStepPercent * next_curve_point_ / 100.0) {
-    Result<ClusterFragmentation> f = MeasureFragmentation(truth, workload_);
+    Result<ClusterFragmentation> f = measure_(truth);
     if (!f.ok()) return f.status();
     report_.fragmentation_curve.push_back(FragmentationSample{kCurveStepPercent * next_curve_point_,
                                                               100.0 * held_ / report_.gpu_capacity,
@@ -73,7 +78,7 @@ Result<Report> ReportBuilder::Finish(const ClusterSnapshot& truth) {
   report_.end_ms = now;
   report_.allocation_percent =
       report_.gpu_capacity > 0 ? 100.0 * report_.gpu_allocated / report_.gpu_capacity : 0;
-  Result<ClusterFragmentation> fragmentation = MeasureFragmentation(truth, workload_);
+  Result<ClusterFragmentation> fragmentation = measure_(truth);
   if (!fragmentation.ok()) return fragmentation.status();
   report_.gpu_free = fragmentation->free_gpus;
   report_.gpu_fragmented = fragmentation->fragmented_gpus;

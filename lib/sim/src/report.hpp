@@ -5,14 +5,16 @@
 // (AddTo) to the Report this returns.
 //
 // Fragmentation is measured on the cluster as its API objects say
-// (MeasureFragmentation of the API server's `truth()`), for the workload
-// fgd is given: by default the scenario's own mix of GPU pods.
+// (MeasureFragmentation of the API server's `truth()`, or the DRA
+// placer's measure), for the workload fgd is given: by default the
+// scenario's own mix of GPU pods.
 //
 // Thread-safety: none; a run is single-threaded.
 #ifndef DEVSHARE_SIM_SRC_REPORT_HPP_
 #define DEVSHARE_SIM_SRC_REPORT_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -37,8 +39,11 @@ struct PodOutcome {
 
 class ReportBuilder {
  public:
-  // `workload`: the classes fragmentation is measured for.
+  // How the cluster's fragmentation is measured.
+  using Measure = std::function<Result<ClusterFragmentation>(const ClusterSnapshot&)>;
+  // Measured by MeasureFragmentation for `workload`.
   ReportBuilder(const EventQueue& events, std::vector<WorkloadClass> workload);
+  ReportBuilder(const EventQueue& events, Measure measure);
   ReportBuilder(const ReportBuilder&) = delete;
   ReportBuilder& operator=(const ReportBuilder&) = delete;
 
@@ -70,7 +75,7 @@ class ReportBuilder {
   void Hold(double delta);
 
   const EventQueue& events_;
-  const std::vector<WorkloadClass> workload_;
+  const Measure measure_;
   Report report_;
   double arrived_gpus_ = 0;  // asked by the arrived pods
   int next_curve_point_ = 1;

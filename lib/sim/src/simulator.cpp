@@ -19,6 +19,7 @@
 
 #include "api_server.hpp"
 #include "devshare/annotations.hpp"
+#include "dra_run.hpp"
 #include "event_queue.hpp"
 #include "kube_scheduler.hpp"
 #include "kubelets.hpp"
@@ -510,6 +511,10 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     return invalid("the API model needs qps > 0, burst >= 1 and max_inflight >= 1");
   }
   if (scenario.plugins.heartbeat_ms <= 0) return invalid("the plugin heartbeat must be positive");
+  if (scenario.dra.enabled) {
+    if (!scenario.faults.empty()) return invalid("DRA mode models no faults");
+    return internal::RunDra(scenario, seed, progress);
+  }
   internal::Simulation simulation(scenario, seed, progress);
   return simulation.Run();
 }

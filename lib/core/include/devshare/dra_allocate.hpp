@@ -31,13 +31,17 @@
 #define DEVSHARE_DRA_ALLOCATE_HPP_
 
 #include <compare>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "devshare/dra.hpp"
+#include "devshare/dra_cel.hpp"
+#include "devshare/dra_pools.hpp"
 #include "devshare/export.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/status.hpp"
@@ -62,6 +66,8 @@ struct AllocatedState {
   std::map<DeviceId, std::map<std::string, Quantity>> consumed_capacity;
   // Adds what `allocation` holds.
   DEVSHARE_EXPORT void Add(const Allocation& allocation);
+  // Takes back what `allocation` holds (after Add of the same allocation).
+  DEVSHARE_EXPORT void Remove(const Allocation& allocation);
   // Whether any share of the device is held.
   DEVSHARE_EXPORT bool Shared(const DeviceId& id) const;
   // Whether the device is held whole, or any share of it is.
@@ -71,16 +77,31 @@ struct AllocatedState {
 // The order devices are tried in. kUpstream is kube-scheduler's; the others
 // are devshare's policies on one node: the device whose capacity allocated
 // claims consume most (binpack: fill shared GPUs before opening others) or
-// least (spread) first, upstream's order breaking ties. The search is the
-// same exhaustive one in every order, so whether claims fit never depends on
-// the order, only which devices they get.
-enum class DeviceOrder { kUpstream, kMostUsedFirst, kLeastUsedFirst };
+// least (spread) first, or the lowest AllocatorOptions::device_cost first
+// (fgd), upstream's order breaking ties. The search is the same exhaustive
+// one in every order, so whether claims fit never depends on the order,
+// only which devices they get.
+enum class DeviceOrder { kUpstream, kMostUsedFirst, kLeastUsedFirst, kLowestCostFirst };
+
+// CEL selectors compiled once for many Allocate calls. Not synchronised.
+class DEVSHARE_EXPORT SelectorCache {
+ public:
+  // The compiled `expression`, or its compile error.
+  const Result<Selector>& Compile(std::string_view expression);
+
+ private:
+  std::map<std::string, Result<Selector>, std::less<>> compiled_;
+};
 
 struct AllocatorOptions {
   // The DRAFractionalCapacityRange gate (off in v1.37 by default): capacity
   // rounding in thousandths rather than whole units.
   bool fractional_capacity_range = false;
   DeviceOrder device_order = DeviceOrder::kUpstream;
+  // kLowestCostFirst: a device's cost, called once per device and call.
+  std::function<double(const DeviceId&, const Device&)> device_cost;
+  // Where compiled selectors are kept across calls; nullptr: one call only.
+  SelectorCache* selector_cache = nullptr;
 };
 
 // DeviceClasses by name.
@@ -96,6 +117,21 @@ using DeviceClasses = std::map<std::string, DeviceClass, std::less<>>;
 DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> Allocate(
     const std::vector<ResourceClaim>& claims, const Node& node,
     const std::vector<ResourceSlice>& slices, const DeviceClasses& classes,
+    const AllocatedState& allocated, const AllocatorOptions& options = {});
+
+// What a request with `requests` (capacity name to amount) consumes of each
+// of `device`'s capacities when it shares the device: a capacity it names,
+// rounded up by the capacity's requestPolicy; one it does not name, the
+// policy's default, else all of it. Errors: a rounding that passes what a
+// Quantity holds, naming the capacity.
+DEVSHARE_EXPORT Result<std::map<std::string, Quantity>> ConsumedCapacity(
+    const std::map<std::string, Quantity>& requests, const Device& device,
+    bool fractional_capacity_range = false);
+
+// The same from the pools GatherPools gave for `node`.
+DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> Allocate(
+    const std::vector<ResourceClaim>& claims, const Node& node,
+    const std::vector<GatheredPool>& pools, const DeviceClasses& classes,
     const AllocatedState& allocated, const AllocatorOptions& options = {});
 
 // Why a device can or cannot take a request, the request taken alone (the
@@ -118,6 +154,11 @@ struct NodeExplanation {
 // ...); a selector that errs on a device is that device's reason.
 DEVSHARE_EXPORT Result<NodeExplanation> ExplainNode(const ResourceClaim& claim, const Node& node,
                                                     const std::vector<ResourceSlice>& slices,
+                                                    const DeviceClasses& classes,
+                                                    const AllocatedState& allocated,
+                                                    const AllocatorOptions& options = {});
+DEVSHARE_EXPORT Result<NodeExplanation> ExplainNode(const ResourceClaim& claim, const Node& node,
+                                                    const std::vector<GatheredPool>& pools,
                                                     const DeviceClasses& classes,
                                                     const AllocatedState& allocated,
                                                     const AllocatorOptions& options = {});

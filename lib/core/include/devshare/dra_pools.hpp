@@ -16,8 +16,11 @@
 #ifndef DEVSHARE_DRA_POOLS_HPP_
 #define DEVSHARE_DRA_POOLS_HPP_
 
+#include <functional>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "devshare/dra.hpp"
@@ -47,6 +50,17 @@ DEVSHARE_EXPORT bool ScopeSelects(const NodeScope& scope, const Node& node);
 // conditions last (each group sorted).
 DEVSHARE_EXPORT std::vector<GatheredPool> GatherPools(const std::vector<ResourceSlice>& slices,
                                                       const Node& node);
+
+// Every slice of the pool (driver, pool name), at any generation.
+using PoolSlices = std::function<std::vector<const ResourceSlice*>(std::string_view driver,
+                                                                   std::string_view pool)>;
+// The same from an index: `candidates` hold at least every slice that may
+// be for `node` (those naming it, and those with a node selector, all
+// nodes or per-device node selection), in any order; `pool_slices` gives a
+// pool's slices when only some of them are for the node.
+DEVSHARE_EXPORT std::vector<GatheredPool> GatherPools(
+    std::span<const ResourceSlice* const> candidates, const Node& node,
+    const PoolSlices& pool_slices);
 
 }  // namespace devshare::dra
 

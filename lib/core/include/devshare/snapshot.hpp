@@ -31,12 +31,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "devshare/device.hpp"
+#include "devshare/dra.hpp"
+#include "devshare/dra_allocate.hpp"
+#include "devshare/dra_pools.hpp"
 #include "devshare/export.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/status.hpp"
@@ -125,6 +129,39 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // otherwise. A later call replaces the workload. Errors: kInvalidArgument
   // for a class FilterOptions refuses (nothing changes then).
   Status SetFragmentationWorkload(std::span<const WorkloadClass> workload);
+
+  // DRA (resource.k8s.io/v1, devshare/dra.hpp): ResourceSlices by name,
+  // DeviceClasses by name and ResourceClaims by namespace and name, each
+  // added again to replace it. A node's pools (dra::GatherPools) are
+  // gathered when the node, or a slice it sees or that shares a pool with
+  // those, changes — O(the node's slices) — and not per allocation; what
+  // claims with an allocation hold is added and taken
+  // back claim by claim, in O(the claim's devices).
+  void AddResourceSlice(dra::ResourceSlice slice);
+  bool RemoveResourceSlice(std::string_view name);
+  void AddDeviceClass(dra::DeviceClass device_class);
+  bool RemoveDeviceClass(std::string_view name);
+  void AddResourceClaim(dra::ResourceClaim claim);
+  bool RemoveResourceClaim(std::string_view claim_namespace, std::string_view name);
+  std::size_t resource_slice_count() const;
+  std::size_t resource_claim_count() const;
+  const dra::DeviceClasses& device_classes() const;
+  // What allocated claims hold (kube-scheduler's allocated-devices view).
+  const dra::AllocatedState& dra_allocated() const;
+  // The claim, or nullptr.
+  const dra::ResourceClaim* FindResourceClaim(std::string_view claim_namespace,
+                                              std::string_view name) const;
+  // The pools `node` sees, in the allocator's order, or NotFound for an
+  // unknown node. Valid until the next change to the snapshot.
+  Result<const std::vector<dra::GatheredPool>*> DraPools(std::string_view node) const;
+  // dra::Allocate and dra::ExplainNode on `node` with the snapshot's pools,
+  // classes and allocated claims; NotFound for an unknown node.
+  Result<std::optional<std::vector<dra::Allocation>>> AllocateClaims(
+      const std::vector<dra::ResourceClaim>& claims, std::string_view node,
+      const dra::AllocatorOptions& options = {}) const;
+  Result<dra::NodeExplanation> ExplainClaim(const dra::ResourceClaim& claim,
+                                            std::string_view node,
+                                            const dra::AllocatorOptions& options = {}) const;
 
   // Read access.
   std::size_t node_count() const;

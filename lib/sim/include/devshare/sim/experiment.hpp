@@ -31,6 +31,7 @@
 //     - {kind: plugin-hang|plugin-crash|device-unhealthy|leader-crash|missed-events|
 //              pod-deleted-in-bind|node-replaced, node: node-3, at: 10m, for: 2m}
 //   audit: {period: 1m, grace: 30s}  # drift audits; Default: none
+//   dra: {policy: upstream|binpack|spread|fgd}   # DRA mode (Scenario::dra); Default: off
 //   summary:                        # what `devshare simulate` shows (--wide: everything)
 //     columns: [bound, pending, allocated, p99]   # kSummaryFigures; Default: a standard set
 //     notes: {pending: "why pods are pending here"}   # said under the table when not 0

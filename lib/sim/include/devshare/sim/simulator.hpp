@@ -64,6 +64,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devshare/dra_place.hpp"
 #include "devshare/engine/engine.hpp"
 #include "devshare/status.hpp"
 
@@ -139,6 +140,44 @@ inline constexpr engine::OptionName<Fault::Kind> kFaultKindNames[] = {
     {"pod-deleted-in-bind", Fault::Kind::kPodDeletedInBind},
     {"node-replaced", Fault::Kind::kNodeReplaced}};
 
+// DRA mode: the nodes' GPUs are published as ResourceSlices the way HAMi's
+// DRA driver publishes them (driver hami-core-gpu.project-hami.io, a pool
+// per node, each GPU a device hami-gpu-<i> with attributes type, minor,
+// productName (the node's model) and uuid, and consumable capacity
+// `cores` (100; default 100, 0..100 step 1) and `memory` (the GPU's; by
+// default all of it, 1Mi..all step 1Mi) shared by several claims), and a
+// GPU pod's request is a ResourceClaim of the DeviceClass `hami-gpu`: a
+// share of one GPU asks `cores` = max(1, gpu_milli / 10) and that
+// percentage of `memory` of the smallest GPU in the scenario (so cores bind
+// on every GPU, as the share does under HAMi's mapping); n whole GPUs ask
+// n devices with no capacity named (all of each); `gpu_spec` is a CEL
+// selector on productName.
+//
+// What runs is placement alone, in arrival order, departures first: the
+// pod's CPU and memory (NodeResourcesFit) and its claim on each node
+// through dra::Placer, and
+//   upstream  kube-scheduler v1.37's choice: nodes visited from a rotating
+//             start until numFeasibleNodesToFind fit (percentageOfNodesToScore
+//             unset: max(5, 50 - nodes/125) %, at least 100 nodes), scored
+//             by NodeResourcesFit's LeastAllocated and
+//             NodeResourcesBalancedAllocation on CPU and memory (DRA adds no
+//             score for exactly-requests), a tie broken at random (the
+//             seed's), the devices its allocator takes on that node;
+//   binpack, spread, fgd  devshare's choice of node and devices.
+// Not modelled here: the API server, binding, kubelets, replicas, faults,
+// retries (a pod that fits nowhere is given up). Latencies are 0.
+struct DraMode {
+  bool enabled = false;
+  dra::Policy policy = dra::Policy::kUpstream;
+};
+
+// The names scenario files and reports give DRA policies.
+inline constexpr engine::OptionName<dra::Policy> kDraPolicyNames[] = {
+    {"upstream", dra::Policy::kUpstream},
+    {"binpack", dra::Policy::kBinpack},
+    {"spread", dra::Policy::kSpread},
+    {"fgd", dra::Policy::kFgd}};
+
 struct Scenario {
   std::vector<NodeSpec> nodes;
   std::vector<PodSpec> pods;
@@ -149,6 +188,7 @@ struct Scenario {
   std::vector<Fault> faults;
   std::int64_t end_ms = 0;           // 0: when every pod is bound or given up
   std::int64_t audit_period_ms = 0;  // 0: no drift audits (engine.audit_grace_ms confirms)
+  DraMode dra;
 };
 
 // The cluster when the GPUs asked by the arrived pods first reach

@@ -1,0 +1,110 @@
+// devshare/dra_place.hpp — choosing a node and devices for a pod's
+// ResourceClaims from a ClusterSnapshot's DRA state, by policy.
+//
+// A node fits when the pod's CPU and memory fit what it has left
+// (NodeResourcesFit; a node reporting none is unlimited) and the claims
+// can be allocated there (dra::Allocate, exhaustive, in the policy's
+// device order). Policies:
+//   kUpstream  kube-scheduler's allocator on each node (dra::Allocate's
+//              kUpstream order). kube-scheduler, not the allocator, picks the
+//              node — by its own scores and at random among ties — so Place
+//              refuses it and Fit is exact per node only.
+//   kBinpack   the node whose DRA devices are most used once the claims are
+//              placed (mean used share), the most used devices first.
+//   kSpread    the least used node, the least used devices first.
+//   kFgd       fgd (Weng et al., ATC '23) on DRA devices: the node whose
+//              fragmentation for the workload grows least, and on it the
+//              devices whose taking grows it least first.
+// A device's used share is the largest share of any capacity its claims
+// consume (1 when held whole, 0 when free); its free share, 1 less that.
+// Every device of a node's usable pools counts as one GPU in fgd's
+// measure. Ties go to the first node by name, so the result is a function
+// of the snapshot.
+//
+// Cost: Fit is one allocation on one node, O(the node's devices x
+// selectors) plus O(devices x workload shapes) under kFgd; Place is Fit
+// on every node.
+//
+// Thread-safety: a Placer keeps compiled selectors and fgd's tables; use
+// one per thread.
+#ifndef DEVSHARE_DRA_PLACE_HPP_
+#define DEVSHARE_DRA_PLACE_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devshare/dra.hpp"
+#include "devshare/export.hpp"
+#include "devshare/filter.hpp"
+#include "devshare/snapshot.hpp"
+#include "devshare/status.hpp"
+#include "devshare/workload.hpp"
+
+namespace devshare::dra {
+
+enum class Policy { kUpstream, kBinpack, kSpread, kFgd };
+
+// The CPU and memory the pod asks beside its claims.
+struct PodResources {
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_bytes = 0;
+};
+
+struct PlacerOptions {
+  Policy policy = Policy::kUpstream;
+  // kFgd: the workload fragmentation is measured for (empty: the default
+  // mix of FilterOptions::workload).
+  std::vector<WorkloadClass> workload;
+  bool fractional_capacity_range = false;  // see AllocatorOptions
+};
+
+struct NodeFit {
+  std::string node;
+  std::vector<Allocation> allocations;  // one per claim, in order
+  double score = 0;                     // higher is better; 0 under kUpstream
+};
+
+struct Placement {
+  std::optional<NodeFit> chosen;  // nullopt: no node fits
+  std::uint64_t feasible = 0;     // nodes that fit
+  std::uint64_t short_of_cpu_or_memory = 0;
+  std::uint64_t short_of_devices = 0;
+};
+
+class DEVSHARE_EXPORT Placer {
+ public:
+  // Errors: kInvalidArgument for a workload class fgd refuses.
+  static Result<Placer> Make(PlacerOptions options);
+  ~Placer();
+  Placer(Placer&&) noexcept;
+  Placer& operator=(Placer&&) noexcept;
+
+  const PlacerOptions& options() const;
+
+  // `claims` (unallocated) and `pod` on `node`, or nullopt when they do not
+  // fit there. Errors: dra::Allocate's (kUnsupported for a selector devshare
+  // does not evaluate), NotFound for an unknown node.
+  Result<std::optional<NodeFit>> Fit(const ClusterSnapshot& snapshot,
+                                     const std::vector<ResourceClaim>& claims,
+                                     const PodResources& pod, std::string_view node);
+  // Fit on every node; the best score wins. Errors: Fit's, the first by
+  // node name; kInvalidArgument under kUpstream.
+  Result<Placement> Place(const ClusterSnapshot& snapshot, const std::vector<ResourceClaim>& claims,
+                          const PodResources& pod);
+  // fgd's measure of every node's DRA devices for the placer's workload,
+  // with each node's free CPU and memory deciding which classes fit it.
+  ClusterFragmentation MeasureFragmentation(const ClusterSnapshot& snapshot);
+
+ private:
+  struct Impl;
+  explicit Placer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace devshare::dra
+
+#endif  // DEVSHARE_DRA_PLACE_HPP_

@@ -1,0 +1,274 @@
+// Choosing a node and devices for ResourceClaims (devshare/dra_place.hpp).
+#include "devshare/dra_place.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "devshare/dra_allocate.hpp"
+#include "filter_plan.hpp"
+#include "fragmentation.hpp"
+#include "snapshot_state.hpp"
+
+namespace devshare::dra {
+
+namespace {
+
+using Capacities = std::map<std::string, Quantity>;
+
+// The free share of a device: 1 less the largest share of a capacity that
+// `consumed` and `extra` (either may be null) take, 0 when held whole.
+float FreeShare(const Device& device, bool held_whole, const Capacities* consumed,
+                const Capacities* extra) {
+  if (held_whole) return 0;
+  double used = 0;
+  for (const auto& [name, capacity] : device.capacity) {
+    if (capacity.value.milli <= 0) continue;
+    std::int64_t taken = 0;
+    for (const Capacities* c : {consumed, extra}) {
+      if (c == nullptr) continue;
+      if (auto q = c->find(name); q != c->end()) taken += q->second.milli;
+    }
+    used = std::max(used, static_cast<double>(taken) / static_cast<double>(capacity.value.milli));
+  }
+  return static_cast<float>(std::clamp(1.0 - used, 0.0, 1.0));
+}
+
+// A node's DRA devices as fgd and the used-share scores see them.
+struct NodeDevices {
+  std::vector<DeviceId> ids;
+  std::vector<const Device*> devices;
+  std::vector<float> free;
+};
+
+void Collect(const std::vector<GatheredPool>& pools, const AllocatedState& allocated,
+             NodeDevices& out) {
+  out.ids.clear();
+  out.devices.clear();
+  out.free.clear();
+  for (const GatheredPool& pool : pools) {
+    if (pool.incomplete || pool.invalid) continue;
+    for (const ResourceSlice* slice : pool.device_slices) {
+      for (const Device& device : slice->devices) {
+        DeviceId id{pool.driver, pool.pool, device.name};
+        auto consumed = allocated.consumed_capacity.find(id);
+        const bool whole = allocated.devices.contains(id) ||
+                           (!device.allow_multiple_allocations && allocated.Holds(id));
+        out.free.push_back(FreeShare(device, whole,
+                                     consumed == allocated.consumed_capacity.end()
+                                         ? nullptr
+                                         : &consumed->second,
+                                     nullptr));
+        out.ids.push_back(std::move(id));
+        out.devices.push_back(&device);
+      }
+    }
+  }
+}
+
+// The free shares once `allocations` are placed too.
+std::vector<float> After(const NodeDevices& node, const AllocatedState& allocated,
+                         const std::vector<Allocation>& allocations) {
+  std::vector<float> free = node.free;
+  std::map<std::size_t, Capacities> extra;
+  std::set<std::size_t> whole;
+  for (const Allocation& allocation : allocations) {
+    for (const AllocatedDevice& d : allocation.devices) {
+      if (d.admin_access) continue;
+      auto at = std::find(node.ids.begin(), node.ids.end(), DeviceId{d.driver, d.pool, d.device});
+      if (at == node.ids.end()) continue;
+      const std::size_t i = static_cast<std::size_t>(at - node.ids.begin());
+      if (!d.share_id) {
+        whole.insert(i);
+        continue;
+      }
+      for (const auto& [name, q] : d.consumed_capacity) extra[i][name].milli += q.milli;
+    }
+  }
+  for (std::size_t i : whole) free[i] = 0;
+  for (const auto& [i, capacities] : extra) {
+    if (whole.contains(i)) continue;
+    auto consumed = allocated.consumed_capacity.find(node.ids[i]);
+    free[i] = FreeShare(*node.devices[i], false,
+                        consumed == allocated.consumed_capacity.end() ? nullptr
+                                                                      : &consumed->second,
+                        &capacities);
+  }
+  return free;
+}
+
+double MeanUsed(const std::vector<float>& free) {
+  if (free.empty()) return 0;
+  double used = 0;
+  for (float f : free) used += 1.0 - f;
+  return used / static_cast<double>(free.size());
+}
+
+// The capacity the claims' first request asks (what fgd's device order
+// foresees a device giving up), or null.
+const Capacities* FirstRequestCapacity(const std::vector<ResourceClaim>& claims) {
+  for (const ResourceClaim& claim : claims) {
+    for (const DeviceRequest& request : claim.spec.requests) {
+      if (request.exactly) return &request.exactly->capacity_requests;
+      if (!request.first_available.empty())
+        return &request.first_available.front().selection.capacity_requests;
+    }
+  }
+  return nullptr;
+}
+
+bool Fits(::devshare::internal::Room room, const PodResources& pod) {
+  return room.cpu >= pod.cpu_milli && room.memory >= pod.memory_bytes;
+}
+
+::devshare::internal::Room Less(::devshare::internal::Room room, const PodResources& pod) {
+  if (room.cpu != ::devshare::internal::kUnlimited) room.cpu -= pod.cpu_milli;
+  if (room.memory != ::devshare::internal::kUnlimited) room.memory -= pod.memory_bytes;
+  return room;
+}
+
+}  // namespace
+
+struct Placer::Impl {
+  PlacerOptions options;
+  ::devshare::internal::FgdModel model;
+  ::devshare::internal::FitMemo fits;
+  SelectorCache selectors;
+  NodeDevices node;
+};
+
+Placer::Placer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Placer::~Placer() = default;
+Placer::Placer(Placer&&) noexcept = default;
+Placer& Placer::operator=(Placer&&) noexcept = default;
+
+Result<Placer> Placer::Make(PlacerOptions options) {
+  if (Status valid = ::devshare::internal::ValidateWorkload(options.workload); !valid.ok()) return valid;
+  auto impl = std::make_unique<Impl>();
+  impl->model = ::devshare::internal::MakeFgdModel(options.workload);
+  ::devshare::internal::TabulateCells(impl->model);
+  impl->options = std::move(options);
+  return Placer(std::move(impl));
+}
+
+const PlacerOptions& Placer::options() const { return impl_->options; }
+
+Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
+                                           const std::vector<ResourceClaim>& claims,
+                                           const PodResources& pod, std::string_view node) {
+  Impl& impl = *impl_;
+  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  const ::devshare::internal::NodeState* state = s.FindNode(node);
+  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
+  if (!Fits(room, pod)) return std::optional<NodeFit>();
+  Result<const std::vector<GatheredPool>*> pools = snapshot.DraPools(node);
+  if (!pools.ok()) return pools.status();
+  const AllocatedState& allocated = snapshot.dra_allocated();
+  const Policy policy = impl.options.policy;
+
+  AllocatorOptions allocator;
+  allocator.fractional_capacity_range = impl.options.fractional_capacity_range;
+  allocator.selector_cache = &impl.selectors;
+  ::devshare::internal::FragState sums;
+  ::devshare::internal::FitWeights weights_after;
+  if (policy != Policy::kUpstream) Collect(**pools, allocated, impl.node);
+  switch (policy) {
+    case Policy::kUpstream: allocator.device_order = DeviceOrder::kUpstream; break;
+    case Policy::kBinpack: allocator.device_order = DeviceOrder::kMostUsedFirst; break;
+    case Policy::kSpread: allocator.device_order = DeviceOrder::kLeastUsedFirst; break;
+    case Policy::kFgd: {
+      ::devshare::internal::Measure(impl.node.free, impl.model, sums);
+      weights_after = ::devshare::internal::FitFor(impl.model, Less(room, pod), impl.fits);
+      const Capacities* asked = FirstRequestCapacity(claims);
+      allocator.device_order = DeviceOrder::kLowestCostFirst;
+      allocator.device_cost = [&](const DeviceId& id, const Device& device) {
+        auto at = std::find(impl.node.ids.begin(), impl.node.ids.end(), id);
+        if (at == impl.node.ids.end()) return 0.0;
+        const float before = impl.node.free[static_cast<std::size_t>(at - impl.node.ids.begin())];
+        float after = 0;
+        if (device.allow_multiple_allocations && asked != nullptr) {
+          Result<Capacities> taken =
+              ConsumedCapacity(*asked, device, impl.options.fractional_capacity_range);
+          auto consumed = allocated.consumed_capacity.find(id);
+          if (taken.ok())
+            after = FreeShare(device, false,
+                              consumed == allocated.consumed_capacity.end() ? nullptr
+                                                                            : &consumed->second,
+                              &*taken);
+        }
+        return ::devshare::internal::FragmentationAfterMove(sums, before, after, impl.model, weights_after);
+      };
+      break;
+    }
+  }
+  Result<std::optional<std::vector<Allocation>>> allocations =
+      Allocate(claims, state->object, **pools, snapshot.device_classes(), allocated, allocator);
+  if (!allocations.ok()) return allocations.status();
+  if (!*allocations) return std::optional<NodeFit>();
+
+  NodeFit fit{state->name, std::move(**allocations), 0};
+  if (policy == Policy::kBinpack || policy == Policy::kSpread) {
+    const double used = MeanUsed(After(impl.node, allocated, fit.allocations));
+    fit.score = policy == Policy::kBinpack ? used : -used;
+  } else if (policy == Policy::kFgd) {
+    const double before =
+        ::devshare::internal::Fragmentation(sums, impl.model, ::devshare::internal::FitFor(impl.model, room, impl.fits));
+    ::devshare::internal::FragState after;
+    ::devshare::internal::Measure(After(impl.node, allocated, fit.allocations), impl.model, after);
+    fit.score = before - ::devshare::internal::Fragmentation(after, impl.model, weights_after);
+  }
+  return std::optional<NodeFit>(std::move(fit));
+}
+
+Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
+                                const std::vector<ResourceClaim>& claims,
+                                const PodResources& pod) {
+  if (impl_->options.policy == Policy::kUpstream)
+    return Status::InvalidArgument(
+        "policy upstream: kube-scheduler chooses the node; use Fit on each node");
+  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  Placement placement;
+  for (std::uint32_t i : s.by_name) {
+    const ::devshare::internal::NodeState& node = s.nodes[i];
+    if (!node.present) continue;
+    if (!Fits(::devshare::internal::FreeRoom(node), pod)) {
+      ++placement.short_of_cpu_or_memory;
+      continue;
+    }
+    Result<std::optional<NodeFit>> fit = Fit(snapshot, claims, pod, node.name);
+    if (!fit.ok()) return fit.status();
+    if (!*fit) {
+      ++placement.short_of_devices;
+      continue;
+    }
+    ++placement.feasible;
+    if (!placement.chosen || (*fit)->score > placement.chosen->score)
+      placement.chosen = std::move(**fit);
+  }
+  return placement;
+}
+
+ClusterFragmentation Placer::MeasureFragmentation(const ClusterSnapshot& snapshot) {
+  Impl& impl = *impl_;
+  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  ClusterFragmentation result;
+  ::devshare::internal::FragState sums;
+  for (std::uint32_t i : s.by_name) {
+    const ::devshare::internal::NodeState& node = s.nodes[i];
+    if (!node.present) continue;
+    Result<const std::vector<GatheredPool>*> pools = snapshot.DraPools(node.name);
+    if (!pools.ok()) continue;
+    Collect(**pools, snapshot.dra_allocated(), impl.node);
+    ::devshare::internal::Measure(impl.node.free, impl.model, sums);
+    const double fragmented = ::devshare::internal::Fragmentation(
+        sums, impl.model, ::devshare::internal::FitFor(impl.model, ::devshare::internal::FreeRoom(node), impl.fits));
+    result.nodes.push_back(NodeFragmentation{node.name, sums.all, fragmented});
+    result.free_gpus += sums.all;
+    result.fragmented_gpus += fragmented;
+  }
+  return result;
+}
+
+}  // namespace devshare::dra
