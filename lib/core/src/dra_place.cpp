@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 
 #include "devshare/dra_allocate.hpp"
@@ -130,12 +131,45 @@ bool Fits(::devshare::internal::Room room, const PodResources& pod) {
 
 }  // namespace
 
+// What Score found for claims alike on a node at one version.
+struct Verdict {
+  bool fits = false;
+  double score = 0;
+};
+
+struct NodeVerdicts {
+  std::uint64_t version = 0;
+  std::unordered_map<std::string, Verdict> by_claims;
+};
+
 struct Placer::Impl {
   PlacerOptions options;
   ::devshare::internal::FgdModel model;
   ::devshare::internal::FitMemo fits;
   SelectorCache selectors;
   NodeDevices node;
+  // Score's verdicts for one snapshot, by node; a node's are dropped when
+  // its DRA version moves on.
+  const ClusterSnapshot* verdicts_of = nullptr;
+  std::unordered_map<std::string, NodeVerdicts> verdicts;
+  // The claims whose key was made last, and the key.
+  std::vector<ResourceClaim> keyed_claims;
+  std::string claims_key;
+
+  // The claims as Score's verdicts know them: their requests and
+  // constraints, not their names.
+  const std::string& ClaimsKey(const std::vector<ResourceClaim>& claims) {
+    if (claims == keyed_claims && !claims_key.empty()) return claims_key;
+    keyed_claims = claims;
+    claims_key = "claims:";
+    for (const ResourceClaim& claim : claims) {
+      ResourceClaim spec_only;
+      spec_only.spec = claim.spec;
+      claims_key += EncodeResourceClaim(spec_only);
+      claims_key += '\n';
+    }
+    return claims_key;
+  }
 };
 
 Placer::Placer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -217,9 +251,46 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
         ::devshare::internal::Fragmentation(sums, impl.model, ::devshare::internal::FitFor(impl.model, room, impl.fits));
     ::devshare::internal::FragState after;
     ::devshare::internal::Measure(After(impl.node, allocated, fit.allocations), impl.model, after);
-    fit.score = before - ::devshare::internal::Fragmentation(after, impl.model, weights_after);
+    fit.score = ::devshare::internal::FgdNodeScore(
+        before - ::devshare::internal::Fragmentation(after, impl.model, weights_after));
   }
   return std::optional<NodeFit>(std::move(fit));
+}
+
+Result<std::optional<double>> Placer::Score(const ClusterSnapshot& snapshot,
+                                            const std::vector<ResourceClaim>& claims,
+                                            const PodResources& pod, std::string_view node) {
+  Impl& impl = *impl_;
+  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  const ::devshare::internal::NodeState* state = s.FindNode(node);
+  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
+  if (!Fits(room, pod)) return std::optional<double>();
+  auto view = s.dra.nodes.find(node);
+  if (view == s.dra.nodes.end()) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  if (impl.verdicts_of != &snapshot) {
+    impl.verdicts.clear();
+    impl.verdicts_of = &snapshot;
+  }
+  std::string key = impl.ClaimsKey(claims);
+  if (impl.options.policy == Policy::kFgd) {
+    // fgd's score also depends on which workload classes the node's free
+    // CPU and memory fit, before and after.
+    key += fmt::format("{}/{}", ::devshare::internal::FitFor(impl.model, room, impl.fits).cell,
+                       ::devshare::internal::FitFor(impl.model, Less(room, pod), impl.fits).cell);
+  }
+  NodeVerdicts& verdicts = impl.verdicts[state->name];
+  if (verdicts.version != view->second.version) {
+    verdicts.by_claims.clear();
+    verdicts.version = view->second.version;
+  }
+  if (auto known = verdicts.by_claims.find(key); known != verdicts.by_claims.end())
+    return known->second.fits ? std::optional<double>(known->second.score) : std::nullopt;
+  Result<std::optional<NodeFit>> fit = Fit(snapshot, claims, pod, node);
+  if (!fit.ok()) return fit.status();
+  const Verdict verdict{fit->has_value(), *fit ? (*fit)->score : 0};
+  verdicts.by_claims.emplace(std::move(key), verdict);
+  return verdict.fits ? std::optional<double>(verdict.score) : std::nullopt;
 }
 
 Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
@@ -230,6 +301,8 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
         "policy upstream: kube-scheduler chooses the node; use Fit on each node");
   const ::devshare::internal::SnapshotState& s = snapshot.state();
   Placement placement;
+  const ::devshare::internal::NodeState* best = nullptr;
+  double best_score = 0;
   for (std::uint32_t i : s.by_name) {
     const ::devshare::internal::NodeState& node = s.nodes[i];
     if (!node.present) continue;
@@ -237,15 +310,22 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
       ++placement.short_of_cpu_or_memory;
       continue;
     }
-    Result<std::optional<NodeFit>> fit = Fit(snapshot, claims, pod, node.name);
-    if (!fit.ok()) return fit.status();
-    if (!*fit) {
+    Result<std::optional<double>> score = Score(snapshot, claims, pod, node.name);
+    if (!score.ok()) return score.status();
+    if (!*score) {
       ++placement.short_of_devices;
       continue;
     }
     ++placement.feasible;
-    if (!placement.chosen || (*fit)->score > placement.chosen->score)
-      placement.chosen = std::move(**fit);
+    if (!best || **score > best_score) {
+      best = &node;
+      best_score = **score;
+    }
+  }
+  if (best != nullptr) {
+    Result<std::optional<NodeFit>> fit = Fit(snapshot, claims, pod, best->name);
+    if (!fit.ok()) return fit.status();
+    placement.chosen = std::move(*fit);
   }
   return placement;
 }

@@ -214,13 +214,18 @@ Room Less(Room room, const PodPlan& plan) {
 // score the same, and the first name wins among them.
 // The decrease is first rounded to a millionth of a GPU, so that summation
 // noise in equal fragmentations cannot cross a step.
+double FgdNodeScore(double decrease) {
+  const double rounded = std::nearbyint(decrease * 1e6) / 1e6;
+  return std::floor(100.0 / (1.0 + std::exp(-rounded)));
+}
+
 double FgdNodeScore(double decrease, Scratch& scratch) {
   const double rounded = std::nearbyint(decrease * 1e6) / 1e6;
   // Nodes alike score alike: the last scores by the rounded decrease.
   Scratch::NodeScoreMemo& memo =
       scratch.node_scores[std::bit_cast<std::uint64_t>(rounded) * 0x9E3779B97F4A7C15ULL >> 58];
   if (memo.known && memo.decrease == rounded) return memo.score;
-  memo = {true, rounded, std::floor(100.0 / (1.0 + std::exp(-rounded)))};
+  memo = {true, rounded, FgdNodeScore(rounded)};
   return memo.score;
 }
 

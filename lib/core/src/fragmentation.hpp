@@ -63,7 +63,9 @@ Room FreeRoom(const NodeState& node);
 Room NodeRoom(const NodeState& node, const PodPlan& plan);
 Room Less(Room room, const PodPlan& plan);
 // The fgd node score from the decrease in fragmentation a placement brings:
-// 100 * sigmoid(decrease), rounded down (kept in scratch.node_scores).
+// 100 * sigmoid(decrease), rounded down; the second form keeps it in
+// scratch.node_scores.
+double FgdNodeScore(double decrease);
 double FgdNodeScore(double decrease, Scratch& scratch);
 
 // `node`'s measure for the model `m`, from the snapshot's numbers.

@@ -78,13 +78,13 @@ class UpstreamScheduler {
                                              const dra::PodResources& pod) {
     const std::size_t n = nodes_.size();
     const std::size_t wanted = FeasibleNodesToFind(n);
-    std::vector<dra::NodeFit> feasible;
+    std::vector<const std::string*> feasible;
     std::size_t visited = 0;
     for (; visited < n && feasible.size() < wanted; ++visited) {
-      Result<std::optional<dra::NodeFit>> fit =
-          placer.Fit(snapshot, claims, pod, nodes_[(next_start_ + visited) % n]);
-      if (!fit.ok()) return fit.status();
-      if (*fit) feasible.push_back(std::move(**fit));
+      const std::string& node = nodes_[(next_start_ + visited) % n];
+      Result<std::optional<double>> fits = placer.Score(snapshot, claims, pod, node);
+      if (!fits.ok()) return fits.status();
+      if (*fits) feasible.push_back(&node);
     }
     if (n > 0) next_start_ = (next_start_ + visited) % n;
     // The scores count a pod asking nothing as 100m CPU and 200 MB.
@@ -94,7 +94,7 @@ class UpstreamScheduler {
     std::int64_t best = std::numeric_limits<std::int64_t>::min();
     std::uint64_t ties = 0;
     for (std::size_t i = 0; i < feasible.size(); ++i) {
-      Result<NodeCpuMemory> node = snapshot.NodeCpuMemoryOf(feasible[i].node);
+      Result<NodeCpuMemory> node = snapshot.NodeCpuMemoryOf(*feasible[i]);
       if (!node.ok()) return node.status();
       const std::int64_t score = UpstreamScore(*node, cpu, memory);
       if (score > best) {
@@ -106,7 +106,7 @@ class UpstreamScheduler {
       }
     }
     if (!chosen) return std::optional<dra::NodeFit>();
-    return std::optional<dra::NodeFit>(std::move(feasible[*chosen]));
+    return placer.Fit(snapshot, claims, pod, *feasible[*chosen]);
   }
 
  private:

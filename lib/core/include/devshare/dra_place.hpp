@@ -12,9 +12,10 @@
 //   kBinpack   the node whose DRA devices are most used once the claims are
 //              placed (mean used share), the most used devices first.
 //   kSpread    the least used node, the least used devices first.
-//   kFgd       fgd (Weng et al., ATC '23) on DRA devices: the node whose
-//              fragmentation for the workload grows least, and on it the
-//              devices whose taking grows it least first.
+//   kFgd       fgd (Weng et al., ATC '23) on DRA devices, scored as the
+//              annotation path scores it: 100 x sigmoid(the decrease in the
+//              node's fragmentation for the workload), rounded down; on the
+//              node, the devices whose taking grows it least first.
 // A device's used share is the largest share of any capacity its claims
 // consume (1 when held whole, 0 when free); its free share, 1 less that.
 // Every device of a node's usable pools counts as one GPU in fgd's
@@ -22,8 +23,8 @@
 // of the snapshot.
 //
 // Cost: Fit is one allocation on one node, O(the node's devices x
-// selectors) plus O(devices x workload shapes) under kFgd; Place is Fit
-// on every node.
+// selectors) plus O(devices x workload shapes) under kFgd; Place is Score
+// on every node — a lookup where the node is unchanged — and one Fit.
 //
 // Thread-safety: a Placer keeps compiled selectors and fgd's tables; use
 // one per thread.
@@ -91,7 +92,16 @@ class DEVSHARE_EXPORT Placer {
   Result<std::optional<NodeFit>> Fit(const ClusterSnapshot& snapshot,
                                      const std::vector<ResourceClaim>& claims,
                                      const PodResources& pod, std::string_view node);
-  // Fit on every node; the best score wins. Errors: Fit's, the first by
+  // Fit's score, or nullopt when the claims do not fit. Remembered per
+  // node until the node's pools or what claims hold on them change, for
+  // claims with the same requests and constraints (names aside) and, under
+  // kFgd, the same workload classes fitting the node's CPU and memory: a
+  // call that finds it costs a lookup. The memory is for one snapshot at a
+  // time: a call with another snapshot forgets it.
+  Result<std::optional<double>> Score(const ClusterSnapshot& snapshot,
+                                      const std::vector<ResourceClaim>& claims,
+                                      const PodResources& pod, std::string_view node);
+  // Score on every node, then Fit on the best; the best score wins. Errors: Fit's, the first by
   // node name; kInvalidArgument under kUpstream.
   Result<Placement> Place(const ClusterSnapshot& snapshot, const std::vector<ResourceClaim>& claims,
                           const PodResources& pod);
