@@ -139,9 +139,14 @@ std::vector<GatheredPool> GatherPools(const std::vector<ResourceSlice>& slices, 
 
 std::vector<GatheredPool> GatherPools(std::span<const ResourceSlice* const> candidates,
                                       const Node& node, const PoolSlices& pool_slices) {
-  // The newest generation of each pool among the node's slices.
+  // The newest generation of each pool among the node's slices, taken in
+  // name order (a pool's first slice gives its slice count).
+  std::vector<const ResourceSlice*> ordered(candidates.begin(), candidates.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const ResourceSlice* a, const ResourceSlice* b) {
+    return a->name < b->name;
+  });
   std::map<PoolKey, std::vector<const ResourceSlice*>> mine;
-  for (const ResourceSlice* candidate : candidates) {
+  for (const ResourceSlice* candidate : ordered) {
     const ResourceSlice& slice = *candidate;
     if (!slice.node_scope.node_name.empty() && slice.node_scope.node_name != node.name) continue;
     if (UsesCompatibilityGroups(slice) || !SliceSelects(slice, node)) continue;

@@ -59,8 +59,8 @@ void RegatherPools(DraState& s, const Node& node) {
   if (auto on = s.slices_by_node.find(node.name); on != s.slices_by_node.end()) add(on->second);
   add(s.unpinned_slices);
   DraNode& view = s.nodes[node.name];
-  for (const dra::GatheredPool& pool : view.pools) {
-    auto seen = s.nodes_by_pool.find({pool.driver, pool.pool});
+  for (const DraState::PoolKey& key : view.candidate_pools) {
+    auto seen = s.nodes_by_pool.find(key);
     if (seen == s.nodes_by_pool.end()) continue;
     seen->second.erase(node.name);
     if (seen->second.empty()) s.nodes_by_pool.erase(seen);
@@ -73,15 +73,17 @@ void RegatherPools(DraState& s, const Node& node) {
         for (const std::string& name : names->second) of_pool.push_back(&s.slices.find(name)->second);
         return of_pool;
       });
-  for (const dra::GatheredPool& pool : view.pools) s.nodes_by_pool[{pool.driver, pool.pool}].insert(node.name);
+  view.candidate_pools.clear();
+  for (const dra::ResourceSlice* slice : candidates) view.candidate_pools.insert(KeyOf(*slice));
+  for (const DraState::PoolKey& key : view.candidate_pools) s.nodes_by_pool[key].insert(node.name);
   view.version = s.next_version++;
 }
 
 void DropNode(DraState& s, std::string_view name) {
   auto view = s.nodes.find(name);
   if (view == s.nodes.end()) return;
-  for (const dra::GatheredPool& pool : view->second.pools) {
-    auto seen = s.nodes_by_pool.find({pool.driver, pool.pool});
+  for (const DraState::PoolKey& key : view->second.candidate_pools) {
+    auto seen = s.nodes_by_pool.find(key);
     if (seen == s.nodes_by_pool.end()) continue;
     seen->second.erase(view->first);
     if (seen->second.empty()) s.nodes_by_pool.erase(seen);
@@ -114,7 +116,10 @@ void TouchAllocation(DraState& s, const dra::Allocation& allocation) {
 
 void RebuildPools(SnapshotState& s) {
   s.dra.nodes_by_pool.clear();
-  for (auto& [name, view] : s.dra.nodes) view.pools.clear();
+  for (auto& [name, view] : s.dra.nodes) {
+    view.pools.clear();
+    view.candidate_pools.clear();
+  }
   for (auto& [name, view] : s.dra.nodes) {
     if (const NodeState* node = s.FindNode(name)) RegatherPools(s.dra, node->object);
   }

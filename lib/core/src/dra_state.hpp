@@ -26,6 +26,9 @@ namespace devshare::internal {
 // they or what claims hold on their devices change.
 struct DraNode {
   std::vector<dra::GatheredPool> pools;
+  // The pools of every slice gathering looked at (whether or not it
+  // selects the node): a change to any of their slices may change `pools`.
+  std::set<std::pair<std::string, std::string>> candidate_pools;
   std::uint64_t version = 0;
 };
 
@@ -35,7 +38,7 @@ struct DraState {
   std::map<std::string, std::set<std::string>, std::less<>> slices_by_node;  // spec.nodeName
   std::set<std::string> unpinned_slices;  // no spec.nodeName: selectors, all nodes, per device
   std::map<PoolKey, std::set<std::string>> slices_by_pool;
-  std::map<PoolKey, std::set<std::string>> nodes_by_pool;  // nodes whose gathered pools hold it
+  std::map<PoolKey, std::set<std::string>> nodes_by_pool;  // nodes with it in candidate_pools
   dra::DeviceClasses classes;
   std::map<std::pair<std::string, std::string>, dra::ResourceClaim> claims;  // namespace, name
   dra::AllocatedState allocated;

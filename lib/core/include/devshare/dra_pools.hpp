@@ -45,7 +45,9 @@ struct GatheredPool {
 // Whether a slice or device scope selects `node`.
 DEVSHARE_EXPORT bool ScopeSelects(const NodeScope& scope, const Node& node);
 
-// The pools `node` sees among `slices` (every slice of the cluster), sorted
+// The pools `node` sees among `slices` (every slice of the cluster, taken
+// in name order: where slices of one generation disagree on the pool's
+// slice count, the first one's counts), sorted
 // by driver then pool name, pools with devices that have binding
 // conditions last (each group sorted).
 DEVSHARE_EXPORT std::vector<GatheredPool> GatherPools(const std::vector<ResourceSlice>& slices,
