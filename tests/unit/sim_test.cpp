@@ -449,3 +449,47 @@ TEST_CASE("sim: audits of a cluster without faults find nothing") {
   CHECK(r->drift_found.empty());
   CHECK(r->cache_mismatched_devices == 0);
 }
+
+TEST_CASE("sim: DRA mode places claims by policy, the same for the same seed") {
+  // Two nodes of two T4s; shares of 60 % and 40 %, then whole GPUs. binpack
+  // and fgd pair the shares on one GPU and leave the rest whole.
+  Scenario s;
+  s.nodes = {NodeSpec{"n1", 2, 16384, "T4", 8000, 65536}, NodeSpec{"n2", 2, 16384, "T4", 8000, 65536}};
+  const std::int32_t shares[] = {600, 400, 600, 400};
+  for (int i = 0; i < 4; ++i)
+    s.pods.push_back(PodSpec{"share" + std::to_string(i), 1, shares[i], "", 1000, 1024, 1000 * i, 0});
+  for (int i = 0; i < 3; ++i)
+    s.pods.push_back(PodSpec{"whole" + std::to_string(i), 1, 1000, "T4", 1000, 1024, 5000 + 1000 * i, 0});
+  s.dra.enabled = true;
+  std::map<std::string, std::uint64_t> bound;
+  for (const auto& [name, policy] : kDraPolicyNames) {
+    s.dra.policy = policy;
+    Result<Report> r = Run(s, 3);
+    REQUIRE(r.ok());
+    Result<Report> again = Run(s, 3);
+    REQUIRE(again.ok());
+    CHECK(*r == *again);
+    CHECK(r->pods == 7);
+    CHECK(r->bound + r->pending == 7);
+    CHECK(r->gpu_capacity == 4);
+    bound[std::string(name)] = r->bound;
+  }
+  CHECK(bound.at("binpack") == 6);  // two GPUs shared 60/40, two whole pods
+  CHECK(bound.at("fgd") == 6);
+  CHECK(bound.at("spread") == 4);   // every GPU opened by a share: no whole GPU left
+}
+
+TEST_CASE("sim: DRA mode models no faults, and a claim's model selector counts") {
+  Scenario s;
+  s.nodes = {NodeSpec{"n1", 1, 16384, "T4", 0, 0}, NodeSpec{"n2", 1, 24576, "A10", 0, 0}};
+  s.pods = {PodSpec{"a10-only", 1, 1000, "A10", 0, 0, 0, 0},
+            PodSpec{"a10-again", 1, 500, "A10", 0, 0, 1000, 0}};
+  s.dra.enabled = true;
+  s.dra.policy = dra::Policy::kBinpack;
+  Result<Report> r = Run(s, 1);
+  REQUIRE(r.ok());
+  CHECK(r->bound == 1);
+  CHECK(r->pending_reasons.at("no node fits") == 1);
+  s.faults.push_back(Fault{Fault::Kind::kLeaderCrash, 10, 10, ""});
+  CHECK(Run(s, 1).status().message() == "scenario: DRA mode models no faults");
+}

@@ -190,7 +190,7 @@ dra::ResourceClaim GpuClaim(const PodSpec& spec, std::size_t index, std::int32_t
   if (fraction) {
     const std::int64_t share = std::max(1, spec.gpu_milli / 10);
     selection.capacity_requests["cores"] = Whole(share);
-    const std::int64_t mib = (std::int64_t{smallest_gpu_mib} * share + 99) / 100;
+    const std::int64_t mib = std::max<std::int64_t>(1, std::int64_t{smallest_gpu_mib} * share / 100);
     selection.capacity_requests["memory"] = Whole(mib * kMib);
   } else {
     selection.count = spec.gpus;

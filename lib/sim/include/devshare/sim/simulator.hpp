@@ -148,7 +148,8 @@ inline constexpr engine::OptionName<Fault::Kind> kFaultKindNames[] = {
 // default all of it, 1Mi..all step 1Mi) shared by several claims), and a
 // GPU pod's request is a ResourceClaim of the DeviceClass `hami-gpu`: a
 // share of one GPU asks `cores` = max(1, gpu_milli / 10) and that
-// percentage of `memory` of the smallest GPU in the scenario (so cores bind
+// percentage of `memory` of the smallest GPU in the scenario, in whole MiB
+// rounded down as HAMi's percentage is (so cores bind
 // on every GPU, as the share does under HAMi's mapping); n whole GPUs ask
 // n devices with no capacity named (all of each); `gpu_spec` is a CEL
 // selector on productName.
