@@ -191,12 +191,15 @@ TEST_CASE("dra placer: Score is Fit's score, remembered only while the node is u
     for (int i = 0; i < 12; ++i) {
       const ResourceClaim claim = Share("c" + std::to_string(i), 10 + static_cast<int>(rng() % 60));
       for (const char* node : {"node-a", "node-b"}) {
-        Result<std::optional<double>> remembered = placer->Score(snapshot, {claim}, {}, node);
+        Result<std::optional<FitScore>> remembered = placer->Score(snapshot, {claim}, {}, node);
         Result<std::optional<NodeFit>> fit = fresh->Fit(snapshot, {claim}, {}, node);
         REQUIRE(remembered.ok());
         REQUIRE(fit.ok());
         CHECK(remembered->has_value() == fit->has_value());
-        if (*fit) CHECK(**remembered == (*fit)->score);
+        if (*fit) {
+          CHECK((*remembered)->score == (*fit)->score);
+          CHECK((*remembered)->free_gpus == (*fit)->free_gpus);
+        }
       }
       ResourceClaim placed = claim;
       auto a = snapshot.AllocateClaims({claim}, i % 2 == 0 ? "node-a" : "node-b");

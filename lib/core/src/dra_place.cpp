@@ -134,7 +134,7 @@ bool Fits(::devshare::internal::Room room, const PodResources& pod) {
 // What Score found for claims alike on a node at one version.
 struct Verdict {
   bool fits = false;
-  double score = 0;
+  FitScore score;
 };
 
 struct NodeVerdicts {
@@ -207,6 +207,7 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
   allocator.selector_cache = &impl.selectors;
   ::devshare::internal::FragState sums;
   ::devshare::internal::FitWeights weights_after;
+  impl.node.free.clear();
   if (policy != Policy::kUpstream) Collect(**pools, allocated, impl.node);
   switch (policy) {
     case Policy::kUpstream: allocator.device_order = DeviceOrder::kUpstream; break;
@@ -242,7 +243,8 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
   if (!allocations.ok()) return allocations.status();
   if (!*allocations) return std::optional<NodeFit>();
 
-  NodeFit fit{state->name, std::move(**allocations), 0};
+  NodeFit fit{state->name, std::move(**allocations), 0, 0};
+  for (float f : impl.node.free) fit.free_gpus += f;
   if (policy == Policy::kBinpack || policy == Policy::kSpread) {
     const double used = MeanUsed(After(impl.node, allocated, fit.allocations));
     fit.score = policy == Policy::kBinpack ? used : -used;
@@ -257,7 +259,7 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
   return std::optional<NodeFit>(std::move(fit));
 }
 
-Result<std::optional<double>> Placer::Score(const ClusterSnapshot& snapshot,
+Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
                                             const std::vector<ResourceClaim>& claims,
                                             const PodResources& pod, std::string_view node) {
   Impl& impl = *impl_;
@@ -265,7 +267,7 @@ Result<std::optional<double>> Placer::Score(const ClusterSnapshot& snapshot,
   const ::devshare::internal::NodeState* state = s.FindNode(node);
   if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
-  if (!Fits(room, pod)) return std::optional<double>();
+  if (!Fits(room, pod)) return std::optional<FitScore>();
   auto view = s.dra.nodes.find(node);
   if (view == s.dra.nodes.end()) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   if (impl.verdicts_of != &snapshot) {
@@ -285,12 +287,13 @@ Result<std::optional<double>> Placer::Score(const ClusterSnapshot& snapshot,
     verdicts.version = view->second.version;
   }
   if (auto known = verdicts.by_claims.find(key); known != verdicts.by_claims.end())
-    return known->second.fits ? std::optional<double>(known->second.score) : std::nullopt;
+    return known->second.fits ? std::optional<FitScore>(known->second.score) : std::nullopt;
   Result<std::optional<NodeFit>> fit = Fit(snapshot, claims, pod, node);
   if (!fit.ok()) return fit.status();
-  const Verdict verdict{fit->has_value(), *fit ? (*fit)->score : 0};
+  Verdict verdict;
+  if (*fit) verdict = Verdict{true, FitScore{(*fit)->score, (*fit)->free_gpus}};
   verdicts.by_claims.emplace(std::move(key), verdict);
-  return verdict.fits ? std::optional<double>(verdict.score) : std::nullopt;
+  return verdict.fits ? std::optional<FitScore>(verdict.score) : std::nullopt;
 }
 
 Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
@@ -302,7 +305,7 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
   const ::devshare::internal::SnapshotState& s = snapshot.state();
   Placement placement;
   const ::devshare::internal::NodeState* best = nullptr;
-  double best_score = 0;
+  FitScore best_score;
   for (std::uint32_t i : s.by_name) {
     const ::devshare::internal::NodeState& node = s.nodes[i];
     if (!node.present) continue;
@@ -310,14 +313,17 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
       ++placement.short_of_cpu_or_memory;
       continue;
     }
-    Result<std::optional<double>> score = Score(snapshot, claims, pod, node.name);
+    Result<std::optional<FitScore>> score = Score(snapshot, claims, pod, node.name);
     if (!score.ok()) return score.status();
     if (!*score) {
       ++placement.short_of_devices;
       continue;
     }
     ++placement.feasible;
-    if (!best || **score > best_score) {
+    const bool better = best == nullptr || (*score)->score > best_score.score ||
+                        (claims.empty() && (*score)->score == best_score.score &&
+                         (*score)->free_gpus < best_score.free_gpus);
+    if (better) {
       best = &node;
       best_score = **score;
     }

@@ -82,7 +82,7 @@ class UpstreamScheduler {
     std::size_t visited = 0;
     for (; visited < n && feasible.size() < wanted; ++visited) {
       const std::string& node = nodes_[(next_start_ + visited) % n];
-      Result<std::optional<double>> fits = placer.Score(snapshot, claims, pod, node);
+      Result<std::optional<dra::FitScore>> fits = placer.Score(snapshot, claims, pod, node);
       if (!fits.ok()) return fits.status();
       if (*fits) feasible.push_back(&node);
     }

@@ -19,8 +19,8 @@
 // A device's used share is the largest share of any capacity its claims
 // consume (1 when held whole, 0 when free); its free share, 1 less that.
 // Every device of a node's usable pools counts as one GPU in fgd's
-// measure. Ties go to the first node by name, so the result is a function
-// of the snapshot.
+// measure. Other ties go to the first node by name, so the result is a
+// function of the snapshot.
 //
 // Cost: Fit is one allocation on one node, O(the node's devices x
 // selectors) plus O(devices x workload shapes) under kFgd; Place is Score
@@ -67,6 +67,13 @@ struct NodeFit {
   std::string node;
   std::vector<Allocation> allocations;  // one per claim, in order
   double score = 0;                     // higher is better; 0 under kUpstream
+  double free_gpus = 0;  // Σ free share of the node's devices before; 0 under kUpstream
+};
+
+// Score's answer for a node that fits.
+struct FitScore {
+  double score = 0;
+  double free_gpus = 0;
 };
 
 struct Placement {
@@ -98,10 +105,13 @@ class DEVSHARE_EXPORT Placer {
   // kFgd, the same workload classes fitting the node's CPU and memory: a
   // call that finds it costs a lookup. The memory is for one snapshot at a
   // time: a call with another snapshot forgets it.
-  Result<std::optional<double>> Score(const ClusterSnapshot& snapshot,
+  Result<std::optional<FitScore>> Score(const ClusterSnapshot& snapshot,
                                       const std::vector<ResourceClaim>& claims,
                                       const PodResources& pod, std::string_view node);
-  // Score on every node, then Fit on the best; the best score wins. Errors: Fit's, the first by
+  // Score on every node, then Fit on the best; the best score wins, and
+  // a pod without claims goes, among equal scores, to the node with the
+  // fewest free GPUs (where its CPU and memory strand the least later, as
+  // Filter places such a pod). Errors: Fit's, the first by
   // node name; kInvalidArgument under kUpstream.
   Result<Placement> Place(const ClusterSnapshot& snapshot, const std::vector<ResourceClaim>& claims,
                           const PodResources& pod);
