@@ -14,7 +14,6 @@ using namespace devshare;
 using namespace devshare::dra;
 using namespace devshare::dra::testing;
 
-
 TEST_CASE("dra allocate: shared GPUs take the first device with capacity left") {
   const std::vector<ResourceSlice> slices = {NodeSlice("node-a", {SharedGpu(0), SharedGpu(1)})};
   DeviceSelection half = Select("gpu");

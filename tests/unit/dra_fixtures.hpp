@@ -41,7 +41,8 @@ inline Device WholeGpu(int minor, std::string model = "a100") {
   return d;
 }
 
-inline ResourceSlice NodeSlice(std::string node, std::vector<Device> devices, std::string pool = "") {
+inline ResourceSlice NodeSlice(std::string node, std::vector<Device> devices,
+                               std::string pool = "") {
   ResourceSlice s;
   s.name = node + "-slice";
   s.driver = std::string(kDriver);
@@ -73,7 +74,7 @@ inline DeviceSelection Select(std::string device_class, std::int64_t count = 1) 
 }
 
 inline ResourceClaim Claim(std::string name, std::vector<DeviceRequest> requests,
-                    std::vector<DeviceConstraint> constraints = {}) {
+                           std::vector<DeviceConstraint> constraints = {}) {
   ResourceClaim c;
   c.claim_namespace = "default";
   c.name = name;
@@ -97,7 +98,6 @@ inline std::vector<std::string> Chosen(const Result<std::optional<std::vector<Al
 }
 
 using Strings = std::vector<std::string>;
-
 
 }  // namespace devshare::dra::testing
 

@@ -67,7 +67,8 @@ std::string PlaceOne(ClusterSnapshot& snapshot, Placer& placer, ResourceClaim cl
 
 }  // namespace
 
-TEST_CASE("dra snapshot: each node's pools equal GatherPools over every slice, change after change") {
+TEST_CASE(
+    "dra snapshot: each node's pools equal GatherPools over every slice, change after change") {
   // Random slices over three nodes: pools split over several slices and
   // nodes, generations moving on, slices selecting nodes by label or all
   // of them; after every change each node's pools are those gathered from
@@ -88,7 +89,9 @@ TEST_CASE("dra snapshot: each node's pools equal GatherPools over every slice, c
       s.pool = Pool{"pool-" + std::to_string(rng() % 3), static_cast<std::int64_t>(rng() % 3),
                     static_cast<std::int64_t>(1 + rng() % 3)};
       switch (rng() % 4) {
-        case 0: s.node_scope.all_nodes = true; break;
+        case 0:
+          s.node_scope.all_nodes = true;
+          break;
         case 1: {
           NodeSelector selector;
           NodeSelectorTerm& term = selector.terms.emplace_back();
@@ -96,7 +99,8 @@ TEST_CASE("dra snapshot: each node's pools equal GatherPools over every slice, c
           s.node_scope.node_selector = selector;
           break;
         }
-        default: s.node_scope.node_name = nodes[rng() % nodes.size()].name;
+        default:
+          s.node_scope.node_name = nodes[rng() % nodes.size()].name;
       }
       s.devices = {SharedGpu(static_cast<int>(rng() % 4))};
       slices[name] = s;

@@ -454,12 +454,15 @@ TEST_CASE("sim: DRA mode places claims by policy, the same for the same seed") {
   // Two nodes of two T4s; shares of 60 % and 40 %, then whole GPUs. binpack
   // and fgd pair the shares on one GPU and leave the rest whole.
   Scenario s;
-  s.nodes = {NodeSpec{"n1", 2, 16384, "T4", 8000, 65536}, NodeSpec{"n2", 2, 16384, "T4", 8000, 65536}};
+  s.nodes = {NodeSpec{"n1", 2, 16384, "T4", 8000, 65536},
+             NodeSpec{"n2", 2, 16384, "T4", 8000, 65536}};
   const std::int32_t shares[] = {600, 400, 600, 400};
   for (int i = 0; i < 4; ++i)
-    s.pods.push_back(PodSpec{"share" + std::to_string(i), 1, shares[i], "", 1000, 1024, 1000 * i, 0});
+    s.pods.push_back(
+        PodSpec{"share" + std::to_string(i), 1, shares[i], "", 1000, 1024, 1000 * i, 0});
   for (int i = 0; i < 3; ++i)
-    s.pods.push_back(PodSpec{"whole" + std::to_string(i), 1, 1000, "T4", 1000, 1024, 5000 + 1000 * i, 0});
+    s.pods.push_back(
+        PodSpec{"whole" + std::to_string(i), 1, 1000, "T4", 1000, 1024, 5000 + 1000 * i, 0});
   s.dra.enabled = true;
   std::map<std::string, std::uint64_t> bound;
   for (const auto& [name, policy] : kDraPolicyNames) {
@@ -476,7 +479,7 @@ TEST_CASE("sim: DRA mode places claims by policy, the same for the same seed") {
   }
   CHECK(bound.at("binpack") == 6);  // two GPUs shared 60/40, two whole pods
   CHECK(bound.at("fgd") == 6);
-  CHECK(bound.at("spread") == 4);   // every GPU opened by a share: no whole GPU left
+  CHECK(bound.at("spread") == 4);  // every GPU opened by a share: no whole GPU left
 }
 
 TEST_CASE("sim: DRA mode models no faults, and a claim's model selector counts") {

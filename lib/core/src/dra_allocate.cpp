@@ -874,14 +874,19 @@ class Search {
     std::vector<double> used(candidates_.size());
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
       switch (options_.device_order) {
-        case DeviceOrder::kMostUsedFirst: used[i] = UsedShare(candidates_[i]); break;
-        case DeviceOrder::kLeastUsedFirst: used[i] = -UsedShare(candidates_[i]); break;
-        case DeviceOrder::kLowestCostFirst:
-          used[i] = options_.device_cost ? -options_.device_cost(candidates_[i].id,
-                                                                 candidates_[i].device())
-                                         : 0;
+        case DeviceOrder::kMostUsedFirst:
+          used[i] = UsedShare(candidates_[i]);
           break;
-        case DeviceOrder::kUpstream: break;
+        case DeviceOrder::kLeastUsedFirst:
+          used[i] = -UsedShare(candidates_[i]);
+          break;
+        case DeviceOrder::kLowestCostFirst:
+          used[i] = options_.device_cost
+                        ? -options_.device_cost(candidates_[i].id, candidates_[i].device())
+                        : 0;
+          break;
+        case DeviceOrder::kUpstream:
+          break;
       }
     }
     std::vector<std::size_t> order(candidates_.size());

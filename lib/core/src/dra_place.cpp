@@ -56,11 +56,9 @@ void Collect(const std::vector<GatheredPool>& pools, const AllocatedState& alloc
         auto consumed = allocated.consumed_capacity.find(id);
         const bool whole = allocated.devices.contains(id) ||
                            (!device.allow_multiple_allocations && allocated.Holds(id));
-        out.free.push_back(FreeShare(device, whole,
-                                     consumed == allocated.consumed_capacity.end()
-                                         ? nullptr
-                                         : &consumed->second,
-                                     nullptr));
+        out.free.push_back(FreeShare(
+            device, whole,
+            consumed == allocated.consumed_capacity.end() ? nullptr : &consumed->second, nullptr));
         out.ids.push_back(std::move(id));
         out.devices.push_back(&device);
       }
@@ -92,8 +90,7 @@ std::vector<float> After(const NodeDevices& node, const AllocatedState& allocate
     if (whole.contains(i)) continue;
     auto consumed = allocated.consumed_capacity.find(node.ids[i]);
     free[i] = FreeShare(*node.devices[i], false,
-                        consumed == allocated.consumed_capacity.end() ? nullptr
-                                                                      : &consumed->second,
+                        consumed == allocated.consumed_capacity.end() ? nullptr : &consumed->second,
                         &capacities);
   }
   return free;
@@ -178,7 +175,8 @@ Placer::Placer(Placer&&) noexcept = default;
 Placer& Placer::operator=(Placer&&) noexcept = default;
 
 Result<Placer> Placer::Make(PlacerOptions options) {
-  if (Status valid = ::devshare::internal::ValidateWorkload(options.workload); !valid.ok()) return valid;
+  if (Status valid = ::devshare::internal::ValidateWorkload(options.workload); !valid.ok())
+    return valid;
   auto impl = std::make_unique<Impl>();
   impl->model = ::devshare::internal::MakeFgdModel(options.workload);
   ::devshare::internal::TabulateCells(impl->model);
@@ -194,7 +192,8 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
   Impl& impl = *impl_;
   const ::devshare::internal::SnapshotState& s = snapshot.state();
   const ::devshare::internal::NodeState* state = s.FindNode(node);
-  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  if (state == nullptr)
+    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
   if (!Fits(room, pod)) return std::optional<NodeFit>();
   Result<const std::vector<GatheredPool>*> pools = snapshot.DraPools(node);
@@ -210,9 +209,15 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
   impl.node.free.clear();
   if (policy != Policy::kUpstream) Collect(**pools, allocated, impl.node);
   switch (policy) {
-    case Policy::kUpstream: allocator.device_order = DeviceOrder::kUpstream; break;
-    case Policy::kBinpack: allocator.device_order = DeviceOrder::kMostUsedFirst; break;
-    case Policy::kSpread: allocator.device_order = DeviceOrder::kLeastUsedFirst; break;
+    case Policy::kUpstream:
+      allocator.device_order = DeviceOrder::kUpstream;
+      break;
+    case Policy::kBinpack:
+      allocator.device_order = DeviceOrder::kMostUsedFirst;
+      break;
+    case Policy::kSpread:
+      allocator.device_order = DeviceOrder::kLeastUsedFirst;
+      break;
     case Policy::kFgd: {
       ::devshare::internal::Measure(impl.node.free, impl.model, sums);
       weights_after = ::devshare::internal::FitFor(impl.model, Less(room, pod), impl.fits);
@@ -228,12 +233,13 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
               ConsumedCapacity(*asked, device, impl.options.fractional_capacity_range);
           auto consumed = allocated.consumed_capacity.find(id);
           if (taken.ok())
-            after = FreeShare(device, false,
-                              consumed == allocated.consumed_capacity.end() ? nullptr
-                                                                            : &consumed->second,
-                              &*taken);
+            after = FreeShare(
+                device, false,
+                consumed == allocated.consumed_capacity.end() ? nullptr : &consumed->second,
+                &*taken);
         }
-        return ::devshare::internal::FragmentationAfterMove(sums, before, after, impl.model, weights_after);
+        return ::devshare::internal::FragmentationAfterMove(sums, before, after, impl.model,
+                                                            weights_after);
       };
       break;
     }
@@ -249,8 +255,8 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
     const double used = MeanUsed(After(impl.node, allocated, fit.allocations));
     fit.score = policy == Policy::kBinpack ? used : -used;
   } else if (policy == Policy::kFgd) {
-    const double before =
-        ::devshare::internal::Fragmentation(sums, impl.model, ::devshare::internal::FitFor(impl.model, room, impl.fits));
+    const double before = ::devshare::internal::Fragmentation(
+        sums, impl.model, ::devshare::internal::FitFor(impl.model, room, impl.fits));
     ::devshare::internal::FragState after;
     ::devshare::internal::Measure(After(impl.node, allocated, fit.allocations), impl.model, after);
     fit.score = ::devshare::internal::FgdNodeScore(
@@ -260,16 +266,18 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
 }
 
 Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
-                                            const std::vector<ResourceClaim>& claims,
-                                            const PodResources& pod, std::string_view node) {
+                                              const std::vector<ResourceClaim>& claims,
+                                              const PodResources& pod, std::string_view node) {
   Impl& impl = *impl_;
   const ::devshare::internal::SnapshotState& s = snapshot.state();
   const ::devshare::internal::NodeState* state = s.FindNode(node);
-  if (state == nullptr) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  if (state == nullptr)
+    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
   if (!Fits(room, pod)) return std::optional<FitScore>();
   auto view = s.dra.nodes.find(node);
-  if (view == s.dra.nodes.end()) return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  if (view == s.dra.nodes.end())
+    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   if (impl.verdicts_of != &snapshot) {
     impl.verdicts.clear();
     impl.verdicts_of = &snapshot;
@@ -297,8 +305,7 @@ Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
 }
 
 Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
-                                const std::vector<ResourceClaim>& claims,
-                                const PodResources& pod) {
+                                const std::vector<ResourceClaim>& claims, const PodResources& pod) {
   if (impl_->options.policy == Policy::kUpstream)
     return Status::InvalidArgument(
         "policy upstream: kube-scheduler chooses the node; use Fit on each node");
@@ -349,7 +356,8 @@ ClusterFragmentation Placer::MeasureFragmentation(const ClusterSnapshot& snapsho
     Collect(**pools, snapshot.dra_allocated(), impl.node);
     ::devshare::internal::Measure(impl.node.free, impl.model, sums);
     const double fragmented = ::devshare::internal::Fragmentation(
-        sums, impl.model, ::devshare::internal::FitFor(impl.model, ::devshare::internal::FreeRoom(node), impl.fits));
+        sums, impl.model,
+        ::devshare::internal::FitFor(impl.model, ::devshare::internal::FreeRoom(node), impl.fits));
     result.nodes.push_back(NodeFragmentation{node.name, sums.all, fragmented});
     result.free_gpus += sums.all;
     result.fragmented_gpus += fragmented;

@@ -142,9 +142,9 @@ std::vector<GatheredPool> GatherPools(std::span<const ResourceSlice* const> cand
   // The newest generation of each pool among the node's slices, taken in
   // name order (a pool's first slice gives its slice count).
   std::vector<const ResourceSlice*> ordered(candidates.begin(), candidates.end());
-  std::stable_sort(ordered.begin(), ordered.end(), [](const ResourceSlice* a, const ResourceSlice* b) {
-    return a->name < b->name;
-  });
+  std::stable_sort(
+      ordered.begin(), ordered.end(),
+      [](const ResourceSlice* a, const ResourceSlice* b) { return a->name < b->name; });
   std::map<PoolKey, std::vector<const ResourceSlice*>> mine;
   for (const ResourceSlice* candidate : ordered) {
     const ResourceSlice& slice = *candidate;

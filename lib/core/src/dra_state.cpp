@@ -12,9 +12,7 @@ namespace devshare::internal {
 
 namespace {
 
-DraState::PoolKey KeyOf(const dra::ResourceSlice& slice) {
-  return {slice.driver, slice.pool.name};
-}
+DraState::PoolKey KeyOf(const dra::ResourceSlice& slice) { return {slice.driver, slice.pool.name}; }
 
 void Unindex(DraState& s, const dra::ResourceSlice& slice) {
   if (slice.node_scope.node_name.empty()) {
@@ -65,12 +63,13 @@ void RegatherPools(DraState& s, const Node& node) {
     seen->second.erase(node.name);
     if (seen->second.empty()) s.nodes_by_pool.erase(seen);
   }
-  view.pools = dra::GatherPools(
-      candidates, node, [&](std::string_view driver, std::string_view pool) {
+  view.pools =
+      dra::GatherPools(candidates, node, [&](std::string_view driver, std::string_view pool) {
         std::vector<const dra::ResourceSlice*> of_pool;
         auto names = s.slices_by_pool.find({std::string(driver), std::string(pool)});
         if (names == s.slices_by_pool.end()) return of_pool;
-        for (const std::string& name : names->second) of_pool.push_back(&s.slices.find(name)->second);
+        for (const std::string& name : names->second)
+          of_pool.push_back(&s.slices.find(name)->second);
         return of_pool;
       });
   view.candidate_pools.clear();
@@ -185,8 +184,7 @@ void ClusterSnapshot::AddResourceClaim(dra::ResourceClaim claim) {
   }
 }
 
-bool ClusterSnapshot::RemoveResourceClaim(std::string_view claim_namespace,
-                                          std::string_view name) {
+bool ClusterSnapshot::RemoveResourceClaim(std::string_view claim_namespace, std::string_view name) {
   DraState& s = state_->dra;
   auto it = s.claims.find({std::string(claim_namespace), std::string(name)});
   if (it == s.claims.end()) return false;

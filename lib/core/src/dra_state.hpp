@@ -33,7 +33,7 @@ struct DraNode {
 };
 
 struct DraState {
-  using PoolKey = std::pair<std::string, std::string>;  // driver, pool name
+  using PoolKey = std::pair<std::string, std::string>;            // driver, pool name
   std::map<std::string, dra::ResourceSlice, std::less<>> slices;  // by name; stable addresses
   std::map<std::string, std::set<std::string>, std::less<>> slices_by_node;  // spec.nodeName
   std::set<std::string> unpinned_slices;  // no spec.nodeName: selectors, all nodes, per device

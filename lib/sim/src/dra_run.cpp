@@ -126,7 +126,8 @@ Status CheckDevices(const ClusterSnapshot& snapshot, const dra::NodeFit& fit,
     for (const dra::AllocatedDevice& d : allocation.devices) {
       const dra::DeviceId id{d.driver, d.pool, d.device};
       if (held.devices.contains(id) && held.Shared(id))
-        return Status::Internal(fmt::format("pod {}: device {} held whole and shared", pod, d.device));
+        return Status::Internal(
+            fmt::format("pod {}: device {} held whole and shared", pod, d.device));
       auto consumed = held.consumed_capacity.find(id);
       if (consumed == held.consumed_capacity.end()) continue;
       for (const dra::GatheredPool& p : **pools) {
@@ -136,8 +137,8 @@ Status CheckDevices(const ClusterSnapshot& snapshot, const dra::NodeFit& fit,
             for (const auto& [name, q] : consumed->second) {
               auto capacity = device.capacity.find(name);
               if (capacity == device.capacity.end() || q > capacity->second.value)
-                return Status::Internal(fmt::format("pod {}: device {} over its {}", pod,
-                                                    d.device, name));
+                return Status::Internal(
+                    fmt::format("pod {}: device {} over its {}", pod, d.device, name));
             }
           }
         }
@@ -190,7 +191,8 @@ dra::ResourceClaim GpuClaim(const PodSpec& spec, std::size_t index, std::int32_t
   if (fraction) {
     const std::int64_t share = std::max(1, spec.gpu_milli / 10);
     selection.capacity_requests["cores"] = Whole(share);
-    const std::int64_t mib = std::max<std::int64_t>(1, std::int64_t{smallest_gpu_mib} * share / 100);
+    const std::int64_t mib =
+        std::max<std::int64_t>(1, std::int64_t{smallest_gpu_mib} * share / 100);
     selection.capacity_requests["memory"] = Whole(mib * kMib);
   } else {
     selection.count = spec.gpus;
@@ -297,7 +299,8 @@ Result<Report> RunDra(const Scenario& scenario, std::uint64_t seed, const Progre
       outcome.bound = outcome.running = true;
       outcome.bound_at = events.now();
       report.Bound(GpusOf(spec));
-      if (spec.duration_ms > 0) events.At(events.now() + spec.duration_ms, EventKind::kDepart, event.arg);
+      if (spec.duration_ms > 0)
+        events.At(events.now() + spec.duration_ms, EventKind::kDepart, event.arg);
     }
     if (progress && total > 0 && handled * 100 / total >= next_progress) {
       progress(handled, total);

@@ -106,8 +106,8 @@ class DEVSHARE_EXPORT Placer {
   // call that finds it costs a lookup. The memory is for one snapshot at a
   // time: a call with another snapshot forgets it.
   Result<std::optional<FitScore>> Score(const ClusterSnapshot& snapshot,
-                                      const std::vector<ResourceClaim>& claims,
-                                      const PodResources& pod, std::string_view node);
+                                        const std::vector<ResourceClaim>& claims,
+                                        const PodResources& pod, std::string_view node);
   // Score on every node, then Fit on the best; the best score wins, and
   // a pod without claims goes, among equal scores, to the node with the
   // fewest free GPUs (where its CPU and memory strand the least later, as

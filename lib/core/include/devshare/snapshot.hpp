@@ -159,8 +159,7 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   Result<std::optional<std::vector<dra::Allocation>>> AllocateClaims(
       const std::vector<dra::ResourceClaim>& claims, std::string_view node,
       const dra::AllocatorOptions& options = {}) const;
-  Result<dra::NodeExplanation> ExplainClaim(const dra::ResourceClaim& claim,
-                                            std::string_view node,
+  Result<dra::NodeExplanation> ExplainClaim(const dra::ResourceClaim& claim, std::string_view node,
                                             const dra::AllocatorOptions& options = {}) const;
 
   // Read access.

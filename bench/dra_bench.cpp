@@ -1,0 +1,175 @@
+// DRA on a synthetic cluster: N nodes x 8 GPUs published as HAMi's DRA
+// driver publishes them (consumable cores and memory), about half of the
+// GPUs shared by allocated claims. One node's allocation from the
+// snapshot's pools against gathering them from the cluster's slice list
+// on each call (as dra::Allocate over a slice list does); a placement over
+// every node by policy, with Score's memory cold and warm; replacing one
+// node's slice.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "devshare/dra_allocate.hpp"
+#include "devshare/dra_place.hpp"
+#include "devshare/snapshot.hpp"
+
+namespace {
+
+using devshare::ClusterSnapshot;
+using devshare::Node;
+using devshare::Result;
+namespace dra = devshare::dra;
+using namespace devshare::dra;
+
+constexpr std::string_view kDriver = "hami-core-gpu.project-hami.io";
+constexpr std::int64_t kMi = 1024 * 1024;
+
+Quantity Whole(std::int64_t units) { return Quantity{units * 1000}; }
+
+std::string NodeName(int n) { return fmt::format("node-{:05}", n); }
+
+ResourceSlice Slice(int n) {
+  ResourceSlice slice;
+  slice.name = NodeName(n) + "-gpus";
+  slice.driver = std::string(kDriver);
+  slice.pool = Pool{NodeName(n), 1, 1};
+  slice.node_scope.node_name = NodeName(n);
+  for (int g = 0; g < 8; ++g) {
+    dra::Device& d = slice.devices.emplace_back();
+    d.name = fmt::format("hami-gpu-{}", g);
+    d.attributes["type"] = std::string("hami-gpu");
+    d.attributes["minor"] = std::int64_t{g};
+    d.attributes["productName"] = std::string(g % 2 == 0 ? "A100" : "A10");
+    for (const auto& [name, value, step] :
+         {std::tuple{"cores", Whole(100), Whole(1)}, {"memory", Whole(40960 * kMi), Whole(kMi)}}) {
+      d.capacity[name] =
+          Capacity{value, CapacityRequestPolicy{value, {}, CapacityRange{step, value, step}}};
+    }
+    d.allow_multiple_allocations = true;
+  }
+  return slice;
+}
+
+ResourceClaim ShareClaim(const std::string& name, std::int64_t cores, bool a100_only) {
+  ResourceClaim claim;
+  claim.claim_namespace = "bench";
+  claim.name = name;
+  claim.uid = "uid-" + name;
+  DeviceRequest& r = claim.spec.requests.emplace_back();
+  r.name = "gpu";
+  DeviceSelection& s = r.exactly.emplace();
+  s.device_class_name = "hami-gpu";
+  s.capacity_requests = {{"cores", Whole(cores)}, {"memory", Whole(cores * 409 * kMi)}};
+  if (a100_only)
+    s.selectors.push_back(
+        fmt::format("device.attributes[\"{}\"].productName == \"A100\"", kDriver));
+  return claim;
+}
+
+struct Cluster {
+  ClusterSnapshot snapshot;
+  std::vector<ResourceSlice> slices;
+  std::vector<Node> nodes;
+  DeviceClasses classes;
+};
+
+// `nodes` nodes; claims of 10-90 cores placed first fit until about half
+// of the GPUs hold one.
+const Cluster& MakeCluster(int nodes) {
+  static std::map<int, Cluster> made;
+  auto [it, fresh] = made.try_emplace(nodes);
+  Cluster& c = it->second;
+  if (!fresh) return c;
+  DeviceClass gpu{"hami-gpu", "", {fmt::format("device.driver == \"{}\"", kDriver)}, std::nullopt};
+  c.classes[gpu.name] = gpu;
+  c.snapshot.AddDeviceClass(gpu);
+  for (int n = 0; n < nodes; ++n) {
+    Node node;
+    node.name = NodeName(n);
+    node.allocatable.Set("cpu", "64");
+    node.allocatable.Set("memory", "512Gi");
+    c.nodes.push_back(node);
+    (void)c.snapshot.AddNode(node);
+    c.slices.push_back(Slice(n));
+    c.snapshot.AddResourceSlice(c.slices.back());
+  }
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < nodes * 4; ++i) {
+    ResourceClaim claim =
+        ShareClaim(fmt::format("held-{}", i), 10 + static_cast<int>(rng() % 81), false);
+    auto a = c.snapshot.AllocateClaims({claim}, NodeName(static_cast<int>(rng() % nodes)));
+    if (!a.ok() || !a->has_value()) continue;
+    claim.allocation = (**a)[0];
+    c.snapshot.AddResourceClaim(std::move(claim));
+  }
+  return c;
+}
+
+void BM_DraAllocate_FromSnapshot(benchmark::State& state) {
+  const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
+  const std::vector<ResourceClaim> claims = {ShareClaim("asking", 30, true)};
+  SelectorCache selectors;
+  AllocatorOptions options;
+  options.selector_cache = &selectors;
+  int n = 0;
+  for (auto _ : state) {
+    auto a = c.snapshot.AllocateClaims(claims, NodeName(n), options);
+    benchmark::DoNotOptimize(a);
+    n = (n + 1) % static_cast<int>(c.nodes.size());
+  }
+}
+BENCHMARK(BM_DraAllocate_FromSnapshot)->Arg(1000);
+
+void BM_DraAllocate_FromSliceList(benchmark::State& state) {
+  const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
+  const std::vector<ResourceClaim> claims = {ShareClaim("asking", 30, true)};
+  SelectorCache selectors;
+  AllocatorOptions options;
+  options.selector_cache = &selectors;
+  int n = 0;
+  for (auto _ : state) {
+    auto a = Allocate(claims, c.nodes[static_cast<std::size_t>(n)], c.slices, c.classes,
+                      c.snapshot.dra_allocated(), options);
+    benchmark::DoNotOptimize(a);
+    n = (n + 1) % static_cast<int>(c.nodes.size());
+  }
+}
+BENCHMARK(BM_DraAllocate_FromSliceList)->Arg(1000);
+
+// A placement over every node. Cold: a new Placer each time (every node
+// allocated); warm: the same Placer, so nodes unchanged since answer from
+// Score's memory.
+void Place(benchmark::State& state, Policy policy, bool warm) {
+  const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
+  const std::vector<ResourceClaim> claims = {ShareClaim("asking", 30, true)};
+  Result<Placer> kept = Placer::Make(PlacerOptions{policy, {}, false});
+  for (auto _ : state) {
+    if (!warm) kept = Placer::Make(PlacerOptions{policy, {}, false});
+    Result<Placement> p = kept->Place(c.snapshot, claims, PodResources{4000, 16 * 1024 * kMi});
+    benchmark::DoNotOptimize(p);
+  }
+}
+void BM_DraPlace_BinpackCold(benchmark::State& state) { Place(state, Policy::kBinpack, false); }
+void BM_DraPlace_FgdCold(benchmark::State& state) { Place(state, Policy::kFgd, false); }
+void BM_DraPlace_FgdWarm(benchmark::State& state) { Place(state, Policy::kFgd, true); }
+BENCHMARK(BM_DraPlace_BinpackCold)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DraPlace_FgdCold)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DraPlace_FgdWarm)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+// Replacing one node's slice (a driver publishing it anew) in the snapshot.
+void BM_DraReplaceSlice(benchmark::State& state) {
+  Cluster& c = const_cast<Cluster&>(MakeCluster(static_cast<int>(state.range(0))));
+  int n = 0;
+  for (auto _ : state) {
+    c.snapshot.AddResourceSlice(c.slices[static_cast<std::size_t>(n)]);
+    n = (n + 1) % static_cast<int>(c.nodes.size());
+  }
+}
+BENCHMARK(BM_DraReplaceSlice)->Arg(1000);
+
+}  // namespace
+
+BENCHMARK_MAIN();
