@@ -9,11 +9,14 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
 #include "devshare/admission.hpp"
+#include "devshare/dra.hpp"
+#include "devshare/dra_place.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/node_codec.hpp"
 #include "devshare/objects.hpp"
@@ -150,10 +153,71 @@ class Cluster {
   }
   const ClusterSnapshot& snapshot() const { return snapshot_; }
 
+  // DRA: the objects as API JSON; placement by dra::Placer with the
+  // cluster's workload.
+  void AddResourceSlice(const std::string& json) {
+    snapshot_.AddResourceSlice(Unwrap(dra::DecodeResourceSlice(json)));
+  }
+  bool RemoveResourceSlice(const std::string& name) { return snapshot_.RemoveResourceSlice(name); }
+  void AddDeviceClass(const std::string& json) {
+    snapshot_.AddDeviceClass(Unwrap(dra::DecodeDeviceClass(json)));
+  }
+  bool RemoveDeviceClass(const std::string& name) { return snapshot_.RemoveDeviceClass(name); }
+  void AddResourceClaim(const std::string& json) {
+    snapshot_.AddResourceClaim(Unwrap(dra::DecodeResourceClaim(json)));
+  }
+  bool RemoveResourceClaim(const std::string& ns, const std::string& name) {
+    return snapshot_.RemoveResourceClaim(ns, name);
+  }
+  std::optional<py::dict> DraPlace(const std::vector<std::string>& claims_json,
+                                   std::int64_t cpu_milli, std::int64_t memory_bytes,
+                                   const std::string& policy) {
+    std::vector<dra::ResourceClaim> claims;
+    for (const std::string& c : claims_json) claims.push_back(Unwrap(dra::DecodeResourceClaim(c)));
+    dra::Placer& placer = PlacerFor(policy);
+    Result<dra::Placement> placed = Status();
+    {
+      py::gil_scoped_release release;
+      placed = placer.Place(snapshot_, claims, dra::PodResources{cpu_milli, memory_bytes});
+    }
+    const dra::Placement p = Unwrap(std::move(placed));
+    if (!p.chosen) return std::nullopt;
+    py::list allocations;
+    for (const dra::Allocation& a : p.chosen->allocations)
+      allocations.append(py::module_::import("json").attr("loads")(dra::EncodeAllocation(a)));
+    py::dict out;
+    out["node"] = p.chosen->node;
+    out["allocations"] = allocations;
+    out["score"] = p.chosen->score;
+    out["feasible"] = p.feasible;
+    out["short_of_cpu_or_memory"] = p.short_of_cpu_or_memory;
+    out["short_of_devices"] = p.short_of_devices;
+    return out;
+  }
+  ClusterFragmentation DraFragmentation() { return PlacerFor("fgd").MeasureFragmentation(snapshot_); }
+
  private:
+  dra::Placer& PlacerFor(const std::string& policy) {
+    auto it = placers_.find(policy);
+    if (it != placers_.end()) return it->second;
+    dra::PlacerOptions options;
+    if (policy == "binpack") {
+      options.policy = dra::Policy::kBinpack;
+    } else if (policy == "spread") {
+      options.policy = dra::Policy::kSpread;
+    } else if (policy == "fgd") {
+      options.policy = dra::Policy::kFgd;
+    } else {
+      Raise(Status::InvalidArgument("DRA policy must be binpack, spread or fgd, not " + policy));
+    }
+    options.workload = options_.workload;
+    return placers_.emplace(policy, Unwrap(dra::Placer::Make(std::move(options)))).first->second;
+  }
+
   ClusterSnapshot snapshot_;
   FilterOptions options_;
   std::map<std::string, std::string> uids_;  // "namespace/name" -> UID
+  std::map<std::string, dra::Placer> placers_;  // by policy name
 };
 
 void BindValueTypes(py::module_& m) {
@@ -475,7 +539,15 @@ void BindCluster(py::module_& m) {
       .def("node_names", &Cluster::NodeNames)
       .def("fragmentation", &Cluster::Fragmentation)
       .def("pod_count", &Cluster::pod_count)
-      .def("node_devices", &Cluster::NodeDevices);
+      .def("node_devices", &Cluster::NodeDevices)
+      .def("add_resource_slice", &Cluster::AddResourceSlice)
+      .def("remove_resource_slice", &Cluster::RemoveResourceSlice)
+      .def("add_device_class", &Cluster::AddDeviceClass)
+      .def("remove_device_class", &Cluster::RemoveDeviceClass)
+      .def("add_resource_claim", &Cluster::AddResourceClaim)
+      .def("remove_resource_claim", &Cluster::RemoveResourceClaim)
+      .def("dra_place", &Cluster::DraPlace)
+      .def("dra_fragmentation", &Cluster::DraFragmentation);
 }
 
 void BindAdmission(py::module_& m) {

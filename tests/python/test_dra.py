@@ -140,3 +140,47 @@ def test_explain_names_the_capacity_short():
     assert e["pools"] == []
     assert [(d["device"].rsplit("/", 1)[1], d["fits"], d["reason"]) for d in e["devices"]] == [
         ("hami-gpu-0", False, "cores: needs 50, 10 of 100 free"), ("hami-gpu-1", True, "")]
+
+
+def dra_cluster(workload=None) -> devshare.Cluster:
+    cluster = devshare.Cluster({"scheduler": {"workload": workload}} if workload else None)
+    cluster.add_device_class(CLASS)
+    for name in ("node-a", "node-b"):
+        cluster.add_node({"metadata": {"name": name},
+                          "status": {"allocatable": {"cpu": "8", "memory": "64Gi"}}})
+        cluster.add_resource_slice(node_slice(name, 2))
+    return cluster
+
+
+def place_and_hold(cluster: devshare.Cluster, c: dict, policy: str) -> str:
+    placed = cluster.dra_place([c], policy=policy)
+    assert placed is not None
+    held = dict(c, status={"allocation": placed["allocations"][0]})
+    cluster.add_resource_claim(held)
+    return f"{placed['node']}/{placed['allocations'][0]['devices']['results'][0]['device']}"
+
+
+def test_cluster_places_claims_by_policy_and_holds_them():
+    packed, spread = dra_cluster(), dra_cluster()
+    packed_at = [place_and_hold(packed, claim(f"c{i}", "30", "4Gi"), "binpack") for i in range(4)]
+    spread_at = [place_and_hold(spread, claim(f"c{i}", "30", "4Gi"), "spread") for i in range(4)]
+    assert packed_at == ["node-a/hami-gpu-0"] * 3 + ["node-a/hami-gpu-1"]
+    assert spread_at == ["node-a/hami-gpu-0", "node-b/hami-gpu-0",
+                         "node-a/hami-gpu-1", "node-b/hami-gpu-1"]
+    # Removing the claims frees their shares: the next one opens gpu-0 again.
+    for i in range(4):
+        assert packed.remove_resource_claim("default", f"c{i}")
+    assert not packed.remove_resource_claim("default", "c0")
+    assert place_and_hold(packed, claim("again", "90", "4Gi"), "binpack") == "node-a/hami-gpu-0"
+
+
+def test_cluster_fgd_keeps_whole_gpus_and_measures_fragmentation():
+    cluster = dra_cluster([{"weight": 1, "gpus": 1}, {"weight": 1, "gpu_milli": 400}])
+    place_and_hold(cluster, claim("first", "60", "4Gi"), "fgd")
+    before = cluster.dra_fragmentation()
+    assert before.free_gpus == pytest.approx(3.4, abs=1e-6)
+    assert place_and_hold(cluster, claim("second", "40", "4Gi"), "fgd") == "node-a/hami-gpu-0"
+    assert cluster.dra_fragmentation().fragmented_gpus < before.fragmented_gpus
+    assert cluster.dra_place([claim("big", "10", "4Gi")], cpu_milli=9000) is None
+    with pytest.raises(ValueError, match="binpack, spread or fgd"):
+        cluster.dra_place([claim("x", "10", "1Gi")], policy="upstream")

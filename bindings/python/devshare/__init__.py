@@ -302,6 +302,50 @@ class Cluster:
         "fragmented_gpus", "nodes": {name: {"free_gpus", "fragmented_gpus"}}}``."""
         return self._impl.fragmentation()
 
+    def add_resource_slice(self, slice: Any) -> None:
+        """Adds or replaces a ResourceSlice (DRA, a dict or JSON text); the
+        pools of the nodes it concerns are gathered again."""
+        self._impl.add_resource_slice(_json(slice))
+
+    def remove_resource_slice(self, name: str) -> bool:
+        """Removes a ResourceSlice; returns False when it was unknown."""
+        return self._impl.remove_resource_slice(name)
+
+    def add_device_class(self, device_class: Any) -> None:
+        """Adds or replaces a DeviceClass."""
+        self._impl.add_device_class(_json(device_class))
+
+    def remove_device_class(self, name: str) -> bool:
+        """Removes a DeviceClass; returns False when it was unknown."""
+        return self._impl.remove_device_class(name)
+
+    def add_resource_claim(self, claim: Any) -> None:
+        """Adds or replaces a ResourceClaim; what its ``status.allocation``
+        holds is taken from the devices."""
+        self._impl.add_resource_claim(_json(claim))
+
+    def remove_resource_claim(self, namespace: str, name: str) -> bool:
+        """Removes a ResourceClaim and frees what it held; False when unknown."""
+        return self._impl.remove_resource_claim(namespace, name)
+
+    def dra_place(self, claims: Sequence[Any], cpu_milli: int = 0, memory_bytes: int = 0,
+                  policy: str = "fgd") -> Optional[dict]:
+        """Where a pod with the (unallocated) ``claims`` and this CPU and memory
+        goes under ``policy`` ("binpack", "spread" or "fgd", with the cluster's
+        ``workload``), or None when no node fits: ``{"node", "allocations"
+        (status.allocation of each claim, as dicts), "score", "feasible",
+        "short_of_cpu_or_memory", "short_of_devices"}``. Nothing is recorded:
+        add the claims with their allocation to hold the devices. Errors as
+        ``dra_allocate``'s."""
+        return self._impl.dra_place([_json(c) for c in claims], int(cpu_milli), int(memory_bytes),
+                                    policy)
+
+    def dra_fragmentation(self) -> ClusterFragmentation:
+        """fgd's fragmentation of the DRA devices (every device of a node's
+        usable pools one GPU), for the cluster's ``workload``, as
+        ``fragmentation()`` reports it."""
+        return self._impl.dra_fragmentation()
+
     def node_names(self) -> list[str]:
         """Node names in ascending order."""
         return self._impl.node_names()
