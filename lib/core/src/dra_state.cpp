@@ -78,8 +78,8 @@ void RegatherPools(DraState& s, const Node& node) {
   view.version = s.next_version++;
 }
 
-void DropNode(DraState& s, std::string_view name) {
-  auto view = s.nodes.find(name);
+void DropNode(DraState& s, std::string_view node) {
+  auto view = s.nodes.find(node);
   if (view == s.nodes.end()) return;
   for (const DraState::PoolKey& key : view->second.candidate_pools) {
     auto seen = s.nodes_by_pool.find(key);
