@@ -194,7 +194,9 @@ class Cluster {
     out["short_of_devices"] = p.short_of_devices;
     return out;
   }
-  ClusterFragmentation DraFragmentation() { return PlacerFor("fgd").MeasureFragmentation(snapshot_); }
+  ClusterFragmentation DraFragmentation() {
+    return PlacerFor("fgd").MeasureFragmentation(snapshot_);
+  }
 
  private:
   dra::Placer& PlacerFor(const std::string& policy) {
@@ -216,7 +218,7 @@ class Cluster {
 
   ClusterSnapshot snapshot_;
   FilterOptions options_;
-  std::map<std::string, std::string> uids_;  // "namespace/name" -> UID
+  std::map<std::string, std::string> uids_;     // "namespace/name" -> UID
   std::map<std::string, dra::Placer> placers_;  // by policy name
 };
 
