@@ -108,34 +108,35 @@ const Cluster& MakeCluster(int nodes) {
   return c;
 }
 
-void BM_DraAllocate_FromSnapshot(benchmark::State& state) {
+// One node's allocation per iteration, the nodes in turn, by `allocate`.
+template <typename AllocateOn>
+void AllocateEach(benchmark::State& state, AllocateOn allocate) {
   const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
   const std::vector<ResourceClaim> claims = {ShareClaim("asking", 30, true)};
   SelectorCache selectors;
   AllocatorOptions options;
   options.selector_cache = &selectors;
-  int n = 0;
+  std::size_t n = 0;
   for (auto _ : state) {
-    auto a = c.snapshot.AllocateClaims(claims, NodeName(n), options);
+    auto a = allocate(c, claims, n, options);
     benchmark::DoNotOptimize(a);
-    n = (n + 1) % static_cast<int>(c.nodes.size());
+    n = (n + 1) % c.nodes.size();
   }
+}
+
+void BM_DraAllocate_FromSnapshot(benchmark::State& state) {
+  AllocateEach(state, [](const Cluster& c, const std::vector<ResourceClaim>& claims, std::size_t n,
+                         const AllocatorOptions& options) {
+    return c.snapshot.AllocateClaims(claims, c.nodes[n].name, options);
+  });
 }
 BENCHMARK(BM_DraAllocate_FromSnapshot)->Arg(1000);
 
 void BM_DraAllocate_FromSliceList(benchmark::State& state) {
-  const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
-  const std::vector<ResourceClaim> claims = {ShareClaim("asking", 30, true)};
-  SelectorCache selectors;
-  AllocatorOptions options;
-  options.selector_cache = &selectors;
-  int n = 0;
-  for (auto _ : state) {
-    auto a = Allocate(claims, c.nodes[static_cast<std::size_t>(n)], c.slices, c.classes,
-                      c.snapshot.dra_allocated(), options);
-    benchmark::DoNotOptimize(a);
-    n = (n + 1) % static_cast<int>(c.nodes.size());
-  }
+  AllocateEach(state, [](const Cluster& c, const std::vector<ResourceClaim>& claims, std::size_t n,
+                         const AllocatorOptions& options) {
+    return Allocate(claims, c.nodes[n], c.slices, c.classes, c.snapshot.dra_allocated(), options);
+  });
 }
 BENCHMARK(BM_DraAllocate_FromSliceList)->Arg(1000);
 

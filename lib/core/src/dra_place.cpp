@@ -116,6 +116,16 @@ const Capacities* FirstRequestCapacity(const std::vector<ResourceClaim>& claims)
   return nullptr;
 }
 
+// The node, or NotFound. A registered node always has a DRA view.
+Result<const ::devshare::internal::NodeState*> NodeOf(const ClusterSnapshot& snapshot,
+                                                      std::string_view node) {
+  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  const ::devshare::internal::NodeState* state = s.FindNode(node);
+  if (state == nullptr || !s.dra.nodes.contains(node))
+    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  return state;
+}
+
 bool Fits(::devshare::internal::Room room, const PodResources& pod) {
   return room.cpu >= pod.cpu_milli && room.memory >= pod.memory_bytes;
 }
@@ -190,10 +200,9 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
                                            const std::vector<ResourceClaim>& claims,
                                            const PodResources& pod, std::string_view node) {
   Impl& impl = *impl_;
-  const ::devshare::internal::SnapshotState& s = snapshot.state();
-  const ::devshare::internal::NodeState* state = s.FindNode(node);
-  if (state == nullptr)
-    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  Result<const ::devshare::internal::NodeState*> found = NodeOf(snapshot, node);
+  if (!found.ok()) return found.status();
+  const ::devshare::internal::NodeState* state = *found;
   const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
   if (!Fits(room, pod)) return std::optional<NodeFit>();
   Result<const std::vector<GatheredPool>*> pools = snapshot.DraPools(node);
@@ -269,15 +278,13 @@ Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
                                               const std::vector<ResourceClaim>& claims,
                                               const PodResources& pod, std::string_view node) {
   Impl& impl = *impl_;
-  const ::devshare::internal::SnapshotState& s = snapshot.state();
-  const ::devshare::internal::NodeState* state = s.FindNode(node);
-  if (state == nullptr)
-    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  Result<const ::devshare::internal::NodeState*> found = NodeOf(snapshot, node);
+  if (!found.ok()) return found.status();
+  const ::devshare::internal::NodeState* state = *found;
   const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
   if (!Fits(room, pod)) return std::optional<FitScore>();
-  auto view = s.dra.nodes.find(node);
-  if (view == s.dra.nodes.end())
-    return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
+  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  const auto view = s.dra.nodes.find(node);
   if (impl.verdicts_of != &snapshot) {
     impl.verdicts.clear();
     impl.verdicts_of = &snapshot;
