@@ -215,6 +215,7 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
   allocator.selector_cache = &impl.selectors;
   ::devshare::internal::FragState sums;
   ::devshare::internal::FitWeights weights_after;
+  const Capacities* const asked = FirstRequestCapacity(claims);  // fgd's device cost reads it
   impl.node.free.clear();
   if (policy != Policy::kUpstream) Collect(**pools, allocated, impl.node);
   switch (policy) {
@@ -230,7 +231,6 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
     case Policy::kFgd: {
       ::devshare::internal::Measure(impl.node.free, impl.model, sums);
       weights_after = ::devshare::internal::FitFor(impl.model, Less(room, pod), impl.fits);
-      const Capacities* asked = FirstRequestCapacity(claims);
       allocator.device_order = DeviceOrder::kLowestCostFirst;
       allocator.device_cost = [&](const DeviceId& id, const Device& device) {
         auto at = std::find(impl.node.ids.begin(), impl.node.ids.end(), id);
