@@ -16,6 +16,7 @@
 #include "devshare/request.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
+#include "explain_dra.hpp"
 #include "hami_exact_option.hpp"
 #include "objects_file.hpp"
 #include "read_file.hpp"
@@ -33,6 +34,7 @@ struct ExplainOptions {
   ClusterFlags live;
   std::string device_config;
   FilterOptions filter;
+  std::string dra_policy = "upstream";
   std::int64_t now = 0;
   bool json = false;
 };
@@ -67,19 +69,18 @@ void Warn(const SnapshotErrors& errors) {
     std::cerr << "devshare explain: warning: " << why << "\n";
 }
 
-// --cluster FILE --pod FILE: the snapshot from the file, the pod from the other.
-Result<Pod> FromFiles(const ExplainOptions& o, ClusterSnapshot& snapshot) {
-  Result<ObjectsFile> cluster = ReadObjectsFile(o.cluster);
-  if (!cluster.ok()) return cluster.status();
-  Result<ObjectsFile> pods = ReadObjectsFile(o.pod);
-  if (!pods.ok()) return pods.status();
-  if (pods->pods.size() != 1) {
+// --cluster FILE --pod FILE: the snapshot from the one file, the pod from
+// the other.
+Result<Pod> FromFiles(const ExplainOptions& o, ObjectsFile cluster, ObjectsFile pods,
+                      ClusterSnapshot& snapshot) {
+  if (pods.pods.size() != 1) {
     return Status::InvalidArgument(
-        fmt::format("{} must hold exactly one Pod, it holds {}", o.pod, pods->pods.size()));
+        fmt::format("{} must hold exactly one Pod (or ResourceClaims to place), it holds {}", o.pod,
+                    pods.pods.size()));
   }
-  kube::ClusterObjects objects{std::move(cluster->nodes), std::move(cluster->pods), {}, {}};
+  kube::ClusterObjects objects{std::move(cluster.nodes), std::move(cluster.pods), {}, {}};
   Warn(FillSnapshot(objects, "", snapshot));
-  return std::move(pods->pods[0]);
+  return std::move(pods.pods[0]);
 }
 
 // --pod NAMESPACE/NAME: the pod and the cluster from the API server; the pod
@@ -110,7 +111,20 @@ int Run(const ExplainOptions& o) {
     return 1;
   }
   ClusterSnapshot snapshot(*config);
-  Result<Pod> read = o.cluster.empty() ? FromCluster(o, snapshot) : FromFiles(o, snapshot);
+  Result<Pod> read = Status();
+  if (o.cluster.empty()) {
+    read = FromCluster(o, snapshot);
+  } else {
+    Result<ObjectsFile> cluster = ReadObjectsFile(o.cluster);
+    Result<ObjectsFile> pods = cluster.ok() ? ReadObjectsFile(o.pod) : cluster;
+    if (!pods.ok()) {
+      std::cerr << "devshare explain: " << pods.status().message() << "\n";
+      return 1;
+    }
+    if (!pods->claims.empty())
+      return ExplainClaims(*cluster, *pods, o.dra_policy, o.filter.workload, o.json);
+    read = FromFiles(o, std::move(*cluster), std::move(*pods), snapshot);
+  }
   if (!read.ok()) {
     std::cerr << "devshare explain: " << read.status().message() << "\n";
     return 1;
@@ -220,8 +234,13 @@ void AddExplainCommand(CLI::App& app, int& exit_code) {
                   "cluster)");
   sub->add_option("--pod", o->pod,
                   "NAMESPACE/NAME of a pod in the live cluster, or with --cluster a YAML or JSON "
-                  "file holding the Pod to place")
+                  "file holding the Pod to place, or the ResourceClaims (DRA) to place with at "
+                  "most one Pod for its CPU and memory")
       ->required();
+  sub->add_option("--dra-policy", o->dra_policy,
+                  "for ResourceClaims: upstream (kube-scheduler's allocator, node by node) | "
+                  "binpack | spread | fgd")
+      ->capture_default_str();
   AddClusterFlags(sub, o->live);
   AddDeviceConfigOption(sub, o->device_config);
   sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd | volcano")

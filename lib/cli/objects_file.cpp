@@ -47,36 +47,51 @@ bj::value ToJson(const YAML::Node& node) {
   return nullptr;
 }
 
-Status AddObject(const bj::value& v, const std::string& where, ObjectsFile& out) {
+// Decodes `text` with `decode` into `into`, an error naming `where`.
+template <typename T, typename Decode>
+Status Decoded(const std::string& text, const std::string& where, Decode decode,
+               std::vector<T>& into) {
+  Result<T> object = decode(text);
+  if (!object.ok())
+    return Status::Malformed(fmt::format("{}: {}", where, object.status().message()));
+  into.push_back(std::move(*object));
+  return Status();
+}
+
+// `kind_of_items`: the kind of a typed list's items, which carry none.
+Status AddObject(const bj::value& v, const std::string& where, ObjectsFile& out,
+                 const std::string& kind_of_items = "") {
   if (!v.is_object()) return Status::InvalidArgument(fmt::format("{}: not an object", where));
   const bj::object& o = v.get_object();
   const bj::value* kind = o.if_contains("kind");
-  const std::string k = kind != nullptr && kind->is_string() ? std::string(kind->get_string()) : "";
-  if (k == "List") {
+  const std::string k =
+      kind != nullptr && kind->is_string() ? std::string(kind->get_string()) : kind_of_items;
+  if (k.ends_with("List")) {
     const bj::value* items = o.if_contains("items");
     if (items == nullptr || !items->is_array()) {
-      return Status::InvalidArgument(fmt::format("{}: a List needs an items array", where));
+      return Status::InvalidArgument(fmt::format("{}: a {} needs an items array", where, k));
     }
+    const std::string item_kind = k == "List" ? "" : k.substr(0, k.size() - 4);
     for (std::size_t i = 0; i < items->get_array().size(); ++i) {
-      Status s = AddObject(items->get_array()[i], fmt::format("{}.items[{}]", where, i), out);
+      Status s =
+          AddObject(items->get_array()[i], fmt::format("{}.items[{}]", where, i), out, item_kind);
       if (!s.ok()) return s;
     }
     return Status();
   }
   const std::string text = bj::serialize(v);
-  if (k == "Node") {
-    Result<Node> node = DecodeNode(text);
-    if (!node.ok()) return Status::Malformed(fmt::format("{}: {}", where, node.status().message()));
-    out.nodes.push_back(std::move(*node));
-  } else if (k == "Pod") {
-    Result<Pod> pod = DecodePod(text);
-    if (!pod.ok()) return Status::Malformed(fmt::format("{}: {}", where, pod.status().message()));
-    out.pods.push_back(std::move(*pod));
-  } else {
-    return Status::InvalidArgument(
-        fmt::format("{}: kind {} is not Node, Pod or List", where, k.empty() ? "<missing>" : k));
-  }
-  return Status();
+  if (k == "Node")
+    return Decoded(
+        text, where, [](const std::string& t) { return DecodeNode(t); }, out.nodes);
+  if (k == "Pod")
+    return Decoded(
+        text, where, [](const std::string& t) { return DecodePod(t); }, out.pods);
+  if (k == "ResourceSlice") return Decoded(text, where, dra::DecodeResourceSlice, out.slices);
+  if (k == "DeviceClass") return Decoded(text, where, dra::DecodeDeviceClass, out.device_classes);
+  if (k == "ResourceClaim") return Decoded(text, where, dra::DecodeResourceClaim, out.claims);
+  return Status::InvalidArgument(fmt::format(
+      "{}: kind {} is not Node, Pod, ResourceSlice, DeviceClass, ResourceClaim or a list of them",
+      where, k.empty() ? "<missing>" : k));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "devshare/dra.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/status.hpp"
 
@@ -13,11 +14,16 @@ namespace devshare::cli {
 struct ObjectsFile {
   std::vector<Node> nodes;
   std::vector<Pod> pods;
+  std::vector<dra::ResourceSlice> slices;
+  std::vector<dra::DeviceClass> device_classes;
+  std::vector<dra::ResourceClaim> claims;
 };
 
 // Reads every object in `path`: a YAML or JSON document, a multi-document
-// YAML stream, or a `kind: List` with `items`. Objects are dispatched by
-// `kind` (Node or Pod); any other kind is an error naming it.
+// YAML stream, a `kind: List` with `items`, or a typed list as the API
+// server answers one (`NodeList`, `ResourceSliceList`, …: its items need no
+// `kind`). Objects are dispatched by `kind` (Node, Pod, ResourceSlice,
+// DeviceClass, ResourceClaim); any other kind is an error naming it.
 Result<ObjectsFile> ReadObjectsFile(const std::string& path);
 
 }  // namespace devshare::cli

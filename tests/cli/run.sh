@@ -45,6 +45,12 @@ sed 's/^  containers:$/  containers:\n  - name: sidecar/' "$here/examples/cluste
 check "explain W1: an entry for every container" 0 '"hami.io/vgpu-devices-allocated":";GPU-' -- explain --json --cluster "$here/examples/cluster/cluster.yaml" --pod "$sidecar" --now 1
 check "explain HAMi-exact W1: as HAMi pads" 0 '"hami.io/vgpu-devices-allocated":"GPU-' -- explain --json --hami-exact all --cluster "$here/examples/cluster/cluster.yaml" --pod "$sidecar" --now 1
 check "explain bad HAMi-exact row (usage error: 2)" 2 'unknown row "W9"' -- explain --hami-exact W1,W9 --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/pod.yaml"
+check "explain DRA upstream: each node's allocation" 0 'dra-a100-1 +yes +- +gpu: hami-core-gpu.project-hami.io/dra-a100-1/hami-gpu-0 \(cores 40, memory 16Gi\)' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
+check "explain DRA why not" 0 "dra-t4-1 +no +inference hami-gpu-0: not selected by the class's or the request's selectors" -- explain --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
+check "explain DRA spread opens the free GPU" 0 '"chosen":"dra-a100-1".*"device":"hami-gpu-1"' -- explain --json --dra-policy spread --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
+check "explain DRA fgd" 0 'dra-a100-1 +yes \(chosen\)' -- explain --dra-policy fgd --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
+check "explain DRA bad policy" 1 'unknown DRA policy best' -- explain --dra-policy best --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
+check "explain DRA unknown kind" 1 'kind Service is not Node, Pod, ResourceSlice' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(printf 'kind: Service\n')
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
 check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"
