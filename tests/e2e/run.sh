@@ -3,6 +3,8 @@
 # (scripts/k8s-binaries.sh, cached), then starts a control plane for each
 # suite and stops it after:
 #   smoke.sh           kube-scheduler alone binds pods to a HAMi-registered node
+#   dra-upstream.sh    kube-scheduler's own DRA allocation of shared GPUs (HAMi's
+#                      DRA driver's slices) against devshare's `upstream` prediction
 #   smoke-extender.sh  kube-scheduler with an extender and the API server with a
 #                      mutating webhook, both served by fake_serve.py
 #   devshare.sh        devshare serve itself: two replicas, webhook, placements,
@@ -82,6 +84,8 @@ if [ "${1:-}" = soak ]; then
 fi
 
 suite smoke "$out/smoke.log" -- bash "$here/smoke.sh"
+
+DEVSHARE=$DEVSHARE suite dra "$out/dra.log" -- bash "$here/dra-upstream.sh"
 
 ext_port=$(free_port)
 E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \

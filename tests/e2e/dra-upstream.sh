@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# kube-scheduler's own DRA allocation against devshare's `upstream`
+# prediction, on a single node: a node whose two GPUs are published as HAMi's
+# DRA driver publishes them (consumable cores and memory, shared by several
+# claims), the DeviceClass, and claims asking shares (some off the request
+# policy's step, so its rounding counts), a whole GPU and one that fits
+# nowhere. One at a time: `devshare explain --dra-policy upstream` predicts
+# the claim's allocation from the API objects as they are, then a pod using
+# the claim is created and kube-scheduler (no devshare) allocates and binds
+# it; the device and the consumed capacity must be the predicted ones (the
+# share ID is random upstream). Run inside the cluster's environment:
+#   tests/e2e/control-plane.sh run -- tests/e2e/dra-upstream.sh
+# Needs DEVSHARE. Prints "e2e-dra: N passed, N failed" last.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/lib.sh"
+: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run, or source its env file}"
+: "${DEVSHARE:?set DEVSHARE to the devshare executable}"
+
+passed=0 failed=0
+node=dra-node-1
+driver=hami-core-gpu.project-hami.io
+ns=/api/v1/namespaces/default
+resource=/apis/resource.k8s.io/v1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+gpu() {  # gpu MINOR MEMORY
+  printf '{"name":"hami-gpu-%s","attributes":{"type":{"string":"hami-gpu"},"minor":{"int":%s}},"capacity":{"cores":{"value":"100","requestPolicy":{"default":"100","validRange":{"min":"0","max":"100","step":"1"}}},"memory":{"value":"%s","requestPolicy":{"default":"%s","validRange":{"min":"1Mi","max":"%s","step":"1Mi"}}}},"allowMultipleAllocations":true}' \
+    "$1" "$1" "$2" "$2" "$2"
+}
+claim_json() {  # claim_json NAME CAPACITY_REQUESTS_JSON ("" for none)
+  local capacity=""
+  [ -n "$2" ] && capacity=",\"capacity\":{\"requests\":$2}"
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"%s","namespace":"default"},"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"hami-gpu"%s}}]}}}' \
+    "$1" "$capacity"
+}
+dra_pod_json() {  # dra_pod_json NAME CLAIM
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[{"name":"gpu","resourceClaimName":"%s"}],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[{"name":"gpu"}]}}]}}' \
+    "$1" "$2"
+}
+# The API objects devshare predicts from, as one YAML stream of typed lists.
+cluster_file() {
+  local out=$work/cluster.yaml
+  : >"$out"
+  for path in /api/v1/nodes $resource/resourceslices $resource/deviceclasses $resource/resourceclaims; do
+    kapi GET "$path" >>"$out" || return 1
+    printf '\n---\n' >>"$out"
+  done
+  echo "$out"
+}
+allocated() {  # allocated CLAIM: the claim has an allocation
+  [ -n "$(kapi GET "$resource/namespaces/default/resourceclaims/$1" |
+    jfield status.allocation.devices.results)" ]
+}
+not_allocated() { ! allocated "$1"; }
+allocated_and_bound() {  # allocated_and_bound NAME: claim NAME allocated, pod NAME on $node
+  allocated "$1" && [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$node" ]
+}
+keeps_sharing_fields() {  # the slice's first device still allows sharing, with a request policy
+  kapi GET "$resource/resourceslices/$node-gpus" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["spec"]["devices"][0]
+sys.exit(not (d.get("allowMultipleAllocations") and "requestPolicy" in d["capacity"]["memory"]))'
+}
+# same_allocation CLAIM PREDICTION_JSON: the claim's device and consumed
+# capacity are the prediction's (quantities compared as numbers).
+same_allocation() {
+  kapi GET "$resource/namespaces/default/resourceclaims/$1" >"$work/actual.json" || return 1
+  python3 - "$work/actual.json" "$2" <<'PY'
+import json, re, sys
+from fractions import Fraction
+SUFFIX = {"": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+def q(text):
+    m = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", text)
+    return Fraction(m.group(1)) * SUFFIX[m.group(2)]
+def view(results):
+    return [(r["device"], {k: q(v) for k, v in r.get("consumedCapacity", {}).items()}) for r in results]
+actual = view(json.load(open(sys.argv[1]))["status"]["allocation"]["devices"]["results"])
+predicted = view(json.load(open(sys.argv[2]))["devices"]["results"])
+if actual != predicted:
+    print(f"kube-scheduler: {actual}\ndevshare:       {predicted}", file=sys.stderr)
+    sys.exit(1)
+PY
+}
+
+t0=$SECONDS
+check "create node $node" create_node \
+  '{"apiVersion":"v1","kind":"Node","metadata":{"name":"'$node'","labels":{"kubernetes.io/hostname":"'$node'"}},"status":{"capacity":{"cpu":"32","memory":"128Gi","pods":"110"},"allocatable":{"cpu":"32","memory":"128Gi","pods":"110"}}}'
+check "publish its GPUs as HAMi's DRA driver does (2 GPUs, consumable cores and memory)" \
+  kapi POST $resource/resourceslices \
+  '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"'$node'-gpus"},"spec":{"driver":"'$driver'","nodeName":"'$node'","pool":{"name":"'$node'","generation":1,"resourceSliceCount":1},"devices":['"$(gpu 0 40Gi),$(gpu 1 16Gi)"']}}'
+check "the API server keeps allowMultipleAllocations and the request policy" keeps_sharing_fields
+check "create the DeviceClass hami-gpu" kapi POST $resource/deviceclasses \
+  '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"hami-gpu"},"spec":{"selectors":[{"cel":{"expression":"device.driver == \"'$driver'\""}}]}}'
+
+# name | capacity requests: shares (one off the step in cores and memory, one
+# filling a GPU's cores exactly), a whole GPU (no capacity named: all of it),
+# and one that fits nowhere.
+claims=(
+  'share-a|{"cores":"30","memory":"10Gi"}'
+  'whole|'
+  'share-b|{"cores":"45","memory":"5000Mi"}'
+  'share-c|{"cores":"20.5","memory":"1500Ki"}'
+  'share-d|{"cores":"4","memory":"1Gi"}'
+  'share-e|{"cores":"1","memory":"1Mi"}'
+)
+for entry in "${claims[@]}"; do
+  name=${entry%%|*} capacity=${entry#*|}
+  claim=$(claim_json "$name" "$capacity")
+  printf '%s\n' "$claim" >"$work/$name.json"
+  if ! cluster=$(cluster_file); then
+    check "read the API objects before $name" false
+    continue
+  fi
+  prediction=$("$DEVSHARE" explain --json --dra-policy upstream --cluster "$cluster" --pod "$work/$name.json")
+  python3 -c 'import json,sys; n=json.load(sys.stdin)["nodes"][0]; print(json.dumps(n["allocations"][0]) if n["fits"] else "", end="")' \
+    <<<"$prediction" >"$work/$name.predicted"
+  check "create claim $name ($capacity)" kapi POST "$resource/namespaces/default/resourceclaims" "$claim"
+  check "create pod $name using it" kapi POST "$ns/pods" "$(dra_pod_json "$name" "$name")"
+  if [ -s "$work/$name.predicted" ]; then
+    echo "devshare predicts $name: $(cat "$work/$name.predicted")"
+    check "kube-scheduler allocates $name and binds its pod" wait_until 60 allocated_and_bound "$name"
+    check "kube-scheduler's allocation of $name is devshare's upstream prediction" \
+      same_allocation "$name" "$work/$name.predicted"
+  else
+    echo "devshare predicts $name: no fit"
+    sleep 3  # a scheduling attempt or two
+    check "kube-scheduler, as predicted, does not allocate $name" not_allocated "$name"
+  fi
+done
+
+for entry in "${claims[@]}"; do
+  name=${entry%%|*}
+  kapi DELETE "$ns/pods/$name?gracePeriodSeconds=0" >/dev/null 2>&1 || true
+done
+echo "dra test took $((SECONDS - t0))s"
+echo "e2e-dra: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
