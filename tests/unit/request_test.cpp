@@ -169,6 +169,41 @@ TEST_CASE("objects: a Pod as the API server serves it") {
   CHECK(DecodeNode(boost::json::object{}).status().field() == "metadata.name");
 }
 
+TEST_CASE("objects: a Pod's DRA claims and scheduling gates") {
+  Result<Pod> pod = DecodePod(R"({
+    "metadata": {"name": "p", "namespace": "ml"},
+    "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "shared-gpu"},
+                                {"name": "nic", "resourceClaimName": "nic-1"}],
+             "schedulingGates": [{"name": "devshare.io/dra"}],
+             "containers": [{"name": "a", "resources": {"claims": [{"name": "gpu"}]}}]},
+    "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x7k2"}]}})");
+  REQUIRE(pod.ok());
+  CHECK(pod->resource_claims ==
+        std::vector<PodResourceClaim>{{"gpu", "", "shared-gpu", "p-gpu-x7k2"},
+                                      {"nic", "nic-1", "", ""}});
+  CHECK(pod->scheduling_gates == std::vector<std::string>{"devshare.io/dra"});
+  struct Row {
+    std::string_view json, field;
+  };
+  const Row rows[] = {
+      {R"({"spec": {"resourceClaims": {}}})", "spec.resourceClaims"},
+      {R"({"spec": {"resourceClaims": [{"resourceClaimName": "c"}]}})",
+       "spec.resourceClaims[0].name"},
+      {R"({"spec": {"resourceClaims": [{"name": "g"}]}})", "spec.resourceClaims[0]"},
+      {R"({"spec": {"resourceClaims": [{"name": "g", "resourceClaimName": "c",
+                                        "resourceClaimTemplateName": "t"}]}})",
+       "spec.resourceClaims[0]"},
+      {R"({"spec": {"schedulingGates": [{"name": 3}]}})", "spec.schedulingGates[0].name"},
+      {R"({"status": {"resourceClaimStatuses": [7]}})", "status.resourceClaimStatuses[0]"},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.json);
+    Result<Pod> bad = DecodePod(row.json);
+    REQUIRE(!bad.ok());
+    CHECK(bad.status().field() == row.field);
+  }
+}
+
 TEST_CASE("objects: malformed Pods and Nodes name the JSON path") {
   CHECK(DecodePod("[]").status().field() == "value");
   CHECK(DecodePod(R"({"metadata": []})").status().field() == "metadata");

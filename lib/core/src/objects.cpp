@@ -239,6 +239,72 @@ Status ReadStringMap(const bj::object& parent, std::string_view key, std::string
   return Status();
 }
 
+// Each object of an optional array member, given to `read` with its path.
+template <typename Read>
+Status ForEachObject(const bj::object& parent, std::string_view key, const std::string& path,
+                     Read read) {
+  const bj::value* v = Member(parent, key);
+  if (v == nullptr || v->is_null()) return Status();
+  if (!v->is_array()) return internal::TypeError(kPodWhat, path, "an array", *v);
+  const auto& array = v->get_array();
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    const std::string item = fmt::format("{}[{}]", path, i);
+    if (!array[i].is_object()) return internal::TypeError(kPodWhat, item, "an object", array[i]);
+    if (Status s = read(array[i].get_object(), item); !s.ok()) return s;
+  }
+  return Status();
+}
+
+// spec.resourceClaims, spec.schedulingGates and status.resourceClaimStatuses.
+Status ReadPodClaims(const bj::object* spec, const bj::object* status, Pod& pod) {
+  if (spec != nullptr) {
+    Status s = ForEachObject(
+        *spec, "resourceClaims", "spec.resourceClaims",
+        [&](const bj::object& c, const std::string& item) {
+          PodResourceClaim& claim = pod.resource_claims.emplace_back();
+          Status r = OptionalString(c, "name", kPodWhat, item + ".name", claim.name);
+          if (r.ok())
+            r = OptionalString(c, "resourceClaimName", kPodWhat, item + ".resourceClaimName",
+                               claim.resource_claim_name);
+          if (r.ok())
+            r = OptionalString(c, "resourceClaimTemplateName", kPodWhat,
+                               item + ".resourceClaimTemplateName",
+                               claim.resource_claim_template_name);
+          if (r.ok() && claim.name.empty())
+            return Status::Malformed(fmt::format("pod: {}.name is missing", item), item + ".name");
+          if (r.ok() &&
+              claim.resource_claim_name.empty() == claim.resource_claim_template_name.empty())
+            return Status::Malformed(
+                fmt::format("pod: {} needs exactly one of resourceClaimName and "
+                            "resourceClaimTemplateName",
+                            item),
+                item);
+          return r;
+        });
+    if (!s.ok()) return s;
+    s = ForEachObject(*spec, "schedulingGates", "spec.schedulingGates",
+                      [&](const bj::object& g, const std::string& item) {
+                        return OptionalString(g, "name", kPodWhat, item + ".name",
+                                              pod.scheduling_gates.emplace_back());
+                      });
+    if (!s.ok()) return s;
+  }
+  if (status == nullptr) return Status();
+  return ForEachObject(*status, "resourceClaimStatuses", "status.resourceClaimStatuses",
+                       [&](const bj::object& c, const std::string& item) {
+                         std::string name, generated;
+                         Status r = OptionalString(c, "name", kPodWhat, item + ".name", name);
+                         if (r.ok())
+                           r = OptionalString(c, "resourceClaimName", kPodWhat,
+                                              item + ".resourceClaimName", generated);
+                         if (!r.ok()) return r;
+                         for (PodResourceClaim& claim : pod.resource_claims) {
+                           if (claim.name == name) claim.generated_claim_name = generated;
+                         }
+                         return Status();
+                       });
+}
+
 Status ReadContainers(const bj::object& spec, std::string_view key, const std::string& path,
                       std::vector<Container>& out) {
   const bj::value* v = Member(spec, key);
@@ -373,6 +439,7 @@ Result<Pod> DecodePod(const bj::object& root) {
       pod.init_containers_done = done == pod.init_containers.size();
     }
   }
+  if (s = ReadPodClaims(spec, status, pod); !s.ok()) return s;
   pod.cpu_milli = EffectiveRequest(pod, "cpu", 3);
   pod.memory_bytes = EffectiveRequest(pod, "memory", 0);
   return pod;

@@ -54,6 +54,18 @@ struct Container {
   friend bool operator==(const Container&, const Container&) = default;
 };
 
+// A DRA claim of a pod (spec.resourceClaims[]): the name its containers use
+// and either a ResourceClaim of the pod's namespace or the template the
+// resourceclaim controller makes one from (its name, once made, from
+// status.resourceClaimStatuses; empty until then).
+struct PodResourceClaim {
+  std::string name;
+  std::string resource_claim_name;
+  std::string resource_claim_template_name;
+  std::string generated_claim_name;
+  friend bool operator==(const PodResourceClaim&, const PodResourceClaim&) = default;
+};
+
 struct Pod {
   std::string pod_namespace;
   std::string name;
@@ -74,6 +86,8 @@ struct Pod {
   // NodeResourcesFit-style checks by the simulator.
   std::int64_t cpu_milli = 0;
   std::int64_t memory_bytes = 0;
+  std::vector<PodResourceClaim> resource_claims;  // DRA
+  std::vector<std::string> scheduling_gates;      // spec.schedulingGates[].name
   friend bool operator==(const Pod&, const Pod&) = default;
 };
 
