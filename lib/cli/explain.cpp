@@ -71,21 +71,25 @@ void Warn(const SnapshotErrors& errors) {
 
 // --cluster FILE --pod FILE: the snapshot from the one file, the pod from
 // the other.
-Result<Pod> FromFiles(const ExplainOptions& o, ObjectsFile cluster, ObjectsFile pods,
+Result<Pod> FromFiles(const ExplainOptions& o, const ObjectsFile& cluster, ObjectsFile pods,
                       ClusterSnapshot& snapshot) {
   if (pods.pods.size() != 1) {
     return Status::InvalidArgument(
         fmt::format("{} must hold exactly one Pod (or ResourceClaims to place), it holds {}", o.pod,
                     pods.pods.size()));
   }
-  kube::ClusterObjects objects{std::move(cluster.nodes), std::move(cluster.pods), {}, {}};
-  Warn(FillSnapshot(objects, "", snapshot));
+  Warn(FillSnapshot(cluster, "", snapshot));
   return std::move(pods.pods[0]);
 }
 
-// --pod NAMESPACE/NAME: the pod and the cluster from the API server; the pod
-// itself is left out of the snapshot, to be placed as if new.
-Result<Pod> FromCluster(const ExplainOptions& o, ClusterSnapshot& snapshot) {
+// A pod of the live cluster and the cluster as read with it.
+struct LiveRead {
+  Pod pod;
+  kube::ClusterObjects objects;
+};
+
+// --pod NAMESPACE/NAME: the pod and the cluster from the API server.
+Result<LiveRead> FromCluster(const ExplainOptions& o) {
   const std::size_t slash = o.pod.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == o.pod.size() ||
       o.pod.find('/', slash + 1) != std::string::npos) {
@@ -100,8 +104,7 @@ Result<Pod> FromCluster(const ExplainOptions& o, ClusterSnapshot& snapshot) {
   if (!pod.ok()) return pod.status();
   Result<kube::ClusterObjects> objects = ReadClusterWithProgress(reader, "explain");
   if (!objects.ok()) return objects.status();
-  Warn(FillSnapshot(*objects, pod->uid, snapshot));
-  return pod;
+  return LiveRead{std::move(*pod), std::move(*objects)};
 }
 
 int Run(const ExplainOptions& o) {
@@ -113,7 +116,16 @@ int Run(const ExplainOptions& o) {
   ClusterSnapshot snapshot(*config);
   Result<Pod> read = Status();
   if (o.cluster.empty()) {
-    read = FromCluster(o, snapshot);
+    Result<LiveRead> live = FromCluster(o);
+    if (!live.ok()) {
+      std::cerr << "devshare explain: " << live.status().message() << "\n";
+      return 1;
+    }
+    if (!live->pod.resource_claims.empty())
+      return ExplainPodClaims(live->objects, live->pod, o.dra_policy, o.filter.workload, o.json);
+    // The pod itself is left out of the snapshot, to be placed as if new.
+    Warn(FillSnapshot(live->objects, live->pod.uid, snapshot));
+    read = std::move(live->pod);
   } else {
     Result<ObjectsFile> cluster = ReadObjectsFile(o.cluster);
     Result<ObjectsFile> pods = cluster.ok() ? ReadObjectsFile(o.pod) : cluster;
@@ -123,7 +135,7 @@ int Run(const ExplainOptions& o) {
     }
     if (!pods->claims.empty())
       return ExplainClaims(*cluster, *pods, o.dra_policy, o.filter.workload, o.json);
-    read = FromFiles(o, std::move(*cluster), std::move(*pods), snapshot);
+    read = FromFiles(o, *cluster, std::move(*pods), snapshot);
   }
   if (!read.ok()) {
     std::cerr << "devshare explain: " << read.status().message() << "\n";

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <iostream>
 #include <map>
@@ -194,6 +195,49 @@ int ExplainClaims(const ObjectsFile& cluster, const ObjectsFile& pod, const std:
     std::cout << "\nChosen: " << best->node << "\n";
   }
   return 0;
+}
+
+int ExplainPodClaims(const ObjectsFile& cluster, const Pod& pod, const std::string& policy,
+                     const std::vector<WorkloadClass>& workload, bool json) {
+  ObjectsFile placing;
+  placing.pods.push_back(pod);
+  for (const PodResourceClaim& wanted : pod.resource_claims) {
+    const std::string& name = wanted.resource_claim_name.empty() ? wanted.generated_claim_name
+                                                                 : wanted.resource_claim_name;
+    if (name.empty()) {
+      std::cerr << fmt::format(
+          "devshare explain: claim {} of pod {}/{} is not made yet from template {} (the "
+          "resourceclaim controller of kube-controller-manager makes it)\n",
+          wanted.name, pod.pod_namespace, pod.name, wanted.resource_claim_template_name);
+      return 1;
+    }
+    auto found = std::find_if(cluster.claims.begin(), cluster.claims.end(),
+                              [&](const dra::ResourceClaim& c) {
+                                return c.claim_namespace == pod.pod_namespace && c.name == name;
+                              });
+    if (found == cluster.claims.end()) {
+      std::cerr << fmt::format("devshare explain: claim {}/{} of pod {} is not in the cluster\n",
+                               pod.pod_namespace, name, pod.name);
+      return 1;
+    }
+    if (found->allocation) {
+      if (!json)
+        std::cout << fmt::format("Claim {}/{} is allocated already: {}.\n", pod.pod_namespace, name,
+                                 fmt::join(DeviceList({*found->allocation}), "; "));
+      continue;
+    }
+    placing.claims.push_back(*found);
+  }
+  if (placing.claims.empty()) {
+    if (!json) std::cout << "Every claim of the pod is allocated: nothing to place.\n";
+    if (json)
+      std::cout << R"({"claims":[],"chosen":null,"nodes":[]})"
+                << "\n";
+    return 0;
+  }
+  ObjectsFile others = cluster;
+  std::erase_if(others.pods, [&](const Pod& p) { return p.uid == pod.uid; });
+  return ExplainClaims(others, placing, policy, workload, json);
 }
 
 }  // namespace devshare::cli

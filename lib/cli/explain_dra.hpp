@@ -22,6 +22,13 @@ namespace devshare::cli {
 int ExplainClaims(const ObjectsFile& cluster, const ObjectsFile& pod, const std::string& policy,
                   const std::vector<WorkloadClass>& workload, bool json);
 
+// The same for a pod of the live cluster with DRA claims: its claims found
+// among `cluster.claims` (by name, or the one made from a template); those
+// allocated already are said and left out, the others placed. A claim not
+// made yet, or not found, is an error (exit 1).
+int ExplainPodClaims(const ObjectsFile& cluster, const Pod& pod, const std::string& policy,
+                     const std::vector<WorkloadClass>& workload, bool json);
+
 }  // namespace devshare::cli
 
 #endif  // DEVSHARE_CLI_EXPLAIN_DRA_HPP_

@@ -5,19 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "devshare/dra.hpp"
-#include "devshare/objects.hpp"
+#include "devshare/kube/cluster_read.hpp"
 #include "devshare/status.hpp"
 
 namespace devshare::cli {
 
-struct ObjectsFile {
-  std::vector<Node> nodes;
-  std::vector<Pod> pods;
-  std::vector<dra::ResourceSlice> slices;
-  std::vector<dra::DeviceClass> device_classes;
-  std::vector<dra::ResourceClaim> claims;
-};
+// The objects of a file, as a read of a live cluster holds them (no
+// resource quotas; `undecodable` is not used: a file's object that does not
+// decode is an error).
+using ObjectsFile = kube::ClusterObjects;
 
 // Reads every object in `path`: a YAML or JSON document, a multi-document
 // YAML stream, a `kind: List` with `items`, or a typed list as the API

@@ -123,7 +123,7 @@ int Run(const TopOptions& o) {
       return fail("--cluster reads a file: --kubeconfig and --context do not go with it");
     Result<ObjectsFile> file = ReadObjectsFile(o.cluster);
     if (!file.ok()) return fail(file.status().message());
-    objects = kube::ClusterObjects{std::move(file->nodes), std::move(file->pods), {}, {}};
+    objects = std::move(*file);
   } else {
     Result<kube::ClusterAccess> access = FindAccess(o.live);
     if (!access.ok()) return fail(access.status().message());

@@ -8,7 +8,9 @@
 # the claim's allocation from the API objects as they are, then a pod using
 # the claim is created and kube-scheduler (no devshare) allocates and binds
 # it; the device and the consumed capacity must be the predicted ones (the
-# share ID is random upstream). Run inside the cluster's environment:
+# share ID is random upstream). `devshare explain --pod` on the live cluster
+# says why the pod that fits nowhere does not fit. Run inside the cluster's
+# environment:
 #   tests/e2e/control-plane.sh run -- tests/e2e/dra-upstream.sh
 # Needs DEVSHARE. Prints "e2e-dra: N passed, N failed" last.
 set -uo pipefail
@@ -131,6 +133,18 @@ for entry in "${claims[@]}"; do
     check "kube-scheduler, as predicted, does not allocate $name" not_allocated "$name"
   fi
 done
+
+# devshare explain on the live cluster, for a DRA pod: the pending one says
+# why no device takes its claim; a bound one that its claim is allocated.
+explains() {  # explains POD PATTERN
+  "$DEVSHARE" explain --kubeconfig "$KUBECONFIG" --pod "default/$1" >"$work/explain-$1.txt" 2>&1 &&
+    grep -qE -- "$2" "$work/explain-$1.txt"
+}
+check "devshare explain --pod default/share-e: no device has 1 core left" \
+  explains share-e "$node +no +share-e hami-gpu-0: cores: needs 1, 0 of 100 free"
+check "devshare explain --pod default/share-a: its claim is allocated" \
+  explains share-a "Claim default/share-a is allocated already: gpu: $driver/$node/hami-gpu-0"
+cat "$work/explain-share-e.txt"
 
 for entry in "${claims[@]}"; do
   name=${entry%%|*}

@@ -55,6 +55,25 @@ void Add(std::string_view kind, const bj::object& item, ClusterObjects& out) {
     return out.undecodable.push_back(
         fmt::format("pod {}: {}", NameOf(item), pod.status().message()));
   }
+  if (kind == "resourceslices" || kind == "deviceclasses" || kind == "resourceclaims") {
+    const std::string text = bj::serialize(item);
+    Status failed;
+    if (kind == "resourceslices") {
+      Result<dra::ResourceSlice> slice = dra::DecodeResourceSlice(text);
+      if (slice.ok()) return out.slices.push_back(std::move(*slice));
+      failed = slice.status();
+    } else if (kind == "deviceclasses") {
+      Result<dra::DeviceClass> device_class = dra::DecodeDeviceClass(text);
+      if (device_class.ok()) return out.device_classes.push_back(std::move(*device_class));
+      failed = device_class.status();
+    } else {
+      Result<dra::ResourceClaim> claim = dra::DecodeResourceClaim(text);
+      if (claim.ok()) return out.claims.push_back(std::move(*claim));
+      failed = claim.status();
+    }
+    return out.undecodable.push_back(
+        fmt::format("{} {}: {}", kind.substr(0, kind.size() - 1), NameOf(item), failed.message()));
+  }
   const bj::object* meta = Object(item, "metadata");
   const bj::object* spec = Object(item, "spec");
   ResourceQuotaObject quota;
@@ -81,9 +100,17 @@ struct Lister {
   struct Kind {
     std::string_view name, path, field_selector;
   };
-  static constexpr Kind kKinds[] = {{"nodes", "/api/v1/nodes", ""},
-                                    {"pods", "/api/v1/pods", kUnfinishedPods},
-                                    {"resourcequotas", "/api/v1/resourcequotas", ""}};
+  static constexpr Kind kKinds[] = {
+      {"nodes", "/api/v1/nodes", ""},
+      {"pods", "/api/v1/pods", kUnfinishedPods},
+      {"resourcequotas", "/api/v1/resourcequotas", ""},
+      {"resourceslices", "/apis/resource.k8s.io/v1/resourceslices", ""},
+      {"deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses", ""},
+      {"resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims", ""}};
+  // The DRA lists: a cluster that does not serve resource.k8s.io/v1 has none.
+  static bool Optional(std::string_view what) {
+    return what == "resourceslices" || what == "deviceclasses" || what == "resourceclaims";
+  }
 
   void List(std::size_t kind, const std::string& continue_token, std::size_t so_far) {
     if (kind == std::size(kKinds)) {
@@ -94,6 +121,7 @@ struct Lister {
         ListTarget(kKinds[kind].path, kKinds[kind].field_selector, continue_token);
     client.Call("list", "GET", target, "", "", [this, kind, so_far](const ApiResponse& r) {
       const std::string_view what = kKinds[kind].name;
+      if (r.status == 404 && Optional(what)) return List(kind + 1, "", 0);
       if (r.status != 200) {
         failure = Unavailable(fmt::format("listing {} at {}", what, server), r);
         done = true;

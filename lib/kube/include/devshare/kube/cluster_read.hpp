@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devshare/dra.hpp"
 #include "devshare/kube/cluster_access.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/status.hpp"
@@ -34,13 +35,18 @@ struct ClusterObjects {
   std::vector<Node> nodes;
   std::vector<Pod> pods;  // every pod not Succeeded or Failed
   std::vector<ResourceQuotaObject> quotas;
+  // DRA (resource.k8s.io/v1); empty where the API server does not serve it.
+  std::vector<dra::ResourceSlice> slices;
+  std::vector<dra::DeviceClass> device_classes;
+  std::vector<dra::ResourceClaim> claims;
   // Objects the API server returned that do not decode, each with why
   // ("node gpu-3: ..."); they are left out above.
   std::vector<std::string> undecodable;
 };
 
 // Called after each page of a list: what is being listed ("nodes", "pods",
-// "resourcequotas") and how many of them so far.
+// "resourcequotas", "resourceslices", "deviceclasses", "resourceclaims") and
+// how many of them so far.
 using ReadProgress = std::function<void(std::string_view what, std::size_t so_far)>;
 
 // One command's reads of a live cluster, on one API client (so an exec
@@ -54,8 +60,8 @@ class ClusterReader {
 
   // Errors: ApiClient::Start's.
   Status Start();
-  // Lists the nodes, the pods that are not finished and the resource quotas
-  // (500 a page). Errors: kUnavailable naming the list, the server and its
+  // Lists the nodes, the pods that are not finished, the resource quotas and
+  // the DRA objects (500 a page). Errors: kUnavailable naming the list, the server and its
   // status or the transport error.
   Result<ClusterObjects> ReadCluster(const ReadProgress& progress);
   // One pod by namespace and name. Errors: kNotFound when the API server has
