@@ -2,7 +2,7 @@
 # Runs the libFuzzer targets, repeatably (a fixed input count from a fixed
 # seed) or exploring (random seed, bounded in time).
 #
-#   tests/fuzz/run.sh BUILD_DIR --runs N [--seed S] [--jobs J] [TARGET...]
+#   tests/fuzz/run.sh BUILD_DIR --runs N [--runs-for TARGET=N]... [--seed S] [--jobs J] [TARGET...]
 #   tests/fuzz/run.sh BUILD_DIR --seconds N [--jobs J] [TARGET...]
 #
 # BUILD_DIR is a meson build configured with -Dfuzz=enabled (see
@@ -13,6 +13,8 @@
 #   inputs have run in all, with address-space randomisation off. The same
 #   commit runs the same inputs on every machine, so a pass or a failure
 #   repeats. This is what `make test` runs.
+# --runs-for TARGET=N: N inputs for TARGET instead of --runs' (a slow
+#   target's count, repeatable).
 # --seconds: libFuzzer picks a random seed and runs for N seconds from the
 #   committed corpus: exploration (`make fuzz`). The seed is printed, so a
 #   finding can be replayed.
@@ -27,7 +29,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 BUILD_DIR (--runs N [--seed S] | --seconds N) [--jobs J] [TARGET...]" >&2
+  echo "usage: $0 BUILD_DIR (--runs N [--runs-for TARGET=N]... [--seed S] | --seconds N) [--jobs J] [TARGET...]" >&2
   exit 2
 }
 positive() {  # positive NAME VALUE
@@ -42,10 +44,14 @@ seconds=""
 seed=1
 jobs=1
 targets=()
+declare -A runs_for=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) [ $# -ge 2 ] || usage; positive --runs "$2"; runs=$2; shift 2 ;;
     --seconds) [ $# -ge 2 ] || usage; positive --seconds "$2"; seconds=$2; shift 2 ;;
+    --runs-for)
+      [ $# -ge 2 ] && [[ $2 == *=* ]] || usage
+      positive --runs-for "${2#*=}"; runs_for[${2%%=*}]=${2#*=}; shift 2 ;;
     --seed) [ $# -ge 2 ] || usage; positive --seed "$2"; seed=$2; shift 2 ;;
     --jobs) [ $# -ge 2 ] || usage; positive --jobs "$2"; jobs=$2; shift 2 ;;
     -*) echo "run.sh: unknown option $1" >&2; usage ;;
@@ -157,7 +163,7 @@ run_target() {
     if [ -d "$here/corpus/$name" ]; then cp -R "$here/corpus/$name/." "$dir/seeds/"; fi
     (cd "$dir" && find seeds -type f | LC_ALL=C sort | paste -sd, >seeds.txt)
     [ -s "$dir/seeds.txt" ] && mode_flags+=("-seed_inputs=@seeds.txt")
-    mode_flags+=("-runs=$runs" "-seed=$seed" "-reload=0")
+    mode_flags+=("-runs=${runs_for[$name]:-$runs}" "-seed=$seed" "-reload=0")
   else
     if [ -d "$here/corpus/$name" ]; then cp -R "$here/corpus/$name/." "$corpus/"; fi
     mode_flags+=("-max_total_time=$seconds")
