@@ -807,8 +807,27 @@ TEST_CASE("kube: a live read lists every page, says how far it came, and keeps w
   HttpServer server(server_io, Loopback(), [&](HttpRequest r, Responder respond) {
     targets.push_back(r.target);
     std::string body;
-    if (r.target.starts_with("/api/v1/namespaces/")) {
+    // A cluster serving DRA's classes and claims but, say, no slices yet: a
+    // 404 for a DRA list is an empty list.
+    if (r.target.starts_with("/api/v1/namespaces/") ||
+        r.target.starts_with("/apis/resource.k8s.io/v1/resourceslices")) {
       respond(HttpResponse{404, "application/json", "{}", {}});
+      return;
+    }
+    if (r.target.starts_with("/apis/resource.k8s.io/v1/deviceclasses")) {
+      respond(HttpResponse{200,
+                           "application/json",
+                           R"({"metadata":{},"items":[{"metadata":{"name":"gpu"},"spec":{}}]})",
+                           {}});
+      return;
+    }
+    if (r.target.starts_with("/apis/resource.k8s.io/v1/resourceclaims")) {
+      respond(HttpResponse{
+          200,
+          "application/json",
+          R"({"metadata":{},"items":[{"metadata":{"name":"c","namespace":"d"},"spec":{}},)"
+          R"({"metadata":{"name":"bad","namespace":"d"},"spec":{"devices":7}}]})",
+          {}});
       return;
     }
     if (r.target.starts_with("/api/v1/nodes") && r.target.find("continue=") == std::string::npos) {
@@ -846,14 +865,25 @@ TEST_CASE("kube: a live read lists every page, says how far it came, and keeps w
   CHECK(read->nodes.back().name == "n599");
   REQUIRE(read->pods.size() == 1);
   CHECK(read->pods[0].name == "p");
-  REQUIRE(read->undecodable.size() == 1);
+  REQUIRE(read->undecodable.size() == 2);
   CHECK(read->undecodable[0].starts_with("pod d/bad: "));
+  CHECK(read->undecodable[1].starts_with("resourceclaim d/bad: "));
   REQUIRE(read->quotas.size() == 1);
   CHECK(*read->quotas[0].hard.Find("limits.nvidia.com/gpumem") == "1000");
-  CHECK(progress == std::vector<std::pair<std::string, std::size_t>>{
-                        {"nodes", 500}, {"nodes", 600}, {"pods", 2}, {"resourcequotas", 1}});
-  REQUIRE(targets.size() == 5);
-  CHECK(targets[4] == "/api/v1/namespaces/d/pods/gone");
+  CHECK(read->slices.empty());
+  REQUIRE(read->device_classes.size() == 1);
+  CHECK(read->device_classes[0].name == "gpu");
+  REQUIRE(read->claims.size() == 1);
+  CHECK(read->claims[0].name == "c");
+  CHECK(progress == std::vector<std::pair<std::string, std::size_t>>{{"nodes", 500},
+                                                                     {"nodes", 600},
+                                                                     {"pods", 2},
+                                                                     {"resourcequotas", 1},
+                                                                     {"deviceclasses", 1},
+                                                                     {"resourceclaims", 2}});
+  REQUIRE(targets.size() == 8);
+  CHECK(targets[4] == "/apis/resource.k8s.io/v1/resourceslices?limit=500");
+  CHECK(targets[7] == "/api/v1/namespaces/d/pods/gone");
   CHECK_MESSAGE(missing.status().code() == StatusCode::kNotFound, missing.status().message());
   CHECK(targets[1] == "/api/v1/nodes?limit=500&continue=tok%2F1%3D");
   CHECK(targets[2].starts_with("/api/v1/pods?limit=500&fieldSelector=status.phase%21%3DSucceeded"));
