@@ -637,22 +637,25 @@ class Search {
                               const DeviceClass* device_class,
                               const std::vector<std::string>& selectors) {
     const ResourceClaim& claim = claims_[key.claim];
-    const std::string owner = device_class != nullptr
-                                  ? fmt::format("class {}", device_class->name)
-                                  : fmt::format("claim {}/{}", claim.claim_namespace, claim.name);
+    // Named in errors only: not formatted on the way that matches.
+    auto owner = [&] {
+      return device_class != nullptr
+                 ? fmt::format("class {}", device_class->name)
+                 : fmt::format("claim {}/{}", claim.claim_namespace, claim.name);
+    };
     for (std::size_t i = 0; i < selectors.size(); ++i) {
       const Result<Selector>& compiled = selectors_.Compile(selectors[i]);
       if (!compiled.ok()) {
         const Status& s = compiled.status();
         std::string message =
-            fmt::format("{}: selector #{}: CEL compile error: {}", owner, i, s.message());
+            fmt::format("{}: selector #{}: CEL compile error: {}", owner(), i, s.message());
         if (s.code() == StatusCode::kUnsupported) return Status::Unsupported(std::move(message));
         return Status::InvalidArgument(std::move(message));
       }
       Result<bool> m = Matches(*compiled, candidate.id.driver, candidate.device());
       if (!m.ok()) {
         std::string message = fmt::format(
-            "{}: selector #{} on device {}/{}/{}: CEL runtime error: {}", owner, i,
+            "{}: selector #{} on device {}/{}/{}: CEL runtime error: {}", owner(), i,
             candidate.id.driver, candidate.id.pool, candidate.id.device, m.status().message());
         if (m.status().code() == StatusCode::kUnsupported)
           return Status::Unsupported(std::move(message));
