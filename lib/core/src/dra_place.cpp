@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -116,14 +117,26 @@ const Capacities* FirstRequestCapacity(const std::vector<ResourceClaim>& claims)
   return nullptr;
 }
 
-// The node, or NotFound. A registered node always has a DRA view.
-Result<const ::devshare::internal::NodeState*> NodeOf(const ClusterSnapshot& snapshot,
-                                                      std::string_view node) {
+bool Fits(::devshare::internal::Room room, const PodResources& pod);
+
+// A node that the pod's CPU and memory fit, with its free CPU and memory.
+struct RoomyNode {
+  const ::devshare::internal::NodeState* state = nullptr;
+  ::devshare::internal::Room room;
+};
+
+// The node when the pod's CPU and memory fit it, nullopt when they do not;
+// NotFound for a node the snapshot does not hold (a registered node always
+// has a DRA view).
+Result<std::optional<RoomyNode>> RoomyNodeOf(const ClusterSnapshot& snapshot, std::string_view node,
+                                             const PodResources& pod) {
   const ::devshare::internal::SnapshotState& s = snapshot.state();
   const ::devshare::internal::NodeState* state = s.FindNode(node);
   if (state == nullptr || !s.dra.nodes.contains(node))
     return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
-  return state;
+  const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
+  if (!Fits(room, pod)) return std::optional<RoomyNode>();
+  return std::optional<RoomyNode>(RoomyNode{state, room});
 }
 
 bool Fits(::devshare::internal::Room room, const PodResources& pod) {
@@ -199,12 +212,11 @@ const PlacerOptions& Placer::options() const { return impl_->options; }
 Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
                                            const std::vector<ResourceClaim>& claims,
                                            const PodResources& pod, std::string_view node) {
-  Impl& impl = *impl_;
-  Result<const ::devshare::internal::NodeState*> found = NodeOf(snapshot, node);
+  Result<std::optional<RoomyNode>> found = RoomyNodeOf(snapshot, node, pod);
   if (!found.ok()) return found.status();
-  const ::devshare::internal::NodeState* state = *found;
-  const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
-  if (!Fits(room, pod)) return std::optional<NodeFit>();
+  if (!*found) return std::optional<NodeFit>();
+  const auto [state, room] = **found;
+  Impl& impl = *impl_;
   Result<const std::vector<GatheredPool>*> pools = snapshot.DraPools(node);
   if (!pools.ok()) return pools.status();
   const AllocatedState& allocated = snapshot.dra_allocated();
@@ -277,12 +289,11 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
 Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
                                               const std::vector<ResourceClaim>& claims,
                                               const PodResources& pod, std::string_view node) {
-  Impl& impl = *impl_;
-  Result<const ::devshare::internal::NodeState*> found = NodeOf(snapshot, node);
+  Result<std::optional<RoomyNode>> found = RoomyNodeOf(snapshot, node, pod);
   if (!found.ok()) return found.status();
-  const ::devshare::internal::NodeState* state = *found;
-  const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
-  if (!Fits(room, pod)) return std::optional<FitScore>();
+  if (!*found) return std::optional<FitScore>();
+  const auto [state, room] = **found;
+  Impl& impl = *impl_;
   const ::devshare::internal::SnapshotState& s = snapshot.state();
   const auto view = s.dra.nodes.find(node);
   if (impl.verdicts_of != &snapshot) {
