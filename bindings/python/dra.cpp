@@ -14,6 +14,7 @@
 #include "common.hpp"
 #include "devshare/dra_allocate.hpp"
 #include "devshare/dra_cel.hpp"
+#include "devshare/dra_place.hpp"
 
 namespace devshare::python {
 
@@ -51,13 +52,10 @@ DraInputs InputsFrom(const std::vector<std::string>& slices,
     if (claim.allocation) c.allocated.Add(*claim.allocation);
   }
   c.options.fractional_capacity_range = fractional_capacity_range;
-  if (policy == "binpack") {
-    c.options.device_order = dra::DeviceOrder::kMostUsedFirst;
-  } else if (policy == "spread") {
-    c.options.device_order = dra::DeviceOrder::kLeastUsedFirst;
-  } else if (policy != "upstream") {
+  const std::optional<dra::Policy> named = dra::PolicyNamed(policy);
+  if (!named || *named == dra::Policy::kFgd)
     Raise(Status::InvalidArgument("policy must be upstream, binpack or spread, not " + policy));
-  }
+  c.options.device_order = dra::DeviceOrderOf(*named);
   return c;
 }
 

@@ -202,16 +202,11 @@ class Cluster {
   dra::Placer& PlacerFor(const std::string& policy) {
     auto it = placers_.find(policy);
     if (it != placers_.end()) return it->second;
-    dra::PlacerOptions options;
-    if (policy == "binpack") {
-      options.policy = dra::Policy::kBinpack;
-    } else if (policy == "spread") {
-      options.policy = dra::Policy::kSpread;
-    } else if (policy == "fgd") {
-      options.policy = dra::Policy::kFgd;
-    } else {
+    const std::optional<dra::Policy> named = dra::PolicyNamed(policy);
+    if (!named || *named == dra::Policy::kUpstream)
       Raise(Status::InvalidArgument("DRA policy must be binpack, spread or fgd, not " + policy));
-    }
+    dra::PlacerOptions options;
+    options.policy = *named;
     options.workload = options_.workload;
     return placers_.emplace(policy, Unwrap(dra::Placer::Make(std::move(options)))).first->second;
   }

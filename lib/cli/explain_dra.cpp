@@ -20,14 +20,6 @@ namespace {
 
 namespace bj = boost::json;
 
-std::optional<dra::Policy> PolicyNamed(const std::string& name) {
-  if (name == "upstream") return dra::Policy::kUpstream;
-  if (name == "binpack") return dra::Policy::kBinpack;
-  if (name == "spread") return dra::Policy::kSpread;
-  if (name == "fgd") return dra::Policy::kFgd;
-  return std::nullopt;
-}
-
 // A quantity for people: whole Gi or Mi where it is one, else as the API
 // server writes it.
 std::string Readable(dra::Quantity q) {
@@ -101,7 +93,7 @@ int ExplainClaims(const ObjectsFile& cluster, const ObjectsFile& pod, const std:
     std::cerr << "devshare explain: " << message << "\n";
     return 1;
   };
-  const std::optional<dra::Policy> chosen_policy = PolicyNamed(policy);
+  const std::optional<dra::Policy> chosen_policy = dra::PolicyNamed(policy);
   if (!chosen_policy)
     return fail(fmt::format("unknown DRA policy {} (upstream, binpack, spread or fgd)", policy));
   if (pod.pods.size() > 1)

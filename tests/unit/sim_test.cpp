@@ -465,7 +465,7 @@ TEST_CASE("sim: DRA mode places claims by policy, the same for the same seed") {
         PodSpec{"whole" + std::to_string(i), 1, 1000, "T4", 1000, 1024, 5000 + 1000 * i, 0});
   s.dra.enabled = true;
   std::map<std::string, std::uint64_t> bound;
-  for (const auto& [name, policy] : kDraPolicyNames) {
+  for (const auto& [name, policy] : dra::kPolicyNames) {
     s.dra.policy = policy;
     Result<Report> r = Run(s, 3);
     REQUIRE(r.ok());

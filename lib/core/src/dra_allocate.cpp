@@ -186,6 +186,20 @@ Result<Capacities> ConsumedCapacity(const Capacities& requests, const Device& de
   return consumed;
 }
 
+double ConsumedShare(const Device& device, const Capacities* consumed, const Capacities* extra) {
+  double share = 0;
+  for (const auto& [name, capacity] : device.capacity) {
+    if (capacity.value.milli <= 0) continue;
+    std::int64_t taken = 0;
+    for (const Capacities* c : {consumed, extra}) {
+      if (c == nullptr) continue;
+      if (auto q = c->find(name); q != c->end()) taken += q->second.milli;
+    }
+    share = std::max(share, static_cast<double>(taken) / static_cast<double>(capacity.value.milli));
+  }
+  return share;
+}
+
 namespace {
 
 // Whether the request fits the device's capacity on top of what is
@@ -907,14 +921,7 @@ class Search {
   double UsedShare(const CandidateDevice& candidate) const {
     auto consumed = allocated_.consumed_capacity.find(candidate.id);
     if (consumed == allocated_.consumed_capacity.end()) return 0;
-    double share = 0;
-    for (const auto& [name, capacity] : candidate.device().capacity) {
-      auto c = consumed->second.find(name);
-      if (c == consumed->second.end() || capacity.value.milli <= 0) continue;
-      share = std::max(
-          share, static_cast<double>(c->second.milli) / static_cast<double>(capacity.value.milli));
-    }
-    return share;
+    return ConsumedShare(candidate.device(), &consumed->second);
   }
 
   // allocateOne: device `device` of request `key`, trying candidates from

@@ -15,6 +15,10 @@
 
 namespace devshare::dra {
 
+// The core's private units (fragmentation, the snapshot's state); dra has
+// an `internal` of its own.
+namespace core = ::devshare::internal;
+
 namespace {
 
 using Capacities = std::map<std::string, Quantity>;
@@ -24,17 +28,7 @@ using Capacities = std::map<std::string, Quantity>;
 float FreeShare(const Device& device, bool held_whole, const Capacities* consumed,
                 const Capacities* extra) {
   if (held_whole) return 0;
-  double used = 0;
-  for (const auto& [name, capacity] : device.capacity) {
-    if (capacity.value.milli <= 0) continue;
-    std::int64_t taken = 0;
-    for (const Capacities* c : {consumed, extra}) {
-      if (c == nullptr) continue;
-      if (auto q = c->find(name); q != c->end()) taken += q->second.milli;
-    }
-    used = std::max(used, static_cast<double>(taken) / static_cast<double>(capacity.value.milli));
-  }
-  return static_cast<float>(std::clamp(1.0 - used, 0.0, 1.0));
+  return static_cast<float>(std::clamp(1.0 - ConsumedShare(device, consumed, extra), 0.0, 1.0));
 }
 
 // A node's DRA devices as fgd and the used-share scores see them.
@@ -117,12 +111,12 @@ const Capacities* FirstRequestCapacity(const std::vector<ResourceClaim>& claims)
   return nullptr;
 }
 
-bool Fits(::devshare::internal::Room room, const PodResources& pod);
+bool Fits(core::Room room, const PodResources& pod);
 
 // A node that the pod's CPU and memory fit, with its free CPU and memory.
 struct RoomyNode {
-  const ::devshare::internal::NodeState* state = nullptr;
-  ::devshare::internal::Room room;
+  const core::NodeState* state = nullptr;
+  core::Room room;
 };
 
 // The node when the pod's CPU and memory fit it, nullopt when they do not;
@@ -130,22 +124,22 @@ struct RoomyNode {
 // has a DRA view).
 Result<std::optional<RoomyNode>> RoomyNodeOf(const ClusterSnapshot& snapshot, std::string_view node,
                                              const PodResources& pod) {
-  const ::devshare::internal::SnapshotState& s = snapshot.state();
-  const ::devshare::internal::NodeState* state = s.FindNode(node);
+  const core::SnapshotState& s = snapshot.state();
+  const core::NodeState* state = s.FindNode(node);
   if (state == nullptr || !s.dra.nodes.contains(node))
     return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
-  const ::devshare::internal::Room room = ::devshare::internal::FreeRoom(*state);
+  const core::Room room = core::FreeRoom(*state);
   if (!Fits(room, pod)) return std::optional<RoomyNode>();
   return std::optional<RoomyNode>(RoomyNode{state, room});
 }
 
-bool Fits(::devshare::internal::Room room, const PodResources& pod) {
+bool Fits(core::Room room, const PodResources& pod) {
   return room.cpu >= pod.cpu_milli && room.memory >= pod.memory_bytes;
 }
 
-::devshare::internal::Room Less(::devshare::internal::Room room, const PodResources& pod) {
-  if (room.cpu != ::devshare::internal::kUnlimited) room.cpu -= pod.cpu_milli;
-  if (room.memory != ::devshare::internal::kUnlimited) room.memory -= pod.memory_bytes;
+core::Room Less(core::Room room, const PodResources& pod) {
+  if (room.cpu != core::kUnlimited) room.cpu -= pod.cpu_milli;
+  if (room.memory != core::kUnlimited) room.memory -= pod.memory_bytes;
   return room;
 }
 
@@ -164,8 +158,8 @@ struct NodeVerdicts {
 
 struct Placer::Impl {
   PlacerOptions options;
-  ::devshare::internal::FgdModel model;
-  ::devshare::internal::FitMemo fits;
+  core::FgdModel model;
+  core::FitMemo fits;
   SelectorCache selectors;
   NodeDevices node;
   // Score's verdicts for one snapshot, by node; a node's are dropped when
@@ -198,11 +192,10 @@ Placer::Placer(Placer&&) noexcept = default;
 Placer& Placer::operator=(Placer&&) noexcept = default;
 
 Result<Placer> Placer::Make(PlacerOptions options) {
-  if (Status valid = ::devshare::internal::ValidateWorkload(options.workload); !valid.ok())
-    return valid;
+  if (Status valid = core::ValidateWorkload(options.workload); !valid.ok()) return valid;
   auto impl = std::make_unique<Impl>();
-  impl->model = ::devshare::internal::MakeFgdModel(options.workload);
-  ::devshare::internal::TabulateCells(impl->model);
+  impl->model = core::MakeFgdModel(options.workload);
+  core::TabulateCells(impl->model);
   impl->options = std::move(options);
   return Placer(std::move(impl));
 }
@@ -225,45 +218,31 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
   AllocatorOptions allocator;
   allocator.fractional_capacity_range = impl.options.fractional_capacity_range;
   allocator.selector_cache = &impl.selectors;
-  ::devshare::internal::FragState sums;
-  ::devshare::internal::FitWeights weights_after;
+  core::FragState sums;
+  core::FitWeights weights_after;
   const Capacities* const asked = FirstRequestCapacity(claims);  // fgd's device cost reads it
   impl.node.free.clear();
   if (policy != Policy::kUpstream) Collect(**pools, allocated, impl.node);
-  switch (policy) {
-    case Policy::kUpstream:
-      allocator.device_order = DeviceOrder::kUpstream;
-      break;
-    case Policy::kBinpack:
-      allocator.device_order = DeviceOrder::kMostUsedFirst;
-      break;
-    case Policy::kSpread:
-      allocator.device_order = DeviceOrder::kLeastUsedFirst;
-      break;
-    case Policy::kFgd: {
-      ::devshare::internal::Measure(impl.node.free, impl.model, sums);
-      weights_after = ::devshare::internal::FitFor(impl.model, Less(room, pod), impl.fits);
-      allocator.device_order = DeviceOrder::kLowestCostFirst;
-      allocator.device_cost = [&](const DeviceId& id, const Device& device) {
-        auto at = std::find(impl.node.ids.begin(), impl.node.ids.end(), id);
-        if (at == impl.node.ids.end()) return 0.0;
-        const float before = impl.node.free[static_cast<std::size_t>(at - impl.node.ids.begin())];
-        float after = 0;
-        if (device.allow_multiple_allocations && asked != nullptr) {
-          Result<Capacities> taken =
-              ConsumedCapacity(*asked, device, impl.options.fractional_capacity_range);
-          auto consumed = allocated.consumed_capacity.find(id);
-          if (taken.ok())
-            after = FreeShare(
-                device, false,
-                consumed == allocated.consumed_capacity.end() ? nullptr : &consumed->second,
-                &*taken);
-        }
-        return ::devshare::internal::FragmentationAfterMove(sums, before, after, impl.model,
-                                                            weights_after);
-      };
-      break;
-    }
+  allocator.device_order = DeviceOrderOf(policy);
+  if (policy == Policy::kFgd) {
+    core::Measure(impl.node.free, impl.model, sums);
+    weights_after = core::FitFor(impl.model, Less(room, pod), impl.fits);
+    allocator.device_cost = [&](const DeviceId& id, const Device& device) {
+      auto at = std::find(impl.node.ids.begin(), impl.node.ids.end(), id);
+      if (at == impl.node.ids.end()) return 0.0;
+      const float before = impl.node.free[static_cast<std::size_t>(at - impl.node.ids.begin())];
+      float after = 0;
+      if (device.allow_multiple_allocations && asked != nullptr) {
+        Result<Capacities> taken =
+            ConsumedCapacity(*asked, device, impl.options.fractional_capacity_range);
+        auto consumed = allocated.consumed_capacity.find(id);
+        if (taken.ok())
+          after = FreeShare(
+              device, false,
+              consumed == allocated.consumed_capacity.end() ? nullptr : &consumed->second, &*taken);
+      }
+      return core::FragmentationAfterMove(sums, before, after, impl.model, weights_after);
+    };
   }
   Result<std::optional<std::vector<Allocation>>> allocations =
       Allocate(claims, state->object, **pools, snapshot.device_classes(), allocated, allocator);
@@ -276,12 +255,11 @@ Result<std::optional<NodeFit>> Placer::Fit(const ClusterSnapshot& snapshot,
     const double used = MeanUsed(After(impl.node, allocated, fit.allocations));
     fit.score = policy == Policy::kBinpack ? used : -used;
   } else if (policy == Policy::kFgd) {
-    const double before = ::devshare::internal::Fragmentation(
-        sums, impl.model, ::devshare::internal::FitFor(impl.model, room, impl.fits));
-    ::devshare::internal::FragState after;
-    ::devshare::internal::Measure(After(impl.node, allocated, fit.allocations), impl.model, after);
-    fit.score = ::devshare::internal::FgdNodeScore(
-        before - ::devshare::internal::Fragmentation(after, impl.model, weights_after));
+    const double before =
+        core::Fragmentation(sums, impl.model, core::FitFor(impl.model, room, impl.fits));
+    core::FragState after;
+    core::Measure(After(impl.node, allocated, fit.allocations), impl.model, after);
+    fit.score = core::FgdNodeScore(before - core::Fragmentation(after, impl.model, weights_after));
   }
   return std::optional<NodeFit>(std::move(fit));
 }
@@ -294,7 +272,7 @@ Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
   if (!*found) return std::optional<FitScore>();
   const auto [state, room] = **found;
   Impl& impl = *impl_;
-  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  const core::SnapshotState& s = snapshot.state();
   const auto view = s.dra.nodes.find(node);
   if (impl.verdicts_of != &snapshot) {
     impl.verdicts.clear();
@@ -304,8 +282,8 @@ Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
   if (impl.options.policy == Policy::kFgd) {
     // fgd's score also depends on which workload classes the node's free
     // CPU and memory fit, before and after.
-    key += fmt::format("{}/{}", ::devshare::internal::FitFor(impl.model, room, impl.fits).cell,
-                       ::devshare::internal::FitFor(impl.model, Less(room, pod), impl.fits).cell);
+    key += fmt::format("{}/{}", core::FitFor(impl.model, room, impl.fits).cell,
+                       core::FitFor(impl.model, Less(room, pod), impl.fits).cell);
   }
   NodeVerdicts& verdicts = impl.verdicts[state->name];
   if (verdicts.version != view->second.version) {
@@ -327,14 +305,14 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
   if (impl_->options.policy == Policy::kUpstream)
     return Status::InvalidArgument(
         "policy upstream: kube-scheduler chooses the node; use Fit on each node");
-  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  const core::SnapshotState& s = snapshot.state();
   Placement placement;
-  const ::devshare::internal::NodeState* best = nullptr;
+  const core::NodeState* best = nullptr;
   FitScore best_score;
   for (std::uint32_t i : s.by_name) {
-    const ::devshare::internal::NodeState& node = s.nodes[i];
+    const core::NodeState& node = s.nodes[i];
     if (!node.present) continue;
-    if (!Fits(::devshare::internal::FreeRoom(node), pod)) {
+    if (!Fits(core::FreeRoom(node), pod)) {
       ++placement.short_of_cpu_or_memory;
       continue;
     }
@@ -363,19 +341,18 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
 
 ClusterFragmentation Placer::MeasureFragmentation(const ClusterSnapshot& snapshot) {
   Impl& impl = *impl_;
-  const ::devshare::internal::SnapshotState& s = snapshot.state();
+  const core::SnapshotState& s = snapshot.state();
   ClusterFragmentation result;
-  ::devshare::internal::FragState sums;
+  core::FragState sums;
   for (std::uint32_t i : s.by_name) {
-    const ::devshare::internal::NodeState& node = s.nodes[i];
+    const core::NodeState& node = s.nodes[i];
     if (!node.present) continue;
     Result<const std::vector<GatheredPool>*> pools = snapshot.DraPools(node.name);
     if (!pools.ok()) continue;
     Collect(**pools, snapshot.dra_allocated(), impl.node);
-    ::devshare::internal::Measure(impl.node.free, impl.model, sums);
-    const double fragmented = ::devshare::internal::Fragmentation(
-        sums, impl.model,
-        ::devshare::internal::FitFor(impl.model, ::devshare::internal::FreeRoom(node), impl.fits));
+    core::Measure(impl.node.free, impl.model, sums);
+    const double fragmented = core::Fragmentation(
+        sums, impl.model, core::FitFor(impl.model, core::FreeRoom(node), impl.fits));
     result.nodes.push_back(NodeFragmentation{node.name, sums.all, fragmented});
     result.free_gpus += sums.all;
     result.fragmented_gpus += fragmented;

@@ -43,6 +43,16 @@ void Regather(SnapshotState& s, const std::set<std::string>& nodes) {
   }
 }
 
+// Takes `node` out of nodes_by_pool for the pools it looked at.
+void ForgetCandidatePools(DraState& s, const std::string& node, const DraNode& view) {
+  for (const DraState::PoolKey& key : view.candidate_pools) {
+    auto seen = s.nodes_by_pool.find(key);
+    if (seen == s.nodes_by_pool.end()) continue;
+    seen->second.erase(node);
+    if (seen->second.empty()) s.nodes_by_pool.erase(seen);
+  }
+}
+
 void TouchAll(DraState& s) {
   for (auto& [name, node] : s.nodes) node.version = s.next_version++;
 }
@@ -57,12 +67,7 @@ void RegatherPools(DraState& s, const Node& node) {
   if (auto on = s.slices_by_node.find(node.name); on != s.slices_by_node.end()) add(on->second);
   add(s.unpinned_slices);
   DraNode& view = s.nodes[node.name];
-  for (const DraState::PoolKey& key : view.candidate_pools) {
-    auto seen = s.nodes_by_pool.find(key);
-    if (seen == s.nodes_by_pool.end()) continue;
-    seen->second.erase(node.name);
-    if (seen->second.empty()) s.nodes_by_pool.erase(seen);
-  }
+  ForgetCandidatePools(s, node.name, view);
   view.pools =
       dra::GatherPools(candidates, node, [&](std::string_view driver, std::string_view pool) {
         std::vector<const dra::ResourceSlice*> of_pool;
@@ -81,12 +86,7 @@ void RegatherPools(DraState& s, const Node& node) {
 void DropNode(DraState& s, std::string_view node) {
   auto view = s.nodes.find(node);
   if (view == s.nodes.end()) return;
-  for (const DraState::PoolKey& key : view->second.candidate_pools) {
-    auto seen = s.nodes_by_pool.find(key);
-    if (seen == s.nodes_by_pool.end()) continue;
-    seen->second.erase(view->first);
-    if (seen->second.empty()) s.nodes_by_pool.erase(seen);
-  }
+  ForgetCandidatePools(s, view->first, view->second);
   s.nodes.erase(view);
 }
 

@@ -229,12 +229,8 @@ Result<Report> RunDra(const Scenario& scenario, std::uint64_t seed, const Progre
   std::int32_t smallest_gpu_mib = 0;
   std::vector<std::string> names;
   for (const NodeSpec& spec : scenario.nodes) {
-    Node node;
-    node.name = spec.name;
-    node.uid = "uid-" + spec.name;
+    Node node = PlainNode(spec);
     node.labels.Set("kubernetes.io/hostname", spec.name);
-    if (spec.cpu_milli > 0) node.allocatable.Set("cpu", fmt::format("{}m", spec.cpu_milli));
-    if (spec.memory_mib > 0) node.allocatable.Set("memory", fmt::format("{}Mi", spec.memory_mib));
     if (Status s = snapshot.AddNode(node); !s.ok()) return s;
     if (spec.gpus > 0) {
       snapshot.AddResourceSlice(GpuSlice(spec));

@@ -391,7 +391,10 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
        {"dra",
         [&s](const YAML::Node& n, const std::string& p) {
           s.dra.enabled = true;
-          return ReadMap(n, p, {{"policy", OneOfNames(s.dra.policy, kDraPolicyNames)}});
+          std::vector<std::pair<std::string_view, dra::Policy>> policies;
+          for (const dra::PolicyName& name : dra::kPolicyNames)
+            policies.emplace_back(name.name, name.policy);
+          return ReadMap(n, p, {{"policy", OneOf(s.dra.policy, std::move(policies))}});
         }},
        {"summary", [&summary](const YAML::Node& n,
                               const std::string& p) { return ReadSummary(n, p, summary); }},

@@ -32,14 +32,19 @@ std::string GpuAllocatable(const NodeSpec& spec) {
   return std::to_string(spec.gpus * kSlotsPerGpu);
 }
 
-Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::string& encoded) {
+Node PlainNode(const NodeSpec& spec) {
   Node node;
   node.name = spec.name;
   node.uid = "uid-" + spec.name;
-  node.annotations.Set(register_key, encoded);
-  node.allocatable.Set("nvidia.com/gpu", GpuAllocatable(spec));
   if (spec.cpu_milli > 0) node.allocatable.Set("cpu", fmt::format("{}m", spec.cpu_milli));
   if (spec.memory_mib > 0) node.allocatable.Set("memory", fmt::format("{}Mi", spec.memory_mib));
+  return node;
+}
+
+Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::string& encoded) {
+  Node node = PlainNode(spec);
+  node.annotations.Set(register_key, encoded);
+  node.allocatable.Set("nvidia.com/gpu", GpuAllocatable(spec));
   return node;
 }
 

@@ -29,6 +29,9 @@ std::vector<Device> MakeDevices(const NodeSpec& spec);
 // The node's allocatable `nvidia.com/gpu`: the slots of all its devices.
 std::string GpuAllocatable(const NodeSpec& spec);
 
+// The Node object without devices: its name, a UID, and its CPU and memory
+// as allocatable `cpu` and `memory` when the spec limits them.
+Node PlainNode(const NodeSpec& spec);
 // The Node object as the run starts: its plugin's `encoded` devices under
 // `register_key`, and allocatable GPU slots, CPU and memory (the last two
 // only when the spec limits them). The API server gives it its

@@ -128,6 +128,12 @@ DEVSHARE_EXPORT Result<std::map<std::string, Quantity>> ConsumedCapacity(
     const std::map<std::string, Quantity>& requests, const Device& device,
     bool fractional_capacity_range = false);
 
+// The largest share of any of `device`'s capacities that `consumed` and
+// `extra` (either may be null) take together: 0 for none, 1 for all of one.
+DEVSHARE_EXPORT double ConsumedShare(const Device& device,
+                                     const std::map<std::string, Quantity>* consumed,
+                                     const std::map<std::string, Quantity>* extra = nullptr);
+
 // The same from the pools GatherPools gave for `node`.
 DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> Allocate(
     const std::vector<ResourceClaim>& claims, const Node& node,

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "devshare/dra.hpp"
+#include "devshare/dra_allocate.hpp"
 #include "devshare/export.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/snapshot.hpp"
@@ -48,6 +49,39 @@
 namespace devshare::dra {
 
 enum class Policy { kUpstream, kBinpack, kSpread, kFgd };
+
+// The names scenario files, the CLI and Python give the policies.
+struct PolicyName {
+  std::string_view name;
+  Policy policy;
+};
+inline constexpr PolicyName kPolicyNames[] = {{"upstream", Policy::kUpstream},
+                                              {"binpack", Policy::kBinpack},
+                                              {"spread", Policy::kSpread},
+                                              {"fgd", Policy::kFgd}};
+// The policy called `name`, or nullopt.
+constexpr std::optional<Policy> PolicyNamed(std::string_view name) {
+  for (const PolicyName& p : kPolicyNames) {
+    if (p.name == name) return p.policy;
+  }
+  return std::nullopt;
+}
+
+// The order a policy tries a node's devices in (kFgd's, kLowestCostFirst,
+// needs the costs Placer gives it).
+constexpr DeviceOrder DeviceOrderOf(Policy policy) {
+  switch (policy) {
+    case Policy::kBinpack:
+      return DeviceOrder::kMostUsedFirst;
+    case Policy::kSpread:
+      return DeviceOrder::kLeastUsedFirst;
+    case Policy::kFgd:
+      return DeviceOrder::kLowestCostFirst;
+    case Policy::kUpstream:
+      break;
+  }
+  return DeviceOrder::kUpstream;
+}
 
 // The CPU and memory the pod asks beside its claims.
 struct PodResources {

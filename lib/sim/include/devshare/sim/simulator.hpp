@@ -169,15 +169,8 @@ inline constexpr engine::OptionName<Fault::Kind> kFaultKindNames[] = {
 // retries (a pod that fits nowhere is given up). Latencies are 0.
 struct DraMode {
   bool enabled = false;
-  dra::Policy policy = dra::Policy::kUpstream;
+  dra::Policy policy = dra::Policy::kUpstream;  // named as dra::kPolicyNames says
 };
-
-// The names scenario files and reports give DRA policies.
-inline constexpr engine::OptionName<dra::Policy> kDraPolicyNames[] = {
-    {"upstream", dra::Policy::kUpstream},
-    {"binpack", dra::Policy::kBinpack},
-    {"spread", dra::Policy::kSpread},
-    {"fgd", dra::Policy::kFgd}};
 
 struct Scenario {
   std::vector<NodeSpec> nodes;
