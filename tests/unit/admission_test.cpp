@@ -284,3 +284,107 @@ TEST_CASE("admission: exclusive-core defaulting (spec §3.2 step 5) and the runt
   bj::value cpu = PodWith(bj::array{bj::object{{"name", "c"}}});
   CHECK_FALSE(Admit(cpu, {}, config).patched.at("spec").as_object().contains("runtimeClassName"));
 }
+
+namespace {
+
+// A pod of team-a using `claims` (spec.resourceClaims entries).
+bj::value DraPod(bj::array claims, bj::object spec_extra = {}) {
+  spec_extra["resourceClaims"] = std::move(claims);
+  return PodWith(bj::array{bj::object{{"name", "main"}}}, std::move(spec_extra));
+}
+
+dra::ResourceClaimTemplate Template(std::string name, std::string device_class,
+                                    std::vector<std::string> selectors = {}) {
+  dra::ResourceClaimTemplate t;
+  t.template_namespace = "team-a";
+  t.name = std::move(name);
+  dra::DeviceSelection s;
+  s.device_class_name = std::move(device_class);
+  s.selectors = std::move(selectors);
+  t.spec.requests.push_back(dra::DeviceRequest{"gpu", s, {}});
+  return t;
+}
+
+ClusterSnapshot DraObjects() {
+  ClusterSnapshot snapshot;
+  snapshot.AddDeviceClass(dra::DeviceClass{"hami-gpu", "", {"device.driver == 'hami'"}, {}});
+  snapshot.AddDeviceClass(dra::DeviceClass{"nic", "", {}, {}});
+  snapshot.AddResourceClaimTemplate(Template("share", "hami-gpu"));
+  snapshot.AddResourceClaimTemplate(Template("nic", "nic"));
+  snapshot.AddResourceClaimTemplate(Template("odd", "hami-gpu", {"size({'a': 1}) == 1"}));
+  return snapshot;
+}
+
+bj::object FromTemplate(std::string name, std::string template_name) {
+  return bj::object{{"name", std::move(name)}, {"resourceClaimTemplateName", template_name}};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "admission: DRA pods of served classes are gated, and refused when devshare cannot "
+    "allocate them") {
+  AdmissionOptions options;
+  options.dra_device_classes = {"hami-gpu"};
+  const ClusterSnapshot snapshot = DraObjects();
+  auto gates = [](const Outcome& o) {
+    std::vector<std::string> names;
+    if (const bj::value* g = o.patched.at("spec").as_object().if_contains("schedulingGates")) {
+      for (const bj::value& gate : g->as_array()) names.emplace_back(gate.at("name").as_string());
+    }
+    return names;
+  };
+  using Names = std::vector<std::string>;
+
+  // Served: gated, whatever the scheduler (another scheduler would allocate too).
+  Outcome served = Admit(DraPod(bj::array{FromTemplate("gpu", "share")},
+                                bj::object{{"schedulerName", "other-scheduler"}}),
+                         options, DefaultDeviceConfig(), &snapshot);
+  CHECK(served.decision.allowed);
+  CHECK(gates(served) == Names{"devshare.dev/dra-allocation"});
+  // A gate of its own is kept; ours is appended.
+  Outcome appended = Admit(
+      DraPod(bj::array{FromTemplate("gpu", "share")},
+             bj::object{{"schedulingGates", bj::array{bj::object{{"name", "example.com/q"}}}}}),
+      options, DefaultDeviceConfig(), &snapshot);
+  CHECK(gates(appended) == Names{"example.com/q", "devshare.dev/dra-allocation"});
+  // Already gated: nothing to add.
+  Outcome again = Admit(appended.patched, options, DefaultDeviceConfig(), &snapshot);
+  CHECK(again.decision.patch.empty());
+  // Not seen yet: gated until devshare can judge it.
+  Outcome unknown = Admit(DraPod(bj::array{FromTemplate("gpu", "later")}), options,
+                          DefaultDeviceConfig(), &snapshot);
+  CHECK(gates(unknown) == Names{"devshare.dev/dra-allocation"});
+  // Not served: left alone.
+  Outcome other = Admit(DraPod(bj::array{FromTemplate("net", "nic")}), options,
+                        DefaultDeviceConfig(), &snapshot);
+  CHECK(other.decision.allowed);
+  CHECK(other.decision.patch.empty());
+  // Without served classes nothing is gated.
+  Outcome off =
+      Admit(DraPod(bj::array{FromTemplate("gpu", "share")}), {}, DefaultDeviceConfig(), &snapshot);
+  CHECK(off.decision.patch.empty());
+
+  // Refused, each with the reason.
+  struct Refusal {
+    bj::value pod;
+    std::string says;
+  };
+  const Refusal refusals[] = {
+      {DraPod(bj::array{FromTemplate("gpu", "odd")}),
+       "claim gpu (ResourceClaimTemplate team-a/odd): request gpu: selector "
+       "`size({'a': 1}) == 1`: "},
+      {DraPod(bj::array{FromTemplate("gpu", "share"), FromTemplate("net", "nic")}),
+       "claim gpu (ResourceClaimTemplate team-a/share) asks a DeviceClass devshare serves and "
+       "claim net (ResourceClaimTemplate team-a/nic) one it does not"},
+      {DraPod(bj::array{FromTemplate("gpu", "share")}, bj::object{{"nodeName", "n1"}}),
+       "pod has node assigned"},
+  };
+  for (const Refusal& r : refusals) {
+    Outcome o = Admit(r.pod, options, DefaultDeviceConfig(), &snapshot);
+    INFO(o.decision.message);
+    CHECK_FALSE(o.decision.allowed);
+    CHECK(o.decision.code == 403);
+    CHECK(o.decision.message.find(r.says) != std::string::npos);
+  }
+}

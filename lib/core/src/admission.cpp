@@ -228,7 +228,7 @@ std::string Base64(std::string_view in) {
 
 Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const DeviceConfig& config,
                                           const AdmissionOptions& options,
-                                          const ClusterSnapshot* quotas) {
+                                          const ClusterSnapshot* state) {
   bj::monotonic_resource arena;
   Result<bj::value> doc = internal::ParseJson(review_json, kWhat, bj::storage_ptr(&arena));
   if (!doc.ok()) return doc.status();
@@ -255,15 +255,36 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
     }
   }
   if (pod.containers.empty()) return Deny(d, kDenied, "pod has no containers");
+  const bj::object* spec = ObjectAt(*object, "spec");
+  PatchBuilder patch;
+  if (!options.dra_device_classes.empty() && !pod.resource_claims.empty() && state != nullptr) {
+    const dra::ClaimsVerdict claims =
+        dra::JudgePodClaims(pod, *state, options.dra_device_classes, /*at_admission=*/true);
+    if (claims.kind == dra::ClaimsVerdictKind::kRefused) {
+      return Deny(d, kDenied,
+                  fmt::format("devshare cannot allocate this pod's DRA claims: {}", claims.reason));
+    }
+    if (claims.kind != dra::ClaimsVerdictKind::kNotServed && !dra::HasSchedulingGate(pod)) {
+      if (!pod.node_name.empty()) {
+        return Deny(d, kDenied,
+                    "pod has node assigned; devshare allocates its DRA claims before it is bound");
+      }
+      const bj::object gate{{"name", dra::kSchedulingGate}};
+      if (pod.scheduling_gates.empty()) {
+        patch.Add("/spec/schedulingGates", bj::array{gate});
+      } else {
+        patch.Add("/spec/schedulingGates/-", gate);
+      }
+    }
+  }
   if (!pod.scheduler_name.empty() &&
       (pod.scheduler_name != "default-scheduler" || !options.force_overwrite_default_scheduler) &&
       (options.scheduler_name.empty() || pod.scheduler_name != options.scheduler_name)) {
     d.message = "pod already has different scheduler assigned";
+    d.patch = patch.Serialize();
     return d;
   }
 
-  const bj::object* spec = ObjectAt(*object, "spec");
-  PatchBuilder patch;
   bool has_resource = false;
   const VendorSpec* nvidia = config.FindVendor("NVIDIA");
   struct List {
@@ -309,7 +330,7 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
       if (!pod.node_name.empty()) return Deny(d, kDenied, "pod has node assigned");
     }
   }
-  if (quotas != nullptr && !QuotaAdmits(pod, config, *quotas)) {
+  if (state != nullptr && !QuotaAdmits(pod, config, *state)) {
     return Deny(d, kDenied, "exceeding resource quota");
   }
   d.patch = patch.Serialize();

@@ -196,6 +196,16 @@ bool ClusterSnapshot::RemoveResourceClaim(std::string_view claim_namespace, std:
   return true;
 }
 
+void ClusterSnapshot::AddResourceClaimTemplate(dra::ResourceClaimTemplate claim_template) {
+  std::pair key{claim_template.template_namespace, claim_template.name};
+  state_->dra.templates.insert_or_assign(std::move(key), std::move(claim_template));
+}
+
+bool ClusterSnapshot::RemoveResourceClaimTemplate(std::string_view template_namespace,
+                                                  std::string_view name) {
+  return state_->dra.templates.erase({std::string(template_namespace), std::string(name)}) > 0;
+}
+
 std::size_t ClusterSnapshot::resource_slice_count() const { return state_->dra.slices.size(); }
 std::size_t ClusterSnapshot::resource_claim_count() const { return state_->dra.claims.size(); }
 const dra::DeviceClasses& ClusterSnapshot::device_classes() const { return state_->dra.classes; }
@@ -205,6 +215,12 @@ const dra::ResourceClaim* ClusterSnapshot::FindResourceClaim(std::string_view cl
                                                              std::string_view name) const {
   auto it = state_->dra.claims.find({std::string(claim_namespace), std::string(name)});
   return it == state_->dra.claims.end() ? nullptr : &it->second;
+}
+
+const dra::ResourceClaimTemplate* ClusterSnapshot::FindResourceClaimTemplate(
+    std::string_view template_namespace, std::string_view name) const {
+  auto it = state_->dra.templates.find({std::string(template_namespace), std::string(name)});
+  return it == state_->dra.templates.end() ? nullptr : &it->second;
 }
 
 Result<const std::vector<dra::GatheredPool>*> ClusterSnapshot::DraPools(

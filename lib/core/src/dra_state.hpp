@@ -41,6 +41,7 @@ struct DraState {
   std::map<PoolKey, std::set<std::string>> nodes_by_pool;  // nodes with it in candidate_pools
   dra::DeviceClasses classes;
   std::map<std::pair<std::string, std::string>, dra::ResourceClaim> claims;  // namespace, name
+  std::map<std::pair<std::string, std::string>, dra::ResourceClaimTemplate> templates;
   dra::AllocatedState allocated;
   std::map<std::string, DraNode, std::less<>> nodes;  // every registered node
   std::uint64_t next_version = 1;

@@ -7,12 +7,19 @@
 // under a missing `resources`, `limits` or `env` by adding the parent, never
 // below a path that does not exist.
 //
-// Rules, in HAMi's order: no containers -> deny; the scheduler-name gate;
+// Rules, in HAMi's order: no containers -> deny; DRA (below); the
+// scheduler-name gate;
 // each container's vendor mutation (priority and core-policy env, a default
 // GPU count when only memory/cores are asked, exclusive cores when only a
 // count is asked, the runtime class, NVIDIA_VISIBLE_DEVICES=none under
 // overwriteEnv); privileged containers with devices -> deny; schedulerName
 // rewritten; a pod with nodeName -> deny; the GPU quota pre-check.
+//
+// DRA (devshare/dra_gate.hpp), with served DeviceClasses: a pod whose
+// claims devshare allocates, or that names a claim or template not seen yet,
+// gets dra::kSchedulingGate (whatever its scheduler); one whose claims
+// devshare cannot allocate is denied with the reason, as is one bound to a
+// node already.
 //
 // Differences (docs/compatibility.md): W12 — the core-policy env goes only to
 // containers that ask for a GPU; a memory percentage outside 0..100 is a
@@ -26,6 +33,7 @@
 #include <string>
 #include <string_view>
 
+#include "devshare/dra_gate.hpp"
 #include "devshare/export.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/status.hpp"
@@ -39,6 +47,9 @@ struct AdmissionOptions {
   std::string scheduler_name;
   // Pods naming `default-scheduler` are taken over too. Default: true.
   bool force_overwrite_default_scheduler = true;
+  // The DeviceClasses whose claims devshare allocates. Default: none (no
+  // pod is gated).
+  dra::ServedClasses dra_device_classes;
 };
 
 struct AdmissionDecision {
@@ -50,13 +61,13 @@ struct AdmissionDecision {
   friend bool operator==(const AdmissionDecision&, const AdmissionDecision&) = default;
 };
 
-// Decides on one AdmissionReview. `quotas` (may be null) supplies the GPU
-// quota state for the pre-check. Errors (kMalformed): the review is not JSON,
-// or has no request or uid — answer HTTP 400.
+// Decides on one AdmissionReview. `state` (may be null) supplies the GPU
+// quota state for the pre-check and the DRA objects the pod's claims name. Errors (kMalformed): the
+// review is not JSON, or has no request or uid — answer HTTP 400.
 DEVSHARE_EXPORT Result<AdmissionDecision> DecideAdmission(std::string_view review_json,
                                                           const DeviceConfig& config,
                                                           const AdmissionOptions& options,
-                                                          const ClusterSnapshot* quotas);
+                                                          const ClusterSnapshot* state);
 
 // The AdmissionReview response JSON for `decision` (patch base64-encoded,
 // patchType JSONPatch only when there is a patch).

@@ -131,8 +131,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   Status SetFragmentationWorkload(std::span<const WorkloadClass> workload);
 
   // DRA (resource.k8s.io/v1, devshare/dra.hpp): ResourceSlices by name,
-  // DeviceClasses by name and ResourceClaims by namespace and name, each
-  // added again to replace it. A node's pools (dra::GatherPools) are
+  // DeviceClasses by name, ResourceClaims and ResourceClaimTemplates by
+  // namespace and name, each added again to replace it. A node's pools (dra::GatherPools) are
   // gathered when the node, or a slice it sees or that shares a pool with
   // those, changes — O(the node's slices) — and not per allocation; what
   // claims with an allocation hold is added and taken
@@ -143,6 +143,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   bool RemoveDeviceClass(std::string_view name);
   void AddResourceClaim(dra::ResourceClaim claim);
   bool RemoveResourceClaim(std::string_view claim_namespace, std::string_view name);
+  void AddResourceClaimTemplate(dra::ResourceClaimTemplate claim_template);
+  bool RemoveResourceClaimTemplate(std::string_view template_namespace, std::string_view name);
   std::size_t resource_slice_count() const;
   std::size_t resource_claim_count() const;
   const dra::DeviceClasses& device_classes() const;
@@ -151,6 +153,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // The claim, or nullptr.
   const dra::ResourceClaim* FindResourceClaim(std::string_view claim_namespace,
                                               std::string_view name) const;
+  const dra::ResourceClaimTemplate* FindResourceClaimTemplate(std::string_view template_namespace,
+                                                              std::string_view name) const;
   // The pools `node` sees, in the allocator's order, or NotFound for an
   // unknown node. Valid until the next change to the snapshot.
   Result<const std::vector<dra::GatheredPool>*> DraPools(std::string_view node) const;
