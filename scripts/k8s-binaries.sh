@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs or builds what the Kubernetes end-to-end test runs, into a cache:
-#   kube-apiserver, kube-scheduler  built from k8s.io/kubernetes (tests/e2e/k8s/go.mod)
+#   kube-apiserver, kube-scheduler, built from k8s.io/kubernetes (tests/e2e/k8s/go.mod);
+#   kube-controller-manager         the last for tests/e2e/control-plane.sh --controller-manager
+#                                   (which runs only its ResourceClaim controller)
 #   helm                            built from helm.sh/helm/v3 (tests/e2e/helm/go.mod),
 #                                   for the chart test (charts/devshare)
 #   HAMi's scheduler                cmd/scheduler of ../shared/hami/v2.10.0 (tests/e2e/hami/go.mod
@@ -12,9 +14,10 @@
 #                                   go.etcd.io/etcd/server/v3 (tests/e2e/k8s/etcd/go.mod)
 # Idempotent: a second run with the same go.mod, go.sum and Go toolchain only
 # checks the cache and prints the paths. Prints KEY=VALUE lines on stdout
-# (K8S_VERSION, K8S_BIN_DIR, KUBE_APISERVER, KUBE_SCHEDULER, ETCD, HELM, HAMI_SCHEDULER) so callers can
-# `eval "$(scripts/k8s-binaries.sh)"`; progress goes to stderr. Exits non-zero
-# with a message naming what could not be had.
+# (K8S_VERSION, K8S_BIN_DIR, KUBE_APISERVER, KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER, ETCD,
+# HELM, HAMI_SCHEDULER) so callers can `eval "$(scripts/k8s-binaries.sh)"`;
+# progress goes to stderr. Exits non-zero with a message naming what could not
+# be had.
 #
 # Environment:
 #   DEVSHARE_CACHE   cache root (default $HOME/.cache/devshare); this script uses
@@ -73,7 +76,7 @@ case $etcd_mode in
   *) fail "K8S_ETCD must be auto, debian or go, not '$etcd_mode'" ;;
 esac
 
-# --- kube-apiserver and kube-scheduler -------------------------------------------
+# --- kube-apiserver, kube-scheduler and kube-controller-manager ------------------
 k8s_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes"{print $3} $1=="k8s.io/kubernetes" && $2 ~ /^v1\./{print $2}' "$moddir/go.mod" | head -1)
 [ -n "$k8s_version" ] || fail "no k8s.io/kubernetes version in $moddir/go.mod"
 minor=$(echo "$k8s_version" | cut -d. -f2)
@@ -87,7 +90,7 @@ commit=$(sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' <<<"$info" | hea
 infofile=$(sed -n 's/^[[:space:]]*"Info": "\([^"]*\)".*/\1/p' <<<"$info" | head -1)
 date=$(sed -n 's/.*"Time": *"\([^"]*\)".*/\1/p' "$infofile" 2>/dev/null | head -1)
 # What the release's own build stamps into the binaries (kube-apiserver's
-# /version, the compatibility version both components derive from it).
+# /version, the compatibility version the components derive from it).
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
@@ -95,7 +98,8 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   [ -n "$date" ] && ldflags+=" -X $pkg.buildDate=$date"
 done
 bindir=$(go_build "$moddir" kubernetes "$k8s_version" "$ldflags" \
-  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler)
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager)
 
 # --- helm ----------------------------------------------------------------------------
 helmdir=$root/tests/e2e/helm
@@ -132,6 +136,7 @@ echo "K8S_VERSION=$k8s_version"
 echo "K8S_BIN_DIR=$bindir"
 echo "KUBE_APISERVER=$bindir/kube-apiserver"
 echo "KUBE_SCHEDULER=$bindir/kube-scheduler"
+echo "KUBE_CONTROLLER_MANAGER=$bindir/kube-controller-manager"
 echo "ETCD=$etcd_bin"
 echo "HELM=$helm_bindir/helm"
 echo "HAMI_SCHEDULER=$hami_scheduler"

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # A Kubernetes control plane on loopback for the end-to-end tests: etcd,
-# kube-apiserver and kube-scheduler, no kubelet and no controller manager.
+# kube-apiserver and kube-scheduler, and with --controller-manager
+# kube-controller-manager running only the ResourceClaim controller; no kubelet.
 #
-#   tests/e2e/control-plane.sh start [--scheduler-config FILE]
+#   tests/e2e/control-plane.sh start [--scheduler-config FILE] [--controller-manager]
 #   tests/e2e/control-plane.sh stop
 #   tests/e2e/control-plane.sh status
-#   tests/e2e/control-plane.sh run [--scheduler-config FILE] -- COMMAND [ARGS...]
-#   tests/e2e/control-plane.sh restart etcd|kube-apiserver|kube-scheduler [--kill]
+#   tests/e2e/control-plane.sh run [--scheduler-config FILE] [--controller-manager] -- COMMAND [ARGS...]
+#   tests/e2e/control-plane.sh restart etcd|kube-apiserver|kube-scheduler|kube-controller-manager [--kill]
 #
-# `start` generates certificates with openssl, starts the three processes in the
-# background, waits until the API server's /readyz and the scheduler's /healthz
-# answer, and writes $E2E_DIR/env (KEY=VALUE lines, sourceable) naming the
-# server URL, CA, kubeconfigs and client certificates. `stop` ends them (TERM,
-# then KILL after 15 s). `run` starts, runs COMMAND with the env file's
-# variables exported, and stops on any exit; its exit status is COMMAND's.
-# `restart` (a fault for the soak test) stops one component (TERM, or KILL with
-# --kill) and starts it again with the same arguments and ports, returning once
-# it answers again.
+# `start` generates certificates with openssl, starts the processes in the
+# background, waits until the API server's /readyz and the scheduler's (and
+# controller manager's) /healthz answer, and writes $E2E_DIR/env (KEY=VALUE
+# lines, sourceable) naming the server URL, CA, kubeconfigs and client
+# certificates. `stop` ends them (TERM, then KILL after 15 s). `run` starts,
+# runs COMMAND with the env file's variables exported, and stops on any exit;
+# its exit status is COMMAND's. `restart` (a fault for the soak test) stops one
+# component (TERM, or KILL with --kill) and starts it again with the same
+# arguments and ports, returning once it answers again.
+#
+# --controller-manager: also kube-controller-manager (KUBE_CONTROLLER_MANAGER of
+# scripts/k8s-binaries.sh) with --controllers=resourceclaim-controller only. It
+# creates the ResourceClaim of each spec.resourceClaims[].resourceClaimTemplateName
+# of a pod (owned by the pod, also while the pod has scheduling gates), writes the
+# pod's status.resourceClaimStatuses, and drops pods that are gone or done from
+# claims' status.reservedFor. No leader election. It runs as the user
+# system:kube-controller-manager (not --use-service-account-credentials), whose
+# default ClusterRole does not let it write claims or pod status; start binds the
+# controller's own default ClusterRole, system:controller:resource-claim-controller,
+# to that user. No garbage collector runs: the claims of a deleted pod may stay.
 #
 # The scheduler configuration FILE (a KubeSchedulerConfiguration) may use these
 # placeholders, replaced when the cluster starts:
@@ -82,13 +94,15 @@ subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kuberne
   sign serve "/CN=devshare-serve" "$server
 subjectAltName=IP:127.0.0.1,DNS:localhost"
   # Clients: the admin and the component under test are in system:masters;
-  # the scheduler is the user RBAC's default bindings expect.
+  # the scheduler and the controller manager are the users RBAC's default
+  # bindings expect.
   sign admin "/O=system:masters/CN=devshare-e2e-admin" "$client"
   sign serve-client "/O=system:masters/CN=devshare-serve" "$client"
   # HAMi's scheduler beside devshare: an identity of its own, so that the
   # audit log attributes every request.
   sign hami-client "/O=system:masters/CN=hami-scheduler" "$client"
   sign scheduler "/CN=system:kube-scheduler" "$client"
+  sign controller-manager "/CN=system:kube-controller-manager" "$client"
   quiet openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/sa.key"
   quiet openssl pkey -in "$d/sa.key" -pubout -out "$d/sa.pub"
 }
@@ -170,6 +184,7 @@ stop_one() {
 
 cmd_stop() {
   [ -d "$E2E_DIR/run" ] || return 0
+  stop_one kube-controller-manager
   stop_one kube-scheduler
   stop_one kube-apiserver
   stop_one etcd
@@ -177,8 +192,10 @@ cmd_stop() {
 }
 
 cmd_status() {
-  local n rc=0
-  for n in etcd kube-apiserver kube-scheduler; do
+  local n rc=0 names=(etcd kube-apiserver kube-scheduler)
+  # The controller manager when the cluster was started with it.
+  [ -f "$E2E_DIR/run/kube-controller-manager.cmd" ] && names+=(kube-controller-manager)
+  for n in "${names[@]}"; do
     if alive "$n"; then echo "$n: running (pid $(cat "$E2E_DIR/run/$n.pid"))"; else echo "$n: not running"; rc=1; fi
   done
   return $rc
@@ -201,10 +218,11 @@ render_config() {
 }
 
 cmd_start() {
-  local sched_src=$here/scheduler-config.yaml
+  local sched_src=$here/scheduler-config.yaml controller_manager=0
   while [ $# -gt 0 ]; do
     case $1 in
       --scheduler-config) sched_src=$(readlink -f "$2"); shift 2 ;;
+      --controller-manager) controller_manager=1; shift ;;
       *) die "unknown option $1" ;;
     esac
   done
@@ -221,8 +239,9 @@ cmd_start() {
     bins=$("$root/scripts/k8s-binaries.sh") || die "the Kubernetes binaries are not available (see above)"
     eval "$bins"
   fi
-  local b
-  for b in "$ETCD" "$KUBE_APISERVER" "$KUBE_SCHEDULER"; do [ -x "$b" ] || die "missing binary $b"; done
+  local b needed=("$ETCD" "$KUBE_APISERVER" "$KUBE_SCHEDULER")
+  [ "$controller_manager" = 1 ] && needed+=("${KUBE_CONTROLLER_MANAGER:-}")
+  for b in "${needed[@]}"; do [ -x "$b" ] || die "missing binary ${b:-KUBE_CONTROLLER_MANAGER (not set)}"; done
 
   # A previous cluster in the same directory is stopped and wiped.
   cmd_stop 2>/dev/null || true
@@ -230,17 +249,19 @@ cmd_start() {
   mkdir -p "$E2E_DIR/logs" "$E2E_DIR/run" "$E2E_DIR/etcd"
   trap 'rc=$?; if [ $rc -ne 0 ]; then log "start failed; stopping what was started"; cmd_stop; fi' EXIT
 
-  local etcd_port etcd_peer api_port sched_port
+  local etcd_port etcd_peer api_port sched_port cm_port
   etcd_port=${E2E_ETCD_PORT:-$(free_port)}
   etcd_peer=$(free_port)
   api_port=${E2E_APISERVER_PORT:-$(free_port)}
   sched_port=$(free_port)
+  cm_port=$(free_port)
   KUBE_SERVER=https://127.0.0.1:$api_port
 
   local t0=$SECONDS
   make_pki
   kubeconfig "$E2E_DIR/admin.kubeconfig" admin
   kubeconfig "$E2E_DIR/scheduler.kubeconfig" scheduler
+  kubeconfig "$E2E_DIR/controller-manager.kubeconfig" controller-manager
   kubeconfig "$E2E_DIR/serve.kubeconfig" serve-client
   kubeconfig "$E2E_DIR/hami.kubeconfig" hami-client
   log "certificates in $E2E_DIR/pki ($(( SECONDS - t0 ))s)"
@@ -287,6 +308,24 @@ cmd_start() {
     --authorization-kubeconfig "$E2E_DIR/scheduler.kubeconfig" --v=2
   wait_for kube-scheduler "https://127.0.0.1:$sched_port/healthz" -k
 
+  if [ "$controller_manager" = 1 ]; then
+    # User system:kube-controller-manager's default ClusterRole reads all and
+    # writes almost nothing (the controllers are meant to write with their
+    # service accounts' roles): the ResourceClaim controller's role is bound
+    # to the user.
+    curl -sSf -o /dev/null --max-time 30 "${curl_admin[@]}" -X POST -H 'Content-Type: application/json' \
+      "$KUBE_SERVER/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" --data-binary \
+      '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"devshare-e2e:controller-manager:resource-claim-controller"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:controller:resource-claim-controller"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"system:kube-controller-manager"}]}' ||
+      die "could not bind system:controller:resource-claim-controller to system:kube-controller-manager"
+    launch kube-controller-manager "$KUBE_CONTROLLER_MANAGER" \
+      --kubeconfig "$E2E_DIR/controller-manager.kubeconfig" \
+      --controllers resourceclaim-controller --leader-elect=false \
+      --bind-address 127.0.0.1 --secure-port "$cm_port" \
+      --authentication-kubeconfig "$E2E_DIR/controller-manager.kubeconfig" \
+      --authorization-kubeconfig "$E2E_DIR/controller-manager.kubeconfig" --v=2
+    wait_for kube-controller-manager "https://127.0.0.1:$cm_port/healthz" -k
+  fi
+
   cat > "$E2E_DIR/env" <<EOF
 E2E_DIR=$E2E_DIR
 K8S_VERSION=$K8S_VERSION
@@ -309,6 +348,10 @@ SCHEDULER_HEALTHZ=https://127.0.0.1:$sched_port/healthz
 ETCD_URL=http://127.0.0.1:$etcd_port
 E2E_LOGS=$E2E_DIR/logs
 EOF
+  if [ "$controller_manager" = 1 ]; then
+    printf '%s\n' "CONTROLLER_MANAGER_KUBECONFIG=$E2E_DIR/controller-manager.kubeconfig" \
+      "CONTROLLER_MANAGER_HEALTHZ=https://127.0.0.1:$cm_port/healthz" >>"$E2E_DIR/env"
+  fi
   trap - EXIT
   log "up in $(( SECONDS - t_start ))s: $KUBE_SERVER (Kubernetes $K8S_VERSION); env in $E2E_DIR/env, logs in $E2E_DIR/logs"
 }
@@ -316,7 +359,7 @@ EOF
 cmd_run() {
   local start_args=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do start_args+=("$1"); shift; done
-  [ "${1:-}" = "--" ] || die "usage: $0 run [--scheduler-config FILE] -- COMMAND [ARGS...]"
+  [ "${1:-}" = "--" ] || die "usage: $0 run [--scheduler-config FILE] [--controller-manager] -- COMMAND [ARGS...]"
   shift
   [ $# -gt 0 ] || die "run: no command"
   trap 'cmd_stop' EXIT
@@ -352,6 +395,7 @@ cmd_restart() {
     kube-apiserver) wait_for kube-apiserver "$KUBE_SERVER/readyz" \
       --cacert "$KUBE_CA" --cert "$KUBE_CLIENT_CERT" --key "$KUBE_CLIENT_KEY" ;;
     kube-scheduler) wait_for kube-scheduler "$SCHEDULER_HEALTHZ" -k ;;
+    kube-controller-manager) wait_for kube-controller-manager "$CONTROLLER_MANAGER_HEALTHZ" -k ;;
   esac
 }
 
@@ -361,5 +405,5 @@ case ${1:-} in
   stop) cmd_stop ;;
   status) cmd_status ;;
   run) shift; cmd_run "$@" ;;
-  *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
