@@ -13,8 +13,10 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include "cluster_flags.hpp"
+#include "devshare/dra_place.hpp"
 #include "devshare/kube/service.hpp"
 #include "hami_exact_option.hpp"
 #include "read_file.hpp"
@@ -49,6 +51,8 @@ struct ServeOptions {
   double qps = 5;
   int burst = 10;
   double bind_budget_seconds = 10;
+  std::vector<std::string> dra_device_classes;
+  std::string dra_policy = "fgd";
 };
 
 using engine::OptionName;
@@ -161,6 +165,15 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   s.engine.audit_grace_ms = static_cast<std::int64_t>(o.audit_grace_seconds * 1000);
   s.api.qps = o.qps;
   s.api.burst = o.burst;
+  for (const std::string& c : o.dra_device_classes) s.engine.dra_device_classes.insert(c);
+  s.admission.dra_device_classes = s.engine.dra_device_classes;
+  const std::optional<dra::Policy> dra_policy = dra::PolicyNamed(o.dra_policy);
+  if (!dra_policy || *dra_policy == dra::Policy::kUpstream) {
+    return Status::InvalidArgument(fmt::format(
+        "--dra-policy {}: want binpack, spread or fgd (upstream is kube-scheduler's own)",
+        o.dra_policy));
+  }
+  s.engine.dra_policy = *dra_policy;
   s.admission.scheduler_name = o.scheduler_name;
   s.admission.force_overwrite_default_scheduler = o.force_overwrite_default_scheduler;
   s.lease_namespace = o.lease_namespace;
@@ -279,6 +292,15 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
                   "seconds of --qps the binds in flight may need: beyond, Filter holds the next "
                   "pod (up to 10 s) until a bind ends, so binds do not outwait kube-scheduler's "
                   "extender timeout in the client's queue (0: no hold)")
+      ->capture_default_str();
+  sub->add_option("--dra-device-class", o->dra_device_classes,
+                  "a DeviceClass whose ResourceClaims devshare allocates (repeatable): the "
+                  "webhook gates the pods that use one, devshare allocates their claims and "
+                  "removes the gate, kube-scheduler binds them; kube-scheduler never allocates "
+                  "from those pools")
+      ->take_all();
+  sub->add_option("--dra-policy", o->dra_policy,
+                  "how devshare places DRA claims: binpack, spread or fgd")
       ->capture_default_str();
   sub->callback([o, &exit_code] { exit_code = Run(*o); });
 }

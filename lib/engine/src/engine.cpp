@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "devshare/annotations.hpp"
 #include "devshare/request.hpp"
@@ -87,6 +88,7 @@ void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Com
     memory.registered.resize(vendors);
   }
   if (options_.lock_retry == LockRetry::kRelease) WakeLockWaiters(node.name, now_ms, out);
+  impl_->dra.dirty = true;
   if (!Leading()) return;
   // Event-driven protocols look at the node now; under HAMi's a new node is
   // registered at once and a usable node's new object (devices, cordons,
@@ -105,6 +107,7 @@ void Engine::NodeDeleted(const std::string& name) {
   impl_->locked.erase(name);
   impl_->node_errors.erase(name);
   snapshot_.RemoveNode(name);
+  impl_->dra.dirty = true;
 }
 
 const std::map<std::string, std::string>& Engine::node_errors() const { return impl_->node_errors; }
@@ -229,6 +232,7 @@ void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
     impl_->held.pop_front();
   }
   PlaceHeldFilters(now_ms, out);
+  DraPass(now_ms, out);
 }
 
 std::optional<std::int64_t> Engine::NextWakeMs() const {
@@ -249,6 +253,9 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
   for (const Impl::LockWait& w : impl_->lock_waits) earliest(w.at_ms);
   for (const Impl::ReleaseRetry& r : impl_->release_retries) earliest(r.at_ms);
   if (!impl_->held.empty()) earliest(BindsBacklogged() ? impl_->held.front().until_ms : 0);
+  if (DraPassDue(std::numeric_limits<std::int64_t>::max())) {
+    earliest(impl_->dra.dirty ? 0 : *impl_->dra.retry_at_ms);
+  }
   return wake;
 }
 
@@ -266,6 +273,7 @@ void Engine::PodObserved(const Pod& pod) {
   } else {
     impl_->pod_errors[pod.uid] = std::string(status.message());
   }
+  DraPodChanged(&pod, pod.uid);
 }
 
 const std::map<std::string, std::string>& Engine::pod_errors() const { return impl_->pod_errors; }
@@ -279,6 +287,7 @@ void Engine::PodDeleted(const std::string& uid) {
   }
   impl_->Unreserve(uid);
   snapshot_.RemovePod(uid);
+  DraPodChanged(nullptr, uid);
 }
 
 // ---------------------------------------------------------------------------
@@ -638,6 +647,7 @@ void Engine::WakeLockWaiters(const std::string& node, std::int64_t now_ms,
 
 void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
                        std::vector<Command>& out) {
+  if (DraResult(id, succeeded, now_ms, out)) return;
   auto it = impl_->pending.find(id);
   if (it == impl_->pending.end()) return;
   auto flow = std::move(it->second);

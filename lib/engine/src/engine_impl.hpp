@@ -36,7 +36,37 @@ struct Engine::BindFlow {
   std::int64_t deadline_ms = 0;     // lock retries stop here
 };
 
+// DRA: the writes of one gated pod in flight — its claims' allocations
+// (or their release), then the gate's removal.
+struct Engine::DraWrite {
+  std::string pod_namespace, name, uid;
+  std::map<std::uint64_t, std::pair<std::string, std::string>> claim_writes;  // id -> claim
+  bool failed = false;
+  bool releasing = false;  // the claims are being released, not allocated
+  std::uint64_t gate_write = 0;
+};
+
 struct Engine::Impl {
+  // DRA (dra.cpp).
+  struct Dra {
+    std::optional<dra::Placer> placer;
+    std::string placer_error;  // why there is no placer
+    bool synced = false;
+    bool dirty = true;  // something changed since the last pass
+    std::optional<std::int64_t> retry_at_ms;
+    std::uint64_t next_seq = 0;
+    std::map<std::uint64_t, std::string> queue;                // gated pods in arrival order: UIDs
+    std::unordered_map<std::string, std::uint64_t> seq_of;     // UID -> its key in queue
+    std::map<std::string, DraHold> held;                       // UID -> why it waits
+    std::unordered_map<std::string, std::int64_t> evented_ms;  // UID -> its last PodEvent
+    std::unordered_map<std::string, DraWrite> writing;         // UID -> its writes in flight
+    std::unordered_map<std::uint64_t, std::string> write_of;   // command id -> UID
+    // The claims with a write in flight, as last observed (restored when
+    // the write fails).
+    std::map<std::pair<std::string, std::string>, dra::ResourceClaim> before;
+    std::set<std::string> released;  // UIDs whose gate is removed; the watch has yet to show it
+  };
+
   struct FilterFlow {
     std::uint64_t request;
     std::string uid;
@@ -96,6 +126,7 @@ struct Engine::Impl {
   bool registered = false;  // kAlways: a pass has completed
   std::optional<std::int64_t> last_pass_ms;
   std::mt19937_64 rng;
+  Dra dra;
 
   void Reserve(const std::string& uid, StringMap annotations, const std::string& node) {
     Unreserve(uid);

@@ -14,10 +14,13 @@
 #include <random>
 #include <unordered_map>
 
+#include "devshare/dra.hpp"
+#include "devshare/dra_gate.hpp"
 #include "devshare/kube/audit_wire.hpp"
 #include "devshare/kube/cluster_read.hpp"
 #include "devshare/kube/extender.hpp"
 #include "devshare/kube/metrics.hpp"
+#include "devshare/lease.hpp"
 #include "devshare/objects_json.hpp"
 
 namespace devshare::kube {
@@ -28,6 +31,8 @@ namespace bj = boost::json;
 namespace {
 
 constexpr const char* kMergePatch = "application/merge-patch+json";
+// What kube-scheduler puts on a claim it allocates (resourceapi.Finalizer).
+constexpr const char* kClaimFinalizer = "resource.kubernetes.io/delete-protection";
 
 // The engine's clock: Unix milliseconds (handshake and bind-time stamps are
 // wall-clock times).
@@ -211,6 +216,103 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
                 });
   }
 
+  // ---- DRA
+
+  static std::string ClaimPath(const std::string& claim_namespace, const std::string& name) {
+    return fmt::format("/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims/{}", claim_namespace,
+                       name);
+  }
+
+  void Run(engine::WriteClaimStatus& c) {
+    bj::object status;
+    if (c.allocation) {
+      status["allocation"] = bj::parse(dra::EncodeAllocation(*c.allocation));
+    } else {
+      status["allocation"] = nullptr;
+    }
+    bj::array reserved;
+    for (const dra::ClaimConsumer& consumer : c.reserved_for) {
+      bj::object r{{"resource", consumer.resource}, {"name", consumer.name}, {"uid", consumer.uid}};
+      if (!consumer.api_group.empty()) r["apiGroup"] = consumer.api_group;
+      reserved.push_back(std::move(r));
+    }
+    if (reserved.empty()) {
+      status["reservedFor"] = nullptr;
+    } else {
+      status["reservedFor"] = std::move(reserved);
+    }
+    const std::string path = ClaimPath(c.claim_namespace, c.name);
+    const std::uint64_t id = c.id;
+    auto self = shared_from_this();
+    // The status at `version`: a claim changed since is a 409, a failure.
+    auto write_status = [self, id, path, status](const std::string& version) {
+      self->client.Call(
+          "claim-status", "PATCH", path + "/status", kMergePatch,
+          bj::serialize(bj::object{{"metadata", bj::object{{"resourceVersion", version}}},
+                                   {"status", status}}),
+          [self, id](const ApiResponse& r) { self->Outcome(id, r.status / 100 == 2); });
+    };
+    if (!c.add_finalizer) return write_status(c.resource_version);
+    // As kube-scheduler: the finalizer that keeps an allocated claim from
+    // going while a pod may use it, then the allocation (a strategic merge
+    // adds it to the list, keeping the others).
+    client.Call("claim-finalizer", "PATCH", path, "application/strategic-merge-patch+json",
+                bj::serialize(bj::object{
+                    {"metadata", bj::object{{"resourceVersion", c.resource_version},
+                                            {"finalizers", bj::array{kClaimFinalizer}}}}}),
+                [self, id, write_status](const ApiResponse& r) {
+                  if (r.status / 100 != 2) return self->Outcome(id, false);
+                  boost::system::error_code ec;
+                  const bj::value claim = bj::parse(r.body, ec);
+                  const bj::value* version =
+                      ec ? nullptr : claim.find_pointer("/metadata/resourceVersion", ec);
+                  if (version == nullptr || !version->is_string()) return self->Outcome(id, false);
+                  write_status(std::string(version->get_string()));
+                });
+  }
+
+  void Run(engine::RemoveSchedulingGate& c) {
+    // A strategic merge deletes the gate by name; the UID makes it this pod.
+    const bj::object patch{
+        {"metadata", bj::object{{"uid", c.uid}}},
+        {"spec",
+         bj::object{{"schedulingGates", bj::array{bj::object{{"$patch", "delete"},
+                                                             {"name", dra::kSchedulingGate}}}}}}};
+    const std::uint64_t id = c.id;
+    client.Call("remove-gate", "PATCH",
+                fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name),
+                "application/strategic-merge-patch+json", bj::serialize(patch),
+                [self = shared_from_this(), id](const ApiResponse& r) {
+                  self->Outcome(id, r.status / 100 == 2);
+                });
+  }
+
+  void Run(engine::PodEvent& c) {
+    const std::string now = EncodeMicroTime(NowMs() * 1000);
+    const bj::object event{
+        {"apiVersion", "v1"},
+        {"kind", "Event"},
+        {"metadata", bj::object{{"generateName", c.name + "."}, {"namespace", c.pod_namespace}}},
+        {"involvedObject", bj::object{{"apiVersion", "v1"},
+                                      {"kind", "Pod"},
+                                      {"namespace", c.pod_namespace},
+                                      {"name", c.name},
+                                      {"uid", c.uid}}},
+        {"reason", c.reason},
+        {"message", c.message},
+        {"type", "Warning"},
+        {"count", 1},
+        {"firstTimestamp", now},
+        {"lastTimestamp", now},
+        {"source", bj::object{{"component", "devshare"}}},
+        {"reportingComponent", "devshare"},
+        {"reportingInstance", options.hostname}};
+    client.Call("event", "POST", fmt::format("/api/v1/namespaces/{}/events", c.pod_namespace),
+                "application/json", bj::serialize(event), [](const ApiResponse&) {});
+    std::cerr << fmt::format("devshare serve: pod {}/{} stays gated: {}\n", c.pod_namespace, c.name,
+                             c.message);
+  }
+
   void Run(engine::FilterReply& reply) {
     auto it = filters.find(reply.request);
     if (it == filters.end()) return;
@@ -289,11 +391,87 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       const bj::value* uid =
           meta != nullptr && meta->is_object() ? meta->get_object().if_contains("uid") : nullptr;
       if (uid != nullptr && uid->is_string()) engine->PodDeleted(std::string(uid->get_string()));
-      return;
+      return ScheduleWake();
     }
     if (!e.object.is_object()) return;
     Result<Pod> pod = DecodePod(e.object.get_object());
     if (pod.ok()) engine->PodObserved(*pod);
+    ScheduleWake();  // a gated pod, or room freed for one
+  }
+
+  // The DRA objects (with served DeviceClasses): every change goes to the
+  // engine, whose pass runs at the next wake; once each list is whole, the
+  // engine may allocate.
+  template <typename T>
+  void WatchDraKind(const std::string& resource, Result<T> (*decode)(std::string_view),
+                    void (*apply)(engine::Engine&, T),
+                    void (*remove)(engine::Engine&, const std::string&, const std::string&)) {
+    const std::size_t index = dra_synced.size();
+    dra_synced.push_back(false);
+    std::weak_ptr<Impl> weak = weak_from_this();
+    client.Watch(
+        "/apis/resource.k8s.io/v1/" + resource, "",
+        [weak, decode, apply, remove](const WatchEvent& e) {
+          auto self = weak.lock();
+          if (!self || !e.object.is_object()) return;
+          if (e.type == "DELETED") {
+            boost::system::error_code ec;
+            const bj::value* name = e.object.find_pointer("/metadata/name", ec);
+            const bj::value* ns = e.object.find_pointer("/metadata/namespace", ec);
+            if (name == nullptr || !name->is_string()) return;
+            remove(*self->engine,
+                   ns != nullptr && ns->is_string() ? std::string(ns->get_string()) : "",
+                   std::string(name->get_string()));
+          } else {
+            Result<T> decoded = decode(bj::serialize(e.object));
+            if (!decoded.ok()) {
+              std::cerr << fmt::format("devshare serve: {} left out: {}\n", e.type,
+                                       decoded.status().message());
+              return;
+            }
+            apply(*self->engine, std::move(*decoded));
+          }
+          self->ScheduleWake();
+        },
+        [weak, index] {
+          auto self = weak.lock();
+          if (!self || self->dra_synced[index]) return;
+          self->dra_synced[index] = true;
+          if (std::all_of(self->dra_synced.begin(), self->dra_synced.end(),
+                          [](bool synced) { return synced; })) {
+            self->engine->DraSynced();
+            self->ScheduleWake();
+          }
+        });
+  }
+
+  void WatchDra() {
+    WatchDraKind<dra::ResourceSlice>(
+        "resourceslices", &dra::DecodeResourceSlice,
+        [](engine::Engine& e, dra::ResourceSlice s) { e.ResourceSliceObserved(std::move(s)); },
+        [](engine::Engine& e, const std::string&, const std::string& name) {
+          e.ResourceSliceDeleted(name);
+        });
+    WatchDraKind<dra::DeviceClass>(
+        "deviceclasses", &dra::DecodeDeviceClass,
+        [](engine::Engine& e, dra::DeviceClass c) { e.DeviceClassObserved(std::move(c)); },
+        [](engine::Engine& e, const std::string&, const std::string& name) {
+          e.DeviceClassDeleted(name);
+        });
+    WatchDraKind<dra::ResourceClaim>(
+        "resourceclaims", &dra::DecodeResourceClaim,
+        [](engine::Engine& e, dra::ResourceClaim c) { e.ResourceClaimObserved(std::move(c)); },
+        [](engine::Engine& e, const std::string& ns, const std::string& name) {
+          e.ResourceClaimDeleted(ns, name);
+        });
+    WatchDraKind<dra::ResourceClaimTemplate>(
+        "resourceclaimtemplates", &dra::DecodeResourceClaimTemplate,
+        [](engine::Engine& e, dra::ResourceClaimTemplate t) {
+          e.ResourceClaimTemplateObserved(std::move(t));
+        },
+        [](engine::Engine& e, const std::string& ns, const std::string& name) {
+          e.ResourceClaimTemplateDeleted(ns, name);
+        });
   }
 
   void OnLease(const WatchEvent& e) {
@@ -621,6 +799,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   Elector elector;
   std::optional<LeaseRecord> current_lease;
   bool nodes_synced = false, pods_synced = false, stopping = false;
+  std::vector<bool> dra_synced;  // per DRA watch (WatchDraKind)
 };
 
 Service::Service(asio::io_context& io, ClusterAccess access, ServiceOptions options)
@@ -666,6 +845,7 @@ Status Service::Start() {
       [weak] {
         if (auto self = weak.lock()) self->pods_synced = true;
       });
+  if (!impl_->options.engine.dra_device_classes.empty()) impl_->WatchDra();
   if (impl_->options.leader != ServiceOptions::Leader::kAlways) {
     impl_->client.Watch(impl_->LeasePath(false), "metadata.name=" + impl_->options.lease_name,
                         [weak](const WatchEvent& e) {

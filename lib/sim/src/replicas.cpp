@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -198,7 +199,18 @@ std::optional<std::string> Replicas::PreferredNode(int r, const Pod& pod,
 
 void Replicas::Dispatch(int r, std::vector<engine::Command> commands) {
   for (engine::Command& command : commands) {
-    std::visit([&](auto& c) { Handle(r, c); }, command);
+    std::visit(
+        [&](auto& c) {
+          using C = std::decay_t<decltype(c)>;
+          // The simulated engines serve no DeviceClass (DRA mode places
+          // with dra::Placer itself), so they issue no DRA command.
+          if constexpr (!std::is_same_v<C, engine::WriteClaimStatus> &&
+                        !std::is_same_v<C, engine::RemoveSchedulingGate> &&
+                        !std::is_same_v<C, engine::PodEvent>) {
+            Handle(r, c);
+          }
+        },
+        command);
   }
   while (!replaced_.empty()) {
     const std::uint64_t id = replaced_.back();

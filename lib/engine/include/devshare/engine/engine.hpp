@@ -43,6 +43,8 @@
 #include <variant>
 #include <vector>
 
+#include "devshare/dra_gate.hpp"
+#include "devshare/dra_place.hpp"
 #include "devshare/engine/audit.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/handshake.hpp"
@@ -159,6 +161,11 @@ struct EngineOptions {
   // The drift auditor confirms a difference once audits this far apart
   // have both seen it (devshare/engine/audit.hpp).
   std::int64_t audit_grace_ms = 30000;  // Default: 30 s
+  // DRA: the DeviceClasses whose claims this engine allocates (empty: none)
+  // and the policy choosing node and devices (fgd measures
+  // filter.workload). kUpstream is refused: kube-scheduler chooses that way.
+  dra::ServedClasses dra_device_classes;
+  dra::Policy dra_policy = dra::Policy::kFgd;  // Default: fgd
 };
 
 // Commands. `id` ties a command to the ApiResult that reports it.
@@ -207,7 +214,46 @@ struct BindReply {
   std::uint64_t request = 0;
   std::string error;
 };
-using Command = std::variant<PatchNode, PatchPod, PostBinding, FilterReply, BindReply>;
+// DRA: allocate a claim and reserve it for a pod, or release it. The
+// finalizer resource.kubernetes.io/delete-protection is added first when
+// `add_finalizer`, then status.allocation and status.reservedFor are
+// written, each write at the resourceVersion the claim was read at (the
+// first write's answer gives the second its version). A 409 or any other
+// failure fails the command.
+struct WriteClaimStatus {
+  std::uint64_t id = 0;
+  std::string claim_namespace;
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  bool add_finalizer = false;
+  std::optional<dra::Allocation> allocation;  // nullopt: deallocate
+  std::vector<dra::ClaimConsumer> reserved_for;
+};
+// DRA: remove dra::kSchedulingGate from the pod (its other gates stay).
+struct RemoveSchedulingGate {
+  std::uint64_t id = 0;
+  std::string pod_namespace;
+  std::string name;
+  std::string uid;
+};
+// DRA: a Warning Event on the pod saying why it stays gated (no result).
+struct PodEvent {
+  std::string pod_namespace;
+  std::string name;
+  std::string uid;
+  std::string reason;  // CamelCase, e.g. DevshareNoFit
+  std::string message;
+};
+using Command = std::variant<PatchNode, PatchPod, PostBinding, FilterReply, BindReply,
+                             WriteClaimStatus, RemoveSchedulingGate, PodEvent>;
+
+// Why a gated pod waits (Engine::dra_held).
+enum class DraHoldKind { kWaiting, kNoFit, kRefused };
+struct DraHold {
+  DraHoldKind kind = DraHoldKind::kWaiting;
+  std::string reason;
+};
 
 struct Counters {
   std::uint64_t filters = 0, filters_refused = 0, filters_placed = 0, filters_unschedulable = 0;
@@ -221,6 +267,11 @@ struct Counters {
   std::uint64_t filters_held = 0, filters_hold_expired = 0;
   std::uint64_t node_patches = 0, pod_patches = 0, bindings = 0;
   std::uint64_t registration_passes = 0, registration_writes = 0, nodes_dropped = 0;
+  // DRA: claims allocated (written), claim writes that failed, claims
+  // released after a restart left them on a node the rest no longer fits,
+  // gates removed.
+  std::uint64_t dra_claims_allocated = 0, dra_claim_writes_failed = 0, dra_claims_released = 0,
+                dra_gates_removed = 0;
 };
 
 class Engine {
@@ -237,6 +288,19 @@ class Engine {
   void PodDeleted(const std::string& uid);
   void LeaseObserved(const std::optional<LeaseRecord>& lease, std::int64_t now_ms,
                      std::vector<Command>& out);
+
+  // DRA watch events (EngineOptions::dra_device_classes). The engine
+  // allocates nothing until DraSynced: the first listing of every DRA
+  // object has been applied.
+  void ResourceSliceObserved(dra::ResourceSlice slice);
+  void ResourceSliceDeleted(const std::string& name);
+  void DeviceClassObserved(dra::DeviceClass device_class);
+  void DeviceClassDeleted(const std::string& name);
+  void ResourceClaimObserved(dra::ResourceClaim claim);
+  void ResourceClaimDeleted(const std::string& claim_namespace, const std::string& name);
+  void ResourceClaimTemplateObserved(dra::ResourceClaimTemplate claim_template);
+  void ResourceClaimTemplateDeleted(const std::string& template_namespace, const std::string& name);
+  void DraSynced();
 
   // Time passing: runs a registration pass when one is due, retries node
   // locks whose wait is over, refuses held Filters whose hold is over, and
@@ -263,7 +327,8 @@ class Engine {
   Result<std::vector<NodeScore>> Prioritize(const Pod& pod, const std::vector<std::string>& nodes,
                                             std::int64_t now_ms) const;
 
-  // The outcome of a PatchNode/PatchPod/PostBinding command.
+  // The outcome of a PatchNode/PatchPod/PostBinding/WriteClaimStatus/
+  // RemoveSchedulingGate command.
   void ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
 
   // The drift auditor (devshare/engine/audit.hpp). Compares the engine's
@@ -298,6 +363,10 @@ class Engine {
   // is deleted.
   const std::map<std::string, std::string>& pod_errors() const;
   const ClusterSnapshot& snapshot() const { return snapshot_; }
+  // DRA: the gated pods waiting, by UID, with why (those being written
+  // are not).
+  const std::map<std::string, DraHold>& dra_held() const;
+  std::size_t dra_gated() const;  // gated pods this engine knows of
 
  private:
   struct Impl;
@@ -340,6 +409,16 @@ class Engine {
   void Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   std::uint64_t NextId() { return next_id_++; }
+  // DRA (dra.cpp): whether a pass is due, the pass, one pod of it, and the
+  // result of one of its writes (false: not a DRA write).
+  struct DraWrite;
+  bool DraPassDue(std::int64_t now_ms) const;
+  void DraPass(std::int64_t now_ms, std::vector<Command>& out);
+  void DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Command>& out);
+  void DraHoldPod(const Pod& pod, DraHoldKind kind, std::string reason, std::int64_t now_ms,
+                  std::vector<Command>& out);
+  void DraPodChanged(const Pod* pod, const std::string& uid);
+  bool DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
 
   EngineOptions options_;
   ClusterSnapshot snapshot_;

@@ -1,0 +1,349 @@
+// The engine's DRA flow: gated pods judged in arrival order, their claims
+// allocated by the DRA policy and written, their gate removed
+// (engine.hpp, "DRA").
+#include <fmt/format.h>
+
+#include "engine_impl.hpp"
+
+namespace devshare::engine {
+
+namespace {
+
+// A failed write is tried again from what the watch brings, after this.
+constexpr std::int64_t kDraRetryMs = 1000;
+// A gated pod gets another Event for a new reason of the same kind no
+// sooner than this.
+constexpr std::int64_t kDraEventPeriodMs = 60000;
+
+std::string_view HoldEventReason(DraHoldKind kind) {
+  switch (kind) {
+    case DraHoldKind::kWaiting:
+      return "DevshareWaitingForClaims";
+    case DraHoldKind::kNoFit:
+      return "DevshareNoFit";
+    case DraHoldKind::kRefused:
+      return "DevshareCannotAllocate";
+  }
+  return "";
+}
+
+using ClaimKey = std::pair<std::string, std::string>;
+
+ClaimKey KeyOf(const dra::ResourceClaim& claim) { return {claim.claim_namespace, claim.name}; }
+
+bool ReservedOnlyFor(const dra::ResourceClaim& claim, const std::string& uid) {
+  return claim.reserved_for.size() == 1 && claim.reserved_for[0].uid == uid;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Watch events
+
+void Engine::ResourceSliceObserved(dra::ResourceSlice slice) {
+  snapshot_.AddResourceSlice(std::move(slice));
+  impl_->dra.dirty = true;
+}
+
+void Engine::ResourceSliceDeleted(const std::string& name) {
+  snapshot_.RemoveResourceSlice(name);
+  impl_->dra.dirty = true;
+}
+
+void Engine::DeviceClassObserved(dra::DeviceClass device_class) {
+  snapshot_.AddDeviceClass(std::move(device_class));
+  impl_->dra.dirty = true;
+}
+
+void Engine::DeviceClassDeleted(const std::string& name) {
+  snapshot_.RemoveDeviceClass(name);
+  impl_->dra.dirty = true;
+}
+
+void Engine::ResourceClaimObserved(dra::ResourceClaim claim) {
+  impl_->dra.dirty = true;
+  // While a write of ours is in flight the snapshot keeps what it assumed,
+  // unless the claim shows an allocation (ours, come back, or another's).
+  if (auto before = impl_->dra.before.find(KeyOf(claim)); before != impl_->dra.before.end()) {
+    if (!claim.allocation) {
+      before->second = std::move(claim);
+      return;
+    }
+    before->second = claim;
+  }
+  snapshot_.AddResourceClaim(std::move(claim));
+}
+
+void Engine::ResourceClaimDeleted(const std::string& claim_namespace, const std::string& name) {
+  impl_->dra.before.erase({claim_namespace, name});
+  snapshot_.RemoveResourceClaim(claim_namespace, name);
+  impl_->dra.dirty = true;
+}
+
+void Engine::ResourceClaimTemplateObserved(dra::ResourceClaimTemplate claim_template) {
+  snapshot_.AddResourceClaimTemplate(std::move(claim_template));
+}
+
+void Engine::ResourceClaimTemplateDeleted(const std::string& template_namespace,
+                                          const std::string& name) {
+  snapshot_.RemoveResourceClaimTemplate(template_namespace, name);
+}
+
+void Engine::DraSynced() {
+  impl_->dra.synced = true;
+  impl_->dra.dirty = true;
+}
+
+const std::map<std::string, DraHold>& Engine::dra_held() const { return impl_->dra.held; }
+
+std::size_t Engine::dra_gated() const { return impl_->dra.queue.size(); }
+
+// A pod observed (`pod`) or deleted (nullptr): gated pods join the queue in
+// the order first seen and leave it when ungated, bound, finishing or gone.
+void Engine::DraPodChanged(const Pod* pod, const std::string& uid) {
+  Impl::Dra& d = impl_->dra;
+  if (options_.dra_device_classes.empty()) return;
+  const bool gated =
+      pod != nullptr && dra::HasSchedulingGate(*pod) && pod->node_name.empty() && !pod->terminating;
+  auto seq = d.seq_of.find(uid);
+  if (gated && seq == d.seq_of.end()) {
+    d.seq_of.emplace(uid, d.next_seq);
+    d.queue.emplace(d.next_seq++, uid);
+  } else if (!gated && seq != d.seq_of.end()) {
+    d.queue.erase(seq->second);
+    d.seq_of.erase(seq);
+    d.held.erase(uid);
+    d.evented_ms.erase(uid);
+    d.released.erase(uid);
+  }
+  // Any pod change may free CPU or memory a held pod waits for.
+  if (gated || !d.held.empty()) d.dirty = true;
+}
+
+// ---------------------------------------------------------------------------
+// The pass
+
+bool Engine::DraPassDue(std::int64_t now_ms) const {
+  const Impl::Dra& d = impl_->dra;
+  if (options_.dra_device_classes.empty() || !d.synced || d.queue.empty() || !Leading())
+    return false;
+  return d.dirty || (d.retry_at_ms && *d.retry_at_ms <= now_ms);
+}
+
+void Engine::DraPass(std::int64_t now_ms, std::vector<Command>& out) {
+  if (!DraPassDue(now_ms)) return;
+  Impl::Dra& d = impl_->dra;
+  d.dirty = false;
+  d.retry_at_ms.reset();
+  if (!Ready(now_ms)) {  // not registered yet, or leadership too fresh
+    d.retry_at_ms = now_ms + kDraRetryMs;
+    return;
+  }
+  if (!d.placer && d.placer_error.empty()) {
+    Result<dra::Placer> placer =
+        options_.dra_policy == dra::Policy::kUpstream
+            ? Result<dra::Placer>(Status::InvalidArgument(
+                  "the DRA policy upstream is kube-scheduler's own; devshare places by binpack, "
+                  "spread or fgd"))
+            : dra::Placer::Make(
+                  dra::PlacerOptions{options_.dra_policy, options_.filter.workload, false});
+    if (placer.ok()) {
+      d.placer = std::move(*placer);
+    } else {
+      d.placer_error = std::string(placer.status().message());
+    }
+  }
+  std::vector<std::string> order;
+  order.reserve(d.queue.size());
+  for (const auto& [seq, uid] : d.queue) order.push_back(uid);
+  for (const std::string& uid : order) {
+    if (d.writing.contains(uid) || d.released.contains(uid)) continue;
+    auto pod = impl_->pods.find(uid);
+    if (pod == impl_->pods.end()) continue;
+    DraPlacePod(pod->second, now_ms, out);
+  }
+}
+
+void Engine::DraHoldPod(const Pod& pod, DraHoldKind kind, std::string reason, std::int64_t now_ms,
+                        std::vector<Command>& out) {
+  Impl::Dra& d = impl_->dra;
+  DraHold& held = d.held[pod.uid];
+  const bool kind_changed = held.kind != kind || held.reason.empty();
+  if (!kind_changed && held.reason == reason) return;
+  held = DraHold{kind, reason};
+  // Events say a new kind at once, a new reason of the same kind at most
+  // once a period (a cluster in motion changes a no-fit's counts often).
+  auto last = d.evented_ms.find(pod.uid);
+  if (!kind_changed && last != d.evented_ms.end() && now_ms - last->second < kDraEventPeriodMs)
+    return;
+  d.evented_ms[pod.uid] = now_ms;
+  out.push_back(PodEvent{pod.pod_namespace, pod.name, pod.uid, std::string(HoldEventReason(kind)),
+                         std::move(reason)});
+}
+
+void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Command>& out) {
+  Impl::Dra& d = impl_->dra;
+  dra::ClaimsVerdict verdict =
+      dra::JudgePodClaims(pod, snapshot_, options_.dra_device_classes, /*at_admission=*/false);
+  switch (verdict.kind) {
+    case dra::ClaimsVerdictKind::kWaiting:
+      return DraHoldPod(pod, DraHoldKind::kWaiting, std::move(verdict.reason), now_ms, out);
+    case dra::ClaimsVerdictKind::kRefused:
+      return DraHoldPod(pod, DraHoldKind::kRefused, std::move(verdict.reason), now_ms, out);
+    case dra::ClaimsVerdictKind::kNotServed: {
+      // Nothing (left) to allocate: released as it is.
+      DraWrite& w = d.writing[pod.uid];
+      w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, NextId()};
+      d.write_of.emplace(w.gate_write, pod.uid);
+      out.push_back(RemoveSchedulingGate{w.gate_write, pod.pod_namespace, pod.name, pod.uid});
+      return;
+    }
+    case dra::ClaimsVerdictKind::kServed:
+      break;
+  }
+  if (!d.placer) return DraHoldPod(pod, DraHoldKind::kRefused, d.placer_error, now_ms, out);
+
+  std::vector<dra::ResourceClaim> to_allocate;
+  std::vector<const dra::ResourceClaim*> allocated;
+  for (const dra::ResolvedClaim& r : verdict.claims) {
+    if (r.claim->allocation) {
+      allocated.push_back(r.claim);
+    } else {
+      to_allocate.push_back(*r.claim);
+    }
+  }
+  const dra::PodResources resources{pod.cpu_milli, pod.memory_bytes};
+  std::optional<dra::NodeFit> fit;
+  if (allocated.empty()) {
+    Result<dra::Placement> placement = d.placer->Place(snapshot_, to_allocate, resources);
+    if (!placement.ok()) {
+      return DraHoldPod(pod, DraHoldKind::kRefused, std::string(placement.status().message()),
+                        now_ms, out);
+    }
+    if (!placement->chosen) {
+      return DraHoldPod(
+          pod, DraHoldKind::kNoFit,
+          fmt::format("no node fits its claims: {} of {} nodes short of devices, {} short of CPU "
+                      "or memory",
+                      placement->short_of_devices, snapshot_.node_count(),
+                      placement->short_of_cpu_or_memory),
+          now_ms, out);
+    }
+    fit = std::move(placement->chosen);
+  } else {
+    // Some claims are allocated already (a restart between writes, or a
+    // claim shared with another pod): the rest must go to their node.
+    for (const auto& [name, memory] : impl_->nodes) {
+      const bool theirs = std::all_of(allocated.begin(), allocated.end(), [&](const auto* c) {
+        return !c->allocation->node_selector ||
+               dra::NodeSelectorMatches(*c->allocation->node_selector, memory.object);
+      });
+      if (!theirs) continue;
+      Result<std::optional<dra::NodeFit>> here =
+          d.placer->Fit(snapshot_, to_allocate, resources, name);
+      if (here.ok() && *here) {
+        fit = std::move(**here);
+        break;
+      }
+    }
+    if (!fit) {
+      const bool ours = std::all_of(allocated.begin(), allocated.end(),
+                                    [&](const auto* c) { return ReservedOnlyFor(*c, pod.uid); });
+      if (!ours) {
+        return DraHoldPod(pod, DraHoldKind::kNoFit,
+                          "the node its allocated claims are on has no room for the others", now_ms,
+                          out);
+      }
+      // Claims written for this pod before a restart, on a node the rest
+      // no longer fits: released, so the pod is placed anew.
+      DraWrite& w = d.writing[pod.uid];
+      w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, true, 0};
+      for (const dra::ResourceClaim* c : allocated) {
+        dra::ResourceClaim released = *c;
+        released.allocation.reset();
+        released.reserved_for.clear();
+        const std::uint64_t id = NextId();
+        w.claim_writes.emplace(id, KeyOf(*c));
+        d.write_of.emplace(id, pod.uid);
+        d.before.insert_or_assign(KeyOf(*c), *c);
+        out.push_back(WriteClaimStatus{
+            id, c->claim_namespace, c->name, c->uid, c->resource_version, false, std::nullopt, {}});
+        snapshot_.AddResourceClaim(std::move(released));
+      }
+      return;
+    }
+  }
+
+  d.held.erase(pod.uid);
+  DraWrite& w = d.writing[pod.uid];
+  w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, 0};
+  for (std::size_t i = 0; i < to_allocate.size(); ++i) {
+    dra::ResourceClaim& claim = to_allocate[i];
+    dra::ResourceClaim assumed = claim;
+    assumed.allocation = std::move(fit->allocations[i]);
+    assumed.reserved_for.push_back(dra::ClaimConsumer{"", "pods", pod.name, pod.uid});
+    const std::uint64_t id = NextId();
+    w.claim_writes.emplace(id, KeyOf(claim));
+    d.write_of.emplace(id, pod.uid);
+    out.push_back(WriteClaimStatus{id, claim.claim_namespace, claim.name, claim.uid,
+                                   claim.resource_version, true, assumed.allocation,
+                                   assumed.reserved_for});
+    // Counted at once, so the next pod of this pass sees it.
+    snapshot_.AddResourceClaim(std::move(assumed));
+    d.before.insert_or_assign(KeyOf(claim), std::move(claim));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Results
+
+bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
+                       std::vector<Command>& out) {
+  Impl::Dra& d = impl_->dra;
+  auto of = d.write_of.find(id);
+  if (of == d.write_of.end()) return false;
+  const std::string uid = of->second;
+  d.write_of.erase(of);
+  auto it = d.writing.find(uid);
+  if (it == d.writing.end()) return true;
+  DraWrite& w = it->second;
+  if (id == w.gate_write) {
+    if (succeeded) {
+      ++counters_.dra_gates_removed;
+      d.released.insert(uid);
+      d.held.erase(uid);
+    } else {
+      d.retry_at_ms = now_ms + kDraRetryMs;
+    }
+    d.writing.erase(it);
+    return true;
+  }
+  auto claim = w.claim_writes.find(id);
+  if (claim == w.claim_writes.end()) return true;
+  auto before = d.before.find(claim->second);
+  if (succeeded) {
+    ++(w.releasing ? counters_.dra_claims_released : counters_.dra_claims_allocated);
+  } else {
+    ++counters_.dra_claim_writes_failed;
+    w.failed = true;
+    // The assumption is taken back: the claim as last observed.
+    if (before != d.before.end()) snapshot_.AddResourceClaim(before->second);
+  }
+  if (before != d.before.end()) d.before.erase(before);
+  w.claim_writes.erase(claim);
+  if (!w.claim_writes.empty()) return true;
+  if (w.failed || w.releasing) {
+    // Judged again: from what the watch brings after a failure, or placed
+    // anew once released.
+    if (w.failed) d.retry_at_ms = now_ms + kDraRetryMs;
+    d.dirty = true;
+    d.writing.erase(it);
+    return true;
+  }
+  w.gate_write = NextId();
+  d.write_of.emplace(w.gate_write, uid);
+  out.push_back(RemoveSchedulingGate{w.gate_write, w.pod_namespace, w.name, w.uid});
+  return true;
+}
+
+}  // namespace devshare::engine
