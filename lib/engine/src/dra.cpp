@@ -115,6 +115,7 @@ void Engine::DraPodChanged(const Pod* pod, const std::string& uid) {
     d.held.erase(uid);
     d.evented_ms.erase(uid);
     d.released.erase(uid);
+    d.backoff_until.erase(uid);
   }
   // Any pod change may free CPU or memory a held pod waits for.
   if (gated || !d.held.empty()) d.dirty = true;
@@ -158,6 +159,13 @@ void Engine::DraPass(std::int64_t now_ms, std::vector<Command>& out) {
   for (const auto& [seq, uid] : d.queue) order.push_back(uid);
   for (const std::string& uid : order) {
     if (d.writing.contains(uid) || d.released.contains(uid)) continue;
+    if (auto backoff = d.backoff_until.find(uid); backoff != d.backoff_until.end()) {
+      if (backoff->second > now_ms) {
+        d.retry_at_ms = d.retry_at_ms ? std::min(*d.retry_at_ms, backoff->second) : backoff->second;
+        continue;
+      }
+      d.backoff_until.erase(backoff);
+    }
     auto pod = impl_->pods.find(uid);
     if (pod == impl_->pods.end()) continue;
     DraPlacePod(pod->second, now_ms, out);
@@ -313,7 +321,8 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
       d.released.insert(uid);
       d.held.erase(uid);
     } else {
-      d.retry_at_ms = now_ms + kDraRetryMs;
+      d.backoff_until[uid] = now_ms + kDraRetryMs;
+      d.dirty = true;
     }
     d.writing.erase(it);
     return true;
@@ -335,7 +344,7 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
   if (w.failed || w.releasing) {
     // Judged again: from what the watch brings after a failure, or placed
     // anew once released.
-    if (w.failed) d.retry_at_ms = now_ms + kDraRetryMs;
+    if (w.failed) d.backoff_until[uid] = now_ms + kDraRetryMs;
     d.dirty = true;
     d.writing.erase(it);
     return true;

@@ -99,6 +99,8 @@ void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Com
     RegisterNode(it->first, memory, now_ms, out);
   } else if (memory.usable) {
     CacheNode(node);
+  } else {
+    CacheDraOnly(memory);
   }
 }
 
@@ -167,11 +169,26 @@ void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int6
   }
   if (usable && (refresh || !memory.usable)) {
     CacheNode(memory.object);
-  } else if (!usable && memory.usable) {
-    snapshot_.RemoveNode(name);
-    ++counters_.nodes_dropped;
+  } else if (!usable) {
+    if (memory.usable) ++counters_.nodes_dropped;
+    CacheDraOnly(memory);
   }
   memory.usable = usable;
+}
+
+void Engine::CacheDraOnly(const NodeMemory& memory) {
+  if (options_.dra_device_classes.empty()) {
+    if (memory.usable) snapshot_.RemoveNode(memory.object.name);
+    return;
+  }
+  // DRA allocates on every node: one whose devices are not registered (or
+  // has none) is cached without them.
+  Node node = memory.object;
+  for (const VendorSpec& vendor : options_.config.vendors) {
+    node.annotations.Erase(vendor.register_annotation);
+    node.allocatable.Erase(vendor.count_resource);
+  }
+  CacheNode(node);
 }
 
 void Engine::RegistrationPass(std::int64_t now_ms, std::vector<Command>& out) {

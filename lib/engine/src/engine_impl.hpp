@@ -65,6 +65,9 @@ struct Engine::Impl {
     // the write fails).
     std::map<std::pair<std::string, std::string>, dra::ResourceClaim> before;
     std::set<std::string> released;  // UIDs whose gate is removed; the watch has yet to show it
+    // UIDs whose write failed, until when they are left alone (the watch
+    // brings the claims as they are now meanwhile).
+    std::unordered_map<std::string, std::int64_t> backoff_until;
   };
 
   struct FilterFlow {

@@ -381,6 +381,9 @@ class Engine {
   // Places the held Filters, oldest first, while the binds allow.
   void PlaceHeldFilters(std::int64_t now_ms, std::vector<Command>& out);
   void CacheNode(const Node& node);  // snapshot_.AddNode, recording node_errors
+  // A node without usable registered devices: cached without them when
+  // serving DRA classes, else not cached.
+  void CacheDraOnly(const NodeMemory& memory);
   void RegistrationPass(std::int64_t now_ms, std::vector<Command>& out);
   void RegisterNode(const std::string& name, NodeMemory& memory, std::int64_t now_ms,
                     std::vector<Command>& out);

@@ -1,0 +1,303 @@
+// The engine's DRA flow (engine.hpp, "DRA"): gated pods' claims allocated by
+// policy, written, the gate removed; holds, failures and restarts.
+#include <doctest/doctest.h>
+
+#include "devshare/engine/engine.hpp"
+#include "dra_fixtures.hpp"
+#include "testutil.hpp"
+
+using namespace devshare;
+using namespace devshare::engine;
+using namespace devshare::dra::testing;
+using devshare::testing::MakeNode;
+using devshare::testing::MakePod;
+
+namespace {
+
+constexpr std::int64_t kNowMs = 1787300439000;
+
+template <typename T>
+std::vector<T> Of(const std::vector<Command>& commands) {
+  std::vector<T> out;
+  for (const Command& c : commands) {
+    if (const T* t = std::get_if<T>(&c)) out.push_back(*t);
+  }
+  return out;
+}
+
+// A claim of class gpu asking `cores` percent of one shared GPU's cores and
+// 400 MiB of its 40 GiB per percent.
+dra::ResourceClaim Share(std::string name, std::int64_t cores) {
+  dra::DeviceSelection s = Select("gpu");
+  s.capacity_requests["cores"] = Q(cores);
+  s.capacity_requests["memory"] = Q(cores * 400 * kMi);
+  return Claim(std::move(name), {Exactly("gpu", s)});
+}
+
+Pod Gated(std::string name, std::vector<std::string> claims) {
+  Pod p = MakePod(name);
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    p.resource_claims.push_back(PodResourceClaim{"c" + std::to_string(i), claims[i], "", ""});
+  }
+  p.scheduling_gates = {std::string(dra::kSchedulingGate)};
+  return p;
+}
+
+// Nodes n1 and n2, each with one shared GPU, serving class gpu by binpack.
+struct Fixture {
+  explicit Fixture(dra::Policy policy = dra::Policy::kBinpack) : engine(Options(policy)) {
+    for (const char* node : {"n1", "n2"}) {
+      engine.NodeObserved(MakeNode(node), kNowMs, out);
+      engine.ResourceSliceObserved(NodeSlice(node, {SharedGpu(0)}));
+    }
+    for (auto& [name, c] : Classes()) engine.DeviceClassObserved(c);
+    engine.Tick(kNowMs, out);
+    out.clear();
+  }
+  static EngineOptions Options(dra::Policy policy) {
+    EngineOptions o;
+    o.dra_device_classes = {"gpu"};
+    o.dra_policy = policy;
+    return o;
+  }
+  std::vector<Command> Tick(std::int64_t now_ms = kNowMs) {
+    out.clear();
+    engine.Tick(now_ms, out);
+    return out;
+  }
+  std::vector<Command> Result(std::uint64_t id, bool ok, std::int64_t now_ms = kNowMs) {
+    out.clear();
+    engine.ApiResult(id, ok, now_ms, out);
+    return out;
+  }
+  const dra::ResourceClaim& Claimed(const std::string& name) const {
+    const dra::ResourceClaim* c = engine.snapshot().FindResourceClaim("default", name);
+    REQUIRE(c != nullptr);
+    return *c;
+  }
+  Engine engine;
+  std::vector<Command> out;
+};
+
+std::string NodeOf(const dra::Allocation& a) {
+  REQUIRE(a.node_selector);
+  return a.node_selector->terms.at(0).match_fields.at(0).values.at(0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "engine dra: a gated pod's claim is allocated, written with the pod reserved, then the "
+    "gate removed") {
+  Fixture f;
+  f.engine.ResourceClaimObserved(Share("a", 60));
+  f.engine.PodObserved(Gated("p", {"a"}));
+  CHECK(f.Tick().empty());  // nothing before the DRA objects are synced
+  f.engine.DraSynced();
+  CHECK(f.engine.NextWakeMs() == 0);
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  const WriteClaimStatus& w = writes[0];
+  CHECK(w.name == "a");
+  CHECK(w.uid == "uid-a");
+  CHECK(w.add_finalizer);
+  REQUIRE(w.allocation);
+  CHECK(w.allocation->devices.at(0).consumed_capacity.at("cores") == Q(60));
+  CHECK(w.reserved_for == std::vector<dra::ClaimConsumer>{{"", "pods", "p", "uid-p"}});
+  // Counted before the write returns: the snapshot holds the assumption.
+  CHECK(f.Claimed("a").allocation == w.allocation);
+  CHECK(Of<RemoveSchedulingGate>(f.out).empty());
+
+  auto gates = Of<RemoveSchedulingGate>(f.Result(w.id, true));
+  REQUIRE(gates.size() == 1);
+  CHECK(gates[0].name == "p");
+  CHECK(gates[0].uid == "uid-p");
+  CHECK(f.Result(gates[0].id, true).empty());
+  CHECK(f.engine.counters().dra_claims_allocated == 1);
+  CHECK(f.engine.counters().dra_gates_removed == 1);
+  CHECK(f.Tick().empty());  // released: not judged again while the watch catches up
+  Pod ungated = Gated("p", {"a"});
+  ungated.scheduling_gates.clear();
+  f.engine.PodObserved(ungated);
+  CHECK(f.engine.dra_gated() == 0);
+}
+
+TEST_CASE("engine dra: pods are placed in arrival order, each seeing the ones before") {
+  Fixture f;
+  f.engine.DraSynced();
+  for (const char* name : {"a", "b", "c"}) f.engine.ResourceClaimObserved(Share(name, 60));
+  for (const char* pod : {"a", "b", "c"}) f.engine.PodObserved(Gated(pod, {pod}));
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  // 60 % each: one GPU per pod; the third fits nowhere and waits, said once.
+  REQUIRE(writes.size() == 2);
+  CHECK(writes[0].name == "a");
+  CHECK(writes[1].name == "b");
+  CHECK(NodeOf(*writes[0].allocation) != NodeOf(*writes[1].allocation));
+  auto events = Of<PodEvent>(f.out);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].name == "c");
+  CHECK(events[0].reason == "DevshareNoFit");
+  CHECK(events[0].message ==
+        "no node fits its claims: 2 of 2 nodes short of devices, 0 short of CPU or memory");
+  CHECK(f.engine.dra_held().at("uid-c").kind == DraHoldKind::kNoFit);
+  f.engine.NodeObserved(MakeNode("n1"), kNowMs, f.out);
+  CHECK(Of<PodEvent>(f.Tick()).empty());  // the same reason: no second Event
+  // Room frees when a's claim goes: c is placed.
+  f.engine.ResourceClaimDeleted("default", "a");
+  writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].name == "c");
+  CHECK(f.engine.dra_held().empty());
+}
+
+TEST_CASE("engine dra: a failed claim write takes the assumption back and is tried again") {
+  Fixture f;
+  f.engine.DraSynced();
+  f.engine.ResourceClaimObserved(Share("a", 60));
+  f.engine.PodObserved(Gated("p", {"a"}));
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  // The watch shows the claim unchanged meanwhile: the assumption stays.
+  f.engine.ResourceClaimObserved(Share("a", 60));
+  CHECK(f.Claimed("a").allocation);
+  CHECK(f.Result(writes[0].id, false).empty());  // a 409
+  CHECK_FALSE(f.Claimed("a").allocation);
+  CHECK(f.engine.counters().dra_claim_writes_failed == 1);
+  CHECK(Of<WriteClaimStatus>(f.Tick(kNowMs + 10)).empty());
+  CHECK(f.engine.NextWakeMs() == kNowMs + 1000);
+  CHECK(Of<WriteClaimStatus>(f.Tick(kNowMs + 1000)).size() == 1);
+}
+
+TEST_CASE("engine dra: waiting for the claim made from a template; refusal; not served") {
+  Fixture f;
+  f.engine.DraSynced();
+  dra::ResourceClaimTemplate t;
+  t.template_namespace = "default";
+  t.name = "share";
+  t.spec = Share("x", 10).spec;
+  f.engine.ResourceClaimTemplateObserved(t);
+  Pod p = Gated("p", {});
+  p.resource_claims = {PodResourceClaim{"gpu", "", "share", ""}};
+  f.engine.PodObserved(p);
+  auto events = Of<PodEvent>(f.Tick());
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].reason == "DevshareWaitingForClaims");
+  CHECK(f.engine.dra_held().at("uid-p").kind == DraHoldKind::kWaiting);
+  // The resourceclaim controller makes the claim and names it on the pod.
+  f.engine.ResourceClaimObserved(Share("p-gpu-x1", 10));
+  p.resource_claims[0].generated_claim_name = "p-gpu-x1";
+  f.engine.PodObserved(p);
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].name == "p-gpu-x1");
+
+  // A claim of a class devshare does not serve: released as it is.
+  dra::ResourceClaim other = Claim("whole", {Exactly("gpu", Select("a100"))});
+  f.engine.ResourceClaimObserved(other);
+  f.engine.PodObserved(Gated("q", {"whole"}));
+  auto out = f.Tick();
+  CHECK(Of<WriteClaimStatus>(out).empty());
+  auto gates = Of<RemoveSchedulingGate>(out);
+  REQUIRE(gates.size() == 1);
+  CHECK(gates[0].name == "q");
+
+  // A selector devshare cannot evaluate, on a pod created while devshare
+  // did not see the claim: held, with the reason.
+  dra::DeviceSelection odd = Select("gpu");
+  odd.selectors = {"size({'a': 1}) == 1"};
+  f.engine.ResourceClaimObserved(Claim("odd", {Exactly("gpu", odd)}));
+  f.engine.PodObserved(Gated("r", {"odd"}));
+  events = Of<PodEvent>(f.Tick());
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].reason == "DevshareCannotAllocate");
+  CHECK(events[0].message.find("selector `size({'a': 1}) == 1`") != std::string::npos);
+}
+
+// `claim` as the engine writes it for pod `pod` on n2 (n1 left out).
+dra::ResourceClaim WrittenOnN2(dra::ResourceClaim claim, const std::string& pod) {
+  Fixture probe;
+  probe.engine.DraSynced();
+  probe.engine.ResourceClaimObserved(claim);
+  probe.engine.ResourceSliceDeleted("n1-slice");
+  probe.engine.PodObserved(Gated(pod, {claim.name}));
+  auto w = Of<WriteClaimStatus>(probe.Tick());
+  REQUIRE(w.size() == 1);
+  claim.allocation = w[0].allocation;
+  claim.reserved_for = w[0].reserved_for;
+  REQUIRE(NodeOf(*claim.allocation) == "n2");
+  return claim;
+}
+
+TEST_CASE(
+    "engine dra: after a restart, claims written already count; the pod is finished on "
+    "their node or they are released") {
+  // Claim a was written for p on n2 before the restart; b was not.
+  const dra::ResourceClaim written = WrittenOnN2(Share("a", 30), "p");
+  Fixture restarted;
+  restarted.engine.DraSynced();
+  restarted.engine.ResourceClaimObserved(written);
+  restarted.engine.ResourceClaimObserved(Share("b", 30));
+  restarted.engine.PodObserved(Gated("p", {"a", "b"}));
+  auto writes = Of<WriteClaimStatus>(restarted.Tick());
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].name == "b");
+  CHECK(NodeOf(*writes[0].allocation) == "n2");
+
+  // All written: only the gate is left.
+  Fixture done;
+  done.engine.DraSynced();
+  done.engine.ResourceClaimObserved(written);
+  done.engine.PodObserved(Gated("p", {"a"}));
+  auto out = done.Tick();
+  CHECK(Of<WriteClaimStatus>(out).empty());
+  CHECK(Of<RemoveSchedulingGate>(out).size() == 1);
+
+  // Another pod took half of n2's GPU meanwhile, so b no longer fits beside
+  // a: a is released, and the pod placed anew, on n1.
+  Fixture full;
+  full.engine.DraSynced();
+  full.engine.ResourceClaimObserved(written);
+  full.engine.ResourceClaimObserved(WrittenOnN2(Share("o", 50), "other"));
+  full.engine.ResourceClaimObserved(Share("b", 30));
+  full.engine.PodObserved(Gated("p", {"a", "b"}));
+  auto releases = Of<WriteClaimStatus>(full.Tick());
+  REQUIRE(releases.size() == 1);
+  CHECK(releases[0].name == "a");
+  CHECK_FALSE(releases[0].allocation);
+  CHECK(releases[0].reserved_for.empty());
+  CHECK_FALSE(releases[0].add_finalizer);
+  CHECK(full.Result(releases[0].id, true).empty());
+  CHECK(full.engine.counters().dra_claims_released == 1);
+  auto placed = Of<WriteClaimStatus>(full.Tick());
+  REQUIRE(placed.size() == 2);
+  CHECK(NodeOf(*placed[0].allocation) == "n1");
+  CHECK(NodeOf(*placed[1].allocation) == "n1");
+
+  // A claim shared with another pod on a full node: the pod waits.
+  Fixture shared;
+  shared.engine.DraSynced();
+  dra::ResourceClaim theirs = WrittenOnN2(Share("o", 90), "other");
+  shared.engine.ResourceClaimObserved(theirs);
+  shared.engine.ResourceClaimObserved(Share("b", 30));
+  shared.engine.PodObserved(Gated("p", {"o", "b"}));
+  auto events = Of<PodEvent>(shared.Tick());
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].message == "the node its allocated claims are on has no room for the others");
+}
+
+TEST_CASE("engine dra: a follower allocates nothing") {
+  EngineOptions o = Fixture::Options(dra::Policy::kBinpack);
+  o.leadership = Leadership::kFollowLease;
+  o.hostname = "me";
+  Engine engine(o);
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1"), kNowMs, out);
+  engine.ResourceSliceObserved(NodeSlice("n1", {SharedGpu(0)}));
+  for (auto& [name, c] : Classes()) engine.DeviceClassObserved(c);
+  engine.ResourceClaimObserved(Share("a", 10));
+  engine.PodObserved(Gated("p", {"a"}));
+  engine.DraSynced();
+  engine.Tick(kNowMs, out);
+  CHECK(out.empty());
+  CHECK(engine.dra_gated() == 1);
+}
