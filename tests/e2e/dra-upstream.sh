@@ -22,16 +22,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 passed=0 failed=0
 node=dra-node-1
-driver=hami-core-gpu.project-hami.io
+driver=$HAMI_DRA_DRIVER
 ns=/api/v1/namespaces/default
 resource=/apis/resource.k8s.io/v1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-gpu() {  # gpu MINOR MEMORY
-  printf '{"name":"hami-gpu-%s","attributes":{"type":{"string":"hami-gpu"},"minor":{"int":%s}},"capacity":{"cores":{"value":"100","requestPolicy":{"default":"100","validRange":{"min":"0","max":"100","step":"1"}}},"memory":{"value":"%s","requestPolicy":{"default":"%s","validRange":{"min":"1Mi","max":"%s","step":"1Mi"}}}},"allowMultipleAllocations":true}' \
-    "$1" "$1" "$2" "$2" "$2"
-}
 claim_json() {  # claim_json NAME CAPACITY_REQUESTS_JSON ("" for none)
   local capacity=""
   [ -n "$2" ] && capacity=",\"capacity\":{\"requests\":$2}"
@@ -89,14 +85,11 @@ PY
 }
 
 t0=$SECONDS
-check "create node $node" create_node \
-  '{"apiVersion":"v1","kind":"Node","metadata":{"name":"'$node'","labels":{"kubernetes.io/hostname":"'$node'"}},"status":{"capacity":{"cpu":"32","memory":"128Gi","pods":"110"},"allocatable":{"cpu":"32","memory":"128Gi","pods":"110"}}}'
+check "create node $node" create_node "$(dra_node_json "$node")"
 check "publish its GPUs as HAMi's DRA driver does (2 GPUs, consumable cores and memory)" \
-  kapi POST $resource/resourceslices \
-  '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"'$node'-gpus"},"spec":{"driver":"'$driver'","nodeName":"'$node'","pool":{"name":"'$node'","generation":1,"resourceSliceCount":1},"devices":['"$(gpu 0 40Gi),$(gpu 1 16Gi)"']}}'
+  kapi POST $resource/resourceslices "$(hami_dra_slice_json "$node" 40Gi 16Gi)"
 check "the API server keeps allowMultipleAllocations and the request policy" keeps_sharing_fields
-check "create the DeviceClass hami-gpu" kapi POST $resource/deviceclasses \
-  '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"hami-gpu"},"spec":{"selectors":[{"cel":{"expression":"device.driver == \"'$driver'\""}}]}}'
+check "create the DeviceClass hami-gpu" kapi POST $resource/deviceclasses "$(hami_dra_class_json hami-gpu)"
 
 # name | capacity requests: shares (one off the step in cores and memory, one
 # filling a GPU's cores exactly), a whole GPU (no capacity named: all of it),

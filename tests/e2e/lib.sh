@@ -362,3 +362,38 @@ if not out:
 print("\n".join(out))'
 }
 E2E_HAMI_CHART=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../../../shared/hami/v2.10.0/charts/hami
+
+# --- DRA ----------------------------------------------------------------------
+# The driver name HAMi's DRA driver publishes its GPUs under.
+HAMI_DRA_DRIVER=hami-core-gpu.project-hami.io
+
+# dra_node_json NAME: a Node without devices of its own (32 CPUs, 128 GiB).
+dra_node_json() {
+  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"kubernetes.io/hostname":"%s"}},"status":{"capacity":{"cpu":"32","memory":"128Gi","pods":"110"},"allocatable":{"cpu":"32","memory":"128Gi","pods":"110"}}}' "$1" "$1"
+}
+
+# hami_dra_gpu_json MINOR MEMORY: one GPU as HAMi's DRA driver publishes it:
+# consumable cores (100) and memory, shared by several claims.
+hami_dra_gpu_json() {
+  printf '{"name":"hami-gpu-%s","attributes":{"type":{"string":"hami-gpu"},"minor":{"int":%s}},"capacity":{"cores":{"value":"100","requestPolicy":{"default":"100","validRange":{"min":"0","max":"100","step":"1"}}},"memory":{"value":"%s","requestPolicy":{"default":"%s","validRange":{"min":"1Mi","max":"%s","step":"1Mi"}}}},"allowMultipleAllocations":true}' \
+    "$1" "$1" "$2" "$2" "$2"
+}
+
+# hami_dra_slice_json NODE MEMORY...: the ResourceSlice NODE-gpus of one GPU
+# of each MEMORY on NODE.
+hami_dra_slice_json() {
+  local node=$1 devices="" i=0; shift
+  for memory in "$@"; do
+    [ -n "$devices" ] && devices+=,
+    devices+=$(hami_dra_gpu_json "$i" "$memory")
+    i=$((i + 1))
+  done
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"%s-gpus"},"spec":{"driver":"%s","nodeName":"%s","pool":{"name":"%s","generation":1,"resourceSliceCount":1},"devices":[%s]}}' \
+    "$node" "$HAMI_DRA_DRIVER" "$node" "$node" "$devices"
+}
+
+# hami_dra_class_json NAME: a DeviceClass selecting the driver's devices.
+hami_dra_class_json() {
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"%s"},"spec":{"selectors":[{"cel":{"expression":"device.driver == \\"%s\\""}}]}}' \
+    "$1" "$HAMI_DRA_DRIVER"
+}

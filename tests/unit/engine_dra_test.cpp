@@ -179,10 +179,13 @@ TEST_CASE("engine dra: waiting for the claim made from a template; refusal; not 
   Pod p = Gated("p", {});
   p.resource_claims = {PodResourceClaim{"gpu", "", "share", ""}};
   f.engine.PodObserved(p);
-  auto events = Of<PodEvent>(f.Tick());
+  // Usual for a moment: said only when it lasts 10 s.
+  CHECK(Of<PodEvent>(f.Tick()).empty());
+  CHECK(f.engine.dra_held().at("uid-p").kind == DraHoldKind::kWaiting);
+  CHECK(f.engine.NextWakeMs() == kNowMs + 10000);
+  auto events = Of<PodEvent>(f.Tick(kNowMs + 10000));
   REQUIRE(events.size() == 1);
   CHECK(events[0].reason == "DevshareWaitingForClaims");
-  CHECK(f.engine.dra_held().at("uid-p").kind == DraHoldKind::kWaiting);
   // The resourceclaim controller makes the claim and names it on the pod.
   f.engine.ResourceClaimObserved(Share("p-gpu-x1", 10));
   p.resource_claims[0].generated_claim_name = "p-gpu-x1";

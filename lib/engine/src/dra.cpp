@@ -14,6 +14,8 @@ constexpr std::int64_t kDraRetryMs = 1000;
 // A gated pod gets another Event for a new reason of the same kind no
 // sooner than this.
 constexpr std::int64_t kDraEventPeriodMs = 60000;
+// A pod waiting for its claims gets an Event once it has waited this long.
+constexpr std::int64_t kDraWaitingEventMs = 10000;
 
 std::string_view HoldEventReason(DraHoldKind kind) {
   switch (kind) {
@@ -113,7 +115,8 @@ void Engine::DraPodChanged(const Pod* pod, const std::string& uid) {
     d.queue.erase(seq->second);
     d.seq_of.erase(seq);
     d.held.erase(uid);
-    d.evented_ms.erase(uid);
+    d.evented.erase(uid);
+    d.waiting_since.erase(uid);
     d.released.erase(uid);
     d.backoff_until.erase(uid);
   }
@@ -175,16 +178,28 @@ void Engine::DraPass(std::int64_t now_ms, std::vector<Command>& out) {
 void Engine::DraHoldPod(const Pod& pod, DraHoldKind kind, std::string reason, std::int64_t now_ms,
                         std::vector<Command>& out) {
   Impl::Dra& d = impl_->dra;
-  DraHold& held = d.held[pod.uid];
-  const bool kind_changed = held.kind != kind || held.reason.empty();
-  if (!kind_changed && held.reason == reason) return;
-  held = DraHold{kind, reason};
+  d.held[pod.uid] = DraHold{kind, reason};
+  // A claim still to be made is the usual first moment of a pod from a
+  // template: said only when it lasts.
+  if (kind == DraHoldKind::kWaiting) {
+    const std::int64_t since = d.waiting_since.try_emplace(pod.uid, now_ms).first->second;
+    if (now_ms - since < kDraWaitingEventMs) {
+      const std::int64_t at = since + kDraWaitingEventMs;
+      d.retry_at_ms = d.retry_at_ms ? std::min(*d.retry_at_ms, at) : at;
+      return;
+    }
+  } else {
+    d.waiting_since.erase(pod.uid);
+  }
   // Events say a new kind at once, a new reason of the same kind at most
   // once a period (a cluster in motion changes a no-fit's counts often).
-  auto last = d.evented_ms.find(pod.uid);
-  if (!kind_changed && last != d.evented_ms.end() && now_ms - last->second < kDraEventPeriodMs)
-    return;
-  d.evented_ms[pod.uid] = now_ms;
+  auto [last, first] = d.evented.try_emplace(pod.uid, Impl::Dra::Evented{kind, reason, now_ms});
+  if (!first) {
+    if (last->second.kind == kind &&
+        (last->second.reason == reason || now_ms - last->second.at_ms < kDraEventPeriodMs))
+      return;
+    last->second = Impl::Dra::Evented{kind, reason, now_ms};
+  }
   out.push_back(PodEvent{pod.pod_namespace, pod.name, pod.uid, std::string(HoldEventReason(kind)),
                          std::move(reason)});
 }
@@ -283,6 +298,7 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
   }
 
   d.held.erase(pod.uid);
+  d.waiting_since.erase(pod.uid);
   DraWrite& w = d.writing[pod.uid];
   w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, 0};
   for (std::size_t i = 0; i < to_allocate.size(); ++i) {

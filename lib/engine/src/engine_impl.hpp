@@ -55,12 +55,18 @@ struct Engine::Impl {
     bool dirty = true;  // something changed since the last pass
     std::optional<std::int64_t> retry_at_ms;
     std::uint64_t next_seq = 0;
-    std::map<std::uint64_t, std::string> queue;                // gated pods in arrival order: UIDs
-    std::unordered_map<std::string, std::uint64_t> seq_of;     // UID -> its key in queue
-    std::map<std::string, DraHold> held;                       // UID -> why it waits
-    std::unordered_map<std::string, std::int64_t> evented_ms;  // UID -> its last PodEvent
-    std::unordered_map<std::string, DraWrite> writing;         // UID -> its writes in flight
-    std::unordered_map<std::uint64_t, std::string> write_of;   // command id -> UID
+    std::map<std::uint64_t, std::string> queue;             // gated pods in arrival order: UIDs
+    std::unordered_map<std::string, std::uint64_t> seq_of;  // UID -> its key in queue
+    std::map<std::string, DraHold> held;                    // UID -> why it waits
+    struct Evented {                                        // a pod's last PodEvent
+      DraHoldKind kind;
+      std::string reason;
+      std::int64_t at_ms;
+    };
+    std::unordered_map<std::string, Evented> evented;             // by UID
+    std::unordered_map<std::string, std::int64_t> waiting_since;  // UID -> since when (kWaiting)
+    std::unordered_map<std::string, DraWrite> writing;            // UID -> its writes in flight
+    std::unordered_map<std::uint64_t, std::string> write_of;      // command id -> UID
     // The claims with a write in flight, as last observed (restored when
     // the write fails).
     std::map<std::pair<std::string, std::string>, dra::ResourceClaim> before;

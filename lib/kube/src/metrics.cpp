@@ -36,6 +36,63 @@ GpuGauges MeasureGpus(const ClusterSnapshot& snapshot, std::span<const WorkloadC
   return g;
 }
 
+std::vector<DraDeviceCapacity> MeasureDraDevices(const ClusterSnapshot& snapshot) {
+  const dra::AllocatedState& allocated = snapshot.dra_allocated();
+  std::map<dra::DeviceId, const dra::Device*> devices;
+  for (const std::string& node : snapshot.NodeNames()) {
+    Result<const std::vector<dra::GatheredPool>*> pools = snapshot.DraPools(node);
+    if (!pools.ok()) continue;
+    for (const dra::GatheredPool& pool : **pools) {
+      for (const dra::ResourceSlice* slice : pool.device_slices) {
+        for (const dra::Device& d : slice->devices)
+          devices.emplace(dra::DeviceId{pool.driver, pool.pool, d.name}, &d);
+      }
+    }
+  }
+  std::vector<DraDeviceCapacity> out;
+  for (const auto& [id, device] : devices) {
+    const bool whole = allocated.devices.contains(id);
+    auto consumed = allocated.consumed_capacity.find(id);
+    for (const auto& [name, capacity] : device->capacity) {
+      double used = 0;
+      if (consumed != allocated.consumed_capacity.end()) {
+        if (auto q = consumed->second.find(name); q != consumed->second.end())
+          used = static_cast<double>(q->second.milli) / 1000;
+      }
+      const double total = static_cast<double>(capacity.value.milli) / 1000;
+      out.push_back(DraDeviceCapacity{id.driver, id.pool, id.device, name, total,
+                                      whole ? 0 : std::max(0.0, total - used)});
+    }
+  }
+  return out;
+}
+
+DraGauges MeasureDra(const engine::Engine& engine) {
+  DraGauges g;
+  g.gated = engine.dra_gated();
+  for (const char* reason : {"waiting", "no-fit", "refused"}) g.held[reason] = 0;
+  for (const auto& [uid, hold] : engine.dra_held()) {
+    switch (hold.kind) {
+      case engine::DraHoldKind::kWaiting:
+        ++g.held["waiting"];
+        break;
+      case engine::DraHoldKind::kNoFit:
+        ++g.held["no-fit"];
+        break;
+      case engine::DraHoldKind::kRefused:
+        ++g.held["refused"];
+        break;
+    }
+  }
+  const engine::Counters& c = engine.counters();
+  g.claims_allocated = c.dra_claims_allocated;
+  g.claim_writes_failed = c.dra_claim_writes_failed;
+  g.claims_released = c.dra_claims_released;
+  g.gates_removed = c.dra_gates_removed;
+  g.devices = MeasureDraDevices(engine.snapshot());
+  return g;
+}
+
 void Metrics::SetCluster(bool leader, const ClusterSnapshot& snapshot,
                          std::span<const WorkloadClass> workload) {
   gpus_ = MeasureGpus(snapshot, workload);
@@ -93,6 +150,44 @@ void RenderGauge(std::string& out, std::string_view name, std::string_view help,
 void RenderGauge(std::string& out, std::string_view name, std::string_view help, double value) {
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help,
                  name, name, Value(value));
+}
+
+void RenderDra(std::string& out, const DraGauges& dra) {
+  auto it = std::back_inserter(out);
+  RenderGauge(out, "devshare_dra_pods_gated",
+              "Pods carrying devshare's scheduling gate (their DRA claims are devshare's to "
+              "allocate).",
+              dra.gated);
+  fmt::format_to(it,
+                 "# HELP devshare_dra_pods_held Gated pods devshare cannot place yet, by reason.\n"
+                 "# TYPE devshare_dra_pods_held gauge\n");
+  for (const auto& [reason, n] : dra.held)
+    fmt::format_to(it, "devshare_dra_pods_held{{reason=\"{}\"}} {}\n", reason, n);
+  RenderScalar(out, "counter", "devshare_dra_claims_allocated_total",
+               "ResourceClaims devshare allocated and reserved (written).", dra.claims_allocated);
+  RenderScalar(out, "counter", "devshare_dra_claim_writes_failed_total",
+               "ResourceClaim writes that failed (a conflict: tried again from the watch).",
+               dra.claim_writes_failed);
+  RenderScalar(out, "counter", "devshare_dra_claims_released_total",
+               "ResourceClaims devshare released: written before a restart on a node the pod's "
+               "other claims no longer fit.",
+               dra.claims_released);
+  RenderScalar(out, "counter", "devshare_dra_gates_removed_total",
+               "Scheduling gates devshare removed once a pod's claims were allocated.",
+               dra.gates_removed);
+  for (const bool free : {false, true}) {
+    const std::string_view name =
+        free ? "devshare_dra_device_capacity_free" : "devshare_dra_device_capacity";
+    fmt::format_to(it, "# HELP {} {}\n# TYPE {} gauge\n", name,
+                   free ? "What allocated claims leave of a DRA device's capacity (0 when one "
+                          "holds the device whole)."
+                        : "A DRA device's capacity as its ResourceSlice publishes it.",
+                   name);
+    for (const DraDeviceCapacity& d : dra.devices) {
+      fmt::format_to(it, "{}{{driver=\"{}\",pool=\"{}\",device=\"{}\",capacity=\"{}\"}} {}\n", name,
+                     d.driver, d.pool, d.device, d.capacity, Value(free ? d.free : d.total));
+    }
+  }
 }
 
 }  // namespace
@@ -173,6 +268,7 @@ std::string Metrics::Render() const {
       "Free GPUs that the expected workload cannot use (fgd's fragmentation, Weng et al. ATC '23; "
       "at most devshare_gpu_free).",
       gpus_.fragmented);
+  if (dra_) RenderDra(out, *dra_);
   return out;
 }
 

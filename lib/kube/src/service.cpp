@@ -721,6 +721,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
       metrics.SetUndecodableNodes(engine->node_errors().size());
       metrics.SetApiConnections(client.connection_stats());
       metrics.SetAudit(engine->audit_totals(), last_suspected, last_audit_cost);
+      if (!options.engine.dra_device_classes.empty()) metrics.SetDra(MeasureDra(*engine));
       return respond(HttpResponse{200, "text/plain; version=0.0.4", metrics.Render(), {}});
     }
     if (route != "filter" && route != "prioritize" && route != "bind" && route != "webhook") {

@@ -29,6 +29,18 @@
 //   devshare_gpu_free                  gauge: free GPUs (fgd's measure)
 //   devshare_gpu_fragmented            gauge: free GPUs fragmented (fgd)
 //
+// and with served DeviceClasses (DRA), from the engine and the snapshot:
+//
+//   devshare_dra_pods_gated            gauge: pods carrying devshare's scheduling gate
+//   devshare_dra_pods_held             gauge, by reason (waiting: a claim not there yet;
+//                                      no-fit; refused: devshare cannot allocate them)
+//   devshare_dra_claims_allocated_total, devshare_dra_claim_writes_failed_total,
+//   devshare_dra_claims_released_total, devshare_dra_gates_removed_total  counters
+//   devshare_dra_device_capacity       gauge, by driver, pool, device and capacity:
+//                                      what the device publishes
+//   devshare_dra_device_capacity_free  gauge, same labels: what allocated claims
+//                                      leave of it (0 when a claim holds it whole)
+//
 // Decisions by outcome are the histograms' _count series.
 //
 // Thread-safety: none; updated and rendered on the server's one thread.
@@ -38,12 +50,15 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "devshare/engine/audit.hpp"
+#include "devshare/engine/engine.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/snapshot.hpp"
 
@@ -89,6 +104,29 @@ struct AuditListCost {
   double seconds = 0;
 };
 
+// One capacity of one DRA device, as the DRA gauges report it.
+struct DraDeviceCapacity {
+  std::string driver, pool, device, capacity;
+  double total = 0;
+  double free = 0;
+};
+
+// Every capacity of every device of the pools the snapshot's nodes see,
+// each device once, in (driver, pool, device, capacity) order.
+// O(devices x capacities).
+std::vector<DraDeviceCapacity> MeasureDraDevices(const ClusterSnapshot& snapshot);
+
+struct DraGauges {
+  std::uint64_t gated = 0;
+  std::map<std::string, std::uint64_t> held;  // by reason
+  std::uint64_t claims_allocated = 0, claim_writes_failed = 0, claims_released = 0,
+                gates_removed = 0;
+  std::vector<DraDeviceCapacity> devices;
+};
+
+// The engine's DRA state and the snapshot's devices as DraGauges.
+DraGauges MeasureDra(const engine::Engine& engine);
+
 class Metrics {
  public:
   // Upper bounds of the latency buckets, in seconds (+Inf is implied).
@@ -125,6 +163,9 @@ class Metrics {
   void SetCluster(bool leader, const ClusterSnapshot& snapshot,
                   std::span<const WorkloadClass> workload = {});
 
+  // With served DeviceClasses: the DRA series (none rendered otherwise).
+  void SetDra(DraGauges dra) { dra_ = std::move(dra); }
+
   std::string Render() const;
 
  private:
@@ -143,6 +184,7 @@ class Metrics {
   engine::AuditTotals audit_;
   std::uint64_t audit_suspected_ = 0;
   AuditListCost audit_list_;
+  std::optional<DraGauges> dra_;
 };
 
 }  // namespace devshare::kube

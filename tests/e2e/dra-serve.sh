@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# devshare serve allocating DRA claims on the real control plane, with
+# kube-controller-manager's resourceclaim controller making the claims of
+# pods from ResourceClaimTemplates:
+#   - two nodes whose GPUs are published as HAMi's DRA driver publishes them,
+#     devshare serving the DeviceClass hami-gpu by binpack, its webhook on
+#     the pods with DRA claims;
+#   - pods from a template asking 30 % of a GPU are gated at creation,
+#     allocated by devshare (binpack: three on one GPU, the fourth beside
+#     them), ungated, and bound by kube-scheduler where the allocation says;
+#   - a pod no node has room for stays gated with an Event and a metric, and
+#     is placed when room frees;
+#   - a pod whose claim's selector devshare cannot evaluate is refused at
+#     creation with the reason;
+#   - devshare killed between two claims of one pod (an admission policy
+#     holds the second claim's write back) and restarted: the first claim's
+#     allocation is kept, the second goes to its node, the pod is bound;
+#   - no device is ever allocated beyond its capacity.
+# Run inside the cluster's environment:
+#   tests/e2e/control-plane.sh run --controller-manager -- tests/e2e/dra-serve.sh
+# Needs DEVSHARE. Prints "e2e-dra-serve: N passed, N failed" last.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$here/lib.sh"
+: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run --controller-manager}"
+: "${DEVSHARE:?set DEVSHARE to the devshare executable}"
+
+passed=0 failed=0
+ns=/api/v1/namespaces/default
+resource=/apis/resource.k8s.io/v1
+gate=devshare.dev/dra-allocation
+port=$(free_port)
+serve_pid=
+work=$(mktemp -d)
+trap '[ -n "$serve_pid" ] && kill -9 "$serve_pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+start_serve() {
+  "$DEVSHARE" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" \
+    --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --dra-device-class hami-gpu \
+    --dra-policy binpack --qps 50 --burst 100 >>"$E2E_DIR/logs/devshare-dra.log" 2>&1 &
+  serve_pid=$!
+}
+serve_ready() {
+  curl -sfk "https://127.0.0.1:$port/readyz" >/dev/null &&
+    curl -sfk "https://127.0.0.1:$port/readyz/admission" >/dev/null
+}
+metric() {  # metric SERIES: its value on /metrics
+  curl -sfk "https://127.0.0.1:$port/metrics" | awk -v s="$1" '$1 == s {print $2}'
+}
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+
+template_json() {  # template_json NAME CAPACITY_REQUESTS_JSON [SELECTOR]
+  local selectors=""
+  [ -n "${3:-}" ] && selectors=",\"selectors\":[{\"cel\":{\"expression\":\"$3\"}}]"
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"%s","namespace":"default"},"spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"hami-gpu","capacity":{"requests":%s}%s}}]}}}}' \
+    "$1" "$2" "$selectors"
+}
+pod_json_from() {  # pod_json_from NAME CLAIM=TEMPLATE...: a pod using one claim per template
+  local name=$1 claims="" uses=""; shift
+  for entry in "$@"; do
+    [ -n "$claims" ] && claims+=, && uses+=,
+    claims+="{\"name\":\"${entry%%=*}\",\"resourceClaimTemplateName\":\"${entry#*=}\"}"
+    uses+="{\"name\":\"${entry%%=*}\"}"
+  done
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[%s],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[%s]}}]}}' \
+    "$name" "$claims" "$uses"
+}
+create_gated() {  # create_gated NAME CLAIM=TEMPLATE...: created, and gated by the webhook
+  kapi POST "$ns/pods" "$(pod_json_from "$@")" | jfield spec.schedulingGates | grep -q "\"$gate\""
+}
+claim_of() {  # claim_of POD CLAIM: the name of the claim made for the pod
+  kapi GET "$ns/pods/$1" | python3 -c '
+import json, sys
+for s in json.load(sys.stdin).get("status", {}).get("resourceClaimStatuses", []):
+    if s["name"] == sys.argv[1]:
+        print(s.get("resourceClaimName", ""))' "$2"
+}
+# placed POD CLAIM: prints "NODE POOL/DEVICE" when the claim is allocated and
+# reserved for the pod, and the pod is bound to the allocation's node.
+placed() {
+  local claim pod
+  claim=$(claim_of "$1" "$2") && [ -n "$claim" ] || return 1
+  pod=$(kapi GET "$ns/pods/$1") || return 1
+  kapi GET "$resource/namespaces/default/resourceclaims/$claim" | python3 -c '
+import json, sys
+pod = json.loads(sys.argv[1]); claim = json.load(sys.stdin)
+status = claim.get("status", {})
+results = status.get("allocation", {}).get("devices", {}).get("results", [])
+terms = status.get("allocation", {}).get("nodeSelector", {}).get("nodeSelectorTerms", [])
+node = terms[0]["matchFields"][0]["values"][0] if terms else ""
+reserved = [r["uid"] for r in status.get("reservedFor", [])]
+ok = (results and pod["metadata"]["uid"] in reserved and pod["spec"].get("nodeName") == node
+      and "resource.kubernetes.io/delete-protection" in claim["metadata"].get("finalizers", []))
+if not ok:
+    sys.exit(1)
+print(node, results[0]["pool"] + "/" + results[0]["device"])' "$pod"
+}
+is_placed() { placed "$@" >/dev/null; }
+placed_on() { placed "$2" "$3" | grep -q "^$1 "; }  # placed_on NODE POD CLAIM
+still_gated() { kapi GET "$ns/pods/$1" | jfield spec.schedulingGates | grep -q "\"$gate\""; }
+has_event() {  # has_event POD REASON
+  kapi GET "$ns/events?fieldSelector=involvedObject.name=$1" | grep -Eq "\"reason\": *\"$2\""
+}
+# No device is allocated beyond its capacity: the cores and memory every
+# allocated claim consumes, summed per device, within what the slice publishes.
+within_capacity() {
+  kapi GET "$resource/resourceclaims" >"$work/claims.json" &&
+    kapi GET "$resource/resourceslices" >"$work/slices.json" || return 1
+  python3 - "$work/claims.json" "$work/slices.json" <<'PY'
+import json, re, sys
+from collections import defaultdict
+from fractions import Fraction
+SUFFIX = {"": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+def q(text):
+    m = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", text)
+    return Fraction(m.group(1)) * SUFFIX[m.group(2)]
+used = defaultdict(Fraction)
+for c in json.load(open(sys.argv[1]))["items"]:
+    for r in c.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
+        for name, value in r.get("consumedCapacity", {}).items():
+            used[(r["pool"], r["device"], name)] += q(value)
+over = []
+for s in json.load(open(sys.argv[2]))["items"]:
+    for d in s["spec"]["devices"]:
+        for name, cap in d.get("capacity", {}).items():
+            key = (s["spec"]["pool"]["name"], d["name"], name)
+            if used[key] > q(cap["value"]):
+                over.append(f"{key}: {float(used[key])} of {cap['value']}")
+print("\n".join(over), file=sys.stderr)
+sys.exit(1 if over else 0)
+PY
+}
+
+t0=$SECONDS
+for node in dra-a dra-b; do
+  check "create node $node" create_node "$(dra_node_json "$node")"
+  check "publish $node's 2 GPUs as HAMi's DRA driver does" \
+    kapi POST "$resource/resourceslices" "$(hami_dra_slice_json "$node" 40Gi 40Gi)"
+done
+check "create the DeviceClass hami-gpu" kapi POST "$resource/deviceclasses" "$(hami_dra_class_json hami-gpu)"
+check "create the template share-30 (30 cores, 10Gi)" kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
+  "$(template_json share-30 '{"cores":"30","memory":"10Gi"}')"
+check "create the template share-80 (80 cores, 30Gi)" kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
+  "$(template_json share-80 '{"cores":"80","memory":"30Gi"}')"
+check "create the template odd (a selector with a map literal)" \
+  kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
+  "$(template_json odd '{"cores":"10","memory":"1Gi"}' "size({'a': 1}) == 1")"
+
+start_serve
+check "devshare serve (DeviceClass hami-gpu, binpack) is ready" wait_until 60 serve_ready
+webhook=$(cat <<EOF
+{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration",
+ "metadata":{"name":"devshare-dra"},
+ "webhooks":[{"name":"dra.pods.devshare.e2e","clientConfig":{"url":"https://127.0.0.1:$port/webhook","caBundle":"$CA_BUNDLE"},
+   "rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}],
+   "namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"default"}},
+   "matchConditions":[{"name":"has-dra-claims","expression":"has(object.spec.resourceClaims)"}],
+   "failurePolicy":"Fail","sideEffects":"None","admissionReviewVersions":["v1"],"timeoutSeconds":10}]}
+EOF
+)
+check "register the webhook (pods with DRA claims, failurePolicy Fail)" \
+  kapi POST /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations "$webhook"
+gates_dry_run() {
+  kapi POST "$ns/pods?dryRun=All" "$(pod_json_from probe gpu=share-30)" | jfield spec.schedulingGates |
+    grep -q "\"$gate\""
+}
+check "the webhook gates a pod of hami-gpu" wait_until 30 gates_dry_run
+
+# Binpack: three 30 % shares on one GPU, the fourth beside them on the same
+# node. Which pod gets which GPU depends on when its claim is made.
+for p in s1 s2 s3 s4; do
+  check "create pod $p from share-30: gated at creation" create_gated "$p" gpu=share-30
+done
+for p in s1 s2 s3 s4; do
+  check "devshare allocates $p's claim, reserves it, removes the gate; kube-scheduler binds it there" \
+    wait_until 60 is_placed "$p" gpu
+done
+for p in s1 s2 s3 s4; do placed "$p" gpu; done | sort | uniq -c | awk '{print $1, $2, $3}' >"$work/binpack"
+cat "$work/binpack"
+check "binpack: three on dra-a's hami-gpu-0, one on its hami-gpu-1" \
+  diff <(printf '3 dra-a dra-a/hami-gpu-0\n1 dra-a dra-a/hami-gpu-1\n') "$work/binpack"
+check "metrics: 4 gates removed" metric_is devshare_dra_gates_removed_total 4
+check "metrics: 10 cores left on dra-a's hami-gpu-0" metric_is \
+  "devshare_dra_device_capacity_free{driver=\"$HAMI_DRA_DRIVER\",pool=\"dra-a\",device=\"hami-gpu-0\",capacity=\"cores\"}" 10
+
+# 80 % shares: dra-b's two GPUs take two; the third waits, gated, until one
+# of those pods goes and the resourceclaim controller frees its claim.
+for p in big1 big2; do
+  check "create pod $p from share-80" create_gated "$p" gpu=share-80
+  check "$p is placed on dra-b" wait_until 60 placed_on dra-b "$p" gpu
+done
+check "create pod big3 from share-80" create_gated big3 gpu=share-80
+check "big3 stays gated with an Event DevshareNoFit" wait_until 30 has_event big3 DevshareNoFit
+check "big3 is still gated" still_gated big3
+check "metrics: one pod held for no fit" metric_is 'devshare_dra_pods_held{reason="no-fit"}' 1
+check "delete big1" kapi DELETE "$ns/pods/big1?gracePeriodSeconds=0"
+check "big3 is placed once big1's claim is freed" wait_until 60 is_placed big3 gpu
+
+# A selector devshare cannot evaluate: refused at creation, with the reason.
+refused() {  # the whole answer, which kapi would cut
+  local code
+  code=$(curl -sS -o "$work/odd.err" -w '%{http_code}' --cacert "$KUBE_CA" --cert "$KUBE_CLIENT_CERT" \
+    --key "$KUBE_CLIENT_KEY" -H 'Content-Type: application/json' \
+    --data-binary "$(pod_json_from odd1 gpu=odd)" "$KUBE_SERVER$ns/pods") &&
+    [ "$code" = 403 ] &&
+    grep -q "devshare cannot allocate this pod's DRA claims: claim gpu (ResourceClaimTemplate default/odd): request gpu: selector" "$work/odd.err" &&
+    grep -q "rewrite the selector" "$work/odd.err"
+}
+check "a pod whose claim has a selector devshare cannot evaluate is refused with the reason" refused
+jfield message <"$work/odd.err"
+
+# devshare killed between the two claims of one pod: an admission policy
+# refuses the status write of the claim named "held", so only "first" is
+# allocated when devshare is killed.
+policy=$(cat <<'EOF'
+{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",
+ "metadata":{"name":"hold-claim"},
+ "spec":{"failurePolicy":"Fail",
+   "matchConstraints":{"resourceRules":[{"apiGroups":["resource.k8s.io"],"apiVersions":["v1"],"operations":["UPDATE"],"resources":["resourceclaims/status"]}]},
+   "validations":[{"expression":"!has(object.status.allocation) || !has(object.metadata.annotations) || !('resource.kubernetes.io/pod-claim-name' in object.metadata.annotations) || object.metadata.annotations['resource.kubernetes.io/pod-claim-name'] != 'held'","message":"held back by the e2e test"}]}}
+EOF
+)
+check "an admission policy holds back the allocation of claims named held" \
+  kapi POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies "$policy"
+check "bind it" kapi POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings \
+  '{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"hold-claim"},"spec":{"policyName":"hold-claim","validationActions":["Deny"]}}'
+sleep 2  # the policy reaches the API server's admission chain
+check "create pod m1 with claims first and held" create_gated m1 first=share-30 held=share-30
+first_allocated_only() {
+  local first held
+  first=$(claim_of m1 first) held=$(claim_of m1 held)
+  [ -n "$first" ] && [ -n "$held" ] || return 1
+  kapi GET "$resource/namespaces/default/resourceclaims/$first" | jfield status.allocation | grep -q results &&
+    [ -z "$(kapi GET "$resource/namespaces/default/resourceclaims/$held" | jfield status.allocation)" ]
+}
+check "devshare allocates m1's first claim; the held one is refused" wait_until 60 first_allocated_only
+sleep 2  # a retry or two of the held claim
+check "m1 is still gated" still_gated m1
+first=$(claim_of m1 first)
+kapi GET "$resource/namespaces/default/resourceclaims/$first" | jfield status.allocation >"$work/first-before"
+kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=
+echo "devshare killed with m1's claim first allocated: $(cat "$work/first-before")"
+check "remove the policy's binding" kapi DELETE /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/hold-claim
+sleep 2
+start_serve
+check "devshare serve restarted and ready" wait_until 60 serve_ready
+check "m1's held claim is allocated and m1 bound" wait_until 60 is_placed m1 held
+check "m1's first claim kept its allocation" \
+  diff "$work/first-before" <(kapi GET "$resource/namespaces/default/resourceclaims/$first" | jfield status.allocation)
+m1_node=$(placed m1 held | cut -d' ' -f1)
+check "m1's first claim is on m1's node ($m1_node) too" placed_on "$m1_node" m1 first
+check "no device is allocated beyond its capacity" within_capacity
+
+echo "dra-serve test took $((SECONDS - t0))s"
+echo "e2e-dra-serve: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
