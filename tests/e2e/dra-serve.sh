@@ -33,13 +33,19 @@ gate=devshare.dev/dra-allocation
 port=$(free_port)
 serve_pid=
 work=$(mktemp -d)
-trap '[ -n "$serve_pid" ] && kill -9 "$serve_pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap '[ -n "$serve_pid" ] && kill_serve; rm -rf "$work"' EXIT
 
 start_serve() {
   "$DEVSHARE" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" \
     --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --dra-device-class hami-gpu \
     --dra-policy binpack --qps 50 --burst 100 >>"$E2E_DIR/logs/devshare-dra.log" 2>&1 &
   serve_pid=$!
+  disown "$serve_pid"  # killed on purpose: no job message
+}
+kill_serve() {
+  kill -9 "$serve_pid" 2>/dev/null
+  while kill -0 "$serve_pid" 2>/dev/null; do sleep 0.1; done
+  serve_pid=
 }
 serve_ready() {
   curl -sfk "https://127.0.0.1:$port/readyz" >/dev/null &&
@@ -128,8 +134,8 @@ for s in json.load(open(sys.argv[2]))["items"]:
             key = (s["spec"]["pool"]["name"], d["name"], name)
             if used[key] > q(cap["value"]):
                 over.append(f"{key}: {float(used[key])} of {cap['value']}")
-print("\n".join(over), file=sys.stderr)
-sys.exit(1 if over else 0)
+if over:
+    sys.exit("over capacity: " + "; ".join(over))
 PY
 }
 
@@ -240,7 +246,7 @@ sleep 2  # a retry or two of the held claim
 check "m1 is still gated" still_gated m1
 first=$(claim_of m1 first)
 kapi GET "$resource/namespaces/default/resourceclaims/$first" | jfield status.allocation >"$work/first-before"
-kill -9 "$serve_pid"; wait "$serve_pid" 2>/dev/null; serve_pid=
+kill_serve
 echo "devshare killed with m1's claim first allocated: $(cat "$work/first-before")"
 check "remove the policy's binding" kapi DELETE /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/hold-claim
 sleep 2

@@ -2,16 +2,18 @@
 # kube-scheduler's own DRA allocation against devshare's `upstream`
 # prediction, on a single node: a node whose two GPUs are published as HAMi's
 # DRA driver publishes them (consumable cores and memory, shared by several
-# claims), the DeviceClass, and claims asking shares (some off the request
-# policy's step, so its rounding counts), a whole GPU and one that fits
-# nowhere. One at a time: `devshare explain --dra-policy upstream` predicts
-# the claim's allocation from the API objects as they are, then a pod using
-# the claim is created and kube-scheduler (no devshare) allocates and binds
-# it; the device and the consumed capacity must be the predicted ones (the
-# share ID is random upstream). `devshare explain --pod` on the live cluster
-# says why the pod that fits nowhere does not fit. Run inside the cluster's
+# claims), the DeviceClass, and pods whose ResourceClaimTemplates ask shares
+# (some off the request policy's step, so its rounding counts), a whole GPU
+# and one that fits nowhere. One at a time: a pod is created held by a
+# scheduling gate of the test's own, kube-controller-manager's resourceclaim
+# controller makes its claim, `devshare explain --dra-policy upstream`
+# predicts the claim's allocation from the API objects as they are, the gate
+# is removed and kube-scheduler (no devshare) allocates and binds the pod;
+# the device and the consumed capacity must be the predicted ones (the share
+# ID is random upstream). `devshare explain --pod` on the live cluster says
+# why the pod that fits nowhere does not fit. Run inside the cluster's
 # environment:
-#   tests/e2e/control-plane.sh run -- tests/e2e/dra-upstream.sh
+#   tests/e2e/control-plane.sh run --controller-manager -- tests/e2e/dra-upstream.sh
 # Needs DEVSHARE. Prints "e2e-dra: N passed, N failed" last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,15 +30,25 @@ resource=/apis/resource.k8s.io/v1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-claim_json() {  # claim_json NAME CAPACITY_REQUESTS_JSON ("" for none)
+hold=e2e.devshare.dev/hold
+template_json() {  # template_json NAME CAPACITY_REQUESTS_JSON ("" for none)
   local capacity=""
   [ -n "$2" ] && capacity=",\"capacity\":{\"requests\":$2}"
-  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"%s","namespace":"default"},"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"hami-gpu"%s}}]}}}' \
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"%s","namespace":"default"},"spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"hami-gpu"%s}}]}}}}' \
     "$1" "$capacity"
 }
-dra_pod_json() {  # dra_pod_json NAME CLAIM
-  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[{"name":"gpu","resourceClaimName":"%s"}],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[{"name":"gpu"}]}}]}}' \
-    "$1" "$2"
+dra_pod_json() {  # dra_pod_json NAME TEMPLATE: a pod with the claim from TEMPLATE, held by $hold
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"schedulingGates":[{"name":"%s"}],"resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"%s"}],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[{"name":"gpu"}]}}]}}' \
+    "$1" "$hold" "$2"
+}
+claim_of() {  # claim_of POD: the claim the resourceclaim controller made for it
+  local claim
+  claim=$(kapi GET "$ns/pods/$1" | jfield 'status.resourceClaimStatuses[0].resourceClaimName')
+  [ -n "$claim" ] && echo "$claim"
+}
+release() {  # release POD: removes $hold
+  kapi PATCH "$ns/pods/$1" "{\"spec\":{\"schedulingGates\":[{\"\$patch\":\"delete\",\"name\":\"$hold\"}]}}" \
+    application/strategic-merge-patch+json
 }
 # The API objects devshare predicts from, as one YAML stream of typed lists.
 cluster_file() {
@@ -53,8 +65,8 @@ allocated() {  # allocated CLAIM: the claim has an allocation
     jfield status.allocation.devices.results)" ]
 }
 not_allocated() { ! allocated "$1"; }
-allocated_and_bound() {  # allocated_and_bound NAME: claim NAME allocated, pod NAME on $node
-  allocated "$1" && [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$node" ]
+allocated_and_bound() {  # allocated_and_bound POD CLAIM: CLAIM allocated, POD on $node
+  allocated "$2" && [ "$(kapi GET "$ns/pods/$1" | jfield spec.nodeName)" = "$node" ]
 }
 keeps_sharing_fields() {  # the slice's first device still allows sharing, with a request policy
   kapi GET "$resource/resourceslices/$node-gpus" | python3 -c '
@@ -104,26 +116,28 @@ claims=(
 )
 for entry in "${claims[@]}"; do
   name=${entry%%|*} capacity=${entry#*|}
-  claim=$(claim_json "$name" "$capacity")
-  printf '%s\n' "$claim" >"$work/$name.json"
-  if ! cluster=$(cluster_file); then
-    check "read the API objects before $name" false
+  check "create template $name ($capacity)" \
+    kapi POST "$resource/namespaces/default/resourceclaimtemplates" "$(template_json "$name" "$capacity")"
+  check "create pod $name from it, held" kapi POST "$ns/pods" "$(dra_pod_json "$name" "$name")"
+  if ! wait_until 30 claim_of "$name" >/dev/null || ! claim=$(claim_of "$name") ||
+    ! kapi GET "$resource/namespaces/default/resourceclaims/$claim" >"$work/$name.json" ||
+    ! cluster=$(cluster_file); then
+    check "the resourceclaim controller makes $name's claim; read the API objects" false
     continue
   fi
   prediction=$("$DEVSHARE" explain --json --dra-policy upstream --cluster "$cluster" --pod "$work/$name.json")
   python3 -c 'import json,sys; n=json.load(sys.stdin)["nodes"][0]; print(json.dumps(n["allocations"][0]) if n["fits"] else "", end="")' \
     <<<"$prediction" >"$work/$name.predicted"
-  check "create claim $name ($capacity)" kapi POST "$resource/namespaces/default/resourceclaims" "$claim"
-  check "create pod $name using it" kapi POST "$ns/pods" "$(dra_pod_json "$name" "$name")"
+  check "release pod $name (claim $claim) to kube-scheduler" release "$name"
   if [ -s "$work/$name.predicted" ]; then
     echo "devshare predicts $name: $(cat "$work/$name.predicted")"
-    check "kube-scheduler allocates $name and binds its pod" wait_until 60 allocated_and_bound "$name"
+    check "kube-scheduler allocates $name and binds its pod" wait_until 60 allocated_and_bound "$name" "$claim"
     check "kube-scheduler's allocation of $name is devshare's upstream prediction" \
-      same_allocation "$name" "$work/$name.predicted"
+      same_allocation "$claim" "$work/$name.predicted"
   else
     echo "devshare predicts $name: no fit"
     sleep 3  # a scheduling attempt or two
-    check "kube-scheduler, as predicted, does not allocate $name" not_allocated "$name"
+    check "kube-scheduler, as predicted, does not allocate $name" not_allocated "$claim"
   fi
 done
 
@@ -134,9 +148,9 @@ explains() {  # explains POD PATTERN
     grep -qE -- "$2" "$work/explain-$1.txt"
 }
 check "devshare explain --pod default/share-e: no device has 1 core left" \
-  explains share-e "$node +no +share-e hami-gpu-0: cores: needs 1, 0 of 100 free"
+  explains share-e "$node +no +share-e-gpu-[a-z0-9]+ hami-gpu-0: cores: needs 1, 0 of 100 free"
 check "devshare explain --pod default/share-a: its claim is allocated" \
-  explains share-a "Claim default/share-a is allocated already: gpu: $driver/$node/hami-gpu-0"
+  explains share-a "Claim default/share-a-gpu-[a-z0-9]+ is allocated already: gpu: $driver/$node/hami-gpu-0"
 cat "$work/explain-share-e.txt"
 
 for entry in "${claims[@]}"; do

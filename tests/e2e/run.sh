@@ -4,7 +4,12 @@
 # suite and stops it after:
 #   smoke.sh           kube-scheduler alone binds pods to a HAMi-registered node
 #   dra-upstream.sh    kube-scheduler's own DRA allocation of shared GPUs (HAMi's
-#                      DRA driver's slices) against devshare's `upstream` prediction
+#                      DRA driver's slices, pods from ResourceClaimTemplates)
+#                      against devshare's `upstream` prediction
+#   dra-serve.sh       devshare serve allocating the claims of the DeviceClass it
+#                      serves: gate, binpack, no-fit, refusal, a kill between two
+#                      claims (both DRA suites with kube-controller-manager's
+#                      resourceclaim controller)
 #   smoke-extender.sh  kube-scheduler with an extender and the API server with a
 #                      mutating webhook, both served by fake_serve.py
 #   devshare.sh        devshare serve itself: two replicas, webhook, placements,
@@ -85,7 +90,8 @@ fi
 
 suite smoke "$out/smoke.log" -- bash "$here/smoke.sh"
 
-DEVSHARE=$DEVSHARE suite dra "$out/dra.log" -- bash "$here/dra-upstream.sh"
+DEVSHARE=$DEVSHARE suite dra "$out/dra.log" --controller-manager -- bash "$here/dra-upstream.sh"
+DEVSHARE=$DEVSHARE suite dra-serve "$out/dra-serve.log" --controller-manager -- bash "$here/dra-serve.sh"
 
 ext_port=$(free_port)
 E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
