@@ -77,6 +77,41 @@ check "HAMi values: schedulerName and policies reach devshare serve" hami_settin
 no_hami_flags() { ! container devshare "$out/hami.yaml" | grep -Eq 'projecthami|--debug|"-v=4"'; }
 check "HAMi values: HAMi's image and flags do not reach devshare's container" no_hami_flags
 check "HAMi values: deviceSplitCount reaches the device config" grep -q "deviceSplitCount: 20" "$out/hami.yaml"
+# DRA device classes: the flags, the rights to write claims' allocations,
+# and a webhook entry of its own failing closed for pods with claims; the
+# API server validates the ClusterRole and the webhook (dry run).
+dra_on() {
+  "$HELM" template dra "$chart" --namespace $ns --set 'devshare.dra.deviceClasses={hami-gpu,other-gpu}' \
+    --set devshare.dra.policy=binpack >"$out/dra.yaml" &&
+    has_arg "$out/dra.yaml" --dra-device-class=hami-gpu && has_arg "$out/dra.yaml" --dra-device-class=other-gpu &&
+    has_arg "$out/dra.yaml" --dra-policy=binpack && grep -q 'resources: \[resourceclaims/status, resourceclaims/binding\]' "$out/dra.yaml" &&
+    ! container devshare "$out/default.yaml" | grep -q -- --dra-
+}
+check "helm template with DRA device classes: flags, RBAC, the webhook's DRA entry" dra_on
+# dra_object KIND: the rendered object of KIND in dra.yaml (not a hook's), as JSON.
+dra_object() {
+  "$py" - "$1" "$out/dra.yaml" <<'EOF'
+import json, sys, yaml
+for doc in yaml.safe_load_all(open(sys.argv[2])):
+    if doc and doc["kind"] == sys.argv[1] and "helm.sh/hook" not in doc["metadata"].get("annotations", {}):
+        print(json.dumps(doc))
+        break
+EOF
+}
+dra_webhook_entry() {
+  dra_object MutatingWebhookConfiguration | "$py" -c '
+import json, sys
+hooks = json.load(sys.stdin)["webhooks"]
+dra = [h for h in hooks if h["name"].startswith("dra.")]
+sys.exit(not (len(hooks) == 2 and dra and dra[0]["failurePolicy"] == "Fail"
+              and dra[0]["matchConditions"][0]["expression"] == "has(object.spec.resourceClaims)"))'
+}
+check "the DRA webhook entry fails closed, only for pods with claims" dra_webhook_entry
+check "the API server accepts the DRA ClusterRole (dry run)" \
+  kapi POST "/apis/rbac.authorization.k8s.io/v1/clusterroles?dryRun=All" "$(dra_object ClusterRole)"
+check "the API server accepts the webhook with its DRA entry (dry run)" \
+  kapi POST "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?dryRun=All" \
+  "$(dra_object MutatingWebhookConfiguration)"
 scheduler_image=$(container kube-scheduler "$out/default.yaml" | jfield image)
 devshare_image=$(container devshare "$out/default.yaml" | jfield image)
 check "the chart's kube-scheduler is the version this test runs ($K8S_VERSION)" \

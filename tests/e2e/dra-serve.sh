@@ -16,15 +16,18 @@
 #     holds the second claim's write back) and restarted: the first claim's
 #     allocation is kept, the second goes to its node, the pod is bound;
 #   - no device is ever allocated beyond its capacity.
-# Run inside the cluster's environment:
+# devshare runs as a user of its own with only the chart's ClusterRole (the
+# Helm chart with devshare.dra.deviceClasses), so the RBAC the chart ships is
+# what these writes need. Run inside the cluster's environment:
 #   tests/e2e/control-plane.sh run --controller-manager -- tests/e2e/dra-serve.sh
-# Needs DEVSHARE. Prints "e2e-dra-serve: N passed, N failed" last.
+# Needs DEVSHARE and E2E_BIN_ENV (helm). Prints "e2e-dra-serve: N passed, N failed" last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$here/lib.sh"
-: "${KUBE_SERVER:?run inside tests/e2e/control-plane.sh run --controller-manager}"
+need_binaries
 : "${DEVSHARE:?set DEVSHARE to the devshare executable}"
+root=$(cd "$here/../.." && pwd)
 
 passed=0 failed=0
 ns=/api/v1/namespaces/default
@@ -35,8 +38,35 @@ serve_pid=
 work=$(mktemp -d)
 trap '[ -n "$serve_pid" ] && kill_serve; rm -rf "$work"' EXIT
 
+# devshare's identity: a client certificate of its own, no group, bound to
+# the ClusterRole the chart renders for DRA device classes.
+make_identity() {
+  local pki=$E2E_DIR/pki
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/dra.key" 2>/dev/null &&
+    openssl req -new -key "$work/dra.key" -subj "/CN=devshare-dra" -out "$work/dra.csr" &&
+    printf '[ext]\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' >"$work/dra.ext" &&
+    openssl x509 -req -in "$work/dra.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+      -days 1 -sha256 -extfile "$work/dra.ext" -extensions ext -out "$work/dra.crt" 2>/dev/null || return 1
+  cat >"$work/dra.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: $KUBE_SERVER, certificate-authority: $pki/ca.crt}}]
+users: [{name: dra, user: {client-certificate: $work/dra.crt, client-key: $work/dra.key}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: dra}}]
+current-context: e2e
+EOF
+  "$HELM" template devshare "$root/charts/devshare" --set 'devshare.dra.deviceClasses={hami-gpu}' |
+    /usr/bin/python3 -c '
+import json, sys, yaml
+for doc in yaml.safe_load_all(sys.stdin):
+    if doc and doc["kind"] == "ClusterRole" and "helm.sh/hook" not in doc["metadata"].get("annotations", {}):
+        print(json.dumps(doc)); break' >"$work/role.json" || return 1
+  kapi POST /apis/rbac.authorization.k8s.io/v1/clusterroles "$(cat "$work/role.json")" >/dev/null &&
+    kapi POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
+      '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"devshare-dra"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"'"$(jfield metadata.name <"$work/role.json")"'"},"subjects":[{"kind":"User","name":"devshare-dra"}]}' >/dev/null
+}
 start_serve() {
-  "$DEVSHARE" serve --kubeconfig "$SERVE_KUBECONFIG" --listen "127.0.0.1:$port" \
+  "$DEVSHARE" serve --kubeconfig "$work/dra.kubeconfig" --listen "127.0.0.1:$port" \
     --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --dra-device-class hami-gpu \
     --dra-policy binpack --qps 50 --burst 100 >>"$E2E_DIR/logs/devshare-dra.log" 2>&1 &
   serve_pid=$!
@@ -154,6 +184,7 @@ check "create the template odd (a selector with a map literal)" \
   kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
   "$(template_json odd '{"cores":"10","memory":"1Gi"}' "size({'a': 1}) == 1")"
 
+check "devshare's own identity, with only the chart's ClusterRole for DRA" make_identity
 start_serve
 check "devshare serve (DeviceClass hami-gpu, binpack) is ready" wait_until 60 serve_ready
 webhook=$(cat <<EOF
