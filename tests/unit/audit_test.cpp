@@ -442,7 +442,8 @@ TEST_CASE("audit: /debug/audit's JSON carries the differences, the totals and th
       r, c.engine.audit_totals(), devshare::kube::AuditListCost{2, 1, 512, 0.25}, 3.5);
   CHECK(json.find(R"("kind":"pod-gone","object":"default/a","uid":"uid-a")") != std::string::npos);
   CHECK(json.find(R"("confirmed":true,"healed":true)") != std::string::npos);
-  CHECK(json.find(R"("list":{"pages":2,"nodes":1,"pods":0,"bytes":512,"seconds":2.5E-1})") !=
+  CHECK(json.find(
+            R"("list":{"pages":2,"nodes":1,"pods":0,"claims":0,"bytes":512,"seconds":2.5E-1})") !=
         std::string::npos);
   CHECK(json.find(R"("totals":{"pod-gone":1,)") != std::string::npos);
   CHECK(json.find(R"("audits":2)") != std::string::npos);

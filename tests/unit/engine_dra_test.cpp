@@ -1,6 +1,8 @@
 // The engine's DRA flow (engine.hpp, "DRA"): gated pods' claims allocated by
 // policy, written, the gate removed; holds, failures and restarts.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "devshare/engine/engine.hpp"
 #include "dra_fixtures.hpp"
@@ -303,4 +305,49 @@ TEST_CASE("engine dra: a follower allocates nothing") {
   engine.Tick(kNowMs, out);
   CHECK(out.empty());
   CHECK(engine.dra_gated() == 1);
+}
+
+TEST_CASE(
+    "engine dra: the auditor reads claims again that changed, went or came without an "
+    "event, never one with a write in flight") {
+  Fixture f;
+  f.engine.DraSynced();
+  auto claim = [](std::string name, std::string version) {
+    dra::ResourceClaim c = Share(std::move(name), 10);
+    c.resource_version = std::move(version);
+    return c;
+  };
+  f.engine.ResourceClaimObserved(claim("changed", "1"));
+  f.engine.ResourceClaimObserved(claim("gone", "1"));
+  f.engine.ResourceClaimObserved(claim("same", "1"));
+  f.engine.ResourceClaimObserved(claim("writing", "1"));
+  f.engine.PodObserved(Gated("p", {"writing"}));
+  REQUIRE(Of<WriteClaimStatus>(f.Tick()).size() == 1);  // in flight from here on
+  AuditListing listing;
+  for (const char* node : {"n1", "n2"}) listing.nodes.push_back(ListedObject{"", node, "", "", {}});
+  listing.pods.push_back(ListedObject{"default", "p", "uid-p", "", {}});
+  for (const auto& [name, version] : std::vector<std::pair<std::string, std::string>>{
+           {"changed", "2"}, {"came", "5"}, {"same", "1"}, {"writing", "7"}}) {
+    listing.claims.push_back(ListedObject{"default", name, "uid-" + name, version, {}});
+  }
+  std::vector<Command> out;
+  AuditReport first = f.engine.Audit(listing, kNowMs, out);
+  std::vector<std::string> kinds;
+  for (const Drift& d : first.differences) {
+    kinds.push_back(std::string(DriftKindName(d.kind)) + " " + d.object);
+    CHECK_FALSE(d.confirmed);
+  }
+  INFO(fmt::format("{}", fmt::join(kinds, "; ")));
+  CHECK(kinds == std::vector<std::string>{"claim-gone default/gone", "claim-missed default/came",
+                                          "claim-changed default/changed"});
+  AuditReport confirmed = f.engine.Audit(listing, kNowMs + 30000, out);
+  std::vector<std::string> reads;
+  for (const ClaimToRead& r : confirmed.claims_to_read) reads.push_back(r.name);
+  CHECK(reads == std::vector<std::string>{"changed", "gone", "came"});
+  CHECK(f.engine.audit_totals().found[static_cast<std::size_t>(DriftKind::kClaimChanged)] == 1);
+  f.engine.ClaimRead({"default", "gone"}, std::nullopt);
+  f.engine.ClaimRead({"default", "came"}, claim("came", "5"));
+  f.engine.ClaimRead({"default", "changed"}, claim("changed", "2"));
+  CHECK(f.engine.snapshot().FindResourceClaim("default", "gone") == nullptr);
+  CHECK(f.engine.Audit(listing, kNowMs + 31000, out).differences.empty());
 }

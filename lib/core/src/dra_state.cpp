@@ -217,6 +217,13 @@ const dra::ResourceClaim* ClusterSnapshot::FindResourceClaim(std::string_view cl
   return it == state_->dra.claims.end() ? nullptr : &it->second;
 }
 
+std::vector<const dra::ResourceClaim*> ClusterSnapshot::ResourceClaims() const {
+  std::vector<const dra::ResourceClaim*> claims;
+  claims.reserve(state_->dra.claims.size());
+  for (const auto& [key, claim] : state_->dra.claims) claims.push_back(&claim);
+  return claims;
+}
+
 const dra::ResourceClaimTemplate* ClusterSnapshot::FindResourceClaimTemplate(
     std::string_view template_namespace, std::string_view name) const {
   auto it = state_->dra.templates.find({std::string(template_namespace), std::string(name)});

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -73,6 +75,7 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
   report.at_ms = now_ms;
   report.nodes_listed = listing.nodes.size();
   report.pods_listed = listing.pods.size();
+  report.claims_listed = listing.claims.size();
 
   // What this engine has in flight is newer than any listing: pods being
   // bound (or about to be) and the nodes whose locks its binds hold.
@@ -197,6 +200,39 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
     orphaned_locks.emplace_back(listed.name, *lock);
   }
 
+  // ---- DRA claims (with served DeviceClasses): a claim with a write of
+  // this engine in flight is newer than any listing.
+  if (!options_.dra_device_classes.empty()) {
+    std::map<std::pair<std::string_view, std::string_view>, const ListedObject*> listed_claims;
+    for (const ListedObject& claim : listing.claims)
+      listed_claims.emplace(
+          std::pair{std::string_view(claim.object_namespace), std::string_view(claim.name)},
+          &claim);
+    std::set<std::pair<std::string_view, std::string_view>> cached_claims;
+    for (const dra::ResourceClaim* claim : snapshot_.ResourceClaims()) {
+      const std::pair<std::string_view, std::string_view> key{claim->claim_namespace, claim->name};
+      cached_claims.insert(key);
+      if (s.dra.before.contains({claim->claim_namespace, claim->name})) continue;
+      const std::string object = Impl::NameKey(claim->claim_namespace, claim->name);
+      auto listed = listed_claims.find(key);
+      if (listed == listed_claims.end()) {
+        differ(DriftKind::kClaimGone, object,
+               fmt::format("the API server has no such claim; the cache {}",
+                           claim->allocation ? "counts its allocation" : "holds it"));
+      } else if (listed->second->resource_version != claim->resource_version) {
+        differ(DriftKind::kClaimChanged, object,
+               fmt::format("resourceVersion {} on the API server, {} in the cache",
+                           listed->second->resource_version, claim->resource_version),
+               {}, claim->resource_version);
+      }
+    }
+    for (const ListedObject& listed : listing.claims) {
+      if (cached_claims.contains({listed.object_namespace, listed.name})) continue;
+      differ(DriftKind::kClaimMissed, Impl::NameKey(listed.object_namespace, listed.name),
+             "the cache does not know the claim");
+    }
+  }
+
   // ---- suspicion, confirmation, healing
   std::map<std::pair<DriftKind, std::string>, Impl::Suspect> still;
   for (std::size_t i = 0; i < seen.size(); ++i) {
@@ -249,6 +285,15 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
         }
         case DriftKind::kLockLost:
           break;
+        case DriftKind::kClaimGone:
+        case DriftKind::kClaimMissed:
+        case DriftKind::kClaimChanged: {
+          const std::size_t slash = d.object.find('/');
+          report.claims_to_read.push_back(
+              ClaimToRead{d.object.substr(0, slash), d.object.substr(slash + 1)});
+          d.healed = true;
+          break;
+        }
       }
       if (count && d.healed) ++s.audit_totals.healed[k];
     }
@@ -288,6 +333,11 @@ void Engine::PodRead(const PodToRead& asked, const std::optional<Pod>& pod) {
   const bool finished = pod && (pod->phase == "Succeeded" || pod->phase == "Failed");
   if (!asked.uid.empty() && (!pod || finished || pod->uid != asked.uid)) PodDeleted(asked.uid);
   if (pod && !finished) PodObserved(*pod);
+}
+
+void Engine::ClaimRead(const ClaimToRead& asked, std::optional<dra::ResourceClaim> claim) {
+  if (!claim) return ResourceClaimDeleted(asked.claim_namespace, asked.name);
+  ResourceClaimObserved(std::move(*claim));
 }
 
 const AuditTotals& Engine::audit_totals() const { return impl_->audit_totals; }

@@ -569,34 +569,51 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     audit_timer.cancel();
     audit = std::make_shared<AuditRun>();
     if (respond) audit->waiting.push_back(std::move(respond));
-    ListAuditPage(audit, false, "");
+    ListAuditPage(audit, AuditStage::kNodes, "");
   }
 
-  void ListAuditPage(const std::shared_ptr<AuditRun>& run, bool pods, const std::string& token) {
-    const std::string target =
-        ListTarget(pods ? "/api/v1/pods" : "/api/v1/nodes", pods ? kUnfinishedPods : "", token);
+  // The listing, page by page: nodes, then unfinished pods, then (with
+  // served DeviceClasses) ResourceClaims.
+  enum class AuditStage { kNodes, kPods, kClaims };
+  void ListAuditPage(const std::shared_ptr<AuditRun>& run, AuditStage stage,
+                     const std::string& token) {
+    struct Stage {
+      const char* verb;
+      const char* path;
+      std::string_view selector;
+      const char* what;
+    };
+    static constexpr Stage kStages[] = {
+        {"audit-list-nodes", "/api/v1/nodes", "", "nodes"},
+        {"audit-list-pods", "/api/v1/pods", kUnfinishedPods, "pods"},
+        {"audit-list-claims", "/apis/resource.k8s.io/v1/resourceclaims", "", "claims"}};
+    const Stage& at = kStages[static_cast<int>(stage)];
     client.GetMetadata(
-        pods ? "audit-list-pods" : "audit-list-nodes", target,
-        [self = shared_from_this(), run, pods](const ApiResponse& r) {
+        at.verb, ListTarget(at.path, at.selector, token),
+        [self = shared_from_this(), run, stage, at](const ApiResponse& r) {
           if (self->stopping) return;
           ++run->cost.pages;
           run->cost.bytes += r.body.size();
-          const char* what = pods ? "pods" : "nodes";
           if (r.status != 200) {
-            return self->AuditFailed(run, r.status == 0
-                                              ? fmt::format("listing {}: {}", what, r.error)
-                                              : fmt::format("listing {}: HTTP {}", what, r.status));
+            return self->AuditFailed(
+                run, r.status == 0 ? fmt::format("listing {}: {}", at.what, r.error)
+                                   : fmt::format("listing {}: HTTP {}", at.what, r.status));
           }
           Result<MetadataPage> page = DecodeMetadataPage(r.body);
           if (!page.ok())
-            return self->AuditFailed(run,
-                                     fmt::format("listing {}: {}", what, page.status().message()));
-          std::vector<engine::ListedObject>& into = pods ? run->listing.pods : run->listing.nodes;
+            return self->AuditFailed(
+                run, fmt::format("listing {}: {}", at.what, page.status().message()));
+          std::vector<engine::ListedObject>& into = stage == AuditStage::kNodes ? run->listing.nodes
+                                                    : stage == AuditStage::kPods
+                                                        ? run->listing.pods
+                                                        : run->listing.claims;
           into.insert(into.end(), std::make_move_iterator(page->objects.begin()),
                       std::make_move_iterator(page->objects.end()));
           if (!page->continue_token.empty())
-            return self->ListAuditPage(run, pods, page->continue_token);
-          if (!pods) return self->ListAuditPage(run, true, "");
+            return self->ListAuditPage(run, stage, page->continue_token);
+          if (stage == AuditStage::kNodes) return self->ListAuditPage(run, AuditStage::kPods, "");
+          if (stage == AuditStage::kPods && !self->options.engine.dra_device_classes.empty())
+            return self->ListAuditPage(run, AuditStage::kClaims, "");
           self->CompleteAudit(run);
         });
   }
@@ -610,7 +627,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
 
   void CompleteAudit(const std::shared_ptr<AuditRun>& run) {
     run->cost.seconds = Seconds(run->start);
-    run->cost.objects = run->listing.nodes.size() + run->listing.pods.size();
+    run->cost.objects =
+        run->listing.nodes.size() + run->listing.pods.size() + run->listing.claims.size();
     std::vector<engine::Command> out;
     const engine::AuditReport report = engine->Audit(run->listing, NowMs(), out);
     run->listing = {};
@@ -627,6 +645,7 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
     last_audit_cost = run->cost;
     for (const std::string& node : report.nodes_to_read) ReadNodeAgain(node);
     for (const engine::PodToRead& pod : report.pods_to_read) ReadPodAgain(pod);
+    for (const engine::ClaimToRead& claim : report.claims_to_read) ReadClaimAgain(claim);
     Execute(std::move(out));
     const std::string body =
         EncodeAuditReport(report, engine->audit_totals(), run->cost, Seconds(run->start) * 1000);
@@ -682,6 +701,16 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
         fmt::format("/api/v1/namespaces/{}/pods/{}", asked.pod_namespace, asked.name),
         [](std::string_view body) { return DecodePod(body); },
         [asked](Impl& self, const std::optional<Pod>& pod) { self.engine->PodRead(asked, pod); });
+  }
+
+  void ReadClaimAgain(const engine::ClaimToRead& asked) {
+    ReadAgain<dra::ResourceClaim>(
+        "audit-get-claim", ClaimPath(asked.claim_namespace, asked.name),
+        [](std::string_view body) { return dra::DecodeResourceClaim(body); },
+        [asked](Impl& self, const std::optional<dra::ResourceClaim>& claim) {
+          self.engine->ClaimRead(asked, claim);
+          self.ScheduleWake();
+        });
   }
 
   // ---- HTTP

@@ -153,6 +153,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // The claim, or nullptr.
   const dra::ResourceClaim* FindResourceClaim(std::string_view claim_namespace,
                                               std::string_view name) const;
+  // Every claim, by namespace then name (pointers valid until the next change).
+  std::vector<const dra::ResourceClaim*> ResourceClaims() const;
   const dra::ResourceClaimTemplate* FindResourceClaimTemplate(std::string_view template_namespace,
                                                               std::string_view name) const;
   // The pools `node` sees, in the allocator's order, or NotFound for an

@@ -52,10 +52,12 @@ struct ListedObject {
 };
 
 // A fresh LIST of the API server: every node, and every pod that is not
-// finished (Succeeded or Failed).
+// finished (Succeeded or Failed); with served DeviceClasses (DRA), every
+// ResourceClaim.
 struct AuditListing {
   std::vector<ListedObject> nodes;
   std::vector<ListedObject> pods;
+  std::vector<ListedObject> claims;
 };
 
 enum class DriftKind {
@@ -85,21 +87,32 @@ enum class DriftKind {
   // A bind of this engine holds a node lock (its write succeeded) that the
   // server's node no longer carries. Reported only: the bind ends either way.
   kLockLost,
+  // DRA: the engine has a ResourceClaim the server no longer has (its
+  // allocation would keep devices from others). Healed: read again.
+  kClaimGone,
+  // DRA: the server has a claim the engine does not know (its allocation
+  // would be handed out twice). Healed: read again.
+  kClaimMissed,
+  // DRA: the server's claim is at another resourceVersion than the
+  // engine's, which heard nothing of it meanwhile (an update without an
+  // event: an allocation made or released). Healed: read again.
+  kClaimChanged,
 };
-inline constexpr std::size_t kDriftKinds = 9;
+inline constexpr std::size_t kDriftKinds = 12;
 
 // The name of each kind in metrics, logs and JSON ("pod-gone", ...), in
 // DriftKind's order.
 inline constexpr std::array<std::string_view, kDriftKinds> kDriftKindNames = {
-    "pod-gone",      "allocation-missed", "pod-missed",  "lock-orphaned", "node-changed",
-    "node-replaced", "node-gone",         "node-missed", "lock-lost"};
+    "pod-gone",     "allocation-missed", "pod-missed",   "lock-orphaned",
+    "node-changed", "node-replaced",     "node-gone",    "node-missed",
+    "lock-lost",    "claim-gone",        "claim-missed", "claim-changed"};
 inline constexpr std::string_view DriftKindName(DriftKind kind) {
   return kDriftKindNames[static_cast<std::size_t>(kind)];
 }
 
 struct Drift {
   DriftKind kind = DriftKind::kPodGone;
-  std::string object;  // "namespace/name" of a pod, the name of a node
+  std::string object;  // "namespace/name" of a pod or claim, the name of a node
   std::string uid;     // a pod's UID as the engine knows it (empty: unknown to it)
   std::string detail;  // what differs, in words
   std::int64_t first_seen_ms = 0;
@@ -114,15 +127,22 @@ struct PodToRead {
   std::string uid;  // the UID the engine knows it by (empty: unknown to it)
 };
 
+// A claim to read again: on a 404 the engine forgets it.
+struct ClaimToRead {
+  std::string claim_namespace;
+  std::string name;
+};
+
 struct AuditReport {
   std::int64_t at_ms = 0;
-  std::size_t nodes_listed = 0, pods_listed = 0;
+  std::size_t nodes_listed = 0, pods_listed = 0, claims_listed = 0;
   // Every difference seen now, confirmed or not, by kind then object.
   std::vector<Drift> differences;
   // The heals to execute: read these objects again and hand what is read
-  // to Engine::NodeRead / Engine::PodRead.
+  // to Engine::NodeRead / Engine::PodRead / Engine::ClaimRead.
   std::vector<std::string> nodes_to_read;
   std::vector<PodToRead> pods_to_read;
+  std::vector<ClaimToRead> claims_to_read;
 };
 
 // Confirmed differences since the engine started, per kind (indexed by

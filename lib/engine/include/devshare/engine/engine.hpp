@@ -348,6 +348,9 @@ class Engine {
   void NodeRead(const std::string& name, const std::optional<Node>& node, std::int64_t now_ms,
                 std::vector<Command>& out);
   void PodRead(const PodToRead& asked, const std::optional<Pod>& pod);
+  // A claim read again (nullopt: the server has none), applied as a watch
+  // event would be.
+  void ClaimRead(const ClaimToRead& asked, std::optional<dra::ResourceClaim> claim);
   const AuditTotals& audit_totals() const;
 
   // /readyz: leading and one registration pass completed since.
