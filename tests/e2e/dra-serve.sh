@@ -289,6 +289,14 @@ check "m1's first claim kept its allocation" \
 m1_node=$(placed m1 held | cut -d' ' -f1)
 check "m1's first claim is on m1's node ($m1_node) too" placed_on "$m1_node" m1 first
 check "no device is allocated beyond its capacity" within_capacity
+audit_agrees() {  # a drift audit lists the claims and finds the cache as the API server has it
+  curl -sfk "https://127.0.0.1:$port/debug/audit" >"$work/audit.json" &&
+    python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+sys.exit(not (a["list"]["claims"] >= 9 and not a["differences"]))' "$work/audit.json"
+}
+check "a drift audit lists the claims and finds no difference" wait_until 30 audit_agrees
 
 echo "dra-serve test took $((SECONDS - t0))s"
 echo "e2e-dra-serve: $passed passed, $failed failed"
