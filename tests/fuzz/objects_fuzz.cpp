@@ -1,7 +1,8 @@
 // Fuzzes DecodePod and DecodeNode (Kubernetes objects as JSON), the request
 // rules applied to the decoded containers, and quantity parsing.
 //
-// Properties: no crash; for every container quantity that is a whole number,
+// Properties: no crash; NodeExcludes of the input read as a pod and as a
+// node gives a reason when it excludes; for every container quantity that is a whole number,
 // QuantityValue equals it and QuantityMilliValue is 1000 times it (when that
 // fits); a generated request never asks for a negative count or memory.
 #include <cstddef>
@@ -35,9 +36,14 @@ void CheckQuantity(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   CheckQuantity(input);
-  (void)devshare::DecodeNode(input);
+  const devshare::Result<devshare::Node> node = devshare::DecodeNode(input);
   auto pod = devshare::DecodePod(input);
   if (!pod.ok()) return 0;
+  // A pod that may go to no node says why; one that may, nothing.
+  if (node.ok()) {
+    const std::optional<std::string> why = devshare::NodeExcludes(*pod, *node);
+    if (why && why->empty()) Fail("an exclusion without a reason", input);
+  }
   for (const auto* list : {&pod->init_containers, &pod->containers}) {
     for (const devshare::Container& c : *list) {
       for (const auto& [name, value] : c.limits.entries()) CheckQuantity(value);

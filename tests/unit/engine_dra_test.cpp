@@ -140,7 +140,8 @@ TEST_CASE("engine dra: pods are placed in arrival order, each seeing the ones be
   CHECK(events[0].name == "c");
   CHECK(events[0].reason == "DevshareNoFit");
   CHECK(events[0].message ==
-        "no node fits its claims: 2 of 2 nodes short of devices, 0 short of CPU or memory");
+        "no node fits its claims: 2 of 2 nodes short of devices, 0 short of CPU or memory, 0 "
+        "excluded by its node selector, affinity or tolerations");
   CHECK(f.engine.dra_held().at("uid-c").kind == DraHoldKind::kNoFit);
   f.engine.NodeObserved(MakeNode("n1"), kNowMs, f.out);
   CHECK(Of<PodEvent>(f.Tick()).empty());  // the same reason: no second Event
@@ -350,4 +351,42 @@ TEST_CASE(
   f.engine.ClaimRead({"default", "changed"}, claim("changed", "2"));
   CHECK(f.engine.snapshot().FindResourceClaim("default", "gone") == nullptr);
   CHECK(f.engine.Audit(listing, kNowMs + 31000, out).differences.empty());
+}
+
+TEST_CASE("engine dra: only the nodes a pod may go to: node selector, taints, cordons") {
+  Fixture f;
+  f.engine.DraSynced();
+  Node n1 = MakeNode("n1");
+  n1.taints = {Taint{"dedicated", "infer", "NoSchedule"}};
+  f.engine.NodeObserved(n1, kNowMs, f.out);
+  Node n2 = MakeNode("n2");
+  n2.labels.Set("zone", "b");
+  f.engine.NodeObserved(n2, kNowMs, f.out);
+  for (const char* name : {"a", "b", "c"}) f.engine.ResourceClaimObserved(Share(name, 10));
+  // n1 is tainted: a pod that does not tolerate it goes to n2 (binpack's
+  // tie would pick n1).
+  f.engine.PodObserved(Gated("plain", {"a"}));
+  Pod tolerant = Gated("tolerant", {"b"});
+  tolerant.tolerations = {Toleration{"dedicated", "Equal", "infer", "NoSchedule"}};
+  tolerant.node_selector.Set("zone", "a");  // ... and selects no node
+  f.engine.PodObserved(tolerant);
+  auto out = f.Tick();
+  auto writes = Of<WriteClaimStatus>(out);
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].name == "a");
+  CHECK(NodeOf(*writes[0].allocation) == "n2");
+  auto events = Of<PodEvent>(out);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].message ==
+        "no node fits its claims: 0 of 2 nodes short of devices, 0 short of CPU or memory, 2 "
+        "excluded by its node selector, affinity or tolerations");
+  // Cordoning n2 and tolerating n1's taint: the next pod goes to n1.
+  n2.unschedulable = true;
+  f.engine.NodeObserved(n2, kNowMs, f.out);
+  Pod c = Gated("c", {"c"});
+  c.tolerations = {Toleration{"dedicated", "Exists", "", ""}};
+  f.engine.PodObserved(c);
+  writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  CHECK(NodeOf(*writes[0].allocation) == "n1");
 }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
+#include <functional>
 
 #include "devshare/objects.hpp"
 #include "devshare/objects_json.hpp"
@@ -202,6 +203,95 @@ TEST_CASE("objects: a Pod's DRA claims and scheduling gates") {
     REQUIRE(!bad.ok());
     CHECK(bad.status().field() == row.field);
   }
+}
+
+TEST_CASE("objects: where a Pod may go, and which nodes exclude it") {
+  Result<Pod> pod = DecodePod(R"({
+    "metadata": {"name": "p"},
+    "spec": {"nodeSelector": {"gpu": "a100"},
+             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                             {"key": "team", "value": "ml"}],
+             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+               "nodeSelectorTerms": [
+                 {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]},
+                 {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]}]}}},
+             "containers": [{"name": "a"}]}})");
+  REQUIRE(pod.ok());
+  CHECK(pod->node_selector == StringMap{{"gpu", "a100"}});
+  CHECK(pod->tolerations == std::vector<Toleration>{{"nvidia.com/gpu", "Exists", "", "NoSchedule"},
+                                                    {"team", "", "ml", ""}});
+  REQUIRE(pod->required_node_affinity);
+  CHECK(pod->required_node_affinity->terms.size() == 2);
+  Result<Node> base = DecodeNode(R"({
+    "metadata": {"name": "n1", "labels": {"gpu": "a100", "zone": "b"}},
+    "spec": {"unschedulable": false,
+             "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+                        {"key": "team", "value": "ml", "effect": "NoExecute"},
+                        {"key": "soft", "effect": "PreferNoSchedule"}]}})");
+  REQUIRE(base.ok());
+  CHECK(base->taints.size() == 3);
+  CHECK(NodeExcludes(*pod, *base) == std::nullopt);
+
+  struct Row {
+    const char* what;
+    std::function<void(Node&)> change;
+    std::optional<std::string> excludes;
+  };
+  const Row rows[] = {
+      {"cordoned", [](Node& n) { n.unschedulable = true; }, "the node is unschedulable (cordoned)"},
+      {"a taint not tolerated",
+       [](Node& n) {
+         n.taints.push_back(Taint{"x", "1", "NoSchedule"});
+       },
+       "taint x=1:NoSchedule is not tolerated"},
+      {"a toleration of another value", [](Node& n) { n.taints[1].value = "web"; },
+       "taint team=web:NoExecute is not tolerated"},
+      {"a label the node selector wants", [](Node& n) { n.labels.Set("gpu", "h100"); },
+       "node selector gpu=a100 does not match"},
+      {"the affinity's zone", [](Node& n) { n.labels.Set("zone", "c"); },
+       "the required node affinity does not match"},
+      {"the affinity's other term",
+       [](Node& n) {
+         n.labels.Set("zone", "c");
+         n.name = "n9";
+       },
+       std::nullopt},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.what);
+    Node node = *base;
+    row.change(node);
+    CHECK(NodeExcludes(*pod, node) == row.excludes);
+  }
+  Pod tolerates_all = *pod;
+  tolerates_all.tolerations = {Toleration{"", "Exists", "", ""}};
+  Node cordoned = *base;
+  cordoned.unschedulable = true;
+  CHECK(NodeExcludes(tolerates_all, cordoned) == std::nullopt);
+
+  struct Bad {
+    std::string_view json, field;
+  };
+  const Bad bad_pods[] = {
+      {R"({"spec": {"nodeSelector": {"gpu": 1}}})", "spec.nodeSelector[\"gpu\"]"},
+      {R"({"spec": {"tolerations": [{"key": 3}]}})", "spec.tolerations[0].key"},
+      {R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+          {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "values": "b"}]}]}}}}})",
+       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+       "nodeSelectorTerms[0].matchExpressions[0].values"},
+  };
+  for (const Bad& b : bad_pods) {
+    CAPTURE(b.json);
+    Result<Pod> bad = DecodePod(b.json);
+    REQUIRE(!bad.ok());
+    CHECK(bad.status().field() == b.field);
+  }
+  CHECK(DecodeNode(R"({"metadata": {"name": "n"}, "spec": {"unschedulable": "yes"}})")
+            .status()
+            .field() == "spec.unschedulable");
+  CHECK(DecodeNode(R"({"metadata": {"name": "n"}, "spec": {"taints": [{"effect": 1}]}})")
+            .status()
+            .field() == "spec.taints[0].effect");
 }
 
 TEST_CASE("objects: malformed Pods and Nodes name the JSON path") {

@@ -36,45 +36,6 @@ QualifiedName SplitQualifiedName(std::string_view key, std::string_view driver) 
   return QualifiedName{key.substr(0, slash), key.substr(slash + 1)};
 }
 
-namespace {
-
-bool RequirementMatches(const NodeSelectorRequirement& r, const std::string* value) {
-  auto listed = [&] {
-    return value != nullptr &&
-           std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
-  };
-  if (r.op == "In") return listed();
-  if (r.op == "NotIn") return !listed();
-  if (r.op == "Exists") return value != nullptr;
-  if (r.op == "DoesNotExist") return value == nullptr;
-  if (r.op == "Gt" || r.op == "Lt") {
-    if (value == nullptr || r.values.size() != 1) return false;
-    const auto have = internal::ParseGoInt(*value, 64);
-    const auto bound = internal::ParseGoInt(r.values[0], 64);
-    if (!have || !bound) return false;
-    return r.op == "Gt" ? *have > *bound : *have < *bound;
-  }
-  return false;
-}
-
-}  // namespace
-
-bool NodeSelectorMatches(const NodeSelector& selector, const Node& node) {
-  for (const NodeSelectorTerm& term : selector.terms) {
-    // A term without requirements selects nothing (core/v1 semantics).
-    if (term.match_expressions.empty() && term.match_fields.empty()) continue;
-    bool all = true;
-    for (const NodeSelectorRequirement& r : term.match_expressions) {
-      all = all && RequirementMatches(r, node.labels.Find(r.key));
-    }
-    for (const NodeSelectorRequirement& r : term.match_fields) {
-      all = all && r.key == "metadata.name" && RequirementMatches(r, &node.name);
-    }
-    if (all) return true;
-  }
-  return false;
-}
-
 // ---------------------------------------------------------------------------
 // Decoding
 

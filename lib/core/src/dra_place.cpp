@@ -301,7 +301,8 @@ Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
 }
 
 Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
-                                const std::vector<ResourceClaim>& claims, const PodResources& pod) {
+                                const std::vector<ResourceClaim>& claims, const PodResources& pod,
+                                const Pod* constraints) {
   if (impl_->options.policy == Policy::kUpstream)
     return Status::InvalidArgument(
         "policy upstream: kube-scheduler chooses the node; use Fit on each node");
@@ -312,6 +313,10 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
   for (std::uint32_t i : s.by_name) {
     const core::NodeState& node = s.nodes[i];
     if (!node.present) continue;
+    if (constraints != nullptr && NodeExcludes(*constraints, node.object)) {
+      ++placement.excluded;
+      continue;
+    }
     if (!Fits(core::FreeRoom(node), pod)) {
       ++placement.short_of_cpu_or_memory;
       continue;

@@ -241,25 +241,96 @@ Status ReadStringMap(const bj::object& parent, std::string_view key, std::string
 
 // Each object of an optional array member, given to `read` with its path.
 template <typename Read>
-Status ForEachObject(const bj::object& parent, std::string_view key, const std::string& path,
-                     Read read) {
+Status ForEachObject(const bj::object& parent, std::string_view key, std::string_view what,
+                     const std::string& path, Read read) {
   const bj::value* v = Member(parent, key);
   if (v == nullptr || v->is_null()) return Status();
-  if (!v->is_array()) return internal::TypeError(kPodWhat, path, "an array", *v);
+  if (!v->is_array()) return internal::TypeError(what, path, "an array", *v);
   const auto& array = v->get_array();
   for (std::size_t i = 0; i < array.size(); ++i) {
     const std::string item = fmt::format("{}[{}]", path, i);
-    if (!array[i].is_object()) return internal::TypeError(kPodWhat, item, "an object", array[i]);
+    if (!array[i].is_object()) return internal::TypeError(what, item, "an object", array[i]);
     if (Status s = read(array[i].get_object(), item); !s.ok()) return s;
   }
   return Status();
+}
+
+// The string members `keys` of `o` into `out` (in order), stopping at the
+// first error.
+Status ReadStrings(const bj::object& o, std::string_view what, const std::string& path,
+                   std::initializer_list<std::pair<std::string_view, std::string*>> keys) {
+  for (const auto& [key, out] : keys) {
+    if (Status s = OptionalString(o, key, what, fmt::format("{}.{}", path, key), *out); !s.ok())
+      return s;
+  }
+  return Status();
+}
+
+// A core/v1 NodeSelectorRequirement list (matchExpressions, matchFields).
+Status ReadRequirements(const bj::object& term, std::string_view key, const std::string& path,
+                        std::vector<NodeSelectorRequirement>& out) {
+  return ForEachObject(term, key, kPodWhat, path, [&](const bj::object& r, const std::string& at) {
+    NodeSelectorRequirement& req = out.emplace_back();
+    Status s = ReadStrings(r, kPodWhat, at, {{"key", &req.key}, {"operator", &req.op}});
+    if (!s.ok()) return s;
+    const bj::value* values = Member(r, "values");
+    if (values == nullptr || values->is_null()) return Status();
+    if (!values->is_array())
+      return internal::TypeError(kPodWhat, at + ".values", "an array", *values);
+    for (std::size_t i = 0; i < values->get_array().size(); ++i) {
+      s = internal::ReadString(values->get_array()[i], kPodWhat,
+                               fmt::format("{}.values[{}]", at, i), req.values.emplace_back());
+      if (!s.ok()) return s;
+    }
+    return Status();
+  });
+}
+
+// spec.nodeSelector, spec.tolerations and the required node affinity.
+Status ReadPodPlacement(const bj::object& spec, Pod& pod) {
+  Status s =
+      ReadStringMap(spec, "nodeSelector", kPodWhat, "spec.nodeSelector", false, pod.node_selector);
+  if (!s.ok()) return s;
+  s = ForEachObject(spec, "tolerations", kPodWhat, "spec.tolerations",
+                    [&](const bj::object& t, const std::string& at) {
+                      Toleration& tol = pod.tolerations.emplace_back();
+                      return ReadStrings(t, kPodWhat, at,
+                                         {{"key", &tol.key},
+                                          {"operator", &tol.op},
+                                          {"value", &tol.value},
+                                          {"effect", &tol.effect}});
+                    });
+  if (!s.ok()) return s;
+  const bj::object* affinity = nullptr;
+  const bj::object* node_affinity = nullptr;
+  const bj::object* required = nullptr;
+  s = OptionalObject(spec, "affinity", kPodWhat, "spec.affinity", affinity);
+  if (s.ok() && affinity != nullptr)
+    s = OptionalObject(*affinity, "nodeAffinity", kPodWhat, "spec.affinity.nodeAffinity",
+                       node_affinity);
+  const std::string path =
+      "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+  if (s.ok() && node_affinity != nullptr)
+    s = OptionalObject(*node_affinity, "requiredDuringSchedulingIgnoredDuringExecution", kPodWhat,
+                       path, required);
+  if (!s.ok() || required == nullptr) return s;
+  NodeSelector& selector = pod.required_node_affinity.emplace();
+  return ForEachObject(
+      *required, "nodeSelectorTerms", kPodWhat, path + ".nodeSelectorTerms",
+      [&](const bj::object& t, const std::string& at) {
+        NodeSelectorTerm& term = selector.terms.emplace_back();
+        Status r = ReadRequirements(t, "matchExpressions", at + ".matchExpressions",
+                                    term.match_expressions);
+        if (r.ok()) r = ReadRequirements(t, "matchFields", at + ".matchFields", term.match_fields);
+        return r;
+      });
 }
 
 // spec.resourceClaims, spec.schedulingGates and status.resourceClaimStatuses.
 Status ReadPodClaims(const bj::object* spec, const bj::object* status, Pod& pod) {
   if (spec != nullptr) {
     Status s = ForEachObject(
-        *spec, "resourceClaims", "spec.resourceClaims",
+        *spec, "resourceClaims", kPodWhat, "spec.resourceClaims",
         [&](const bj::object& c, const std::string& item) {
           PodResourceClaim& claim = pod.resource_claims.emplace_back();
           Status r = OptionalString(c, "name", kPodWhat, item + ".name", claim.name);
@@ -282,7 +353,7 @@ Status ReadPodClaims(const bj::object* spec, const bj::object* status, Pod& pod)
           return r;
         });
     if (!s.ok()) return s;
-    s = ForEachObject(*spec, "schedulingGates", "spec.schedulingGates",
+    s = ForEachObject(*spec, "schedulingGates", kPodWhat, "spec.schedulingGates",
                       [&](const bj::object& g, const std::string& item) {
                         return OptionalString(g, "name", kPodWhat, item + ".name",
                                               pod.scheduling_gates.emplace_back());
@@ -290,7 +361,7 @@ Status ReadPodClaims(const bj::object* spec, const bj::object* status, Pod& pod)
     if (!s.ok()) return s;
   }
   if (status == nullptr) return Status();
-  return ForEachObject(*status, "resourceClaimStatuses", "status.resourceClaimStatuses",
+  return ForEachObject(*status, "resourceClaimStatuses", kPodWhat, "status.resourceClaimStatuses",
                        [&](const bj::object& c, const std::string& item) {
                          std::string name, generated;
                          Status r = OptionalString(c, "name", kPodWhat, item + ".name", name);
@@ -412,6 +483,7 @@ Result<Pod> DecodePod(const bj::object& root) {
         !(s = ReadContainers(*spec, "containers", "spec.containers", pod.containers)).ok()) {
       return s;
     }
+    if (s = ReadPodPlacement(*spec, pod); !s.ok()) return s;
     if (const bj::value* priority = Member(*spec, "priority")) {
       s = internal::ReadInt(*priority, std::numeric_limits<std::int32_t>::min(),
                             std::numeric_limits<std::int32_t>::max(), kPodWhat, "spec.priority",
@@ -455,10 +527,27 @@ Result<Node> DecodeNode(std::string_view json) {
 Result<Node> DecodeNode(const bj::object& root) {
   Node node;
   const bj::object* metadata = nullptr;
+  const bj::object* spec = nullptr;
   const bj::object* status = nullptr;
   Status s = OptionalObject(root, "metadata", kNodeWhat, "metadata", metadata);
+  if (s.ok()) s = OptionalObject(root, "spec", kNodeWhat, "spec", spec);
   if (s.ok()) s = OptionalObject(root, "status", kNodeWhat, "status", status);
   if (!s.ok()) return s;
+  if (spec != nullptr) {
+    s = ForEachObject(
+        *spec, "taints", kNodeWhat, "spec.taints", [&](const bj::object& t, const std::string& at) {
+          Taint& taint = node.taints.emplace_back();
+          return ReadStrings(
+              t, kNodeWhat, at,
+              {{"key", &taint.key}, {"value", &taint.value}, {"effect", &taint.effect}});
+        });
+    if (!s.ok()) return s;
+    if (const bj::value* cordoned = Member(*spec, "unschedulable");
+        cordoned != nullptr && !cordoned->is_null()) {
+      s = internal::ReadBool(*cordoned, kNodeWhat, "spec.unschedulable", node.unschedulable);
+      if (!s.ok()) return s;
+    }
+  }
   if (metadata != nullptr) {
     if (!(s = OptionalString(*metadata, "name", kNodeWhat, "metadata.name", node.name)).ok() ||
         !(s = OptionalString(*metadata, "uid", kNodeWhat, "metadata.uid", node.uid)).ok() ||
@@ -485,6 +574,73 @@ Result<Node> DecodeNode(const bj::object& root) {
   if (node.name.empty())
     return Status::Malformed("node: metadata.name is missing", "metadata.name");
   return node;
+}
+
+namespace {
+
+bool RequirementMatches(const NodeSelectorRequirement& r, const std::string* value) {
+  auto listed = [&] {
+    return value != nullptr &&
+           std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
+  };
+  if (r.op == "In") return listed();
+  if (r.op == "NotIn") return !listed();
+  if (r.op == "Exists") return value != nullptr;
+  if (r.op == "DoesNotExist") return value == nullptr;
+  if (r.op == "Gt" || r.op == "Lt") {
+    if (value == nullptr || r.values.size() != 1) return false;
+    const auto have = internal::ParseGoInt(*value, 64);
+    const auto bound = internal::ParseGoInt(r.values[0], 64);
+    if (!have || !bound) return false;
+    return r.op == "Gt" ? *have > *bound : *have < *bound;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool NodeSelectorMatches(const NodeSelector& selector, const Node& node) {
+  for (const NodeSelectorTerm& term : selector.terms) {
+    // A term without requirements selects nothing (core/v1 semantics).
+    if (term.match_expressions.empty() && term.match_fields.empty()) continue;
+    bool all = true;
+    for (const NodeSelectorRequirement& r : term.match_expressions) {
+      all = all && RequirementMatches(r, node.labels.Find(r.key));
+    }
+    for (const NodeSelectorRequirement& r : term.match_fields) {
+      all = all && r.key == "metadata.name" && RequirementMatches(r, &node.name);
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+bool Tolerates(const Toleration& toleration, const Taint& taint) {
+  if (!toleration.effect.empty() && toleration.effect != taint.effect) return false;
+  if (!toleration.key.empty() && toleration.key != taint.key) return false;
+  if (toleration.op == "Exists") return true;
+  return (toleration.op.empty() || toleration.op == "Equal") && toleration.value == taint.value;
+}
+
+std::optional<std::string> NodeExcludes(const Pod& pod, const Node& node) {
+  auto tolerated = [&](const Taint& taint) {
+    return std::any_of(pod.tolerations.begin(), pod.tolerations.end(),
+                       [&](const Toleration& t) { return Tolerates(t, taint); });
+  };
+  if (node.unschedulable && !tolerated(Taint{"node.kubernetes.io/unschedulable", "", "NoSchedule"}))
+    return std::string("the node is unschedulable (cordoned)");
+  for (const Taint& taint : node.taints) {
+    if ((taint.effect == "NoSchedule" || taint.effect == "NoExecute") && !tolerated(taint))
+      return fmt::format("taint {}={}:{} is not tolerated", taint.key, taint.value, taint.effect);
+  }
+  for (const auto& [key, value] : pod.node_selector.entries()) {
+    const std::string* label = node.labels.Find(key);
+    if (label == nullptr || *label != value)
+      return fmt::format("node selector {}={} does not match", key, value);
+  }
+  if (pod.required_node_affinity && !NodeSelectorMatches(*pod.required_node_affinity, node))
+    return std::string("the required node affinity does not match");
+  return std::nullopt;
 }
 
 }  // namespace devshare

@@ -238,7 +238,7 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
   const dra::PodResources resources{pod.cpu_milli, pod.memory_bytes};
   std::optional<dra::NodeFit> fit;
   if (allocated.empty()) {
-    Result<dra::Placement> placement = d.placer->Place(snapshot_, to_allocate, resources);
+    Result<dra::Placement> placement = d.placer->Place(snapshot_, to_allocate, resources, &pod);
     if (!placement.ok()) {
       return DraHoldPod(pod, DraHoldKind::kRefused, std::string(placement.status().message()),
                         now_ms, out);
@@ -247,9 +247,9 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
       return DraHoldPod(
           pod, DraHoldKind::kNoFit,
           fmt::format("no node fits its claims: {} of {} nodes short of devices, {} short of CPU "
-                      "or memory",
+                      "or memory, {} excluded by its node selector, affinity or tolerations",
                       placement->short_of_devices, snapshot_.node_count(),
-                      placement->short_of_cpu_or_memory),
+                      placement->short_of_cpu_or_memory, placement->excluded),
           now_ms, out);
     }
     fit = std::move(placement->chosen);
@@ -257,11 +257,12 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
     // Some claims are allocated already (a restart between writes, or a
     // claim shared with another pod): the rest must go to their node.
     for (const auto& [name, memory] : impl_->nodes) {
+      const Node& node = memory.object;
       const bool theirs = std::all_of(allocated.begin(), allocated.end(), [&](const auto* c) {
         return !c->allocation->node_selector ||
-               dra::NodeSelectorMatches(*c->allocation->node_selector, memory.object);
+               dra::NodeSelectorMatches(*c->allocation->node_selector, node);
       });
-      if (!theirs) continue;
+      if (!theirs || NodeExcludes(pod, node)) continue;
       Result<std::optional<dra::NodeFit>> here =
           d.placer->Fit(snapshot_, to_allocate, resources, name);
       if (here.ok() && *here) {

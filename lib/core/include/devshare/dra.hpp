@@ -85,28 +85,11 @@ struct Capacity {
   friend bool operator==(const Capacity&, const Capacity&) = default;
 };
 
-// A label or field requirement of a core/v1 NodeSelector.
-struct NodeSelectorRequirement {
-  std::string key;
-  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
-  std::vector<std::string> values;
-  friend bool operator==(const NodeSelectorRequirement&, const NodeSelectorRequirement&) = default;
-};
-struct NodeSelectorTerm {
-  std::vector<NodeSelectorRequirement> match_expressions;  // on labels
-  std::vector<NodeSelectorRequirement> match_fields;       // metadata.name only
-  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
-};
-// Terms are ORed, a term's requirements ANDed; no terms select no node.
-struct NodeSelector {
-  std::vector<NodeSelectorTerm> terms;
-  friend bool operator==(const NodeSelector&, const NodeSelector&) = default;
-};
-
-// Whether `node` is selected, as core/v1's NodeSelector semantics define
-// it. A requirement with an unknown operator, or Gt/Lt with a value that is
-// not an integer, selects nothing (the API server refuses both).
-DEVSHARE_EXPORT bool NodeSelectorMatches(const NodeSelector& selector, const Node& node);
+// Node selectors are core/v1's (devshare/objects.hpp).
+using devshare::NodeSelector;
+using devshare::NodeSelectorMatches;
+using devshare::NodeSelectorRequirement;
+using devshare::NodeSelectorTerm;
 
 struct DeviceTaint {
   std::string key;

@@ -113,6 +113,7 @@ struct FitScore {
 struct Placement {
   std::optional<NodeFit> chosen;  // nullopt: no node fits
   std::uint64_t feasible = 0;     // nodes that fit
+  std::uint64_t excluded = 0;     // nodes the pod may not go to (NodeExcludes)
   std::uint64_t short_of_cpu_or_memory = 0;
   std::uint64_t short_of_devices = 0;
 };
@@ -142,13 +143,15 @@ class DEVSHARE_EXPORT Placer {
   Result<std::optional<FitScore>> Score(const ClusterSnapshot& snapshot,
                                         const std::vector<ResourceClaim>& claims,
                                         const PodResources& pod, std::string_view node);
-  // Score on every node, then Fit on the best; the best score wins, and
-  // a pod without claims goes, among equal scores, to the node with the
-  // fewest free GPUs (where its CPU and memory strand the least later, as
-  // Filter places such a pod). Errors: Fit's, the first by
-  // node name; kInvalidArgument under kUpstream.
+  // Score on every node `constraints` may go to (its node selector,
+  // required node affinity and tolerations: NodeExcludes; nullptr: every
+  // node), then Fit on the best; the best score wins, and a pod without
+  // claims goes, among equal scores, to the node with the fewest free GPUs
+  // (where its CPU and memory strand the least later, as Filter places such
+  // a pod). Errors: Fit's, the first by node name; kInvalidArgument under
+  // kUpstream.
   Result<Placement> Place(const ClusterSnapshot& snapshot, const std::vector<ResourceClaim>& claims,
-                          const PodResources& pod);
+                          const PodResources& pod, const Pod* constraints = nullptr);
   // fgd's measure of every node's DRA devices for the placer's workload,
   // with each node's free CPU and memory deciding which classes fit it.
   ClusterFragmentation MeasureFragmentation(const ClusterSnapshot& snapshot);

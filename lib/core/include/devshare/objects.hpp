@@ -54,6 +54,39 @@ struct Container {
   friend bool operator==(const Container&, const Container&) = default;
 };
 
+// A label or field requirement of a core/v1 NodeSelector.
+struct NodeSelectorRequirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+  friend bool operator==(const NodeSelectorRequirement&, const NodeSelectorRequirement&) = default;
+};
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;  // on labels
+  std::vector<NodeSelectorRequirement> match_fields;       // metadata.name only
+  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
+};
+// Terms are ORed, a term's requirements ANDed; no terms select no node.
+struct NodeSelector {
+  std::vector<NodeSelectorTerm> terms;
+  friend bool operator==(const NodeSelector&, const NodeSelector&) = default;
+};
+
+// A node's taint (spec.taints[]) and a pod's toleration (spec.tolerations[]).
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+  friend bool operator==(const Taint&, const Taint&) = default;
+};
+struct Toleration {
+  std::string key;  // empty: every key (with op Exists)
+  std::string op;   // Equal (also when empty) or Exists
+  std::string value;
+  std::string effect;  // empty: every effect
+  friend bool operator==(const Toleration&, const Toleration&) = default;
+};
+
 // A DRA claim of a pod (spec.resourceClaims[]): the name its containers use
 // and either a ResourceClaim of the pod's namespace or the template the
 // resourceclaim controller makes one from (its name, once made, from
@@ -88,6 +121,11 @@ struct Pod {
   std::int64_t memory_bytes = 0;
   std::vector<PodResourceClaim> resource_claims;  // DRA
   std::vector<std::string> scheduling_gates;      // spec.schedulingGates[].name
+  // Where it may go: spec.nodeSelector, spec.tolerations, and
+  // spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.
+  StringMap node_selector;
+  std::vector<Toleration> tolerations;
+  std::optional<NodeSelector> required_node_affinity;
   friend bool operator==(const Pod&, const Pod&) = default;
 };
 
@@ -99,8 +137,24 @@ struct Node {
   StringMap labels;
   StringMap allocatable;  // resource name -> quantity text
   StringMap capacity;
+  std::vector<Taint> taints;   // spec.taints
+  bool unschedulable = false;  // spec.unschedulable (cordoned)
   friend bool operator==(const Node&, const Node&) = default;
 };
+
+// Whether `node` is selected, as core/v1's NodeSelector semantics define
+// it. A requirement with an unknown operator, or Gt/Lt with a value that is
+// not an integer, selects nothing (the API server refuses both).
+DEVSHARE_EXPORT bool NodeSelectorMatches(const NodeSelector& selector, const Node& node);
+
+// Whether `toleration` tolerates `taint` (core/v1's ToleratesTaint).
+DEVSHARE_EXPORT bool Tolerates(const Toleration& toleration, const Taint& taint);
+
+// Why `pod` may not go to `node`, as kube-scheduler's NodeUnschedulable,
+// TaintToleration (NoSchedule and NoExecute taints) and NodeAffinity
+// (nodeSelector and required node affinity) filters decide; nullopt when it
+// may.
+DEVSHARE_EXPORT std::optional<std::string> NodeExcludes(const Pod& pod, const Node& node);
 
 // Decodes a Pod / Node object as served by the API server (JSON).
 // Errors: kMalformed naming the JSON path (for example

@@ -34,13 +34,24 @@
 //
 // The drift auditor. Every `audit_period` (and at once on /debug/audit;
 // requests that come while an audit runs share its answer) the service
-// lists the nodes and the unfinished pods afresh, as metadata only
+// lists the nodes, the unfinished pods (and with DRA the claims) afresh, as metadata only
 // (PartialObjectMetadataList, 500 a page, through the client's token
 // bucket like every request), and hands the listing to Engine::Audit; a
 // suspected difference brings the next audit forward to when it can be
 // confirmed. Each confirmed difference is logged on stderr and counted in
 // /metrics; the objects the engine asks to read again are GET and applied
 // (Engine::NodeRead, Engine::PodRead).
+//
+// DRA (ServiceOptions::engine.dra_device_classes, devshare/dra_gate.hpp):
+// the service also watches ResourceSlices, DeviceClasses, ResourceClaims and
+// ResourceClaimTemplates (resource.k8s.io/v1) into the engine, answers the
+// webhook with the scheduling gate for pods of the served classes (or the
+// refusal of claims devshare cannot allocate), and executes the engine's
+// DRA commands: a claim's allocation as kube-scheduler writes it (PATCH
+// adding the finalizer, then PATCH of /status with allocation and
+// reservedFor, each at the claim's resourceVersion), the gate's removal (a
+// strategic merge PATCH of the pod, its UID as precondition), and a Warning
+// Event for a pod left gated. The audit lists the claims too.
 //
 // Leadership: kAlways (one replica), kFollow (HAMi's mode: lead while the
 // kube-scheduler Lease names this host), kElect (run client-go's election
