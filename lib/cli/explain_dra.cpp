@@ -114,9 +114,18 @@ int ExplainClaims(const ObjectsFile& cluster, const ObjectsFile& pod, const std:
       dra::Placer::Make(dra::PlacerOptions{*chosen_policy, workload, false});
   if (!placer.ok()) return fail(placer.status().message());
 
+  std::map<std::string_view, const Node*> node_objects;
+  for (const Node& node : cluster.nodes) node_objects.emplace(node.name, &node);
   std::optional<dra::NodeFit> best;
   std::vector<std::pair<std::string, std::variant<dra::NodeFit, std::string>>> verdicts;
   for (const std::string& node : snapshot.NodeNames()) {
+    // A node the pod may not go to (its node selector, affinity, tolerations).
+    if (!pod.pods.empty()) {
+      if (std::optional<std::string> why = NodeExcludes(pod.pods[0], *node_objects.at(node))) {
+        verdicts.emplace_back(node, std::move(*why));
+        continue;
+      }
+    }
     Result<std::optional<dra::NodeFit>> fit = placer->Fit(snapshot, pod.claims, resources, node);
     if (!fit.ok()) return fail(fit.status().message());
     if (!*fit) {

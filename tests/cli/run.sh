@@ -49,6 +49,7 @@ check "explain DRA upstream: each node's allocation" 0 'dra-a100-1 +yes +- +gpu:
 check "explain DRA why not" 0 "dra-t4-1 +no +inference hami-gpu-0: not selected by the class's or the request's selectors" -- explain --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
 check "explain DRA spread opens the free GPU" 0 '"chosen":"dra-a100-1".*"device":"hami-gpu-1"' -- explain --json --dra-policy spread --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
 check "explain DRA fgd" 0 'dra-a100-1 +yes \(chosen\)' -- explain --dra-policy fgd --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
+check "explain DRA: a node the pod's node selector leaves out" 0 'dra-a100-1 +no +node selector kubernetes.io/hostname=dra-t4-1 does not match' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(sed '/^kind: Pod$/,$ s/^spec:$/spec:\n  nodeSelector: {kubernetes.io\/hostname: dra-t4-1}/' "$here/examples/dra/claims.yaml")
 check "explain DRA bad policy" 1 'unknown DRA policy best' -- explain --dra-policy best --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
 check "explain DRA unknown kind" 1 'kind Service is not Node, Pod, ResourceSlice' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(printf 'kind: Service\n')
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"

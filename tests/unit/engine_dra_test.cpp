@@ -6,26 +6,18 @@
 
 #include "devshare/engine/engine.hpp"
 #include "dra_fixtures.hpp"
+#include "engine_commands.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
 using namespace devshare::engine;
 using namespace devshare::dra::testing;
+using devshare::engine::testing::kNowMs;
+using devshare::engine::testing::Of;
 using devshare::testing::MakeNode;
 using devshare::testing::MakePod;
 
 namespace {
-
-constexpr std::int64_t kNowMs = 1787300439000;
-
-template <typename T>
-std::vector<T> Of(const std::vector<Command>& commands) {
-  std::vector<T> out;
-  for (const Command& c : commands) {
-    if (const T* t = std::get_if<T>(&c)) out.push_back(*t);
-  }
-  return out;
-}
 
 // A claim of class gpu asking `cores` percent of one shared GPU's cores and
 // 400 MiB of its 40 GiB per percent.

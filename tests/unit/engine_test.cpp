@@ -4,25 +4,17 @@
 #include <doctest/doctest.h>
 
 #include "devshare/annotations.hpp"
+#include "engine_commands.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
 using namespace devshare::engine;
-using testing::MakeNode;
-using testing::MakePod;
+using devshare::engine::testing::kNowMs;
+using devshare::engine::testing::Of;
+using devshare::testing::MakeNode;
+using devshare::testing::MakePod;
 
 namespace {
-
-constexpr std::int64_t kNowMs = 1787300439000;
-
-template <typename T>
-std::vector<T> Of(const std::vector<Command>& commands) {
-  std::vector<T> out;
-  for (const Command& c : commands) {
-    if (const T* t = std::get_if<T>(&c)) out.push_back(*t);
-  }
-  return out;
-}
 
 // An engine with one registered node of two GPUs.
 struct Fixture {
