@@ -4,7 +4,8 @@
 // snapshot's pools against gathering them from the cluster's slice list
 // on each call (as dra::Allocate over a slice list does); a placement over
 // every node by policy, with Score's memory cold and warm; replacing one
-// node's slice.
+// node's slice; and the engine serving DRA, a gated pod at a time: judged,
+// placed by fgd, its claim written and its gate removed.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 
 #include "devshare/dra_allocate.hpp"
 #include "devshare/dra_place.hpp"
+#include "devshare/engine/engine.hpp"
 #include "devshare/snapshot.hpp"
 
 namespace {
@@ -170,6 +172,58 @@ void BM_DraReplaceSlice(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DraReplaceSlice)->Arg(1000);
+
+// The engine's DRA flow per gated pod, on the cluster above: the pod and
+// its claim observed, the pass (JudgePodClaims, Place by fgd, the claim
+// assumed), the claim write's and the gate removal's results, the pod seen
+// ungated. Score's memory is warm but for the node each pod changes.
+void BM_EngineDraPod(benchmark::State& state) {
+  const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
+  devshare::engine::EngineOptions options;
+  options.dra_device_classes = {"hami-gpu"};
+  options.dra_policy = Policy::kFgd;
+  devshare::engine::Engine engine(options);
+  std::vector<devshare::engine::Command> out;
+  for (const Node& node : c.nodes) engine.NodeObserved(node, 0, out);
+  for (const ResourceSlice& slice : c.slices) engine.ResourceSliceObserved(slice);
+  for (const auto& [name, device_class] : c.classes) engine.DeviceClassObserved(device_class);
+  for (const ResourceClaim* claim : c.snapshot.ResourceClaims())
+    engine.ResourceClaimObserved(*claim);
+  engine.DraSynced();
+  engine.Tick(0, out);
+  std::int64_t n = 0;
+  std::uint64_t placed = 0;
+  for (auto _ : state) {
+    const std::string name = fmt::format("p-{}", n++);
+    ResourceClaim claim = ShareClaim(name, 30, false);
+    devshare::Pod pod;
+    pod.pod_namespace = "bench";
+    pod.name = name;
+    pod.uid = "uid-pod-" + name;
+    pod.resource_claims.push_back(devshare::PodResourceClaim{"gpu", name, "", ""});
+    pod.scheduling_gates = {std::string(kSchedulingGate)};
+    engine.ResourceClaimObserved(claim);
+    engine.PodObserved(pod);
+    out.clear();
+    engine.Tick(n, out);
+    for (int step = 0; step < 2 && !out.empty(); ++step) {
+      std::vector<devshare::engine::Command> results;
+      for (const devshare::engine::Command& command : out) {
+        if (const auto* w = std::get_if<devshare::engine::WriteClaimStatus>(&command)) {
+          engine.ApiResult(w->id, true, n, results);
+          ++placed;
+        } else if (const auto* g = std::get_if<devshare::engine::RemoveSchedulingGate>(&command)) {
+          engine.ApiResult(g->id, true, n, results);
+        }
+      }
+      out = std::move(results);
+    }
+    pod.scheduling_gates.clear();
+    engine.PodObserved(pod);
+  }
+  if (placed != static_cast<std::uint64_t>(n)) state.SkipWithError("a pod was not placed");
+}
+BENCHMARK(BM_EngineDraPod)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
