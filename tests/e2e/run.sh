@@ -55,7 +55,7 @@ export E2E_BIN_ENV=$out/k8s-binaries.env
 passed=0 failed=0
 tally() {  # tally LOG EXIT: adds LOG's last "e2e-...: N passed, N failed" line to the totals
   local line p f
-  line=$(grep -E '^e2e-[a-z]+: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -1)
+  line=$(grep -E '^e2e-[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -1)
   if [ -n "$line" ]; then
     p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
     f=$(sed -E 's/.* ([0-9]+) failed$/\1/' <<<"$line")

@@ -335,9 +335,9 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
   if (id == w.gate_write) {
     if (succeeded) {
       ++counters_.dra_gates_removed;
-      d.released.insert(uid);
+      if (d.seq_of.contains(uid)) d.released.insert(uid);
       d.held.erase(uid);
-    } else {
+    } else if (d.seq_of.contains(uid)) {  // (a pod gone meanwhile needs nothing)
       d.backoff_until[uid] = now_ms + kDraRetryMs;
       d.dirty = true;
     }
@@ -361,7 +361,7 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
   if (w.failed || w.releasing) {
     // Judged again: from what the watch brings after a failure, or placed
     // anew once released.
-    if (w.failed) d.backoff_until[uid] = now_ms + kDraRetryMs;
+    if (w.failed && d.seq_of.contains(uid)) d.backoff_until[uid] = now_ms + kDraRetryMs;
     d.dirty = true;
     d.writing.erase(it);
     return true;
