@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "devshare/engine/engine.hpp"
+#include "devshare/kube/metrics.hpp"
 #include "dra_fixtures.hpp"
 #include "engine_commands.hpp"
 #include "testutil.hpp"
@@ -381,4 +382,58 @@ TEST_CASE("engine dra: only the nodes a pod may go to: node selector, taints, co
   writes = Of<WriteClaimStatus>(f.Tick());
   REQUIRE(writes.size() == 1);
   CHECK(NodeOf(*writes[0].allocation) == "n1");
+}
+
+TEST_CASE("engine dra: /metrics measures each device's capacity left and each pool's counters") {
+  ClusterSnapshot snapshot;
+  REQUIRE(snapshot.AddNode(MakeNode("n1")).ok());
+  // The pool's devices in one slice, its shared counters in another (the
+  // API keeps them apart).
+  dra::ResourceSlice slice = NodeSlice("n1", {SharedGpu(0, 40 * kGi), WholeGpu(1), WholeGpu(2)});
+  slice.pool.resource_slice_count = 2;
+  for (int d : {1, 2}) {
+    slice.devices[d].consumes_counters = {
+        dra::CounterConsumption{"gpu-1-memory", {{"memory", Q(20)}}, {}}};
+  }
+  dra::ResourceSlice counters = NodeSlice("n1", {});
+  counters.name = "n1-counters";
+  counters.pool.resource_slice_count = 2;
+  counters.shared_counters = {dra::CounterSet{"gpu-1-memory", {{"memory", Q(40)}}}};
+  snapshot.AddResourceSlice(slice);
+  snapshot.AddResourceSlice(counters);
+  auto held = [](std::string name, std::string device,
+                 std::map<std::string, dra::Quantity> consumed) {
+    dra::ResourceClaim c = Share(std::move(name), 1);
+    dra::AllocatedDevice d;
+    d.request = "gpu";
+    d.driver = std::string(kDriver);
+    d.pool = "n1";
+    d.device = std::move(device);
+    if (!consumed.empty()) d.share_id = "s-" + c.name;
+    d.consumed_capacity = std::move(consumed);
+    c.allocation = dra::Allocation{{d}, std::nullopt};
+    return c;
+  };
+  snapshot.AddResourceClaim(held("a", "gpu-0", {{"cores", Q(30)}, {"memory", Q(10 * kGi)}}));
+  snapshot.AddResourceClaim(held("b", "gpu-1", {}));
+  const kube::DraUsage usage = kube::MeasureDraUsage(snapshot);
+  std::vector<std::string> devices;
+  for (const kube::DraDeviceCapacity& d : usage.devices)
+    devices.push_back(fmt::format("{} {} {}/{}", d.device, d.capacity, d.free, d.total));
+  CHECK(devices ==
+        std::vector<std::string>{"gpu-0 cores 70/100",
+                                 fmt::format("gpu-0 memory {}/{}", 30.0 * kGi, 40.0 * kGi)});
+  REQUIRE(usage.counters.size() == 1);
+  CHECK(usage.counters[0].counter_set == "gpu-1-memory");
+  CHECK(usage.counters[0].total == 40);
+  CHECK(usage.counters[0].free == 20);  // gpu-1 is held; gpu-2 is not
+  kube::Metrics metrics;
+  kube::DraGauges gauges;
+  gauges.usage = usage;
+  metrics.SetDra(gauges);
+  const std::string text = metrics.Render();
+  CHECK(text.find("devshare_dra_counter_free{driver=\"gpu.example.com\",pool=\"n1\",counter_set="
+                  "\"gpu-1-memory\",counter=\"memory\"} 20\n") != std::string::npos);
+  CHECK(text.find("devshare_dra_device_capacity_free{driver=\"gpu.example.com\",pool=\"n1\","
+                  "device=\"gpu-0\",capacity=\"cores\"} 70\n") != std::string::npos);
 }

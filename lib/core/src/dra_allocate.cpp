@@ -173,6 +173,27 @@ std::optional<Quantity> FindRequest(const Capacities& requests, const std::strin
 
 }  // namespace
 
+std::map<std::string, Capacities> CountersLeft(const GatheredPool& pool,
+                                               const AllocatedState& allocated) {
+  std::map<std::string, Capacities> sets;
+  for (const auto& [name, set] : pool.counter_sets) sets[name] = set->counters;
+  for (const auto* group : {&pool.device_slices, &pool.device_slices_elsewhere}) {
+    for (const ResourceSlice* slice : *group) {
+      for (const Device& device : slice->devices) {
+        if (!allocated.Holds(DeviceId{slice->driver, slice->pool.name, device.name})) continue;
+        for (const CounterConsumption& c : device.consumes_counters) {
+          Capacities& available = sets[c.counter_set];
+          for (const auto& [name, q] : c.counters) {
+            auto counter = available.find(name);
+            if (counter != available.end()) counter->second.milli -= q.milli;
+          }
+        }
+      }
+    }
+  }
+  return sets;
+}
+
 Result<Capacities> ConsumedCapacity(const Capacities& requests, const Device& device,
                                     bool fractional) {
   Capacities consumed;
@@ -711,23 +732,7 @@ class Search {
     const std::pair<std::string, std::string> key{pool.driver, pool.pool};
     auto it = available_.find(key);
     if (it != available_.end()) return it->second;
-    CounterSets sets;
-    for (const auto& [name, set] : pool.counter_sets) sets[name] = set->counters;
-    for (const auto* group : {&pool.device_slices, &pool.device_slices_elsewhere}) {
-      for (const ResourceSlice* slice : *group) {
-        for (const Device& device : slice->devices) {
-          if (!allocated_.Holds(DeviceId{slice->driver, slice->pool.name, device.name})) continue;
-          for (const CounterConsumption& c : device.consumes_counters) {
-            Capacities& available = sets[c.counter_set];
-            for (const auto& [name, q] : c.counters) {
-              auto counter = available.find(name);
-              if (counter != available.end()) counter->second.milli -= q.milli;
-            }
-          }
-        }
-      }
-    }
-    return available_.emplace(key, std::move(sets)).first->second;
+    return available_.emplace(key, CountersLeft(pool, allocated_)).first->second;
   }
 
   void ChangeConsumedCounters(const CandidateDevice& candidate, int sign) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -36,9 +38,11 @@ GpuGauges MeasureGpus(const ClusterSnapshot& snapshot, std::span<const WorkloadC
   return g;
 }
 
-std::vector<DraDeviceCapacity> MeasureDraDevices(const ClusterSnapshot& snapshot) {
+DraUsage MeasureDraUsage(const ClusterSnapshot& snapshot) {
   const dra::AllocatedState& allocated = snapshot.dra_allocated();
   std::map<dra::DeviceId, const dra::Device*> devices;
+  DraUsage usage;
+  std::set<std::pair<std::string, std::string>> pools_seen;
   for (const std::string& node : snapshot.NodeNames()) {
     Result<const std::vector<dra::GatheredPool>*> pools = snapshot.DraPools(node);
     if (!pools.ok()) continue;
@@ -47,9 +51,23 @@ std::vector<DraDeviceCapacity> MeasureDraDevices(const ClusterSnapshot& snapshot
         for (const dra::Device& d : slice->devices)
           devices.emplace(dra::DeviceId{pool.driver, pool.pool, d.name}, &d);
       }
+      if (pool.counter_sets.empty() || !pools_seen.emplace(pool.driver, pool.pool).second) continue;
+      const auto left = dra::CountersLeft(pool, allocated);
+      for (const auto& [set_name, set] : pool.counter_sets) {
+        for (const auto& [counter, total] : set->counters) {
+          const dra::Quantity free = left.at(set_name).at(counter);
+          usage.counters.push_back(DraCounter{pool.driver, pool.pool, set_name, counter,
+                                              static_cast<double>(total.milli) / 1000,
+                                              static_cast<double>(free.milli) / 1000});
+        }
+      }
     }
   }
-  std::vector<DraDeviceCapacity> out;
+  std::sort(usage.counters.begin(), usage.counters.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.driver, a.pool, a.counter_set, a.counter) <
+           std::tie(b.driver, b.pool, b.counter_set, b.counter);
+  });
+  std::vector<DraDeviceCapacity>& out = usage.devices;
   for (const auto& [id, device] : devices) {
     const bool whole = allocated.devices.contains(id);
     auto consumed = allocated.consumed_capacity.find(id);
@@ -64,7 +82,7 @@ std::vector<DraDeviceCapacity> MeasureDraDevices(const ClusterSnapshot& snapshot
                                       whole ? 0 : std::max(0.0, total - used)});
     }
   }
-  return out;
+  return usage;
 }
 
 DraGauges MeasureDra(const engine::Engine& engine) {
@@ -89,7 +107,7 @@ DraGauges MeasureDra(const engine::Engine& engine) {
   g.claim_writes_failed = c.dra_claim_writes_failed;
   g.claims_released = c.dra_claims_released;
   g.gates_removed = c.dra_gates_removed;
-  g.devices = MeasureDraDevices(engine.snapshot());
+  g.usage = MeasureDraUsage(engine.snapshot());
   return g;
 }
 
@@ -183,9 +201,21 @@ void RenderDra(std::string& out, const DraGauges& dra) {
                           "holds the device whole)."
                         : "A DRA device's capacity as its ResourceSlice publishes it.",
                    name);
-    for (const DraDeviceCapacity& d : dra.devices) {
+    for (const DraDeviceCapacity& d : dra.usage.devices) {
       fmt::format_to(it, "{}{{driver=\"{}\",pool=\"{}\",device=\"{}\",capacity=\"{}\"}} {}\n", name,
                      d.driver, d.pool, d.device, d.capacity, Value(free ? d.free : d.total));
+    }
+  }
+  for (const bool free : {false, true}) {
+    const std::string_view name = free ? "devshare_dra_counter_free" : "devshare_dra_counter";
+    fmt::format_to(it, "# HELP {} {}\n# TYPE {} gauge\n", name,
+                   free ? "What the DRA devices held leave of a pool's shared counter."
+                        : "A DRA pool's shared counter as its ResourceSlice publishes it.",
+                   name);
+    for (const DraCounter& c : dra.usage.counters) {
+      fmt::format_to(it, "{}{{driver=\"{}\",pool=\"{}\",counter_set=\"{}\",counter=\"{}\"}} {}\n",
+                     name, c.driver, c.pool, c.counter_set, c.counter,
+                     Value(free ? c.free : c.total));
     }
   }
 }

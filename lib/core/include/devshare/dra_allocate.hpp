@@ -134,6 +134,12 @@ DEVSHARE_EXPORT double ConsumedShare(const Device& device,
                                      const std::map<std::string, Quantity>* consumed,
                                      const std::map<std::string, Quantity>* extra = nullptr);
 
+// What is left of each of `pool`'s shared counters (counter set -> counter
+// -> amount) once the devices `allocated` holds (whole or a share) have
+// taken what they consume, as kube-scheduler's allocator counts it.
+DEVSHARE_EXPORT std::map<std::string, std::map<std::string, Quantity>> CountersLeft(
+    const GatheredPool& pool, const AllocatedState& allocated);
+
 // The same from the pools GatherPools gave for `node`.
 DEVSHARE_EXPORT Result<std::optional<std::vector<Allocation>>> Allocate(
     const std::vector<ResourceClaim>& claims, const Node& node,

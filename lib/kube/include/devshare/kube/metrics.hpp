@@ -40,6 +40,10 @@
 //                                      what the device publishes
 //   devshare_dra_device_capacity_free  gauge, same labels: what allocated claims
 //                                      leave of it (0 when a claim holds it whole)
+//   devshare_dra_counter, devshare_dra_counter_free
+//                                      gauges, by driver, pool, counter_set and
+//                                      counter: a pool's shared counters, and what
+//                                      the devices held leave of them
 //
 // Decisions by outcome are the histograms' _count series.
 //
@@ -111,17 +115,30 @@ struct DraDeviceCapacity {
   double free = 0;
 };
 
+// One shared counter of one pool.
+struct DraCounter {
+  std::string driver, pool, counter_set, counter;
+  double total = 0;
+  double free = 0;
+};
+
+struct DraUsage {
+  std::vector<DraDeviceCapacity> devices;
+  std::vector<DraCounter> counters;
+};
+
 // Every capacity of every device of the pools the snapshot's nodes see,
-// each device once, in (driver, pool, device, capacity) order.
+// each device once, in (driver, pool, device, capacity) order, and every
+// shared counter of those pools (dra::CountersLeft), each pool once.
 // O(devices x capacities).
-std::vector<DraDeviceCapacity> MeasureDraDevices(const ClusterSnapshot& snapshot);
+DraUsage MeasureDraUsage(const ClusterSnapshot& snapshot);
 
 struct DraGauges {
   std::uint64_t gated = 0;
   std::map<std::string, std::uint64_t> held;  // by reason
   std::uint64_t claims_allocated = 0, claim_writes_failed = 0, claims_released = 0,
                 gates_removed = 0;
-  std::vector<DraDeviceCapacity> devices;
+  DraUsage usage;
 };
 
 // The engine's DRA state and the snapshot's devices as DraGauges.
