@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/json.hpp>
 #include <string>
 
 using namespace devshare;
@@ -298,4 +299,23 @@ TEST_CASE("dra: node selectors select as core/v1 defines") {
     CAPTURE(i);
     CHECK(NodeSelectorMatches(rows[i].selector, node) == rows[i].selected);
   }
+}
+
+TEST_CASE("dra: a claim's status patch sets or removes its allocation and reservedFor") {
+  Allocation a;
+  AllocatedDevice d;
+  d.request = "gpu";
+  d.driver = "gpu.example.com";
+  d.pool = "n1";
+  d.device = "gpu-0";
+  a.devices = {d};
+  const auto set = boost::json::parse(
+      EncodeClaimStatusPatch(a, {ClaimConsumer{"", "pods", "p", "uid-p"}}, "42"));
+  CHECK(set.at("metadata").at("resourceVersion") == "42");
+  CHECK(set.at("status").at("allocation").at("devices").at("results").at(0).at("device") ==
+        "gpu-0");
+  CHECK(set.at("status").at("reservedFor") ==
+        boost::json::parse(R"([{"resource":"pods","name":"p","uid":"uid-p"}])"));
+  const auto cleared = boost::json::parse(EncodeClaimStatusPatch(std::nullopt, {}, "43"));
+  CHECK(cleared.at("status") == boost::json::parse(R"({"allocation":null,"reservedFor":null})"));
 }

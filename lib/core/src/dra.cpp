@@ -804,26 +804,43 @@ std::string EncodeDeviceClass(const DeviceClass& device_class) {
   return bj::serialize(o);
 }
 
+namespace {
+
+bj::array ConsumersJson(const std::vector<ClaimConsumer>& reserved_for) {
+  bj::array consumers;
+  for (const ClaimConsumer& c : reserved_for) {
+    bj::object consumer;
+    if (!c.api_group.empty()) consumer["apiGroup"] = c.api_group;
+    consumer["resource"] = c.resource;
+    consumer["name"] = c.name;
+    consumer["uid"] = c.uid;
+    consumers.emplace_back(std::move(consumer));
+  }
+  return consumers;
+}
+
+}  // namespace
+
 std::string EncodeResourceClaim(const ResourceClaim& claim) {
   bj::object o = Header("ResourceClaim", Metadata(claim.claim_namespace, claim.name, claim.uid,
                                                   claim.resource_version));
   o["spec"] = ClaimSpecJson(claim.spec);
   bj::object status;
   if (claim.allocation) status["allocation"] = AllocationJson(*claim.allocation);
-  if (!claim.reserved_for.empty()) {
-    bj::array consumers;
-    for (const ClaimConsumer& c : claim.reserved_for) {
-      bj::object consumer;
-      if (!c.api_group.empty()) consumer["apiGroup"] = c.api_group;
-      consumer["resource"] = c.resource;
-      consumer["name"] = c.name;
-      consumer["uid"] = c.uid;
-      consumers.emplace_back(std::move(consumer));
-    }
-    status["reservedFor"] = std::move(consumers);
-  }
+  if (!claim.reserved_for.empty()) status["reservedFor"] = ConsumersJson(claim.reserved_for);
   if (!status.empty()) o["status"] = std::move(status);
   return bj::serialize(o);
+}
+
+std::string EncodeClaimStatusPatch(const std::optional<Allocation>& allocation,
+                                   const std::vector<ClaimConsumer>& reserved_for,
+                                   std::string_view resource_version) {
+  bj::object status;
+  status["allocation"] = allocation ? bj::value(AllocationJson(*allocation)) : bj::value(nullptr);
+  status["reservedFor"] =
+      reserved_for.empty() ? bj::value(nullptr) : bj::value(ConsumersJson(reserved_for));
+  return bj::serialize(bj::object{{"metadata", bj::object{{"resourceVersion", resource_version}}},
+                                  {"status", std::move(status)}});
 }
 
 std::string EncodeResourceClaimTemplate(const ResourceClaimTemplate& claim_template) {

@@ -39,6 +39,23 @@ bool ReservedOnlyFor(const dra::ResourceClaim& claim, const std::string& uid) {
 
 }  // namespace
 
+void Engine::MakeDraPlacer() {
+  Impl::Dra& d = impl_->dra;
+  if (options_.dra_device_classes.empty()) return;
+  Result<dra::Placer> placer =
+      options_.dra_policy == dra::Policy::kUpstream
+          ? Result<dra::Placer>(Status::InvalidArgument(
+                "the DRA policy upstream is kube-scheduler's own; devshare places by binpack, "
+                "spread or fgd"))
+          : dra::Placer::Make(
+                dra::PlacerOptions{options_.dra_policy, options_.filter.workload, false});
+  if (placer.ok()) {
+    d.placer = std::move(*placer);
+  } else {
+    d.placer_error = std::string(placer.status().message());
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Watch events
 
@@ -142,20 +159,6 @@ void Engine::DraPass(std::int64_t now_ms, std::vector<Command>& out) {
   if (!Ready(now_ms)) {  // not registered yet, or leadership too fresh
     d.retry_at_ms = now_ms + kDraRetryMs;
     return;
-  }
-  if (!d.placer && d.placer_error.empty()) {
-    Result<dra::Placer> placer =
-        options_.dra_policy == dra::Policy::kUpstream
-            ? Result<dra::Placer>(Status::InvalidArgument(
-                  "the DRA policy upstream is kube-scheduler's own; devshare places by binpack, "
-                  "spread or fgd"))
-            : dra::Placer::Make(
-                  dra::PlacerOptions{options_.dra_policy, options_.filter.workload, false});
-    if (placer.ok()) {
-      d.placer = std::move(*placer);
-    } else {
-      d.placer_error = std::string(placer.status().message());
-    }
   }
   std::vector<std::string> order;
   order.reserve(d.queue.size());
@@ -286,13 +289,7 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
         dra::ResourceClaim released = *c;
         released.allocation.reset();
         released.reserved_for.clear();
-        const std::uint64_t id = NextId();
-        w.claim_writes.emplace(id, KeyOf(*c));
-        d.write_of.emplace(id, pod.uid);
-        d.before.insert_or_assign(KeyOf(*c), *c);
-        out.push_back(WriteClaimStatus{
-            id, c->claim_namespace, c->name, c->uid, c->resource_version, false, std::nullopt, {}});
-        snapshot_.AddResourceClaim(std::move(released));
+        DraWriteClaim(w, *c, std::move(released), out);
       }
       return;
     }
@@ -303,20 +300,27 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
   DraWrite& w = d.writing[pod.uid];
   w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, 0};
   for (std::size_t i = 0; i < to_allocate.size(); ++i) {
-    dra::ResourceClaim& claim = to_allocate[i];
-    dra::ResourceClaim assumed = claim;
+    dra::ResourceClaim assumed = to_allocate[i];
     assumed.allocation = std::move(fit->allocations[i]);
     assumed.reserved_for.push_back(dra::ClaimConsumer{"", "pods", pod.name, pod.uid});
-    const std::uint64_t id = NextId();
-    w.claim_writes.emplace(id, KeyOf(claim));
-    d.write_of.emplace(id, pod.uid);
-    out.push_back(WriteClaimStatus{id, claim.claim_namespace, claim.name, claim.uid,
-                                   claim.resource_version, true, assumed.allocation,
-                                   assumed.reserved_for});
-    // Counted at once, so the next pod of this pass sees it.
-    snapshot_.AddResourceClaim(std::move(assumed));
-    d.before.insert_or_assign(KeyOf(claim), std::move(claim));
+    DraWriteClaim(w, to_allocate[i], std::move(assumed), out);
   }
+}
+
+// Writes `observed` as `assumed` (its allocation and reservedFor), for the
+// pod of `w`: the snapshot counts `assumed` at once, so the next pod of the
+// pass sees it, and keeps `observed` to restore should the write fail.
+void Engine::DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed,
+                           dra::ResourceClaim assumed, std::vector<Command>& out) {
+  Impl::Dra& d = impl_->dra;
+  const std::uint64_t id = NextId();
+  w.claim_writes.emplace(id, KeyOf(observed));
+  d.write_of.emplace(id, w.uid);
+  out.push_back(WriteClaimStatus{id, observed.claim_namespace, observed.name, observed.uid,
+                                 observed.resource_version, assumed.allocation.has_value(),
+                                 assumed.allocation, assumed.reserved_for});
+  d.before.insert_or_assign(KeyOf(observed), observed);
+  snapshot_.AddResourceClaim(std::move(assumed));
 }
 
 // ---------------------------------------------------------------------------

@@ -56,6 +56,7 @@ Engine::Engine(EngineOptions options)
   if (UsesFgd(options_.filter)) {
     static_cast<void>(snapshot_.SetFragmentationWorkload(options_.filter.workload));
   }
+  MakeDraPlacer();
 }
 
 Engine::~Engine() = default;

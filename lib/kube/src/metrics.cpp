@@ -88,20 +88,9 @@ DraUsage MeasureDraUsage(const ClusterSnapshot& snapshot) {
 DraGauges MeasureDra(const engine::Engine& engine) {
   DraGauges g;
   g.gated = engine.dra_gated();
-  for (const char* reason : {"waiting", "no-fit", "refused"}) g.held[reason] = 0;
-  for (const auto& [uid, hold] : engine.dra_held()) {
-    switch (hold.kind) {
-      case engine::DraHoldKind::kWaiting:
-        ++g.held["waiting"];
-        break;
-      case engine::DraHoldKind::kNoFit:
-        ++g.held["no-fit"];
-        break;
-      case engine::DraHoldKind::kRefused:
-        ++g.held["refused"];
-        break;
-    }
-  }
+  for (std::string_view name : engine::kDraHoldKindNames) g.held[std::string(name)] = 0;
+  for (const auto& [uid, hold] : engine.dra_held())
+    ++g.held[std::string(engine::kDraHoldKindNames[static_cast<std::size_t>(hold.kind)])];
   const engine::Counters& c = engine.counters();
   g.claims_allocated = c.dra_claims_allocated;
   g.claim_writes_failed = c.dra_claim_writes_failed;

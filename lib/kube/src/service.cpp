@@ -224,32 +224,15 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   }
 
   void Run(engine::WriteClaimStatus& c) {
-    bj::object status;
-    if (c.allocation) {
-      status["allocation"] = bj::parse(dra::EncodeAllocation(*c.allocation));
-    } else {
-      status["allocation"] = nullptr;
-    }
-    bj::array reserved;
-    for (const dra::ClaimConsumer& consumer : c.reserved_for) {
-      bj::object r{{"resource", consumer.resource}, {"name", consumer.name}, {"uid", consumer.uid}};
-      if (!consumer.api_group.empty()) r["apiGroup"] = consumer.api_group;
-      reserved.push_back(std::move(r));
-    }
-    if (reserved.empty()) {
-      status["reservedFor"] = nullptr;
-    } else {
-      status["reservedFor"] = std::move(reserved);
-    }
     const std::string path = ClaimPath(c.claim_namespace, c.name);
     const std::uint64_t id = c.id;
     auto self = shared_from_this();
     // The status at `version`: a claim changed since is a 409, a failure.
-    auto write_status = [self, id, path, status](const std::string& version) {
+    auto write_status = [self, id, path, allocation = std::move(c.allocation),
+                         reserved_for = std::move(c.reserved_for)](const std::string& version) {
       self->client.Call(
           "claim-status", "PATCH", path + "/status", kMergePatch,
-          bj::serialize(bj::object{{"metadata", bj::object{{"resourceVersion", version}}},
-                                   {"status", status}}),
+          dra::EncodeClaimStatusPatch(allocation, reserved_for, version),
           [self, id](const ApiResponse& r) { self->Outcome(id, r.status / 100 == 2); });
     };
     if (!c.add_finalizer) return write_status(c.resource_version);

@@ -284,6 +284,12 @@ DEVSHARE_EXPORT std::string EncodeResourceClaimTemplate(
     const ResourceClaimTemplate& claim_template);
 // The `status.allocation` object alone, as a scheduler writes it.
 DEVSHARE_EXPORT std::string EncodeAllocation(const Allocation& allocation);
+// The JSON merge patch of a claim's /status that sets its allocation and
+// reservedFor (nullopt and empty: removed) at `resource_version` (a claim
+// changed since is refused with 409), as a scheduler writes them.
+DEVSHARE_EXPORT std::string EncodeClaimStatusPatch(const std::optional<Allocation>& allocation,
+                                                   const std::vector<ClaimConsumer>& reserved_for,
+                                                   std::string_view resource_version);
 
 }  // namespace devshare::dra
 

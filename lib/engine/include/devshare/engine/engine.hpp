@@ -250,6 +250,8 @@ using Command = std::variant<PatchNode, PatchPod, PostBinding, FilterReply, Bind
 
 // Why a gated pod waits (Engine::dra_held).
 enum class DraHoldKind { kWaiting, kNoFit, kRefused };
+// Their names in metrics, in DraHoldKind's order.
+inline constexpr std::string_view kDraHoldKindNames[] = {"waiting", "no-fit", "refused"};
 struct DraHold {
   DraHoldKind kind = DraHoldKind::kWaiting;
   std::string reason;
@@ -418,6 +420,7 @@ class Engine {
   // DRA (dra.cpp): whether a pass is due, the pass, one pod of it, and the
   // result of one of its writes (false: not a DRA write).
   struct DraWrite;
+  void MakeDraPlacer();  // the constructor's: the placer, or why there is none
   bool DraPassDue(std::int64_t now_ms) const;
   void DraPass(std::int64_t now_ms, std::vector<Command>& out);
   void DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Command>& out);
@@ -425,6 +428,8 @@ class Engine {
                   std::vector<Command>& out);
   void DraPodChanged(const Pod* pod, const std::string& uid);
   bool DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
+  void DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed, dra::ResourceClaim assumed,
+                     std::vector<Command>& out);
 
   EngineOptions options_;
   ClusterSnapshot snapshot_;
