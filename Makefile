@@ -5,10 +5,14 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := demo
 
+# Three C++ builds serve every target:
+#   BUILD      gcc, release (what the image ships), with the unit tests and the
+#              benchmarks: unit, CLI, install, serve, e2e, bench, image, lint
+#   SAN_BUILD  clang, AddressSanitizer + UBSan, coverage-instrumented for
+#              libFuzzer (asserts on): the unit tests again and the fuzzers
+#   build-py   the Python extension (meson-python's, in place)
 BUILD       ?= build
-ASAN_BUILD  ?= build-asan
-FUZZ_BUILD  ?= build-fuzz
-BENCH_BUILD ?= build-bench
+SAN_BUILD   ?= build-san
 E2E_BUILD   ?= build-e2e
 STAGE       ?= $(CURDIR)/build-stage
 # `make test` fuzzes repeatably: the committed corpus, then FUZZ_RUNS inputs
@@ -27,16 +31,20 @@ VENV_PY     := $(VENV)/bin/python
 DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
+# What `make test` runs, in order; each is timed (scripts/stage.sh) and the
+# table printed at the end.
+TEST_TARGETS := build test-unit test-asan test-fuzz test-install test-serve test-hostile \
+  test-observability test-python test-oracle
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-asan test-fuzz fuzz-build test-install test-python test-oracle oracle oracle-speed python fuzz bench clean
+.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-asan test-fuzz san-build test-install test-python test-oracle oracle oracle-speed python fuzz bench bench-check clean
 
 setup:
 	@bash scripts/setup.sh
 
 $(BUILD)/build.ninja:
-	meson setup $(BUILD)
+	meson setup $(BUILD) --buildtype=release -Dbench=enabled
 
 build: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD)
@@ -44,9 +52,9 @@ build: setup $(BUILD)/build.ninja
 demo: build
 	@bash examples/demo.sh $(DEVSHARE)
 
-test: build
-	@rm -f $(RESULTS)
-	@$(MAKE) --no-print-directory test-unit test-asan test-fuzz test-install test-serve test-hostile test-observability test-python test-oracle
+test: setup
+	@mkdir -p $(BUILD) && rm -f $(RESULTS)
+	@MAKE="$(MAKE)" bash scripts/stage.sh make test $(TEST_TARGETS)
 	@awk '{p += $$2; f += $$3; s += $$4} END {printf "make test: %d passed, %d failed%s\n", p, f, \
 	  (s ? sprintf(", %d skipped", s) : ""); exit f > 0}' $(RESULTS)
 
@@ -58,32 +66,31 @@ test-unit: build
 	@bash tests/run_unit.sh $(BUILD) unit $(RESULTS)
 	@bash tests/cli/run.sh $(DEVSHARE) $(RESULTS)
 
-$(ASAN_BUILD)/build.ninja:
-	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
-
-test-asan: setup $(ASAN_BUILD)/build.ninja
-	@ninja -C $(ASAN_BUILD)
-	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  bash tests/run_unit.sh $(ASAN_BUILD) unit-asan+ubsan $(RESULTS)
-
-$(FUZZ_BUILD)/build.ninja:
-	CC=clang-14 CXX=clang++-14 meson setup $(FUZZ_BUILD) -Dfuzz=enabled -Dtests=disabled \
+# One clang build for the sanitizers and the fuzzers: every target
+# coverage-instrumented (-Dfuzz), so the unit tests run under ASan+UBSan
+# from the same objects as the libFuzzer targets.
+$(SAN_BUILD)/build.ninja:
+	CC=clang-14 CXX=clang++-14 meson setup $(SAN_BUILD) -Dfuzz=enabled -Dcli=disabled \
 	  -Db_sanitize=address,undefined -Db_lundef=false -Ddefault_library=static
 
-fuzz-build: setup $(FUZZ_BUILD)/build.ninja
-	@ninja -C $(FUZZ_BUILD)
+san-build: setup $(SAN_BUILD)/build.ninja
+	@ninja -C $(SAN_BUILD)
 
-test-fuzz: fuzz-build
+test-asan: san-build
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  bash tests/run_unit.sh $(SAN_BUILD) unit-asan+ubsan $(RESULTS)
+
+test-fuzz: san-build
 	@mkdir -p $(dir $(RESULTS))
-	@bash tests/fuzz/run.sh $(FUZZ_BUILD) --runs $(FUZZ_RUNS) --runs-for scenario=$(FUZZ_RUNS_SCENARIO) \
+	@bash tests/fuzz/run.sh $(SAN_BUILD) --runs $(FUZZ_RUNS) --runs-for scenario=$(FUZZ_RUNS_SCENARIO) \
 	  --seed $(FUZZ_SEED) \
-	  --jobs $(FUZZ_JOBS) | tee $(FUZZ_BUILD)/fuzz.log
-	@grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' $(FUZZ_BUILD)/fuzz.log | tail -1 | \
+	  --jobs $(FUZZ_JOBS) | tee $(SAN_BUILD)/fuzz.log
+	@grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' $(SAN_BUILD)/fuzz.log | tail -1 | \
 	  sed -E 's/fuzz: ([0-9]+) passed, ([0-9]+) failed/fuzz \1 \2/' >>$(RESULTS)
 
 # Exploration from random seeds: make fuzz FUZZ_SECONDS=600 FUZZ_JOBS=2
-fuzz: fuzz-build
-	@bash tests/fuzz/run.sh $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+fuzz: san-build
+	@bash tests/fuzz/run.sh $(SAN_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
 
 # devshare serve end to end against the stand-in API server (tests/e2e).
 test-serve: build
@@ -135,9 +142,14 @@ $(VENV)/.ready: scripts/python-requirements.txt
 	$(VENV_PY) -m pip install -q -r scripts/python-requirements.txt
 	@touch $@
 
-# Builds the package in place (an editable meson-python install into the venv).
-python: setup $(VENV)/.ready
+# Builds the package in place (an editable meson-python install into the venv):
+# installed once, the package rebuilds what changed on each import, so the
+# install is done again only when its configuration changes.
+$(VENV)/.installed: $(VENV)/.ready pyproject.toml meson.build meson_options.txt bindings/python/meson.build
 	$(VENV_PY) -m pip install -q --no-build-isolation -e . -Cbuild-dir=build-py
+	@touch $@
+
+python: setup $(VENV)/.installed
 
 test-python: python
 	@mkdir -p $(dir $(RESULTS))
@@ -170,11 +182,10 @@ oracle: python
 	$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED) --confirm-ties 100
 	$(VENV_PY) tests/oracle/compare_dra.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED)
 
-oracle-speed: python $(BENCH_BUILD)/build.ninja
-	@ninja -C $(BENCH_BUILD) bench/oracle_speed
+oracle-speed: python build
 	@bash tests/oracle/build.sh
 	$(VENV_PY) tests/oracle/compare.py --speed $(ORACLE_SPEED_NODES) \
-	  --devshare-speed $(BENCH_BUILD)/bench/oracle_speed
+	  --devshare-speed $(BUILD)/bench/oracle_speed
 
 # devshare and HAMi's own scheduler behind kube-scheduler (and kube-scheduler
 # alone), each run in a fresh control plane, the same pods; the scenarios and
@@ -196,13 +207,15 @@ compare: build
 	  $(if $(COMPARE_JSON),--json $(COMPARE_JSON)) \
 	  $(COMPARE_NODES) $(COMPARE_PODS) $(COMPARE_QPS) $(COMPARE_BURST) $(COMPARE_RUNS)
 
-$(BENCH_BUILD)/build.ninja:
-	meson setup $(BENCH_BUILD) -Dbench=enabled -Dtests=disabled --buildtype=release
+# The benchmarks are built with the release build. `make bench` times them;
+# `make bench-check` (CI) runs each once and fails on one that reports an
+# error, so that none stops compiling or measuring unnoticed.
+bench: build python
+	@for b in $(BUILD)/bench/*_bench; do $$b --benchmark_min_time=0.5; done
+	@$(VENV_PY) bench/python_filter_overhead.py $(BUILD)/bench/filter_bench
 
-bench: setup $(BENCH_BUILD)/build.ninja python
-	@ninja -C $(BENCH_BUILD)
-	@for b in $(BENCH_BUILD)/bench/*_bench; do $$b --benchmark_min_time=0.5; done
-	@$(VENV_PY) bench/python_filter_overhead.py $(BENCH_BUILD)/bench/filter_bench
+bench-check: build
+	@$(PYTHON) bench/check.py $(BUILD)
 
 # Plots allocation per policy, fragmentation over demand and the handshake-storm
 # latency CDF to PNG (examples/python/plot_simulation.py; PLOT_SEEDS=10 for the
@@ -247,11 +260,11 @@ soak: build
 
 # The container image as an OCI archive, built without a registry or a daemon
 # (scripts/build-image.sh), and its check from its own root file system.
-image: setup
-	@bash scripts/build-image.sh $(IMAGE_DIR)
+image: build
+	@bash scripts/build-image.sh $(IMAGE_DIR) $(BUILD)
 
 test-image: image
 	@bash tests/deploy/check_image.sh $(IMAGE_DIR)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py $(IMAGE_DIR)
+	rm -rf $(BUILD) $(SAN_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py $(IMAGE_DIR)

@@ -22,8 +22,9 @@ struct Cluster {
     for (int n = 0; n < nodes; ++n) {
       Node node = testing::NodeBuilder(fmt::format("node-{:05}", n)).Gpus(8, 40960);
       node.uid = fmt::format("uid-node-{:05}", n);
+      node.resource_version = "1";  // as listed: the steady state skips the annotations
       engine.NodeObserved(node, 0, out);
-      listing.nodes.push_back({"", node.name, node.uid, node.annotations});
+      listing.nodes.push_back({"", node.name, node.uid, node.resource_version, node.annotations});
       for (int p = 0; p < 2; ++p) {
         const std::string name = fmt::format("pod-{:05}-{}", n, p);
         Pod pod = testing::PodBuilder(name)
@@ -31,7 +32,7 @@ struct Cluster {
                       .Uid("uid-" + name)
                       .Allocated(node.name, {{testing::Use(node.name, p, 8000, 0)}});
         engine.PodObserved(pod);
-        listing.pods.push_back({pod.pod_namespace, pod.name, pod.uid, pod.annotations});
+        listing.pods.push_back({pod.pod_namespace, pod.name, pod.uid, {}, pod.annotations});
       }
     }
     engine.Tick(0, out);

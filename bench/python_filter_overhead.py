@@ -76,7 +76,7 @@ def cpp_time(binary):
 
 
 def main():
-    binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build-bench", "bench", "filter_bench")
+    binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build", "bench", "filter_bench")
     cluster = build_cluster()
     py = python_time(cluster)
     cpp = cpp_time(binary)

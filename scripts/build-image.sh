@@ -3,9 +3,13 @@
 # container daemon: the same image the Containerfile describes (Debian bookworm,
 # devshare installed in /usr/local, user 65532, entrypoint `devshare`).
 #
-#   scripts/build-image.sh [OUT_DIR]     (default: build-image)
+#   scripts/build-image.sh [OUT_DIR [BUILD_DIR]]     (default: build-image, OUT_DIR/build)
 #
-# Steps: a release build of devshare (meson, its own build directory); a
+# BUILD_DIR is a meson build of devshare that is a release build with the
+# prefix /usr/local (`make image` passes the release build of `make build`);
+# a missing one is configured so. Any other build type or prefix is refused.
+#
+# Steps: a release build of devshare (meson); a
 # root file system from Debian's packages with `debootstrap --variant=minbase`
 # plus the runtime libraries (no base image is pulled: registries cannot be
 # reached from every machine that builds this, Debian's mirror can); devshare
@@ -28,6 +32,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mkdir -p "${1:-$root/build-image}" && cd "${1:-$root/build-image}" && pwd)
+build=${2:-$out/build}
 log() { echo "build-image: $*" >&2; }
 fail() { echo "build-image: CANNOT BUILD THE IMAGE: $*" >&2; exit 1; }
 
@@ -58,10 +63,15 @@ if [ -z "$mirror" ]; then
 fi
 
 # --- devshare, release build ---------------------------------------------------------
-build=$out/build
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$root" --buildtype=release --prefix=/usr/local -Dtests=disabled >/dev/null
 fi
+options=$(meson introspect "$build" --buildoptions | python3 -c '
+import json, sys
+options = {o["name"]: o["value"] for o in json.load(sys.stdin)}
+print(options["buildtype"], options["prefix"], options["b_ndebug"])')
+[ "$options" = "release /usr/local if-release" ] ||
+  fail "$build is not a release build with the prefix /usr/local (buildtype, prefix, b_ndebug: $options)"
 ninja -C "$build" >/dev/null || fail "the release build failed (ninja -C $build)"
 
 # --- root file system ------------------------------------------------------------------

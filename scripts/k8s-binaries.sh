@@ -21,7 +21,7 @@
 #
 # Environment:
 #   DEVSHARE_CACHE   cache root (default $HOME/.cache/devshare); this script uses
-#                    $DEVSHARE_CACHE/k8s-e2e/{gomod,gobuild,bin}
+#                    the Go caches of scripts/go-env.sh, $DEVSHARE_CACHE/go/{mod,build,bin}
 #   K8S_BUILD_JOBS   parallel compile jobs, go build -p (default 2)
 #   K8S_ETCD         auto (default): Debian's etcd, installed with apt-get if
 #                    missing, else built with Go; debian: Debian's only; go: built
@@ -29,7 +29,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 moddir=$root/tests/e2e/k8s
-cache=${DEVSHARE_CACHE:-$HOME/.cache/devshare}/k8s-e2e
 jobs=${K8S_BUILD_JOBS:-2}
 etcd_mode=${K8S_ETCD:-auto}
 
@@ -82,9 +81,8 @@ k8s_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes"{print $3} $1=="k8s.i
 minor=$(echo "$k8s_version" | cut -d. -f2)
 check_go "kubernetes $k8s_version" "$moddir"
 # The release's commit and date, as the proxy records them.
-mkdir -p "$cache/gomod"
-info=$(cd "$moddir" && GOMODCACHE=$cache/gomod GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
-         go mod download -json "k8s.io/kubernetes@$k8s_version" 2>&1) ||
+mkdir -p "$GOMODCACHE"
+info=$(cd "$moddir" && GOFLAGS=-mod=readonly go mod download -json "k8s.io/kubernetes@$k8s_version" 2>&1) ||
   fail "could not download k8s.io/kubernetes@$k8s_version from the Go module proxy: $info"
 commit=$(sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' <<<"$info" | head -1)
 infofile=$(sed -n 's/^[[:space:]]*"Info": "\([^"]*\)".*/\1/p' <<<"$info" | head -1)

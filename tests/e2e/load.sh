@@ -27,8 +27,8 @@
 #
 # CONNECTIONS is a comma-separated list (default 50,200). vegeta is built from
 # the Go module proxy at the version tests/e2e/vegeta/go.mod pins, into the
-# cache scripts/k8s-binaries.sh uses ($DEVSHARE_CACHE/k8s-e2e, default
-# $HOME/.cache/devshare/k8s-e2e); later runs reuse it. wrk is Debian's,
+# Go caches of scripts/go-env.sh ($DEVSHARE_CACHE/go, default
+# $HOME/.cache/devshare/go); later runs reuse it. wrk is Debian's,
 # installed with apt-get when missing.
 set -euo pipefail
 devshare=$1 nodes=${2:-5000} seconds=${3:-20} rate=${4:-1000} connections=${5:-50,200}
@@ -47,7 +47,7 @@ fail() { echo "load: FAILED: $*"; exit 1; }
 # vegeta, built as scripts/k8s-binaries.sh builds helm: the pinned go.mod's
 # module graph, the shared module and build cache, a directory per recipe.
 build_vegeta() {
-  local dir=$here/vegeta cache=${DEVSHARE_CACHE:-$HOME/.cache/devshare}/k8s-e2e
+  local dir=$here/vegeta
   local jobs=${K8S_BUILD_JOBS:-2} version bindir start=$SECONDS
   # shellcheck source=scripts/go-cache-build.sh
   source "$here/../../scripts/go-cache-build.sh"

@@ -50,9 +50,15 @@ if ! bash "$root/scripts/k8s-binaries.sh" >"$out/k8s-binaries.env"; then
   exit 0
 fi
 echo "e2e-cluster: binaries ready in $((SECONDS - t0))s"
+bash "$root/scripts/stage.sh" add e2e/binaries "$((SECONDS - t0))" ok
 export E2E_BIN_ENV=$out/k8s-binaries.env
 
 passed=0 failed=0
+step() {  # step NAME START EXIT: the suite's time in the stage table (scripts/stage.sh)
+  local status=ok
+  [ "$3" -eq 0 ] || status="FAILED (exit $3)"
+  bash "$root/scripts/stage.sh" add "e2e/$1" "$((SECONDS - $2))" "$status"
+}
 tally() {  # tally LOG EXIT: adds LOG's last "e2e-...: N passed, N failed" line to the totals
   local line p f
   line=$(grep -E '^e2e-[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -1)
@@ -71,6 +77,7 @@ suite() {  # suite NAME LOG CONTROL-PLANE-ARGS...
   rc=${PIPESTATUS[0]}
   tally "$logf" "$rc"
   echo "e2e-cluster: $name took $((SECONDS - t))s (exit $rc)"
+  step "$name" "$t" "$rc"
 }
 
 soak_suite() {  # soak_suite MINUTES NODES: soak.sh in a control plane of its own
@@ -123,6 +130,7 @@ E2E_BUILD=$out COMPARE_AGREEMENT_PODS=10 DEVSHARE=$DEVSHARE bash "$here/run-comp
 rc=${PIPESTATUS[0]}
 tally "$out/compare.log" "$rc"
 echo "e2e-cluster: compare took $((SECONDS - t))s (exit $rc)"
+step compare "$t" "$rc"
 
 # Bounded for CI (at most ~8 minutes): fixed seed, the faults that fit 5 minutes.
 SOAK_SEED=${SOAK_SEED:-1} SOAK_FAULTS=${E2E_SOAK_FAULTS:-} soak_suite "${E2E_SOAK_MINUTES:-5}" "${E2E_SOAK_NODES:-100}"

@@ -8,8 +8,12 @@
 # (../shared/hami/v2.10.0, ../shared/volcano/ed72c7c8, through the replace
 # directives of each go.mod), never from the module proxy, which does not
 # serve them; their dependencies come from the Go module proxy at the
-# versions each committed go.sum records (cached in Go's module and build
-# caches, so only the first build downloads: about 4 minutes here).
+# versions each committed go.sum records (cached in the Go caches every
+# Go-built tool of devshare shares, scripts/go-env.sh: only the first build
+# downloads). Each harness is built as the command of the end-to-end tests
+# that shares its module graph (scripts/k8s-binaries.sh): the DRA oracle as
+# kube-apiserver (without cgo), HAMi's and Volcano's as HAMi's scheduler
+# (with cgo), with the same flags, so one compiles what the other reuses.
 #
 # For each harness: exit status unaffected and bin/<name>.SKIPPED saying why,
 # when the reason lies outside this repository: no Go toolchain, one older
@@ -19,14 +23,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/go-env.sh
+source "$here/../../scripts/go-env.sh"
 shared=$(cd "$here/../../.." && pwd)/shared
 bin="$here/bin"
 mkdir -p "$bin"
 failed=0
 
-# build NAME DIR TREE: the harness in $here/DIR against the shared TREE.
+# build NAME DIR TREE CGO: the harness in $here/DIR against the shared TREE,
+# with CGO_ENABLED=CGO.
 build() {
-  local name=$1 dir=$2 tree=$3
+  local name=$1 dir=$2 tree=$3 cgo=$4
   local skipped="$bin/$name.SKIPPED"
   rm -f "$skipped"
   skip() {
@@ -53,8 +60,9 @@ build() {
   local log
   log=$(mktemp)
   # -mod=readonly: go.mod and go.sum are committed; a build never rewrites
-  # them. GOTOOLCHAIN=local: never download another toolchain.
-  if ! (cd "$here/$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -o "$bin/$name" .) >"$log" 2>&1; then
+  # them.
+  if ! (cd "$here/$dir" && GOFLAGS=-mod=readonly CGO_ENABLED=$cgo \
+          go build "${devshare_go_flags[@]}" -o "$bin/$name" .) >"$log" 2>&1; then
     if grep -qE 'dial tcp|no such host|i/o timeout|connection refused|proxyconnect|403 Forbidden' "$log"; then
       skip "a dependency could not be downloaded from the Go module proxy: $(grep -m1 -E 'dial tcp|no such host|i/o timeout|connection refused|proxyconnect|403 Forbidden' "$log")"
     else
@@ -68,11 +76,11 @@ build() {
   echo "oracle harness built: $bin/$name (from $tree)"
 }
 
-build hami-oracle harness "$shared/hami/v2.10.0"
-build volcano-oracle volcano "$shared/volcano/ed72c7c8"
+build hami-oracle harness "$shared/hami/v2.10.0" 1
+build volcano-oracle volcano "$shared/volcano/ed72c7c8" 1
 # The DRA oracle has no shared tree: every module it needs, Kubernetes' own
 # included, comes from the Go module proxy at the versions dra/go.sum records,
 # so its own go.mod stands for the tree (the Go it asks for is checked the same
 # way, and a module the proxy cannot deliver skips it the same way).
-build dra-oracle dra "$here/dra"
+build dra-oracle dra "$here/dra" 0
 exit "$failed"

@@ -905,7 +905,7 @@ def run_speed(args) -> int:
     binary, why = harness_status(args.harness)
     devshare_speed = args.devshare_speed
     if not os.access(devshare_speed, os.X_OK):
-        print(f"oracle-speed: no {devshare_speed} (ninja -C build-bench bench/oracle_speed)")
+        print(f"oracle-speed: no {devshare_speed} (ninja -C build bench/oracle_speed)")
         return 1
     sizes = [int(x) for x in args.speed.split(",")]
     print(f"Filter of one pod (1 GPU, 4000 MiB, 20 cores) on N nodes x 8 GPUs (a quarter of them half used),\n"
@@ -957,7 +957,7 @@ def main() -> int:
     p.add_argument("--results", help="append 'oracle passed failed skipped' to this file")
     p.add_argument("--speed", help="comma-separated node counts: time Filter instead of comparing")
     p.add_argument("--repeat", type=int, default=7)
-    p.add_argument("--devshare-speed", default=os.path.join(HERE, "..", "..", "build-bench", "bench", "oracle_speed"),
+    p.add_argument("--devshare-speed", default=os.path.join(HERE, "..", "..", "build", "bench", "oracle_speed"),
                    help="devshare's side of --speed (bench/oracle_speed, release build)")
     p.add_argument("--dump", help="write the scenarios as JSON lines to this file and stop")
     p.add_argument("--confirm-ties", type=int, default=0,

@@ -15,8 +15,9 @@ version=${1:?usage: $0 v1.X.Y}
 [[ $version =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "update-gomod: expected v1.X.Y, got $version" >&2; exit 2; }
 staging="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 
-cache=${DEVSHARE_CACHE:-$HOME/.cache/devshare}/k8s-e2e
-export GOMODCACHE=${GOMODCACHE_E2E:-$cache/gomod} GOFLAGS=-mod=mod GOTOOLCHAIN=local
+# shellcheck source=scripts/go-env.sh
+source "$here/../../../scripts/go-env.sh"
+export GOFLAGS=-mod=mod
 mkdir -p "$GOMODCACHE"
 
 # The whole module must be on the proxy, not only its go.mod: some releases'

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Times the stages of a run and prints them as a table.
+#
+#   scripts/stage.sh run NAME -- COMMAND...   runs COMMAND; appends "NAME SECONDS STATUS"
+#                                             to $DEVSHARE_STAGES (when set); exits
+#                                             with COMMAND's status
+#   scripts/stage.sh add NAME SECONDS STATUS  appends a line measured elsewhere
+#                                             (a step inside a stage, say one e2e suite)
+#   scripts/stage.sh make PARENT TARGET...    `make TARGET` for each TARGET in turn, each
+#                                             timed as the step PARENT/TARGET (less a
+#                                             "test-" prefix); stops at the first that
+#                                             fails. Without $DEVSHARE_STAGES (a run of
+#                                             its own, not CI's), prints their table last
+#   scripts/stage.sh table                    prints $DEVSHARE_STAGES as a table
+#
+# A stage's NAME may hold a slash (e2e/smoke): such a line is a step of the
+# stage before the slash, printed indented under it and left out of the
+# total. STATUS is "ok" or "FAILED (exit N)".
+set -uo pipefail
+
+usage() {
+  echo "usage: scripts/stage.sh run NAME -- COMMAND... | add NAME SECONDS STATUS | make PARENT TARGET... | table" >&2
+  exit 2
+}
+
+record() {  # record NAME SECONDS STATUS
+  [ -n "${DEVSHARE_STAGES:-}" ] || return 0
+  mkdir -p "$(dirname "$DEVSHARE_STAGES")"
+  printf '%s %s %s\n' "$1" "$2" "$3" >>"$DEVSHARE_STAGES"
+}
+
+case ${1:-} in
+  run)
+    [ $# -ge 4 ] && [ "$3" = -- ] || usage
+    name=$2
+    shift 3
+    start=$SECONDS
+    "$@"
+    rc=$?
+    if [ "$rc" -eq 0 ]; then status=ok; else status="FAILED (exit $rc)"; fi
+    record "$name" "$((SECONDS - start))" "$status"
+    exit "$rc"
+    ;;
+  add)
+    [ $# -eq 4 ] && [[ $3 =~ ^[0-9]+$ ]] || usage
+    record "$2" "$3" "$4"
+    ;;
+  make)
+    [ $# -ge 3 ] || usage
+    parent=$2
+    shift 2
+    own=
+    if [ -z "${DEVSHARE_STAGES:-}" ]; then
+      own=$(mktemp)
+      export DEVSHARE_STAGES=$own
+      trap 'bash "$0" table; rm -f "$own"' EXIT
+    fi
+    for target in "$@"; do
+      name=$target
+      [ -n "$own" ] || name=$parent/${target#test-}
+      bash "$0" run "$name" -- "${MAKE:-make}" --no-print-directory "$target" || exit
+    done
+    ;;
+  table)
+    [ $# -eq 1 ] || usage
+    file=${DEVSHARE_STAGES:-}
+    if [ -z "$file" ] || [ ! -s "$file" ]; then
+      echo "stages: none recorded"
+      exit 0
+    fi
+    # Steps are recorded before the stage that holds them ends: print each
+    # stage, then its steps.
+    awk '
+      function flush_steps(parent,   i) {
+        for (i = 1; i <= nsteps; i++)
+          if (step_parent[i] == parent) {
+            printf "    %-28s %6d s  %s\n", step_name[i], step_secs[i], step_status[i]
+            step_parent[i] = ""
+          }
+      }
+      {
+        name = $1; secs = $2; status = $3
+        for (i = 4; i <= NF; i++) status = status " " $i
+        slash = index(name, "/")
+        if (slash > 0) {
+          nsteps++
+          step_parent[nsteps] = substr(name, 1, slash - 1)
+          step_name[nsteps] = substr(name, slash + 1)
+          step_secs[nsteps] = secs
+          step_status[nsteps] = status
+          next
+        }
+        printf "  %-30s %6d s  %s\n", name, secs, status
+        flush_steps(name)
+        total += secs
+      }
+      END {
+        for (i = 1; i <= nsteps; i++)
+          if (step_parent[i] != "")
+            printf "  %-30s %6d s  %s\n", step_parent[i] "/" step_name[i], step_secs[i], step_status[i]
+        printf "  %-30s %6d s  (%d min %d s)\n", "total", total, total / 60, total % 60
+      }' "$file" | { echo "stages:"; cat; }
+    ;;
+  *) usage ;;
+esac
