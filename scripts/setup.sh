@@ -2,6 +2,12 @@
 # Installs every system package devshare needs to build and test, and nothing else.
 # Idempotent and quick when everything is present: it asks dpkg first and only runs
 # apt-get for what is missing. Run as root (or with sudo available).
+#
+#   scripts/setup.sh         what `make` needs (build, `make test`, `make lint`)
+#   scripts/setup.sh --ci    also what the rest of .ci/run installs on first use
+#                            (etcd, the image tools, promtool, libfaketime), all
+#                            at once before it starts jobs side by side, so that
+#                            no two apt-get runs meet
 set -euo pipefail
 
 packages=(
@@ -21,6 +27,15 @@ packages=(
   # runs a pod's containers in namespaces, and writes TLS material
   python3-yaml util-linux openssl curl
 )
+if [ "${1:-}" = --ci ]; then
+  # etcd (scripts/k8s-binaries.sh), the image (scripts/build-image.sh), the
+  # alert rules' check (tests/deploy/check_observability.py), the soak's clocks
+  # (tests/e2e/soak.sh)
+  packages+=(etcd-server debootstrap umoci prometheus libfaketime)
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/setup.sh [--ci]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -11,15 +11,27 @@
 #                                             "test-" prefix); stops at the first that
 #                                             fails. Without $DEVSHARE_STAGES (a run of
 #                                             its own, not CI's), prints their table last
+#   scripts/stage.sh background NAME -- COMMAND...
+#                                             `run` in the background, in a session of
+#                                             its own at the lowest CPU priority (it
+#                                             takes only what the other stages leave);
+#                                             prints its PID; its output goes to
+#                                             $DEVSHARE_STAGES.NAME.log
+#   scripts/stage.sh wait PID NAME            waits for a background stage; prints
+#                                             its log; exits with its status
 #   scripts/stage.sh table                    prints $DEVSHARE_STAGES as a table
 #
 # A stage's NAME may hold a slash (e2e/smoke): such a line is a step of the
 # stage before the slash, printed indented under it and left out of the
-# total. STATUS is "ok" or "FAILED (exit N)".
+# total. Background stages are recorded as background/NAME, listed last and
+# left out of the total too (they ran beside the others). With
+# $DEVSHARE_STAGES_START (seconds since the epoch) the table ends with the
+# wall time since then. STATUS is "ok" or "FAILED (exit N)".
 set -uo pipefail
 
 usage() {
-  echo "usage: scripts/stage.sh run NAME -- COMMAND... | add NAME SECONDS STATUS | make PARENT TARGET... | table" >&2
+  echo "usage: scripts/stage.sh run NAME -- COMMAND... | background NAME -- COMMAND... | wait PID NAME |" \
+    "add NAME SECONDS STATUS | make PARENT TARGET... | table" >&2
   exit 2
 }
 
@@ -40,6 +52,27 @@ case ${1:-} in
     if [ "$rc" -eq 0 ]; then status=ok; else status="FAILED (exit $rc)"; fi
     record "$name" "$((SECONDS - start))" "$status"
     exit "$rc"
+    ;;
+  background)
+    [ $# -ge 4 ] && [ "$3" = -- ] && [ -n "${DEVSHARE_STAGES:-}" ] || usage
+    name=$2
+    shift 3
+    log=$DEVSHARE_STAGES.$name.log
+    # setsid: a session, so an autogroup, of its own, whose niceness is what
+    # counts against the other sessions' where the kernel groups by session.
+    setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' \
+      bash bash "$0" run "background/$name" -- "$@" >"$log" 2>&1 </dev/null &
+    echo $!
+    ;;
+  wait)
+    [ $# -eq 3 ] || usage
+    # Not a child of the caller (setsid): waited for by its PID, its status
+    # read from its line.
+    while kill -0 "$2" 2>/dev/null; do sleep 1; done
+    status=$(awk -v n="background/$3" '$1 == n {s = $3} END {print s}' "$DEVSHARE_STAGES")
+    echo "---- background stage $3 (log: $DEVSHARE_STAGES.$3.log)"
+    cat "$DEVSHARE_STAGES.$3.log"
+    [ "$status" = ok ]
     ;;
   add)
     [ $# -eq 4 ] && [[ $3 =~ ^[0-9]+$ ]] || usage
@@ -99,7 +132,11 @@ case ${1:-} in
           if (step_parent[i] != "")
             printf "  %-30s %6d s  %s\n", step_parent[i] "/" step_name[i], step_secs[i], step_status[i]
         printf "  %-30s %6d s  (%d min %d s)\n", "total", total, total / 60, total % 60
-      }' "$file" | { echo "stages:"; cat; }
+        if (start > 0) {
+          wall = now - start
+          printf "  %-30s %6d s  (%d min %d s)\n", "wall", wall, wall / 60, wall % 60
+        }
+      }' start="${DEVSHARE_STAGES_START:-0}" now="$(date +%s)" "$file" | { echo "stages:"; cat; }
     ;;
   *) usage ;;
 esac
