@@ -6,10 +6,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := demo
 
 # Three C++ builds serve every target:
-#   BUILD      gcc, release (what the image ships), with the unit tests and the
-#              benchmarks: unit, CLI, install, serve, e2e, bench, image, lint
+#   BUILD      gcc, release (what the image ships), with the benchmarks: CLI,
+#              install, serve, e2e, bench, image, lint (and, built only when
+#              asked for, the unit tests of `make test-unit`)
 #   SAN_BUILD  clang, AddressSanitizer + UBSan, coverage-instrumented for
-#              libFuzzer (asserts on): the unit tests again and the fuzzers
+#              libFuzzer (asserts on): the unit tests of `make test` and the
+#              fuzzers
 #   build-py   the Python extension (meson-python's, in place)
 BUILD       ?= build
 SAN_BUILD   ?= build-san
@@ -33,12 +35,12 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 # What `make test` runs, in order; each is timed (scripts/stage.sh) and the
 # table printed at the end.
-TEST_TARGETS := build test-unit test-asan test-fuzz test-install test-serve test-hostile \
+TEST_TARGETS := build test-cli test-asan test-fuzz test-install test-serve test-hostile \
   test-observability test-python test-oracle
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-asan test-fuzz san-build test-install test-python test-oracle oracle oracle-speed python fuzz bench bench-check clean
+.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-oracle oracle oracle-speed python fuzz bench bench-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -58,25 +60,35 @@ test: setup
 	@awk '{p += $$2; f += $$3; s += $$4} END {printf "make test: %d passed, %d failed%s\n", p, f, \
 	  (s ? sprintf(", %d skipped", s) : ""); exit f > 0}' $(RESULTS)
 
-# clang-format on every C++ file, clang-tidy (.clang-tidy) on lib/'s sources.
+# clang-format on every C++ file, clang-tidy (.clang-tidy) on lib/'s sources
+# with the static analyzer in its shallow mode; `make lint LINT_ANALYZER=deep`
+# analyzes as deep as clang's default does (scripts/lint.sh).
 lint: build
 	@bash scripts/lint.sh $(BUILD) 2
 
-test-unit: build
+# The unit tests run once in `make test`: under the sanitizers (test-asan).
+# `make test-unit` is the quick loop, the release build's runner (built only
+# when asked for) and the CLI tests.
+test-unit: test-cli
+	@ninja -C $(BUILD) tests/unit/unit_tests
 	@bash tests/run_unit.sh $(BUILD) unit $(RESULTS)
+
+test-cli: build
 	@bash tests/cli/run.sh $(DEVSHARE) $(RESULTS)
 
 # One clang build for the sanitizers and the fuzzers: every target
 # coverage-instrumented (-Dfuzz), so the unit tests run under ASan+UBSan
-# from the same objects as the libFuzzer targets. Line tables are all the
-# debug information a sanitizer's report needs (and quicker to build).
+# from the same objects as the libFuzzer targets. Unoptimized (Boost.Beast's
+# code builds three times as fast at -O0 under the sanitizers) but for the
+# core, where the fuzzers spend their runs (lib/core/meson.build). Line tables
+# are all the debug information a sanitizer's report needs.
 $(SAN_BUILD)/build.ninja:
-	CC=clang-14 CXX=clang++-14 meson setup $(SAN_BUILD) -Dfuzz=enabled -Dcli=disabled \
+	CC=clang-14 CXX=clang++-14 meson setup $(SAN_BUILD) --buildtype=debug -Dfuzz=enabled -Dcli=disabled \
 	  -Db_sanitize=address,undefined -Db_lundef=false -Ddefault_library=static \
 	  -Dcpp_args=-gline-tables-only
 
 san-build: setup $(SAN_BUILD)/build.ninja
-	@ninja -C $(SAN_BUILD)
+	@ninja -C $(SAN_BUILD) all tests/unit/unit_tests
 
 test-asan: san-build
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
