@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make lint`: clang-format (every tracked C++ file must be formatted as
 # .clang-format says) and clang-tidy (.clang-tidy's checks on every C++ source
-# under lib/, with the compile commands of the build directory given).
+# under lib/, with the compile commands of the build directory given; a source
+# found clean is not checked again until its preprocessed text, its flags,
+# .clang-tidy or clang-tidy change: scripts/clang_tidy_cached.py).
 # Usage: scripts/lint.sh BUILD_DIR [JOBS]
 #
 # LINT_ANALYZER (shallow or deep) is the mode of the clang static analyzer's
@@ -28,15 +30,13 @@ fi
 echo "lint: clang-format: ${#cxx[@]} files formatted"
 
 mapfile -t sources < <(git ls-files 'lib/*.cpp')
+# One clang-tidy per source, JOBS at a time, each clean result cached by a key
+# of everything it depends on (scripts/clang_tidy_cached.py); a failing source
+# does not stop the others, so the log holds every finding.
 log="$build/clang-tidy.log"
-# One process per source; a failing one does not stop the others, so the log
-# holds every finding.
-if ! printf '%s\n' "${sources[@]}" |
-     xargs -P "$jobs" -n 1 clang-tidy-14 -p "$build" --quiet \
-       --extra-arg=-Xclang --extra-arg=-analyzer-config --extra-arg=-Xclang --extra-arg="mode=$analyzer" \
-       >"$log" 2>&1; then
+if ! python3 scripts/clang_tidy_cached.py "$build" "$jobs" "$analyzer" "$log" "${sources[@]}"; then
   grep -E '(error|warning):' "$log" | sort -u
   echo "lint: clang-tidy: findings above (whole log: $log)"
   exit 1
 fi
-echo "lint: clang-tidy: ${#sources[@]} sources clean (analyzer: $analyzer) in $((SECONDS - start)) s"
+echo "lint: clang-tidy (analyzer: $analyzer) took $((SECONDS - start)) s"
