@@ -100,6 +100,11 @@ bindir=$(go_build "$moddir" kubernetes "$k8s_version" "$ldflags" \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager)
 
 # --- helm ----------------------------------------------------------------------------
+# tests/e2e/helm/go.mod requires the Kubernetes modules at the release above
+# (v0.37.1 for v1.37.1), and tests/e2e/k8s/go.mod the golang.org/x modules at
+# helm's versions, so that the packages both build (client-go, apimachinery
+# and what they import) are compiled once, for kube-apiserver, and found in
+# the build cache by helm's build. Keep them so when either moves.
 helmdir=$root/tests/e2e/helm
 helm_version=$(awk '$1=="helm.sh/helm/v3"{print $2} $1=="require" && $2=="helm.sh/helm/v3"{print $3}' "$helmdir/go.mod" | head -1)
 [ -n "$helm_version" ] || fail "no helm.sh/helm/v3 version in $helmdir/go.mod"
