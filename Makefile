@@ -80,7 +80,7 @@ test-cli: build
 # coverage-instrumented (-Dfuzz), so the unit tests run under ASan+UBSan
 # from the same objects as the libFuzzer targets. Unoptimized (Boost.Beast's
 # code builds three times as fast at -O0 under the sanitizers) but for the
-# core, where the fuzzers spend their runs (lib/core/meson.build). Line tables
+# core and the simulator, where the fuzzers spend their runs (meson.build). Line tables
 # are all the debug information a sanitizer's report needs.
 $(SAN_BUILD)/build.ninja:
 	CC=clang-14 CXX=clang++-14 meson setup $(SAN_BUILD) --buildtype=debug -Dfuzz=enabled -Dcli=disabled \
