@@ -80,8 +80,8 @@ test-cli: build
 # coverage-instrumented (-Dfuzz), so the unit tests run under ASan+UBSan
 # from the same objects as the libFuzzer targets. Unoptimized (Boost.Beast's
 # code builds three times as fast at -O0 under the sanitizers) but for the
-# core and the simulator, where the fuzzers spend their runs (meson.build). Line tables
-# are all the debug information a sanitizer's report needs.
+# core and the simulator, where the fuzzers spend their runs (meson.build).
+# Line tables are all the debug information a sanitizer's report needs.
 $(SAN_BUILD)/build.ninja:
 	CC=clang-14 CXX=clang++-14 meson setup $(SAN_BUILD) --buildtype=debug -Dfuzz=enabled -Dcli=disabled \
 	  -Db_sanitize=address,undefined -Db_lundef=false -Ddefault_library=static \
