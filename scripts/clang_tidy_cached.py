@@ -25,7 +25,7 @@ import shlex
 import subprocess
 import sys
 
-CLANG_TIDY = "clang-tidy-14"
+CLANG_TIDY = "clang-tidy-22"
 CLANG = "clang++-14"
 
 

@@ -18,7 +18,7 @@ packages=(
   # tests, fuzzing, benchmarks
   doctest-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # make lint
-  clang-format-14 clang-tidy-14
+  clang-format-14 clang-tidy-22
   # python bindings
   pybind11-dev
   # command line

@@ -85,6 +85,7 @@ int DecodeNode(const std::string& value, const DecodeOptions& o) {
   std::string mig;
   for (const Device& d : *devices) {
     std::vector<std::string> profiles;
+    profiles.reserve(d.mig_profiles.size());
     for (const MigProfile& p : d.mig_profiles) {
       profiles.push_back(fmt::format("{} x{}", p.name, p.placements.size()));
     }

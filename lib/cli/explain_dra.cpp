@@ -36,6 +36,7 @@ std::vector<std::string> DeviceList(const std::vector<dra::Allocation>& allocati
   for (const dra::Allocation& a : allocations) {
     for (const dra::AllocatedDevice& d : a.devices) {
       std::vector<std::string> consumed;
+      consumed.reserve(d.consumed_capacity.size());
       for (const auto& [name, q] : d.consumed_capacity)
         consumed.push_back(fmt::format("{} {}", name, Readable(q)));
       out.push_back(
@@ -137,6 +138,7 @@ int ExplainClaims(const ObjectsFile& cluster, const ObjectsFile& pod, const std:
     verdicts.emplace_back(node, std::move(**fit));
   }
   std::vector<std::string> claim_names;
+  claim_names.reserve(pod.claims.size());
   for (const dra::ResourceClaim& c : pod.claims)
     claim_names.push_back(c.claim_namespace + "/" + c.name);
 

@@ -162,7 +162,7 @@ Status DecodeGoTimeString(std::string_view value, std::size_t offset, Handshake&
       return HandshakeTimeError(value, offset, kLayout);
     }
     for (const char c : monotonic.substr(3)) {
-      if (!((c >= '0' && c <= '9') || c == '.')) return HandshakeTimeError(value, offset, kLayout);
+      if ((c < '0' || c > '9') && c != '.') return HandshakeTimeError(value, offset, kLayout);
     }
   }
   return SetHandshakeTime(value, offset, internal::ToUnixSeconds(civil->time, zone->seconds), out);

@@ -90,7 +90,7 @@ using Capacities = std::map<std::string, Quantity>;
 std::int64_t WholeRoundedUp(Quantity q) { return q.milli / 1000 + (q.milli % 1000 > 0 ? 1 : 0); }
 
 bool UseMilli(const CapacityRange& range, bool fractional) {
-  return fractional && !(range.step && range.step->milli < 1);
+  return fractional && (!range.step || range.step->milli >= 1);
 }
 
 Result<Quantity> NotRepresentable(std::string_view what, Quantity requested) {

@@ -2094,7 +2094,7 @@ class Evaluator {
           }
           if (const auto* m = As<MapValue>(b)) {
             const auto* k = As<std::string>(a);
-            return Value{k != nullptr && m->entries->count(*k) > 0};
+            return Value{k != nullptr && m->entries->contains(*k)};
           }
           return NoSuchOverload();
         });
@@ -2158,7 +2158,7 @@ class Evaluator {
     // (refQualify without errorOnBadPresenceTest).
     if (As<std::shared_ptr<const List>>(v)) return Fail("unsupported index type 'string' in list");
     const auto* m = As<MapValue>(v);
-    return Value{m != nullptr && (m->default_empty || m->entries->count(n.name) > 0)};
+    return Value{m != nullptr && (m->default_empty || m->entries->contains(n.name))};
   }
 
   Out Comprehension(const CelNode& n) {

@@ -198,8 +198,8 @@ bool FilterAllowed(const LeaseFollower& follower, std::int64_t now_ms) {
 
 Status ValidateElectionConfig(const ElectionConfig& c) {
   if (c.identity.empty()) return Status::InvalidConfig("leader election: identity is empty");
-  if (!(c.retry_period_ms > 0 && c.renew_deadline_ms * 10 > c.retry_period_ms * 12 &&
-        c.lease_duration_ms > c.renew_deadline_ms)) {
+  if (c.retry_period_ms <= 0 || c.renew_deadline_ms * 10 <= c.retry_period_ms * 12 ||
+      c.lease_duration_ms <= c.renew_deadline_ms) {
     return Status::InvalidConfig(fmt::format(
         "leader election: want leaseDuration ({} ms) > renewDeadline ({} ms) > 1.2 x retryPeriod "
         "({} ms) > 0",

@@ -216,6 +216,7 @@ struct MigChoice {
 MigChoice ChooseMig(const Device& info, const std::vector<MigPlacement>& occupied,
                     std::int64_t memory) {
   std::vector<const MigProfile*> profiles;
+  profiles.reserve(info.mig_profiles.size());
   for (const MigProfile& p : info.mig_profiles) profiles.push_back(&p);
   std::stable_sort(profiles.begin(), profiles.end(), [](const MigProfile* a, const MigProfile* b) {
     if (a->memory_mb != b->memory_mb) return a->memory_mb < b->memory_mb;

@@ -607,6 +607,7 @@ Result<std::vector<DeviceView>> ClusterSnapshot::NodeDevices(std::string_view no
   if (state == nullptr)
     return Status::NotFound(fmt::format("node {} is not in the snapshot", node));
   std::vector<DeviceView> out;
+  out.reserve(state->devices.size());
   const internal::HotDevice* hot = state_->Hot(*state);
   for (std::size_t i = 0; i < state->devices.size(); ++i) {
     out.push_back(DeviceView{state->devices[i].info,

@@ -489,10 +489,10 @@ void Engine::Bind(std::uint64_t request, const std::string& pod_namespace, const
                 0,
                 now_ms + options_.lock_retry_timeout_ms};
   if (!Ready(now_ms)) return FailBind(flow, std::string(kNotLeading), out);
-  if (impl_->pods.find(uid) == impl_->pods.end()) {
+  if (!impl_->pods.contains(uid)) {
     return FailBind(flow, fmt::format("pod {}/{} not found", pod_namespace, name), out);
   }
-  if (impl_->nodes.find(node) == impl_->nodes.end()) {
+  if (!impl_->nodes.contains(node)) {
     return FailBind(flow, fmt::format("node {} not found", node), out);
   }
   auto reservation = impl_->reservations.find(uid);
@@ -565,7 +565,7 @@ void Engine::TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& o
   auto node_memory = impl_->nodes.find(flow.node);
   if (node_memory == impl_->nodes.end())
     return FailBind(flow, fmt::format("node {} not found", flow.node), out);
-  if (impl_->pods.find(flow.uid) == impl_->pods.end()) {
+  if (!impl_->pods.contains(flow.uid)) {
     return FailBind(flow, fmt::format("pod {}/{} not found", flow.pod_namespace, flow.name), out);
   }
   // The holder is looked up in the watch cache (absent = gone).

@@ -232,7 +232,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
                   if (!cont.empty()) return self->List(w, cont, fresh);
                   // The list is whole: replace the cache.
                   for (auto& [key, object] : w->known) {
-                    if (fresh->count(key) == 0) w->on_event(WatchEvent{"DELETED", object});
+                    if (!fresh->contains(key)) w->on_event(WatchEvent{"DELETED", object});
                   }
                   for (auto& [key, object] : *fresh) {
                     w->on_event(WatchEvent{w->known.contains(key) ? "MODIFIED" : "ADDED", object});

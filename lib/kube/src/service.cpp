@@ -654,7 +654,8 @@ struct Service::Impl : std::enable_shared_from_this<Service::Impl> {
   template <typename T, typename Decode, typename Apply>
   void ReadAgain(const std::string& verb, const std::string& path, Decode decode, Apply apply) {
     client.Call(verb, "GET", path, "", "",
-                [self = shared_from_this(), decode, apply](const ApiResponse& r) {
+                [self = shared_from_this(), decode = std::move(decode),
+                 apply = std::move(apply)](const ApiResponse& r) {
                   if (self->stopping || (r.status != 200 && r.status != 404)) return;
                   std::optional<T> object;
                   if (r.status == 200) {

@@ -77,7 +77,7 @@ struct HttpServerOptions {
   std::uint16_t port = 8443;  // 0: any free port (see HttpServer::port)
   std::string cert_file;      // PEM; with key_file: HTTPS
   std::string key_file;
-  std::string client_ca_file = {};                  // PEM CAs; set: client certificates required
+  std::string client_ca_file;                       // PEM CAs; set: client certificates required
   std::size_t body_limit = 1 << 20;                 // Default: 1 MiB
   std::uint32_t header_limit = 16 << 10;            // Default: 16 KiB
   std::chrono::milliseconds read_timeout{30000};    // Default: 30 s
