@@ -6,12 +6,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := demo
 
 # Three C++ builds serve every target:
-#   BUILD      gcc, release (what the image ships), with the benchmarks: CLI,
-#              install, serve, e2e, bench, image, lint (and, built only when
-#              asked for, the unit tests of `make test-unit`)
+#   BUILD      gcc, release (what the image ships), with the benchmarks: the
+#              unit tests and CLI of `make test`, install, serve, e2e, bench,
+#              image, lint
 #   SAN_BUILD  clang, AddressSanitizer + UBSan, coverage-instrumented for
-#              libFuzzer (asserts on): the unit tests of `make test` and the
-#              fuzzers
+#              libFuzzer (asserts on): the unit tests of `make test-asan` and
+#              the fuzzers (.ci/run runs both after `make test`)
 #   build-py   the Python extension (meson-python's, in place)
 BUILD       ?= build
 SAN_BUILD   ?= build-san
@@ -34,9 +34,10 @@ DEVSHARE    := $(BUILD)/lib/cli/devshare
 # Each suite appends "label passed failed" here; `make test` sums it up.
 RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 # What `make test` runs, in order; each is timed (scripts/stage.sh) and the
-# table printed at the end.
-TEST_TARGETS := build test-cli test-asan test-fuzz test-install test-serve test-hostile \
-  test-observability test-python test-oracle
+# table printed at the end. .ci/run runs the sanitizers, the fuzzers and the
+# oracles besides (test-asan, test-fuzz, test-oracle): CONTRIBUTING.md.
+TEST_TARGETS := build test-cli test-unit test-install test-serve test-hostile \
+  test-observability test-python
 
 IMAGE_DIR   ?= build-image
 
@@ -66,10 +67,9 @@ test: setup
 lint: build
 	@bash scripts/lint.sh $(BUILD) 2
 
-# The unit tests run once in `make test`: under the sanitizers (test-asan).
-# `make test-unit` is the quick loop, the release build's runner (built only
-# when asked for) and the CLI tests.
-test-unit: test-cli
+# The unit tests from the release build (the runner is built only when asked
+# for); test-asan runs them under the sanitizers.
+test-unit: build
 	@ninja -C $(BUILD) tests/unit/unit_tests
 	@bash tests/run_unit.sh $(BUILD) unit $(RESULTS)
 

@@ -683,10 +683,12 @@ TEST_CASE("kube: HTTPS offers http/1.1 only and reloads a changed certificate") 
   std::filesystem::remove_all(dir);
   CHECK(before == std::pair<std::string, std::string>{"cert-a", "http/1.1"});
   CHECK(after == std::pair<std::string, std::string>{"cert-b", "http/1.1"});
-  CHECK(
-      HttpServer(io, HttpServerOptions{"127.0.0.1", 0, "/nonexistent.crt", "/nonexistent.key"}, {})
-          .Start()
-          .code() == StatusCode::kInvalidConfig);
+  HttpServerOptions missing;
+  missing.address = "127.0.0.1";
+  missing.port = 0;
+  missing.cert_file = "/nonexistent.crt";
+  missing.key_file = "/nonexistent.key";
+  CHECK(HttpServer(io, missing, {}).Start().code() == StatusCode::kInvalidConfig);
 }
 
 namespace {
