@@ -17,7 +17,7 @@ BUILD       ?= build
 SAN_BUILD   ?= build-san
 E2E_BUILD   ?= build-e2e
 STAGE       ?= $(CURDIR)/build-stage
-# `make test` fuzzes repeatably: the committed corpus, then FUZZ_RUNS inputs
+# `make test-fuzz` fuzzes repeatably: the committed corpus, then FUZZ_RUNS inputs
 # per target from FUZZ_SEED. `make fuzz` explores: random seeds, FUZZ_SECONDS
 # per target, FUZZ_JOBS targets at a time.
 FUZZ_RUNS    ?= 200000
@@ -172,7 +172,7 @@ test-python: python
 
 # The differential oracles (tests/oracle/README.md): devshare against HAMi's
 # own Go code, and its DRA allocation and CEL selectors against Kubernetes'
-# (k8s.io/dynamic-resource-allocation), on seeded scenarios. `make test` runs
+# (k8s.io/dynamic-resource-allocation), on seeded scenarios. `make test-oracle` runs
 # ORACLE_TEST_SCENARIOS of each;
 # `make oracle ORACLE_SCENARIOS=10000` the full comparison; `make oracle-speed`
 # Filter on 100, 1000 and 5000 nodes x 8 GPUs, HAMi's and devshare's, as a ratio.
