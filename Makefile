@@ -5,14 +5,14 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := demo
 
-# Three C++ builds serve every target:
-#   BUILD      gcc, release (what the image ships), with the benchmarks: the
-#              unit tests and CLI of `make test`, install, serve, e2e, bench,
-#              image, lint
+# Two C++ builds serve every target:
+#   BUILD      gcc, release (what the image ships), with the benchmarks and the
+#              Python extension: the unit tests, CLI and Python tests of `make
+#              test`, install, serve, e2e, bench, the oracles, image, lint
 #   SAN_BUILD  clang, AddressSanitizer + UBSan, coverage-instrumented for
 #              libFuzzer (asserts on): the unit tests of `make test-asan` and
 #              the fuzzers (.ci/run runs both after `make test`)
-#   build-py   the Python extension (meson-python's, in place)
+# (and a third, build-py, meson-python's for `make test-python-package`).
 BUILD       ?= build
 SAN_BUILD   ?= build-san
 E2E_BUILD   ?= build-e2e
@@ -26,7 +26,8 @@ FUZZ_RUNS_SCENARIO ?= 50000
 FUZZ_SEED    ?= 1
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= 2
-# One interpreter builds the Python module and runs pytest: the venv's.
+# One interpreter builds the Python module and runs pytest: PYTHON, of which
+# the venv is made.
 PYTHON      ?= python3
 VENV        ?= build-venv
 VENV_PY     := $(VENV)/bin/python
@@ -41,13 +42,17 @@ TEST_TARGETS := build test-cli test-unit test-install test-serve test-hostile \
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-oracle oracle oracle-speed python fuzz bench bench-check clean
+.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-python-package test-oracle oracle oracle-speed python fuzz bench bench-check clean
 
 setup:
 	@bash scripts/setup.sh
 
+# The release build, with the benchmarks and the Python extension, built for
+# $(PYTHON) (the interpreter of `make python`'s venv; a native file names it).
 $(BUILD)/build.ninja:
-	meson setup $(BUILD) --buildtype=release -Dbench=enabled
+	@mkdir -p $(BUILD)
+	@printf "[binaries]\npython = '%s'\n" "$$($(PYTHON) -c 'import sys; print(sys.executable)')" >$(BUILD)/python.ini
+	meson setup $(BUILD) --buildtype=release -Dbench=enabled -Dpython=enabled --native-file $(BUILD)/python.ini
 
 build: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD)
@@ -156,19 +161,32 @@ $(VENV)/.ready: scripts/python-requirements.txt
 	$(VENV_PY) -m pip install -q -r scripts/python-requirements.txt
 	@touch $@
 
-# Builds the package in place (an editable meson-python install into the venv):
-# installed once, the package rebuilds what changed on each import, so the
-# install is done again only when its configuration changes.
-$(VENV)/.installed: $(VENV)/.ready pyproject.toml meson.build meson_options.txt bindings/python/meson.build
-	$(VENV_PY) -m pip install -q --no-build-isolation -e . -Cbuild-dir=build-py
-	@touch $@
-
-python: setup $(VENV)/.installed
+# The package of the release build (<build>/bindings/python holds it whole) on
+# the venv's path, through a .pth file: nothing is compiled a second time, and
+# a rebuild is seen at the next import. The tests load devshare's pytest plugin
+# with -p, since no entry point is installed this way.
+python: build $(VENV)/.ready
+	@test -f $(BUILD)/bindings/python/devshare/testing.py || { echo "make python: $(BUILD) was set up without \
+	  the Python extension (-Dpython=enabled); remove $(BUILD) and run again" >&2; exit 1; }
+	@echo "$(CURDIR)/$(BUILD)/bindings/python" >"$$($(VENV_PY) -c \
+	  'import sysconfig; print(sysconfig.get_paths()["purelib"])')/devshare-build.pth"
 
 test-python: python
 	@mkdir -p $(dir $(RESULTS))
-	@$(VENV_PY) -m pytest tests/python -q -p no:cacheprovider | tee $(VENV)/pytest.log
+	@$(VENV_PY) -m pytest tests/python -q -p no:cacheprovider -p devshare.testing | tee $(VENV)/pytest.log
 	@grep -Eo '[0-9]+ passed' $(VENV)/pytest.log | tail -1 | awk '{print "python", $$1, 0}' >>$(RESULTS)
+
+# The package as `pip install .` builds it (meson-python: the core linked in
+# statically, in build-py), installed in a venv of its own, and the Python
+# tests against it, its pytest plugin found by its entry point. Not in `make
+# test`, as it compiles the core a second time (about 5 minutes).
+PACKAGE_VENV ?= build-venv-package
+test-python-package: setup
+	$(PYTHON) -m venv $(PACKAGE_VENV)
+	$(PACKAGE_VENV)/bin/python -m pip install -q -r scripts/python-requirements.txt \
+	  -r scripts/python-build-requirements.txt
+	$(PACKAGE_VENV)/bin/python -m pip install -q --no-build-isolation . -Cbuild-dir=build-py
+	$(PACKAGE_VENV)/bin/python -m pytest tests/python -q -p no:cacheprovider
 
 # The differential oracles (tests/oracle/README.md): devshare against HAMi's
 # own Go code, and its DRA allocation and CEL selectors against Kubernetes'
@@ -281,4 +299,4 @@ test-image: image
 	@bash tests/deploy/check_image.sh $(IMAGE_DIR)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) build-py $(IMAGE_DIR)
+	rm -rf $(BUILD) $(SAN_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) $(PACKAGE_VENV) build-py $(IMAGE_DIR)

@@ -83,8 +83,9 @@ debootstrap --variant=minbase --include="$runtime" bookworm "$rootfs" "$mirror" 
   fail "debootstrap failed (see $out/debootstrap.log)"
 log "root file system in $((SECONDS - t0))s"
 meson install -C "$build" --destdir "$rootfs" --quiet --no-rebuild
+# The image runs the executable: no headers, build metadata or Python package.
 rm -rf "$rootfs/usr/local/include" "$rootfs/usr/local/lib/x86_64-linux-gnu/pkgconfig" \
-  "$rootfs/usr/local/lib/x86_64-linux-gnu/cmake"
+  "$rootfs/usr/local/lib/x86_64-linux-gnu/cmake" "$rootfs"/usr/local/lib/python3*
 chroot "$rootfs" /sbin/ldconfig
 # The user the chart runs as; no home, no shell.
 echo 'devshare:x:65532:' >>"$rootfs/etc/group"
