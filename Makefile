@@ -38,11 +38,11 @@ RESULTS     := $(CURDIR)/$(BUILD)/test-results.txt
 # table printed at the end. .ci/run runs the sanitizers, the fuzzers and the
 # oracles besides (test-asan, test-fuzz, test-oracle): CONTRIBUTING.md.
 TEST_TARGETS := build test-cli test-unit test-install test-serve test-hostile \
-  test-observability test-python
+  test-observability test-python test-docs
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-python-package test-oracle oracle oracle-speed python fuzz bench bench-check clean
+.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-docs test-python-package test-oracle oracle oracle-speed python fuzz bench bench-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -176,6 +176,22 @@ test-python: python
 	@$(VENV_PY) -m pytest tests/python -q -p no:cacheprovider -p devshare.testing | tee $(VENV)/pytest.log
 	@grep -Eo '[0-9]+ passed' $(VENV)/pytest.log | tail -1 | awk '{print "python", $$1, 0}' >>$(RESULTS)
 
+# The documentation (mkdocs.yml: docs/, by reader) built with --strict into
+# build-docs/, where a warning (a broken link or anchor in docs/, a page not in
+# the nav) fails it, and the relative links of README.md and CONTRIBUTING.md
+# checked (scripts/check_links.py). Not --quiet, under which mkdocs 1.6 counts
+# no warning (mkdocs#4126): its INFO lines are left out instead.
+$(VENV)/.docs-ready: scripts/docs-requirements.txt
+	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install -q -r scripts/docs-requirements.txt
+	@touch $@
+
+test-docs: $(VENV)/.docs-ready
+	@mkdir -p $(dir $(RESULTS))
+	@$(VENV_PY) -m mkdocs build --strict 2>&1 | { grep -v '^INFO ' || true; }
+	@$(VENV_PY) scripts/check_links.py README.md CONTRIBUTING.md
+	@echo "docs 1 0" >>$(RESULTS)
+
 # The package as `pip install .` builds it (meson-python: the core linked in
 # statically, in build-py), installed in a venv of its own, and the Python
 # tests against it, its pytest plugin found by its entry point. Not in `make
@@ -300,3 +316,4 @@ test-image: image
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(E2E_BUILD) $(STAGE) $(VENV) $(PACKAGE_VENV) build-py $(IMAGE_DIR)
+	rm -rf build-docs
