@@ -195,7 +195,7 @@ test-docs: $(VENV)/.docs-ready
 # The package as `pip install .` builds it (meson-python: the core linked in
 # statically, in build-py), installed in a venv of its own, and the Python
 # tests against it, its pytest plugin found by its entry point. Not in `make
-# test`, as it compiles the core a second time (about 5 minutes).
+# test`, as it compiles the core a second time (2.9 minutes alone).
 PACKAGE_VENV ?= build-venv-package
 test-python-package: setup
 	$(PYTHON) -m venv $(PACKAGE_VENV)
