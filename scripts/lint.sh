@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make lint`: clang-format (every tracked C++ file must be formatted as
-# .clang-format says) and clang-tidy (.clang-tidy's checks on every C++ source
+# `make lint`: the include direction between the libraries and the core's
+# layers and the size of lib/'s sources (scripts/check_layers.py), clang-format
+# (every tracked C++ file must be formatted as .clang-format says) and clang-tidy (.clang-tidy's checks on every C++ source
 # under lib/, with the compile commands of the build directory given; a source
 # found clean is not checked again until its preprocessed text, its flags,
 # .clang-tidy or clang-tidy change: scripts/clang_tidy_cached.py).
@@ -22,6 +23,11 @@ esac
 cd "$(dirname "$0")/.."
 
 start=$SECONDS
+if ! python3 scripts/check_layers.py; then
+  echo "lint: an include against the layers, or a source too long (above; scripts/check_layers.py)"
+  exit 1
+fi
+
 mapfile -t cxx < <(git ls-files '*.cpp' '*.hpp' '*.h')
 if ! clang-format-14 --dry-run --Werror "${cxx[@]}"; then
   echo "lint: clang-format: the files above are not formatted (run: clang-format-14 -i <file>)"

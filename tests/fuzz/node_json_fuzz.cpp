@@ -12,7 +12,7 @@
 
 #include "devshare/node_codec.hpp"
 #include "fuzz_fail.hpp"
-#include "src/node_json.hpp"
+#include "src/codec/node_json.hpp"
 
 namespace {
 

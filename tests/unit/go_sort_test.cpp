@@ -1,7 +1,7 @@
-// The port of Go's sort.Sort (src/go_sort.hpp) leaves equal elements where Go
+// The port of Go's sort.Sort (src/base/go_sort.hpp) leaves equal elements where Go
 // leaves them. Expected permutations were computed by Go 1.26's sort.Sort on
 // the same keys (an index permutation sorted by key), kept as FNV-1a hashes.
-#include "src/go_sort.hpp"
+#include "src/base/go_sort.hpp"
 
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "text.hpp"
+#include "base/text.hpp"
 
 namespace devshare::internal::yaml {
 

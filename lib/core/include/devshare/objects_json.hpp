@@ -1,5 +1,5 @@
 // devshare/objects_json.hpp — the Pod and Node decoders of objects.hpp and
-// the Lease decoder of lease.hpp on a JSON object already parsed with
+// the Lease decoder of lease_object.hpp on a JSON object already parsed with
 // Boost.JSON (a watch event's object, an AdmissionReview's request.object, an
 // ExtenderArgs' Pod), so that the caller does not serialise it to text only
 // for it to be parsed again.
@@ -16,7 +16,7 @@
 #include <boost/json/object.hpp>
 
 #include "devshare/export.hpp"
-#include "devshare/lease.hpp"
+#include "devshare/lease_object.hpp"
 #include "devshare/objects.hpp"
 
 namespace devshare {
