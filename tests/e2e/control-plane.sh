@@ -135,9 +135,18 @@ EOF
 launch() {
   local name=$1; shift
   setsid "$@" >>"$E2E_DIR/logs/$name.log" 2>&1 </dev/null &
-  echo $! > "$E2E_DIR/run/$name.pid"
+  local pid=$! exe i
+  echo "$pid" > "$E2E_DIR/run/$name.pid"
   printf '%s\0' "$@" > "$E2E_DIR/run/$name.cmd"
   echo "$1" > "$E2E_DIR/run/$name.exe"
+  # Until the child has become the binary (the shell's fork, then setsid's
+  # exec and the binary's): before that alive() would take it for exited.
+  exe=$(readlink -f "$1")
+  for ((i = 0; i < 200; i++)); do
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
 }
 
 alive() {
