@@ -11,79 +11,13 @@ namespace {
 
 constexpr std::int64_t kMaxClassMemoryMib = std::int64_t{1} << 40;  // bytes stay within int64
 
-// The sums every shape reads (Σ free, Σ free of the devices not fully free,
-// the fully free devices) with a device of free share `f` added (sign +1) or
-// removed (-1).
-void AddToTotals(double& all, double& partial, std::int32_t& whole, float f, double sign) {
-  all += sign * f;
-  if (f >= kWholeDevice) {
-    whole += sign > 0 ? 1 : -1;
-  } else {
-    partial += sign * f;
-  }
-}
-
 }  // namespace
-
-void AddDevice(FragState& s, float f, const FgdModel& m, double sign) {
-  if (f == 0) return;    // a full device adds nothing
-  if (f < m.max_need) {  // else below no fractional shape's need
-    for (std::size_t g = 0; g < m.shapes.size(); ++g) {
-      if (m.shapes[g].gpu_milli > 0 && f < m.shapes[g].need) s.below[g] += sign * f;
-    }
-  }
-  AddToTotals(s.all, s.partial, s.whole, f, sign);
-}
-
-// Fragmentation(s, m, w) of `s` with one device's free share moved from
-// `from` to `to`: the same operations as AddDevice(-from), AddDevice(+to) on
-// a copy and then Fragmentation, so the same result to the bit, without the
-// copy of the per-shape sums.
-double FragmentationAfterMove(const FragState& s, float from, float to, const FgdModel& m,
-                              const FitWeights& w) {
-  double all = s.all, partial = s.partial;
-  std::int32_t whole = s.whole;
-  if (from != 0) AddToTotals(all, partial, whole, from, -1);
-  if (to != 0) AddToTotals(all, partial, whole, to, +1);
-  double total = w.unfit * all;
-  for (std::size_t g = 0; g < m.shapes.size(); ++g) {
-    const FgdShape& shape = m.shapes[g];
-    double frag = 0;
-    if (shape.gpu_milli > 0) {
-      frag = s.below[g];
-      if (from != 0 && from < shape.need) frag += -1.0 * from;
-      if (to != 0 && to < shape.need) frag += 1.0 * to;
-    } else {
-      frag = whole >= shape.gpus ? partial : all;
-    }
-    total += w.fit[g] * frag;
-  }
-  return m.total > 0 ? total / m.total : 0;
-}
 
 void Measure(std::span<const float> free, const FgdModel& m, FragState& s) {
   s.below.assign(m.shapes.size(), 0.0);
   s.all = s.partial = 0;
   s.whole = 0;
   for (float f : free) AddDevice(s, f, m, +1);
-}
-
-float FreeShare(const HotDevice& d) {
-  if (!d.healthy || d.count <= d.used || d.devcore <= 0 || d.devmem <= 0) return 0;
-  const float cores = 1.0f - static_cast<float>(d.usedcores) / static_cast<float>(d.devcore);
-  const float mem = 1.0f - static_cast<float>(d.usedmem) / static_cast<float>(d.devmem);
-  return std::clamp(std::min(cores, mem), 0.0f, 1.0f);
-}
-
-double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w) {
-  double total = w.unfit * s.all;
-  for (std::size_t g = 0; g < m.shapes.size(); ++g) {
-    const FgdShape& shape = m.shapes[g];
-    const double frag =
-        shape.gpu_milli > 0 ? s.below[g] : (s.whole >= shape.gpus ? s.partial : s.all);
-    total += w.fit[g] * frag;
-  }
-  return m.total > 0 ? total / m.total : 0;
 }
 
 namespace {

@@ -15,6 +15,8 @@
 #ifndef DEVSHARE_SRC_STATE_FGD_MEASURE_HPP_
 #define DEVSHARE_SRC_STATE_FGD_MEASURE_HPP_
 
+#include <algorithm>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -32,18 +34,9 @@ const std::vector<WorkloadClass>& DefaultWorkload();
 // classes + CPU steps x shapes).
 FgdModel MakeFgdModel(std::span<const WorkloadClass> workload);
 
-// Free share of a device in [0, 1]: the tighter of free cores and free
-// memory; 0 when it has no free slot or is unhealthy.
-float FreeShare(const HotDevice& d);
-// A device of free share `f` added to the sums `s` (sign +1) or removed (-1).
-void AddDevice(FragState& s, float f, const FgdModel& m, double sign);
+// FreeShare, AddDevice, FragmentationAfterMove and Fragmentation: below.
 // The sums of a node whose devices have the free shares `free`.
 void Measure(std::span<const float> free, const FgdModel& m, FragState& s);
-// Fragmentation(s, m, w) were one device's free share `from` to become `to`.
-double FragmentationAfterMove(const FragState& s, float from, float to, const FgdModel& m,
-                              const FitWeights& w);
-// The weighted fragmentation of `s` for the classes `w` says fit.
-double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w);
 // Sums every cell of `m` into its table, unless they would take more than
 // kMaxTabulated numbers: O(CPU steps x memory steps x classes), once, for a
 // model many Filter calls share.
@@ -62,6 +55,79 @@ void MeasureNode(const SnapshotState& s, const NodeState& node, const FgdModel& 
 // without one): called after every change to the node's devices, CPU or
 // memory.
 void RemeasureNode(SnapshotState& s, const NodeState& node);
+
+// The small functions every scored device calls, defined here so that they
+// are inlined in Filter.
+
+// The sums every shape reads (Σ free, Σ free of the devices not fully free,
+// the fully free devices) with a device of free share `f` added (sign +1) or
+// removed (-1).
+inline void AddToTotals(double& all, double& partial, std::int32_t& whole, float f, double sign) {
+  all += sign * f;
+  if (f >= kWholeDevice) {
+    whole += sign > 0 ? 1 : -1;
+  } else {
+    partial += sign * f;
+  }
+}
+
+// Free share of a device in [0, 1]: the tighter of free cores and free
+// memory; 0 when it has no free slot or is unhealthy.
+inline float FreeShare(const HotDevice& d) {
+  if (!d.healthy || d.count <= d.used || d.devcore <= 0 || d.devmem <= 0) return 0;
+  const float cores = 1.0f - static_cast<float>(d.usedcores) / static_cast<float>(d.devcore);
+  const float mem = 1.0f - static_cast<float>(d.usedmem) / static_cast<float>(d.devmem);
+  return std::clamp(std::min(cores, mem), 0.0f, 1.0f);
+}
+
+// A device of free share `f` added to the sums `s` (sign +1) or removed (-1).
+inline void AddDevice(FragState& s, float f, const FgdModel& m, double sign) {
+  if (f == 0) return;    // a full device adds nothing
+  if (f < m.max_need) {  // else below no fractional shape's need
+    for (std::size_t g = 0; g < m.shapes.size(); ++g) {
+      if (m.shapes[g].gpu_milli > 0 && f < m.shapes[g].need) s.below[g] += sign * f;
+    }
+  }
+  AddToTotals(s.all, s.partial, s.whole, f, sign);
+}
+
+// Fragmentation(s, m, w) of `s` with one device's free share moved from
+// `from` to `to`: the same operations as AddDevice(-from), AddDevice(+to) on
+// a copy and then Fragmentation, so the same result to the bit, without the
+// copy of the per-shape sums.
+inline double FragmentationAfterMove(const FragState& s, float from, float to, const FgdModel& m,
+                                     const FitWeights& w) {
+  double all = s.all, partial = s.partial;
+  std::int32_t whole = s.whole;
+  if (from != 0) AddToTotals(all, partial, whole, from, -1);
+  if (to != 0) AddToTotals(all, partial, whole, to, +1);
+  double total = w.unfit * all;
+  for (std::size_t g = 0; g < m.shapes.size(); ++g) {
+    const FgdShape& shape = m.shapes[g];
+    double frag = 0;
+    if (shape.gpu_milli > 0) {
+      frag = s.below[g];
+      if (from != 0 && from < shape.need) frag += -1.0 * from;
+      if (to != 0 && to < shape.need) frag += 1.0 * to;
+    } else {
+      frag = whole >= shape.gpus ? partial : all;
+    }
+    total += w.fit[g] * frag;
+  }
+  return m.total > 0 ? total / m.total : 0;
+}
+
+// The weighted fragmentation of `s` for the classes `w` says fit.
+inline double Fragmentation(const FragState& s, const FgdModel& m, const FitWeights& w) {
+  double total = w.unfit * s.all;
+  for (std::size_t g = 0; g < m.shapes.size(); ++g) {
+    const FgdShape& shape = m.shapes[g];
+    const double frag =
+        shape.gpu_milli > 0 ? s.below[g] : (s.whole >= shape.gpus ? s.partial : s.all);
+    total += w.fit[g] * frag;
+  }
+  return m.total > 0 ? total / m.total : 0;
+}
 
 }  // namespace devshare::internal
 
