@@ -178,8 +178,8 @@ test-python: python
 
 # The documentation (mkdocs.yml: docs/, by reader) built with --strict into
 # build-docs/, where a warning (a broken link or anchor in docs/, a page not in
-# the nav) fails it, and the relative links of README.md and CONTRIBUTING.md
-# checked (scripts/check_links.py). Not --quiet, under which mkdocs 1.6 counts
+# the nav) fails it, and the relative links of README.md, CONTRIBUTING.md,
+# tests/README.md and lib/core/README.md checked (scripts/check_links.py). Not --quiet, under which mkdocs 1.6 counts
 # no warning (mkdocs#4126): its INFO lines are left out instead.
 $(VENV)/.docs-ready: scripts/docs-requirements.txt
 	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
@@ -189,7 +189,7 @@ $(VENV)/.docs-ready: scripts/docs-requirements.txt
 test-docs: $(VENV)/.docs-ready
 	@mkdir -p $(dir $(RESULTS))
 	@$(VENV_PY) -m mkdocs build --strict 2>&1 | { grep -v '^INFO ' || true; }
-	@$(VENV_PY) scripts/check_links.py README.md CONTRIBUTING.md
+	@$(VENV_PY) scripts/check_links.py README.md CONTRIBUTING.md tests/README.md lib/core/README.md
 	@echo "docs 1 0" >>$(RESULTS)
 
 # The package as `pip install .` builds it (meson-python: the core linked in
