@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <boost/container_hash/hash.hpp>
 #include <cmath>
-#include <limits>
 
 namespace devshare::internal {
 
