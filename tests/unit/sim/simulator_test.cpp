@@ -1,11 +1,12 @@
 // The simulator: determinism, the scheduling loop, NodeResourcesFit, the
 // API model, and the openb scenario reader.
+#include "devshare/sim/simulator.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <map>
 
-#include "devshare/sim/simulator.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
