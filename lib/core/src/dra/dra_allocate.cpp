@@ -11,8 +11,6 @@
 // does not fit is explain.cpp.
 #include "devshare/dra_allocate.hpp"
 
-#include <fmt/format.h>
-
 #include <utility>
 
 #include "devshare/dra_cel.hpp"

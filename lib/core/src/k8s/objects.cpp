@@ -200,20 +200,20 @@ using internal::JsonReader;
 // their decimal text (clients written by hand often send `"nvidia.com/gpu": 1`).
 void ReadStringMap(JsonReader& r, const bj::object& parent, std::string_view key,
                    const std::string& path, bool numbers_ok, StringMap& out) {
-  r.Members(parent, key, path, [&](const std::string& name, const bj::value& v,
-                                   const std::string& at) {
-    if (v.is_string()) {
-      out.Set(name, v.get_string());
-    } else if (numbers_ok && v.is_int64()) {
-      out.Set(name, std::to_string(v.get_int64()));
-    } else if (numbers_ok && v.is_uint64()) {
-      out.Set(name, std::to_string(v.get_uint64()));
-    } else if (numbers_ok && v.is_double()) {
-      out.Set(name, fmt::format("{}", v.get_double()));
-    } else {
-      r.Expect(at, numbers_ok ? "a quantity" : "a string", v);
-    }
-  });
+  r.Members(parent, key, path,
+            [&](const std::string& name, const bj::value& v, const std::string& at) {
+              if (v.is_string()) {
+                out.Set(name, v.get_string());
+              } else if (numbers_ok && v.is_int64()) {
+                out.Set(name, std::to_string(v.get_int64()));
+              } else if (numbers_ok && v.is_uint64()) {
+                out.Set(name, std::to_string(v.get_uint64()));
+              } else if (numbers_ok && v.is_double()) {
+                out.Set(name, fmt::format("{}", v.get_double()));
+              } else {
+                r.Expect(at, numbers_ok ? "a quantity" : "a string", v);
+              }
+            });
 }
 
 // The string members `keys` of `o` into `out` (in order).
@@ -236,9 +236,8 @@ void ReadPodPlacement(JsonReader& r, const bj::object& spec, Pod& pod) {
                });
   const bj::object* affinity = r.Object(spec, "affinity", "spec.affinity");
   const bj::object* node_affinity =
-      affinity != nullptr
-          ? r.Object(*affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
-          : nullptr;
+      affinity != nullptr ? r.Object(*affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+                          : nullptr;
   const std::string path =
       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
   const bj::object* required =
