@@ -48,6 +48,10 @@ CASES = [
     ("sim_bench", "BM_Sim_Synthetic200Nodes", ["devshare::sim::Run(*"]),
     ("sim_bench", "BM_Sim_OpenbBinpack", ["devshare::sim::Run(*"]),
     ("sim_bench", "BM_Sim_OpenbFgd", ["devshare::sim::Run(*"]),
+    ("dra_bench", "BM_DraAllocate_FromSnapshot", ["devshare::ClusterSnapshot::AllocateClaims(*"]),
+    ("dra_bench", "BM_DraAllocate_FromSliceList", ["devshare::dra::Allocate(*"]),
+    ("dra_bench", "BM_DraPlace_BinpackCold", ["devshare::dra::Placer::Place(*"]),
+    ("dra_bench", "BM_DraPlace_FgdCold", ["devshare::dra::Placer::Place(*"]),
 ]
 
 

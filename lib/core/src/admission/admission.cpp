@@ -5,6 +5,7 @@
 #include <array>
 
 #include "base/json.hpp"
+#include "base/json_reader.hpp"
 #include "base/text.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/objects_json.hpp"
@@ -48,11 +49,6 @@ class PatchBuilder {
   bj::array ops_;
 };
 
-const bj::object* ObjectAt(const bj::object& o, std::string_view key) {
-  const bj::value* v = o.if_contains(key);
-  return v != nullptr && v->is_object() ? &v->get_object() : nullptr;
-}
-
 // The mutations one container receives.
 struct ContainerMutation {
   std::vector<std::pair<std::string, std::string>> limits;  // resource -> quantity
@@ -62,8 +58,9 @@ struct ContainerMutation {
 void EmitContainer(const bj::object& json, const std::string& path, const ContainerMutation& m,
                    PatchBuilder& patch) {
   if (!m.limits.empty()) {
-    const bj::object* resources = ObjectAt(json, "resources");
-    const bj::object* limits = resources != nullptr ? ObjectAt(*resources, "limits") : nullptr;
+    const bj::object* resources = internal::ObjectMember(json, "resources");
+    const bj::object* limits =
+        resources != nullptr ? internal::ObjectMember(*resources, "limits") : nullptr;
     bj::object added;
     for (const auto& [name, value] : m.limits) added[name] = value;
     if (resources == nullptr) {
@@ -233,7 +230,7 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
   Result<bj::value> doc = internal::ParseJson(review_json, kWhat, bj::storage_ptr(&arena));
   if (!doc.ok()) return doc.status();
   const bj::object* root = doc->if_object();
-  const bj::object* request = root != nullptr ? ObjectAt(*root, "request") : nullptr;
+  const bj::object* request = root != nullptr ? internal::ObjectMember(*root, "request") : nullptr;
   if (request == nullptr) {
     return Status::Malformed(fmt::format("{}: request is missing or not an object", kWhat),
                              "request");
@@ -244,7 +241,7 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
   }
   AdmissionDecision d;
   d.uid = std::string(uid->get_string());
-  const bj::object* object = ObjectAt(*request, "object");
+  const bj::object* object = internal::ObjectMember(*request, "object");
   if (object == nullptr) return Deny(d, kBadRequest, "request.object is not a Pod");
   Result<Pod> decoded = DecodePod(*object);
   if (!decoded.ok()) return Deny(d, kBadRequest, std::string(decoded.status().message()));
@@ -255,7 +252,7 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
     }
   }
   if (pod.containers.empty()) return Deny(d, kDenied, "pod has no containers");
-  const bj::object* spec = ObjectAt(*object, "spec");
+  const bj::object* spec = internal::ObjectMember(*object, "spec");
   PatchBuilder patch;
   if (!options.dra_device_classes.empty() && !pod.resource_claims.empty() && state != nullptr) {
     const dra::ClaimsVerdict claims =

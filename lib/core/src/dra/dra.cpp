@@ -5,12 +5,13 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
-#include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "base/json.hpp"
+#include "base/json_reader.hpp"
 #include "base/text.hpp"
+#include "k8s/node_selector.hpp"
 
 namespace devshare::dra {
 
@@ -41,149 +42,56 @@ QualifiedName SplitQualifiedName(std::string_view key, std::string_view driver) 
 
 namespace {
 
-// Reads the members of JSON objects into values, keeping the first error.
-// Absent and null members leave their destination as it is (Go's rule).
-// Every reader does nothing once an error has been recorded, so a decoder
-// reads straight through and asks `status()` at the end.
-class Reader {
- public:
-  explicit Reader(std::string_view what) : what_(what) {}
+using Reader = internal::JsonReader;
 
-  const Status& status() const { return status_; }
-  bool ok() const { return status_.ok(); }
-
-  void Fail(const std::string& path, std::string_view message) {
-    if (ok()) status_ = Status::Malformed(fmt::format("{}: {}: {}", what_, path, message), path);
+// A resource.Quantity: its text, or a bare JSON number (Go accepts both).
+void ReadQuantity(Reader& r, const bj::value& v, const std::string& path, Quantity& out) {
+  if (!r.ok()) return;
+  std::string text;
+  if (v.is_string()) {
+    text = v.get_string();
+  } else if (v.is_int64()) {
+    text = std::to_string(v.get_int64());
+  } else if (v.is_uint64()) {
+    text = std::to_string(v.get_uint64());
+  } else {
+    return r.Expect(path, "a quantity", v);
   }
-  void Expect(const std::string& path, std::string_view expected, const bj::value& got) {
-    if (ok()) status_ = internal::TypeError(what_, path, expected, got);
-  }
-
-  // The member, or nullptr when absent, null or after an error.
-  const bj::value* Get(const bj::object& o, std::string_view key) {
-    if (!ok()) return nullptr;
-    auto it = o.find(key);
-    return it == o.end() || it->value().is_null() ? nullptr : &it->value();
-  }
-  const bj::object* Object(const bj::object& o, std::string_view key, const std::string& path) {
-    const bj::value* v = Get(o, key);
-    if (v == nullptr) return nullptr;
-    if (!v->is_object()) return Expect(path, "an object", *v), nullptr;
-    return &v->get_object();
-  }
-  // Calls `item(value, path)` for each element of an array member.
-  template <typename Item>
-  void Each(const bj::object& o, std::string_view key, const std::string& path, Item&& item) {
-    const bj::value* v = Get(o, key);
-    if (v == nullptr) return;
-    if (!v->is_array()) return Expect(path, "an array", *v);
-    std::size_t i = 0;
-    for (const bj::value& element : v->get_array()) {
-      if (!ok()) return;
-      item(element, fmt::format("{}[{}]", path, i++));
-    }
-  }
-  // Calls `entry(key, value, path)` for each member of an object member.
-  template <typename Entry>
-  void Members(const bj::object& o, std::string_view key, const std::string& path, Entry&& entry) {
-    const bj::object* m = Object(o, key, path);
-    if (m == nullptr) return;
-    for (const auto& member : *m) {
-      if (!ok()) return;
-      entry(std::string(member.key()), member.value(),
-            fmt::format("{}[{}]", path, internal::Quote(member.key())));
-    }
-  }
-  // Calls `item(object, path)` for each element, which must be an object.
-  template <typename Item>
-  void EachObject(const bj::object& o, std::string_view key, const std::string& path, Item&& item) {
-    Each(o, key, path, [&](const bj::value& v, const std::string& at) {
-      if (!v.is_object()) return Expect(at, "an object", v);
-      item(v.get_object(), at);
-    });
-  }
-
-  void String(const bj::value& v, const std::string& path, std::string& out) {
-    if (ok()) status_ = internal::ReadString(v, what_, path, out);
-  }
-  void String(const bj::object& o, std::string_view key, const std::string& path,
-              std::string& out) {
-    if (const bj::value* v = Get(o, key)) String(*v, path, out);
-  }
-  void String(const bj::object& o, std::string_view key, const std::string& path,
-              std::optional<std::string>& out) {
-    if (const bj::value* v = Get(o, key)) String(*v, path, out.emplace());
-  }
-  void Int(const bj::value& v, const std::string& path, std::int64_t& out) {
-    if (ok()) {
-      status_ = internal::ReadInt(v, std::numeric_limits<std::int64_t>::min(),
-                                  std::numeric_limits<std::int64_t>::max(), what_, path, out);
-    }
-  }
-  void Int(const bj::object& o, std::string_view key, const std::string& path, std::int64_t& out) {
-    if (const bj::value* v = Get(o, key)) Int(*v, path, out);
-  }
-  void Bool(const bj::value& v, const std::string& path, bool& out) {
-    if (ok()) status_ = internal::ReadBool(v, what_, path, out);
-  }
-  void Bool(const bj::object& o, std::string_view key, const std::string& path, bool& out) {
-    if (const bj::value* v = Get(o, key)) Bool(*v, path, out);
-  }
-  void Strings(const bj::object& o, std::string_view key, const std::string& path,
-               std::vector<std::string>& out) {
-    Each(o, key, path,
-         [&](const bj::value& v, const std::string& at) { String(v, at, out.emplace_back()); });
-  }
-  // A resource.Quantity: its text, or a bare JSON number (Go accepts both).
-  void QuantityValue(const bj::value& v, const std::string& path, Quantity& out) {
-    if (!ok()) return;
-    std::string text;
-    if (v.is_string()) {
-      text = v.get_string();
-    } else if (v.is_int64()) {
-      text = std::to_string(v.get_int64());
-    } else if (v.is_uint64()) {
-      text = std::to_string(v.get_uint64());
-    } else {
-      return Expect(path, "a quantity", v);
-    }
-    std::optional<Quantity> q = ParseQuantity(text);
-    if (!q) {
-      return Fail(path, fmt::format("{} is not a quantity devshare holds exactly (whole "
+  std::optional<Quantity> q = ParseQuantity(text);
+  if (!q) {
+    return r.Fail(path, fmt::format("{} is not a quantity devshare holds exactly (whole "
                                     "thousandths, at most 9.2e15)",
                                     internal::Quote(text)));
-    }
-    out = *q;
   }
-  void QuantityValue(const bj::object& o, std::string_view key, const std::string& path,
-                     std::optional<Quantity>& out) {
-    if (const bj::value* v = Get(o, key)) QuantityValue(*v, path, out.emplace());
-  }
-  void Quantities(const bj::object& o, std::string_view key, const std::string& path,
-                  std::map<std::string, Quantity>& out) {
-    Members(o, key, path, [&](std::string name, const bj::value& v, const std::string& at) {
-      QuantityValue(v, at, out[std::move(name)]);
-    });
-  }
-  // metadata.name (required), and the others the decoders keep.
-  void Metadata(const bj::object& root, std::string* object_namespace, std::string& name,
-                std::string* uid, std::string* resource_version) {
-    const bj::object* m = Object(root, "metadata", "metadata");
-    if (m != nullptr) {
-      if (object_namespace != nullptr)
-        String(*m, "namespace", "metadata.namespace", *object_namespace);
-      String(*m, "name", "metadata.name", name);
-      if (uid != nullptr) String(*m, "uid", "metadata.uid", *uid);
-      if (resource_version != nullptr)
-        String(*m, "resourceVersion", "metadata.resourceVersion", *resource_version);
-    }
-    if (ok() && name.empty()) Fail("metadata.name", "missing");
-  }
+  out = *q;
+}
 
- private:
-  std::string_view what_;
-  Status status_;
-};
+void ReadQuantity(Reader& r, const bj::object& o, std::string_view key, const std::string& path,
+                  std::optional<Quantity>& out) {
+  if (const bj::value* v = r.Get(o, key)) ReadQuantity(r, *v, path, out.emplace());
+}
+
+void ReadQuantities(Reader& r, const bj::object& o, std::string_view key, const std::string& path,
+                    std::map<std::string, Quantity>& out) {
+  r.Members(o, key, path, [&](std::string name, const bj::value& v, const std::string& at) {
+    ReadQuantity(r, v, at, out[std::move(name)]);
+  });
+}
+
+// metadata.name (required), and the others the decoders keep.
+void ReadMetadata(Reader& r, const bj::object& root, std::string* object_namespace,
+                  std::string& name, std::string* uid, std::string* resource_version) {
+  const bj::object* m = r.Object(root, "metadata", "metadata");
+  if (m != nullptr) {
+    if (object_namespace != nullptr)
+      r.String(*m, "namespace", "metadata.namespace", *object_namespace);
+    r.String(*m, "name", "metadata.name", name);
+    if (uid != nullptr) r.String(*m, "uid", "metadata.uid", *uid);
+    if (resource_version != nullptr)
+      r.String(*m, "resourceVersion", "metadata.resourceVersion", *resource_version);
+  }
+  if (r.ok() && name.empty()) r.Fail("metadata.name", "missing");
+}
 
 template <typename T, typename Fill>
 Result<T> Decode(std::string_view json, std::string_view what, Fill&& fill) {
@@ -242,28 +150,10 @@ void ReadAttribute(Reader& r, const bj::value& v, const std::string& path, Attri
   if (r.ok() && set != 1) r.Fail(path, set == 0 ? "no value" : "more than one value");
 }
 
-void ReadRequirements(Reader& r, const bj::object& o, std::string_view key, const std::string& path,
-                      std::vector<NodeSelectorRequirement>& out) {
-  r.EachObject(o, key, path, [&](const bj::object& req, const std::string& at) {
-    NodeSelectorRequirement& requirement = out.emplace_back();
-    r.String(req, "key", at + ".key", requirement.key);
-    r.String(req, "operator", at + ".operator", requirement.op);
-    r.Strings(req, "values", at + ".values", requirement.values);
-  });
-}
-
 void ReadNodeSelector(Reader& r, const bj::object& o, std::string_view key, const std::string& path,
                       std::optional<NodeSelector>& out) {
-  const bj::object* selector = r.Object(o, key, path);
-  if (selector == nullptr) return;
-  NodeSelector& s = out.emplace();
-  r.EachObject(*selector, "nodeSelectorTerms", path + ".nodeSelectorTerms",
-               [&](const bj::object& term, const std::string& at) {
-                 NodeSelectorTerm& t = s.terms.emplace_back();
-                 ReadRequirements(r, term, "matchExpressions", at + ".matchExpressions",
-                                  t.match_expressions);
-                 ReadRequirements(r, term, "matchFields", at + ".matchFields", t.match_fields);
-               });
+  if (const bj::object* selector = r.Object(o, key, path))
+    internal::ReadNodeSelector(r, *selector, path, out.emplace());
 }
 
 // nodeName / nodeSelector / allNodes of a slice or a device.
@@ -292,7 +182,7 @@ void ReadCounters(Reader& r, const bj::object& o, const std::string& path,
     if (!v.is_object()) return r.Expect(at, "an object", v);
     const bj::value* value = r.Get(v.get_object(), "value");
     if (value == nullptr) return r.Fail(at + ".value", "missing");
-    r.QuantityValue(*value, at + ".value", out[std::move(name)]);
+    ReadQuantity(r, *value, at + ".value", out[std::move(name)]);
   });
 }
 
@@ -311,21 +201,21 @@ void ReadDevice(Reader& r, const bj::object& o, const std::string& path, bool pe
               Capacity& capacity = d.capacity[std::move(key)];
               const bj::value* value = r.Get(c, "value");
               if (value == nullptr) return r.Fail(at + ".value", "missing");
-              r.QuantityValue(*value, at + ".value", capacity.value);
+              ReadQuantity(r, *value, at + ".value", capacity.value);
               const bj::object* policy = r.Object(c, "requestPolicy", at + ".requestPolicy");
               if (policy == nullptr) return;
               CapacityRequestPolicy& p = capacity.request_policy.emplace();
               const std::string pat = at + ".requestPolicy";
-              r.QuantityValue(*policy, "default", pat + ".default", p.default_value);
+              ReadQuantity(r, *policy, "default", pat + ".default", p.default_value);
               r.Each(*policy, "validValues", pat + ".validValues",
                      [&](const bj::value& x, const std::string& xat) {
-                       r.QuantityValue(x, xat, p.valid_values.emplace_back());
+                       ReadQuantity(r, x, xat, p.valid_values.emplace_back());
                      });
               if (const bj::object* range = r.Object(*policy, "validRange", pat + ".validRange")) {
                 CapacityRange& cr = p.valid_range.emplace();
-                r.QuantityValue(*range, "min", pat + ".validRange.min", cr.min);
-                r.QuantityValue(*range, "max", pat + ".validRange.max", cr.max);
-                r.QuantityValue(*range, "step", pat + ".validRange.step", cr.step);
+                ReadQuantity(r, *range, "min", pat + ".validRange.min", cr.min);
+                ReadQuantity(r, *range, "max", pat + ".validRange.max", cr.max);
+                ReadQuantity(r, *range, "step", pat + ".validRange.step", cr.step);
               }
             });
   r.EachObject(o, "consumesCounters", path + ".consumesCounters",
@@ -386,7 +276,7 @@ void ReadSelection(Reader& r, const bj::object& o, const std::string& path, bool
   if (exact) r.Bool(o, "adminAccess", path + ".adminAccess", s.admin_access);
   ReadTolerations(r, o, path + ".tolerations", s.tolerations);
   if (const bj::object* capacity = r.Object(o, "capacity", path + ".capacity"))
-    r.Quantities(*capacity, "requests", path + ".capacity.requests", s.capacity_requests);
+    ReadQuantities(r, *capacity, "requests", path + ".capacity.requests", s.capacity_requests);
 }
 
 void ReadClaimSpec(Reader& r, const bj::object& spec, const std::string& path, ClaimSpec& out) {
@@ -436,7 +326,8 @@ void ReadAllocation(Reader& r, const bj::object& o, const std::string& path, All
           r.Strings(d, "bindingFailureConditions", at + ".bindingFailureConditions",
                     device.binding_failure_conditions);
           r.String(d, "shareID", at + ".shareID", device.share_id);
-          r.Quantities(d, "consumedCapacity", at + ".consumedCapacity", device.consumed_capacity);
+          ReadQuantities(r, d, "consumedCapacity", at + ".consumedCapacity",
+                         device.consumed_capacity);
         });
   }
   ReadNodeSelector(r, o, "nodeSelector", path + ".nodeSelector", out.node_selector);
@@ -452,7 +343,7 @@ constexpr std::string_view kTemplateWhat = "ResourceClaimTemplate";
 Result<ResourceSlice> DecodeResourceSlice(std::string_view json) {
   return Decode<ResourceSlice>(
       json, kSliceWhat, [](Reader& r, const bj::object& root, ResourceSlice& s) {
-        r.Metadata(root, nullptr, s.name, nullptr, &s.resource_version);
+        ReadMetadata(r, root, nullptr, s.name, nullptr, &s.resource_version);
         const bj::object* spec = r.Object(root, "spec", "spec");
         if (spec == nullptr) return r.Fail("spec", "missing");
         r.String(*spec, "driver", "spec.driver", s.driver);
@@ -485,7 +376,7 @@ Result<ResourceSlice> DecodeResourceSlice(std::string_view json) {
 Result<DeviceClass> DecodeDeviceClass(std::string_view json) {
   return Decode<DeviceClass>(json, kClassWhat,
                              [](Reader& r, const bj::object& root, DeviceClass& c) {
-                               r.Metadata(root, nullptr, c.name, nullptr, &c.resource_version);
+                               ReadMetadata(r, root, nullptr, c.name, nullptr, &c.resource_version);
                                const bj::object* spec = r.Object(root, "spec", "spec");
                                if (spec == nullptr) return;
                                ReadSelectors(r, *spec, "spec.selectors", c.selectors);
@@ -497,7 +388,7 @@ Result<DeviceClass> DecodeDeviceClass(std::string_view json) {
 Result<ResourceClaim> DecodeResourceClaim(std::string_view json) {
   return Decode<ResourceClaim>(
       json, kClaimWhat, [](Reader& r, const bj::object& root, ResourceClaim& c) {
-        r.Metadata(root, &c.claim_namespace, c.name, &c.uid, &c.resource_version);
+        ReadMetadata(r, root, &c.claim_namespace, c.name, &c.uid, &c.resource_version);
         const bj::object* spec = r.Object(root, "spec", "spec");
         if (spec == nullptr) return r.Fail("spec", "missing");
         ReadClaimSpec(r, *spec, "spec", c.spec);
@@ -519,7 +410,7 @@ Result<ResourceClaim> DecodeResourceClaim(std::string_view json) {
 Result<ResourceClaimTemplate> DecodeResourceClaimTemplate(std::string_view json) {
   return Decode<ResourceClaimTemplate>(
       json, kTemplateWhat, [](Reader& r, const bj::object& root, ResourceClaimTemplate& t) {
-        r.Metadata(root, &t.template_namespace, t.name, nullptr, nullptr);
+        ReadMetadata(r, root, &t.template_namespace, t.name, nullptr, nullptr);
         const bj::object* spec = r.Object(root, "spec", "spec");
         if (spec == nullptr) return r.Fail("spec", "missing");
         const bj::object* claim_spec = r.Object(*spec, "spec", "spec.spec");
