@@ -62,7 +62,6 @@ OVERSIZE = {
     "lib/core/src/dra/dra.cpp": 857,
     "lib/core/src/codec/node_codec.cpp": 881,
     "lib/core/src/sched/node_fit.cpp": 851,
-    "lib/kube/src/service.cpp": 900,
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -23,7 +23,12 @@
 //     RLIMIT_NOFILE to max_connections plus 256 when it is lower, up to
 //     the hard limit (Go's runtime raises it for Go servers likewise).
 //   - The handler answers through the Responder it is given, now or later
-//     (a Filter answers after its API write); the connection waits.
+//     (a Filter answers after its API write); the connection waits, with no
+//     deadline, so a handler must call it once on every path. The first
+//     call (of the Responder or any copy of it) answers; later calls are
+//     ignored. It may be called after Stop() and keeps the connection's
+//     state alive until then; a connection the client closed meanwhile
+//     makes it a no-op.
 //   - With TLS, ALPN offers only http/1.1 (kube-scheduler's Go client would
 //     otherwise try h2), and the certificate and key files are reloaded for
 //     new connections when they change on disk.
