@@ -438,8 +438,7 @@ TEST_CASE("engine dra: /metrics measures each device's capacity left and each po
                   "device=\"gpu-0\",capacity=\"cores\"} 70\n") != std::string::npos);
 }
 
-TEST_CASE(
-    "engine dra: a released claim is written next at the version its release's answer gave") {
+TEST_CASE("engine dra: a released claim is written next at the version its release's answer gave") {
   // As devshare serve drives a write: the watch's event of the release may
   // come while the write is in flight, then the result, then (after it) the
   // claim the write's answer carries.

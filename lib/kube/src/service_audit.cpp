@@ -41,18 +41,18 @@ void ReturnFreeMemory() {
 template <typename T, typename Decode, typename Apply>
 void ReadAgain(const std::shared_ptr<Service::Impl>& impl, const std::string& verb,
                const std::string& path, Decode decode, Apply apply) {
-  impl->client.Call(verb, "GET", path, "", "",
-                    [self = impl, decode = std::move(decode),
-                     apply = std::move(apply)](const ApiResponse& r) {
-                      if (self->stopping || (r.status != 200 && r.status != 404)) return;
-                      std::optional<T> object;
-                      if (r.status == 200) {
-                        Result<T> decoded = decode(r.body);
-                        if (!decoded.ok()) return;
-                        object = std::move(*decoded);
-                      }
-                      apply(*self, object);
-                    });
+  impl->client.Call(
+      verb, "GET", path, "", "",
+      [self = impl, decode = std::move(decode), apply = std::move(apply)](const ApiResponse& r) {
+        if (self->stopping || (r.status != 200 && r.status != 404)) return;
+        std::optional<T> object;
+        if (r.status == 200) {
+          Result<T> decoded = decode(r.body);
+          if (!decoded.ok()) return;
+          object = std::move(*decoded);
+        }
+        apply(*self, object);
+      });
 }
 
 }  // namespace

@@ -96,18 +96,18 @@ void WriteStatus(const ClaimWriteRef& w, const std::string& version) {
 // while a pod may use it (a strategic merge adds it to the list, keeping the
 // others), then the allocation at the version the finalizer's answer gives.
 void AddFinalizer(const ClaimWriteRef& w, const std::string& version) {
-  w->sink->api().Call(
-      "claim-finalizer", "PATCH", w->path, kStrategicMergePatch,
-      bj::serialize(bj::object{{"metadata", bj::object{{"resourceVersion", version},
-                                                       {"finalizers", bj::array{kClaimFinalizer}}}}}),
-      [w](const ApiResponse& r) {
-        if (r.status == 409 && !w->reread) return Reread(w, &AddFinalizer);
-        std::optional<dra::ResourceClaim> claim = ClaimOf(r);
-        if (!claim) return w->sink->Outcome(w->command.id, false);
-        const std::string next = claim->resource_version;
-        w->sink->ClaimSeen(std::move(*claim));
-        WriteStatus(w, next);
-      });
+  w->sink->api().Call("claim-finalizer", "PATCH", w->path, kStrategicMergePatch,
+                      bj::serialize(bj::object{
+                          {"metadata", bj::object{{"resourceVersion", version},
+                                                  {"finalizers", bj::array{kClaimFinalizer}}}}}),
+                      [w](const ApiResponse& r) {
+                        if (r.status == 409 && !w->reread) return Reread(w, &AddFinalizer);
+                        std::optional<dra::ResourceClaim> claim = ClaimOf(r);
+                        if (!claim) return w->sink->Outcome(w->command.id, false);
+                        const std::string next = claim->resource_version;
+                        w->sink->ClaimSeen(std::move(*claim));
+                        WriteStatus(w, next);
+                      });
 }
 
 }  // namespace
@@ -147,13 +147,14 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchNod
   api.Call("get-node", "GET", path, "", "", [sink, id, path, c](const ApiResponse& r) {
     boost::system::error_code ec;
     bj::value node = r.status == 200 ? bj::parse(r.body, ec) : bj::value();
-    const bj::object* meta = node.is_object() ? ObjectMember(node.get_object(), "metadata") : nullptr;
+    const bj::object* meta =
+        node.is_object() ? ObjectMember(node.get_object(), "metadata") : nullptr;
     if (ec || meta == nullptr) return sink->Outcome(id, false);
     const bj::object* annotations = ObjectMember(*meta, "annotations");
     for (const AnnotationWrite& p : c.preconditions) {
       const bj::value* v = annotations != nullptr ? annotations->if_contains(p.key) : nullptr;
-      const bool holds = p.value ? (v != nullptr && v->is_string() && v->get_string() == *p.value)
-                                 : v == nullptr;
+      const bool holds =
+          p.value ? (v != nullptr && v->is_string() && v->get_string() == *p.value) : v == nullptr;
       if (!holds) return sink->Outcome(id, false);
     }
     bj::object metadata{{"annotations", AnnotationsPatch(c.writes)}};
@@ -203,8 +204,8 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::RemoveSc
   const bj::object patch{
       {"metadata", bj::object{{"uid", c.uid}}},
       {"spec",
-       bj::object{{"schedulingGates", bj::array{bj::object{{"$patch", "delete"},
-                                                           {"name", dra::kSchedulingGate}}}}}}};
+       bj::object{{"schedulingGates",
+                   bj::array{bj::object{{"$patch", "delete"}, {"name", dra::kSchedulingGate}}}}}}};
   sink->api().Call("remove-gate", "PATCH",
                    fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name),
                    kStrategicMergePatch, bj::serialize(patch), Reporting(sink, c.id));

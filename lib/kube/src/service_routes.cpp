@@ -22,13 +22,14 @@ std::string_view LastSegment(std::string_view path) {
 
 std::variant<ServiceRoute, HttpResponse> MatchRoute(const HttpRequest& request, bool trusted,
                                                     std::string_view extender_listener) {
-  const std::string_view path = std::string_view(request.target).substr(0, request.target.find('?'));
+  const std::string_view path =
+      std::string_view(request.target).substr(0, request.target.find('?'));
   const std::string_view last = LastSegment(path);
   struct Named {
     std::string_view name;
     ServiceRoute route;
-    bool get;        // GET, else POST
-    bool extender;   // acts with devshare's rights
+    bool get;       // GET, else POST
+    bool extender;  // acts with devshare's rights
   };
   static constexpr Named kRoutes[] = {
       {"filter", ServiceRoute::kFilter, false, true},
@@ -76,19 +77,17 @@ void Service::Impl::Handle(HttpRequest request, Responder respond, bool trusted)
     case ServiceRoute::kAudit:
       return StartAudit(std::move(respond));
     case ServiceRoute::kAdmissionReadyz:
-      return respond(synced() ? ok
-                              : HttpResponse{503,
-                                             "text/plain",
-                                             "not ready: the cluster cache is still syncing",
-                                             {}});
+      return respond(
+          synced() ? ok
+                   : HttpResponse{
+                         503, "text/plain", "not ready: the cluster cache is still syncing", {}});
     case ServiceRoute::kHealthz:
       return respond(ok);
     case ServiceRoute::kReadyz:
-      return respond(Ready() ? ok
-                             : HttpResponse{503,
-                                            "text/plain",
-                                            "not ready: not leading, or not registered yet",
-                                            {}});
+      return respond(
+          Ready() ? ok
+                  : HttpResponse{
+                        503, "text/plain", "not ready: not leading, or not registered yet", {}});
     case ServiceRoute::kMetrics:
       metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
       metrics.SetUndecodableNodes(engine->node_errors().size());

@@ -16,7 +16,7 @@ enum class ServiceRoute {
   kPrioritize,
   kBind,
   kWebhook,
-  kAudit,            // GET .../audit (/debug/audit)
+  kAudit,  // GET .../audit (/debug/audit)
   kHealthz,
   kReadyz,
   kAdmissionReadyz,  // GET /readyz/admission

@@ -191,8 +191,8 @@ void Service::Impl::OnLease(const WatchEvent& e) {
 }
 
 std::string Service::Impl::LeasePath(bool named) const {
-  return fmt::format("/apis/coordination.k8s.io/v1/namespaces/{}/leases{}",
-                     options.lease_namespace, named ? "/" + options.lease_name : "");
+  return fmt::format("/apis/coordination.k8s.io/v1/namespaces/{}/leases{}", options.lease_namespace,
+                     named ? "/" + options.lease_name : "");
 }
 
 void Service::Impl::Elect() {

@@ -31,11 +31,12 @@ class FakeApi {
  public:
   using Answer = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
   FakeApi(boost::asio::io_context& io, Answer answer)
-      : server_(io, Loopback(), [this, answer = std::move(answer)](HttpRequest r, Responder respond) {
-          requests.push_back(r);
-          if (std::optional<HttpResponse> a = answer(r)) return respond(std::move(*a));
-          held_.push_back(std::move(respond));
-        }) {
+      : server_(io, Loopback(),
+                [this, answer = std::move(answer)](HttpRequest r, Responder respond) {
+                  requests.push_back(r);
+                  if (std::optional<HttpResponse> a = answer(r)) return respond(std::move(*a));
+                  held_.push_back(std::move(respond));
+                }) {
     REQUIRE(server_.Start().ok());
   }
   // The cluster access of a client of this server (plain HTTP).

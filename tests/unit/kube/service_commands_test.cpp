@@ -1,5 +1,7 @@
 // The engine's API commands as `devshare serve` executes them
 // (lib/kube/src/service_commands.hpp), against a fake API server.
+#include "src/service_commands.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "kube/fake_api.hpp"
-#include "src/service_commands.hpp"
 
 using namespace devshare;
 using namespace devshare::kube;
@@ -25,8 +26,9 @@ constexpr const char* kClaim = "/apis/resource.k8s.io/v1/namespaces/d/resourcecl
 // Claim d/c (UID cu) at `version`, with an allocation when `allocated`.
 std::string ClaimJson(const std::string& version, bool allocated = false) {
   const std::string status =
-      allocated ? R"(,"status":{"allocation":{"devices":{"results":[{"request":"r","driver":"gpu.example.com","pool":"n1","device":"gpu-0"}]}}})"
-                : "";
+      allocated
+          ? R"(,"status":{"allocation":{"devices":{"results":[{"request":"r","driver":"gpu.example.com","pool":"n1","device":"gpu-0"}]}}})"
+          : "";
   return fmt::format(
       R"({{"metadata":{{"name":"c","namespace":"d","uid":"cu","resourceVersion":"{}"}},"spec":{{}}{}}})",
       version, status);
@@ -48,7 +50,8 @@ std::string VersionIn(const HttpRequest& r) {
 // Records what the commands report, in order: "outcome <id> <ok>" and
 // "claim <resourceVersion>".
 struct Sink : CommandSink {
-  Sink(boost::asio::io_context& io, const FakeApi& api) : client(io, api.Access(), Unthrottled(), nullptr) {
+  Sink(boost::asio::io_context& io, const FakeApi& api)
+      : client(io, api.Access(), Unthrottled(), nullptr) {
     REQUIRE(client.Start().ok());
   }
   ApiClient& api() override { return client; }
@@ -80,8 +83,8 @@ engine::WriteClaimStatus Allocating(std::string version) {
 // Runs `command` against a server answering with `answer`; returns the
 // requests as "<method> <target> @<resourceVersion>" and the reports.
 template <typename Command>
-std::pair<std::vector<std::string>, std::vector<std::string>> Run(
-    const Command& command, const FakeApi::Answer& answer) {
+std::pair<std::vector<std::string>, std::vector<std::string>> Run(const Command& command,
+                                                                  const FakeApi::Answer& answer) {
   boost::asio::io_context io;
   FakeApi api(io, answer);
   auto sink = std::make_shared<Sink>(io, api);
@@ -96,15 +99,18 @@ std::pair<std::vector<std::string>, std::vector<std::string>> Run(
   io.run();
   std::vector<std::string> requests;
   for (const HttpRequest& r : api.requests) {
-    requests.push_back(r.method == "GET" ? "GET " + r.target
-                                         : fmt::format("{} {} @{}", r.method, r.target, VersionIn(r)));
+    requests.push_back(r.method == "GET"
+                           ? "GET " + r.target
+                           : fmt::format("{} {} @{}", r.method, r.target, VersionIn(r)));
   }
   return {requests, sink->reports};
 }
 
 }  // namespace
 
-TEST_CASE("kube commands: a 409 on the claim's finalizer PATCH reads the claim and writes at its version") {
+TEST_CASE(
+    "kube commands: a 409 on the claim's finalizer PATCH reads the claim and writes at its "
+    "version") {
   int finalizer_patches = 0;
   auto [requests, reports] = Run(Allocating("5"), [&](const HttpRequest& r) {
     if (r.method == "GET") return Answer(200, ClaimJson("7"));
@@ -124,7 +130,8 @@ TEST_CASE("kube commands: a 409 on the claim's finalizer PATCH reads the claim a
   CHECK(reports == std::vector<std::string>{"claim 7", "claim 8", "outcome 7 true", "claim 9"});
 }
 
-TEST_CASE("kube commands: a 409 on the claim's status reads it; allocated meanwhile, the write fails") {
+TEST_CASE(
+    "kube commands: a 409 on the claim's status reads it; allocated meanwhile, the write fails") {
   auto [requests, reports] = Run(Allocating("5"), [&](const HttpRequest& r) {
     if (r.method == "GET") return Answer(200, ClaimJson("9", true));  // another's allocation
     if (r.target.ends_with("/status")) return Answer(409, "{}");
@@ -165,7 +172,9 @@ TEST_CASE("kube commands: a second 409 fails the claim write; a claim gone or re
   CHECK(reports == std::vector<std::string>{"outcome 7 false"});
 }
 
-TEST_CASE("kube commands: a release writes the status at the claim's version, its answer after the outcome") {
+TEST_CASE(
+    "kube commands: a release writes the status at the claim's version, its answer after the "
+    "outcome") {
   engine::WriteClaimStatus release = Allocating("5");
   release.add_finalizer = false;
   release.allocation.reset();
@@ -203,8 +212,8 @@ TEST_CASE("kube commands: a node lock at a stale version is read, checked and wr
   // Taken meanwhile: the precondition fails, nothing is written.
   std::tie(requests, reports) = Run(lock, [&](const HttpRequest& r) {
     if (r.method == "GET")
-      return Answer(200,
-                    R"({"metadata":{"name":"n1","resourceVersion":"6","annotations":{"lock":"x"}}})");
+      return Answer(
+          200, R"({"metadata":{"name":"n1","resourceVersion":"6","annotations":{"lock":"x"}}})");
     return Answer(409, "{}");
   });
   CHECK(requests.size() == 2);

@@ -1,6 +1,8 @@
 // `devshare serve`'s routes: which route a request asks for
 // (lib/kube/src/service_routes.hpp), and a Service answering them over a
 // fake API server.
+#include "src/service_routes.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -13,7 +15,6 @@
 
 #include "devshare/kube/service.hpp"
 #include "kube/fake_api.hpp"
-#include "src/service_routes.hpp"
 
 using namespace devshare;
 using namespace devshare::kube;
@@ -72,7 +73,8 @@ TEST_CASE("kube routes: the path's last segment names the route, under any prefi
   CHECK(Match("POST", "/filters") == R"(404 {"error":"no route /filters"})");
 }
 
-TEST_CASE("kube routes: wrong methods are 405, the extender's routes 403 where callers are unknown") {
+TEST_CASE(
+    "kube routes: wrong methods are 405, the extender's routes 403 where callers are unknown") {
   CHECK(Match("GET", "/filter") == R"(405 {"error":"use POST"})");
   CHECK(Match("PUT", "/webhook") == R"(405 {"error":"use POST"})");
   CHECK(Match("POST", "/healthz") == R"(405 {"error":"use GET"})");
@@ -97,8 +99,8 @@ TEST_CASE("kube routes: a Service answers its routes once the cluster cache is s
   // An empty cluster: every list is empty, every watch waits.
   FakeApi api(io, [](const HttpRequest& r) -> std::optional<HttpResponse> {
     if (r.target.find("watch=1") != std::string::npos) return std::nullopt;
-    return HttpResponse{200, "application/json", R"({"metadata":{"resourceVersion":"1"},"items":[]})",
-                        {}};
+    return HttpResponse{
+        200, "application/json", R"({"metadata":{"resourceVersion":"1"},"items":[]})", {}};
   });
   ServiceOptions options;
   options.http.address = "0.0.0.0";  // a listener the network reaches: not the extender's
@@ -120,12 +122,9 @@ TEST_CASE("kube routes: a Service answers its routes once the cluster cache is s
     std::string method, target, body;
   };
   const std::vector<Ask> asks = {
-      {"GET", "/healthz", ""},
-      {"POST", "/healthz", ""},
-      {"GET", "/nowhere", ""},
-      {"POST", "/scheduler/filter", "{}"},
-      {"POST", "/webhook", "not json"},
-      {"GET", "/metrics", ""},
+      {"GET", "/healthz", ""},          {"POST", "/healthz", ""},
+      {"GET", "/nowhere", ""},          {"POST", "/scheduler/filter", "{}"},
+      {"POST", "/webhook", "not json"}, {"GET", "/metrics", ""},
   };
   std::map<std::string, std::string> answers;
   std::function<void(std::size_t)> ask = [&](std::size_t i) {
