@@ -26,9 +26,11 @@
 //     (a Filter answers after its API write); the connection waits, with no
 //     deadline, so a handler must call it once on every path. The first
 //     call (of the Responder or any copy of it) answers; later calls are
-//     ignored. It may be called after Stop() and keeps the connection's
-//     state alive until then; a connection the client closed meanwhile
-//     makes it a no-op.
+//     ignored. The Responder owns the connection while the request is
+//     handled: it may be called after Stop() (which leaves the connection
+//     open for it, and closes it after the answer), a client gone meanwhile
+//     makes the answer a no-op, and a Responder destroyed uncalled closes
+//     the connection without an answer.
 //   - With TLS, ALPN offers only http/1.1 (kube-scheduler's Go client would
 //     otherwise try h2), and the certificate and key files are reloaded for
 //     new connections when they change on disk.
