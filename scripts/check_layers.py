@@ -60,7 +60,6 @@ OVERSIZE = {
     "lib/core/src/dra/dra_cel.cpp": 2453,
     "lib/core/src/codec/node_codec.cpp": 881,
     "lib/core/src/sched/node_fit.cpp": 851,
-    "lib/kube/src/service.cpp": 900,
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <deque>
@@ -10,6 +11,7 @@
 #include <variant>
 
 #include "http_exchange.hpp"
+#include "json_member.hpp"
 
 namespace devshare::kube {
 
@@ -171,7 +173,10 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     auto shared = std::make_shared<Pending>(std::move(p));
     auto self = shared_from_this();
     if (Status s = RefreshCredential(false); !s.ok()) {
-      if (shared->done) shared->done(ApiResponse{0, "", std::string(s.message()), ""});
+      // Never from within Call: the caller may hold state `done` changes.
+      asio::post(io, [shared, error = std::string(s.message())] {
+        if (shared->done) shared->done(ApiResponse{0, "", error, ""});
+      });
       return;
     }
     auto exchange = std::make_shared<Exchange>(
@@ -228,7 +233,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
                       (*fresh)[Key(item)] = std::move(item);
                     }
                   }
-                  const std::string cont = Meta(doc, "continue");
+                  const std::string cont = MetadataString(doc, "continue");
                   if (!cont.empty()) return self->List(w, cont, fresh);
                   // The list is whole: replace the cache.
                   for (auto& [key, object] : w->known) {
@@ -238,7 +243,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
                     w->on_event(WatchEvent{w->known.contains(key) ? "MODIFIED" : "ADDED", object});
                   }
                   w->known = std::move(*fresh);
-                  w->version = Meta(doc, "resourceVersion");
+                  w->version = MetadataString(doc, "resourceVersion");
                   w->failures = 0;
                   if (w->on_synced) w->on_synced();
                   self->StartWatch(w);
@@ -273,6 +278,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
   // Bytes of the watch stream: one JSON object per event.
   bool OnWatchBytes(const std::shared_ptr<WatchState>& w, std::string_view chunk) {
+    if (stopped) return false;  // bytes read before Stop closed the socket
     while (!chunk.empty()) {
       boost::system::error_code ec;
       const std::size_t n = w->parser.write_some(chunk.data(), chunk.size(), ec);
@@ -300,7 +306,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
       w->version.clear();  // 410 Expired (or any error): relist
       return false;
     }
-    const std::string version = Meta(*object, "resourceVersion");
+    const std::string version = MetadataString(*object, "resourceVersion");
     if (!version.empty()) w->version = version;
     if (t == "BOOKMARK") return true;
     const std::string key = Key(*object);
@@ -330,16 +336,8 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     });
   }
 
-  static std::string Meta(const bj::value& object, std::string_view key) {
-    const bj::value* meta =
-        object.is_object() ? object.get_object().if_contains("metadata") : nullptr;
-    const bj::value* v =
-        meta != nullptr && meta->is_object() ? meta->get_object().if_contains(key) : nullptr;
-    return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
-  }
-
   static std::string Key(const bj::value& object) {
-    return Meta(object, "namespace") + "/" + Meta(object, "name");
+    return MetadataString(object, "namespace") + "/" + MetadataString(object, "name");
   }
 
   asio::io_context& io;
@@ -364,7 +362,10 @@ ApiClient::ApiClient(asio::io_context& io, ClusterAccess access, ApiClientOption
                      Metrics* metrics)
     : impl_(std::make_shared<Impl>(io, std::move(access), options, metrics)) {}
 
-ApiClient::~ApiClient() { Stop(); }
+ApiClient::~ApiClient() {
+  Stop();
+  impl_->metrics = nullptr;  // requests still on the wire complete uncounted
+}
 
 Status ApiClient::Start() {
   if (Status s = impl_->RefreshCredential(true); !s.ok()) return s;

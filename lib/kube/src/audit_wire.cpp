@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "json_member.hpp"
+
 namespace devshare::kube {
 
 namespace bj = boost::json;
@@ -17,10 +19,9 @@ Status Bad(std::string message, std::string path) {
 // An optional string member of `o` at `path`.
 Status OptionalString(const bj::object& o, std::string_view key, const std::string& path,
                       std::string& out) {
-  const bj::value* v = o.if_contains(key);
-  if (v == nullptr || v->is_null()) return Status();
-  if (!v->is_string()) return Bad(fmt::format("{} is not a string", path), path);
-  out = std::string(v->get_string());
+  Result<std::optional<std::string>> v = StringMember(o, key, path);
+  if (!v.ok()) return Bad(std::string(v.status().message()), path);
+  if (*v) out = std::move(**v);
   return Status();
 }
 

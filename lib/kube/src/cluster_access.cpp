@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "devshare/time_range.hpp"
+#include "json_member.hpp"
 
 namespace devshare::kube {
 
@@ -281,27 +282,23 @@ Result<ExecCredential> ParseExecCredential(std::string_view json, std::string_vi
   if (ec) return bad(fmt::format("not JSON: {}", ec.message()));
   const boost::json::object* root = v.if_object();
   if (root == nullptr) return bad("not a JSON object");
-  const auto text = [](const boost::json::object& o, std::string_view key) -> std::string {
-    const boost::json::value* f = o.if_contains(key);
-    return f != nullptr && f->is_string() ? std::string(f->get_string()) : std::string();
-  };
-  if (text(*root, "kind") != "ExecCredential") return bad("kind is not ExecCredential");
-  if (text(*root, "apiVersion") != api_version) {
+  if (StringOrEmpty(*root, "kind") != "ExecCredential") return bad("kind is not ExecCredential");
+  if (StringOrEmpty(*root, "apiVersion") != api_version) {
     return bad(fmt::format("apiVersion '{}', but the kubeconfig asks for '{}'",
-                           text(*root, "apiVersion"), api_version));
+                           StringOrEmpty(*root, "apiVersion"), api_version));
   }
-  const boost::json::value* status = root->if_contains("status");
-  if (status == nullptr || !status->is_object()) return bad("no status");
-  const boost::json::object& st = status->get_object();
+  const boost::json::object* status = ObjectMember(*root, "status");
+  if (status == nullptr) return bad("no status");
+  const boost::json::object& st = *status;
   ExecCredential c;
-  c.token = text(st, "token");
-  c.cert_pem = text(st, "clientCertificateData");
-  c.key_pem = text(st, "clientKeyData");
+  c.token = StringOrEmpty(st, "token");
+  c.cert_pem = StringOrEmpty(st, "clientCertificateData");
+  c.key_pem = StringOrEmpty(st, "clientKeyData");
   if (c.cert_pem.empty() != c.key_pem.empty())
     return bad("status.clientCertificateData and clientKeyData go together");
   if (c.token.empty() && c.cert_pem.empty())
     return bad("status has neither a token nor a client certificate");
-  if (const std::string expiry = text(st, "expirationTimestamp"); !expiry.empty()) {
+  if (const std::string expiry = StringOrEmpty(st, "expirationTimestamp"); !expiry.empty()) {
     Result<std::int64_t> expires = DecodeRfc3339(expiry);
     if (!expires.ok())
       return bad(fmt::format("status.expirationTimestamp: {}", expires.status().message()));

@@ -8,6 +8,7 @@
 
 #include "devshare/kube/api_client.hpp"
 #include "devshare/objects_json.hpp"
+#include "json_member.hpp"
 
 namespace devshare::kube {
 
@@ -18,21 +19,11 @@ namespace bj = boost::json;
 
 constexpr ApiClientOptions kReadOptions{50, 100};
 
-std::string Field(const bj::object& o, std::string_view key) {
-  const bj::value* v = o.if_contains(key);
-  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
-const bj::object* Object(const bj::object& o, std::string_view key) {
-  const bj::value* v = o.if_contains(key);
-  return v != nullptr ? v->if_object() : nullptr;
-}
-
 std::string NameOf(const bj::object& item) {
-  const bj::object* meta = Object(item, "metadata");
+  const bj::object* meta = ObjectMember(item, "metadata");
   if (meta == nullptr) return "?";
-  const std::string ns = Field(*meta, "namespace");
-  return ns.empty() ? Field(*meta, "name") : ns + "/" + Field(*meta, "name");
+  const std::string ns = StringOrEmpty(*meta, "namespace");
+  return ns.empty() ? StringOrEmpty(*meta, "name") : ns + "/" + StringOrEmpty(*meta, "name");
 }
 
 Status Unavailable(std::string_view what, const ApiResponse& r) {
@@ -74,14 +65,14 @@ void Add(std::string_view kind, const bj::object& item, ClusterObjects& out) {
     return out.undecodable.push_back(
         fmt::format("{} {}: {}", kind.substr(0, kind.size() - 1), NameOf(item), failed.message()));
   }
-  const bj::object* meta = Object(item, "metadata");
-  const bj::object* spec = Object(item, "spec");
+  const bj::object* meta = ObjectMember(item, "metadata");
+  const bj::object* spec = ObjectMember(item, "spec");
   ResourceQuotaObject quota;
   if (meta != nullptr) {
-    quota.quota_namespace = Field(*meta, "namespace");
-    quota.name = Field(*meta, "name");
+    quota.quota_namespace = StringOrEmpty(*meta, "namespace");
+    quota.name = StringOrEmpty(*meta, "name");
   }
-  if (const bj::object* hard = spec != nullptr ? Object(*spec, "hard") : nullptr) {
+  if (const bj::object* hard = spec != nullptr ? ObjectMember(*spec, "hard") : nullptr) {
     for (const auto& [resource, value] : *hard) {
       if (value.is_string()) quota.hard.Set(std::string(resource), std::string(value.get_string()));
     }
@@ -142,8 +133,8 @@ struct Lister {
         ++count;
       }
       if (progress) progress(what, count);
-      const bj::object* meta = Object(*list, "metadata");
-      const std::string next = meta != nullptr ? Field(*meta, "continue") : std::string();
+      const bj::object* meta = ObjectMember(*list, "metadata");
+      const std::string next = meta != nullptr ? StringOrEmpty(*meta, "continue") : std::string();
       if (!next.empty()) return List(kind, next, count);
       List(kind + 1, "", 0);
     });

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "devshare/objects_json.hpp"
+#include "json_member.hpp"
 
 namespace devshare::kube {
 
@@ -24,14 +25,6 @@ Result<bj::value> ParseJson(std::string_view json, bj::storage_ptr storage = {})
   if (ec) return Bad(fmt::format("not JSON: {}", ec.message()));
   if (!v.is_object()) return Bad("not a JSON object");
   return v;
-}
-
-// A string field of `o`, or an error naming it.
-Result<std::string> StringField(const bj::object& o, std::string_view key) {
-  const bj::value* v = o.if_contains(key);
-  if (v == nullptr || !v->is_string())
-    return Bad(fmt::format("{} is missing or not a string", key));
-  return std::string(v->get_string());
 }
 
 }  // namespace
@@ -222,9 +215,9 @@ Result<BindArgs> DecodeBindArgs(std::string_view json) {
   for (auto [key, field] :
        {std::pair{"PodName", &args.pod_name}, std::pair{"PodNamespace", &args.pod_namespace},
         std::pair{"PodUID", &args.pod_uid}, std::pair{"Node", &args.node}}) {
-    Result<std::string> v = StringField(o, key);
-    if (!v.ok()) return v.status();
-    *field = std::move(*v);
+    Result<std::optional<std::string>> v = StringMember(o, key);
+    if (!v.ok() || !*v) return Bad(fmt::format("{} is missing or not a string", key));
+    *field = std::move(**v);
   }
   return args;
 }

@@ -242,10 +242,15 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
                   std::string(request[http::field::authorization])};
     const bool keep_alive = request.keep_alive();
     const unsigned version = request.version();
-    server_->handler(std::move(r),
-                     [self = this->shared_from_this(), keep_alive, version](HttpResponse response) {
-                       self->Write(std::move(response), keep_alive, version);
-                     });
+    const std::uint64_t n = ++requests_;
+    // The first call of any copy of the Responder answers; later ones are
+    // ignored (two writes at once on one stream are undefined).
+    server_->handler(std::move(r), [self = this->shared_from_this(), keep_alive, version,
+                                    n](HttpResponse response) {
+      if (n <= self->answered_) return;
+      self->answered_ = n;
+      self->Write(std::move(response), keep_alive, version);
+    });
   }
 
   // Answers `status` with the reason and closes the connection.
@@ -324,6 +329,8 @@ class Connection : public Session, public std::enable_shared_from_this<Connectio
   bool waiting_ = false;
   bool handshaken_ = false;
   bool busy_ = false;
+  std::uint64_t requests_ = 0;  // requests read on this connection
+  std::uint64_t answered_ = 0;  // the last of them answered
 };
 
 // Accept failed for want of descriptors or memory: the connection stays in

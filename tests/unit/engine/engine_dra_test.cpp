@@ -437,3 +437,34 @@ TEST_CASE("engine dra: /metrics measures each device's capacity left and each po
   CHECK(text.find("devshare_dra_device_capacity_free{driver=\"gpu.example.com\",pool=\"n1\","
                   "device=\"gpu-0\",capacity=\"cores\"} 70\n") != std::string::npos);
 }
+
+TEST_CASE("engine dra: a released claim is written next at the version its release's answer gave") {
+  // As devshare serve drives a write: the watch's event of the release may
+  // come while the write is in flight, then the result, then (after it) the
+  // claim the write's answer carries.
+  dra::ResourceClaim written = WrittenOnN2(Share("a", 30), "p");
+  written.resource_version = "10";
+  Fixture full;
+  full.engine.DraSynced();
+  full.engine.ResourceClaimObserved(written);
+  full.engine.ResourceClaimObserved(WrittenOnN2(Share("o", 50), "other"));
+  full.engine.ResourceClaimObserved(Share("b", 30));
+  full.engine.PodObserved(Gated("p", {"a", "b"}));
+  auto releases = Of<WriteClaimStatus>(full.Tick());
+  REQUIRE(releases.size() == 1);
+  CHECK(releases[0].resource_version == "10");
+  dra::ResourceClaim released = written;
+  released.allocation.reset();
+  released.reserved_for.clear();
+  released.resource_version = "11";
+  full.engine.ResourceClaimObserved(released);  // the watch, during the write
+  CHECK(full.Result(releases[0].id, true).empty());
+  full.engine.ResourceClaimObserved(released);  // the write's answer
+  auto placed = Of<WriteClaimStatus>(full.Tick());
+  REQUIRE(placed.size() == 2);
+  for (const WriteClaimStatus& w : placed) {
+    CAPTURE(w.name);
+    CHECK(w.add_finalizer);
+    CHECK(w.resource_version == (w.name == "a" ? "11" : Share("b", 30).resource_version));
+  }
+}

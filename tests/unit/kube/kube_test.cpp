@@ -26,10 +26,12 @@
 #include "devshare/kube/extender.hpp"
 #include "devshare/kube/http_server.hpp"
 #include "devshare/kube/metrics.hpp"
+#include "kube/fake_api.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
 using namespace devshare::kube;
+using devshare::kube::fakes::Loopback;
 
 namespace {
 
@@ -738,13 +740,6 @@ std::pair<std::vector<int>, ApiConnectionStats> RequestsInTurn(
   for (int i = 0; i < at_once; ++i) next();
   io.run();
   return {statuses, client.connection_stats()};
-}
-
-HttpServerOptions Loopback() {
-  HttpServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  return options;
 }
 
 }  // namespace

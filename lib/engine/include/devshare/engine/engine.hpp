@@ -219,7 +219,12 @@ struct BindReply {
 // `add_finalizer`, then status.allocation and status.reservedFor are
 // written, each write at the resourceVersion the claim was read at (the
 // first write's answer gives the second its version). A 409 or any other
-// failure fails the command.
+// failure fails the command; an adapter may first read the claim on a 409
+// and write again at the version read when the claim is still the same one
+// (UID) unallocated. The claims the API server answers with go to
+// ResourceClaimObserved, the last write's after its ApiResult, so the cache
+// holds the version the write made (a watch event that came during the
+// write is not kept once the write succeeds).
 struct WriteClaimStatus {
   std::uint64_t id = 0;
   std::string claim_namespace;

@@ -23,6 +23,18 @@
 //     seen; a 410 (an ERROR event or an HTTP 410) relists and replaces the
 //     cache, with DELETED events for the objects that vanished; a failing
 //     connection backs off 800 ms doubling to 30 s.
+//   - Callbacks (`done`, `on_event`, `on_synced`) run on the io_context's
+//     thread, never from within the call that registers them.
+//   - Stop() and the destructor: a request still queued (for a token, or
+//     for its Retry-After) is dropped and its `done` never called; one that
+//     has left the queue (waiting for a connection, or on the wire)
+//     completes and its `done` is called, after Stop()
+//     and even after the ApiClient is destroyed (the client's state lives
+//     until then), so what a `done` uses it must keep alive itself. A watch
+//     calls neither `on_event` nor `on_synced` once Stop() has returned;
+//     there is no other way to end a watch.
+//   - `metrics` (may be null) is borrowed: it must outlive the ApiClient
+//     object. Requests that complete after the destructor are not counted.
 //
 // Thread-safety: everything runs on the io_context's thread.
 #ifndef DEVSHARE_KUBE_API_CLIENT_HPP_
@@ -84,23 +96,32 @@ class ApiClient {
   Status Start();
 
   // One request. `verb` names it in the metrics (for example "patch-node").
+  // `done` is called at most once: exactly once with the answer (after
+  // retries; status 0 with `error` for a transport failure or a credential
+  // the exec plugin could not give), unless Stop() drops the request first
+  // (see above).
   void Call(std::string verb, std::string method, std::string target, std::string content_type,
             std::string body, ApiCallback done);
 
   // A GET of a list answered as metadata only (a PartialObjectMetadataList:
   // each object's name, namespace, UID, resourceVersion, labels and
-  // annotations), through the same bucket and retries as Call.
+  // annotations), through the same bucket and retries as Call, and with
+  // Call's rule for `done`.
   void GetMetadata(std::string verb, std::string target, ApiCallback done);
 
   // Lists and watches `path` (for example "/api/v1/pods") with an optional
-  // field selector; `on_event` gets every change, `on_synced` is called after
-  // each complete list (the cache is whole).
+  // field selector; `on_event` gets every change, `on_synced` (may be empty)
+  // is called after each complete list (the cache is whole), so again after
+  // each relist. The watch runs until Stop(); called after Stop(), it never
+  // starts.
   void Watch(std::string path, std::string field_selector,
              std::function<void(const WatchEvent&)> on_event, std::function<void()> on_synced);
 
   ApiConnectionStats connection_stats() const;
 
-  // Ends the watches, closes the idle connections; requests in flight end.
+  // Ends the watches (their connections are closed), drops the queued
+  // requests and closes the idle connections; requests on the wire complete
+  // (see above). Idempotent; the destructor calls it.
   void Stop();
 
   struct Impl;  // opaque

@@ -23,7 +23,14 @@
 //     RLIMIT_NOFILE to max_connections plus 256 when it is lower, up to
 //     the hard limit (Go's runtime raises it for Go servers likewise).
 //   - The handler answers through the Responder it is given, now or later
-//     (a Filter answers after its API write); the connection waits.
+//     (a Filter answers after its API write); the connection waits, with no
+//     deadline, so a handler must call it once on every path. The first
+//     call (of the Responder or any copy of it) answers; later calls are
+//     ignored. The Responder owns the connection while the request is
+//     handled: it may be called after Stop() (which leaves the connection
+//     open for it, and closes it after the answer), a client gone meanwhile
+//     makes the answer a no-op, and a Responder destroyed uncalled closes
+//     the connection without an answer.
 //   - With TLS, ALPN offers only http/1.1 (kube-scheduler's Go client would
 //     otherwise try h2), and the certificate and key files are reloaded for
 //     new connections when they change on disk.

@@ -49,9 +49,14 @@
 // refusal of claims devshare cannot allocate), and executes the engine's
 // DRA commands: a claim's allocation as kube-scheduler writes it (PATCH
 // adding the finalizer, then PATCH of /status with allocation and
-// reservedFor, each at the claim's resourceVersion), the gate's removal (a
-// strategic merge PATCH of the pod, its UID as precondition), and a Warning
-// Event for a pod left gated. The audit lists the claims too.
+// reservedFor, each at the claim's resourceVersion; on a 409 the claim is
+// read, and written again at the version read if it is still the same claim
+// unallocated, else the write fails for the engine to judge anew; every
+// claim the API server answers with goes to the engine's cache), the gate's
+// removal (a strategic merge PATCH of the pod, its UID as precondition), and
+// a Warning Event for a pod left gated. Claims are allocated only once the
+// nodes, the pods and every DRA kind are listed. The audit lists the claims
+// too.
 //
 // Leadership: kAlways (one replica), kFollow (HAMi's mode: lead while the
 // kube-scheduler Lease names this host), kElect (run client-go's election

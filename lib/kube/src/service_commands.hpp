@@ -1,0 +1,67 @@
+// service_commands.hpp — the engine's API commands (devshare/engine/engine.hpp
+// "Commands") executed against the API server, as `devshare serve` does.
+// Private to lib/kube (service*.cpp) and its unit tests.
+#ifndef DEVSHARE_KUBE_SRC_SERVICE_COMMANDS_HPP_
+#define DEVSHARE_KUBE_SRC_SERVICE_COMMANDS_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "devshare/dra.hpp"
+#include "devshare/engine/engine.hpp"
+#include "devshare/kube/api_client.hpp"
+
+namespace devshare::kube {
+
+// Where a command's results go. The executors hold the sink (a shared_ptr)
+// until the command's last request has answered, so the sink keeps the
+// ApiClient it hands out alive that long.
+class CommandSink {
+ public:
+  virtual ~CommandSink() = default;
+  virtual ApiClient& api() = 0;
+  // The outcome of the command `id` (Engine::ApiResult): called exactly once
+  // per command that has an id (PodEvent has none).
+  virtual void Outcome(std::uint64_t id, bool ok) = 0;
+  // A ResourceClaim as the API server answered a write or a read of it,
+  // for the cache (Engine::ResourceClaimObserved, as a watch event would
+  // bring it). A claim write's last answer comes after its Outcome, so the
+  // cache ends at the version the write made.
+  virtual void ClaimSeen(dra::ResourceClaim claim) = 0;
+};
+
+// The path of a ResourceClaim (resource.k8s.io/v1).
+std::string ClaimPath(const std::string& claim_namespace, const std::string& name);
+
+// The writes, as `devshare serve` makes them:
+//   PatchNode: a JSON merge patch of the node's annotations. With
+//     preconditions: at the command's resourceVersion, and on a 409 (or
+//     without a version) the node is read, the preconditions checked, and
+//     PATCHed at the version read; a precondition that no longer holds
+//     fails the command.
+//   PatchPod: a merge patch of the pod's annotations.
+//   PostBinding: a Binding of the pod to the node.
+//   WriteClaimStatus: as kube-scheduler, the finalizer first when asked (a
+//     strategic merge PATCH, which adds it to the list), then status
+//     allocation and reservedFor (a merge PATCH of /status), each at the
+//     version known: the command's, then the finalizer's answer's. A 409
+//     on either reads the claim (and hands it to ClaimSeen); when the
+//     command allocates and the claim read is the same claim (UID) still
+//     unallocated, that write is made again, once, at the version read;
+//     otherwise the command fails, for the engine to judge the claim anew.
+//   RemoveSchedulingGate: a strategic merge PATCH deleting the gate, the
+//     pod's UID as precondition.
+//   PodEvent: a Warning Event on the pod from `reporting_instance`, and a
+//     line on stderr; it has no outcome.
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchNode& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchPod& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PostBinding& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::WriteClaimStatus& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::RemoveSchedulingGate& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PodEvent& c,
+                const std::string& reporting_instance);
+
+}  // namespace devshare::kube
+
+#endif  // DEVSHARE_KUBE_SRC_SERVICE_COMMANDS_HPP_
