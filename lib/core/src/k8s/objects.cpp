@@ -51,14 +51,13 @@ bool StringMap::Erase(std::string_view key) {
 namespace {
 
 std::optional<k8s::Quantity> ParseWithDigits(std::string_view text) {
-  std::size_t i = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
-  bool digit = false;
-  for (; i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.'); ++i) {
-    digit = digit || text[i] != '.';
-  }
-  if (!digit) return std::nullopt;
-  k8s::QuantityParse p = k8s::ParseQuantity(text);
+  const k8s::QuantityParse p = k8s::ParseQuantity(text);
   if (p.outcome != k8s::QuantityParse::Outcome::kOk) return std::nullopt;
+  if (p.quantity.nano == 0) {  // only a zero may have been written without a digit
+    std::size_t i = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+    while (i < text.size() && text[i] == '.') ++i;
+    if (i == text.size() || !internal::IsAsciiDigit(text[i])) return std::nullopt;
+  }
   return p.quantity;
 }
 

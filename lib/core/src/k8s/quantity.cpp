@@ -3,6 +3,7 @@
 #include "k8s/quantity.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "base/text.hpp"
@@ -12,18 +13,26 @@ namespace {
 
 bool MulI128(i128 a, i128 b, i128& out) { return __builtin_mul_overflow(a, b, &out); }
 
+constexpr int kMaxPow10 = 38;  // 10^38 < 2^127 < 10^39
+constexpr auto kPow10 = [] {
+  std::array<i128, kMaxPow10 + 1> t{};
+  t[0] = 1;
+  for (std::size_t i = 1; i < t.size(); ++i) t[i] = t[i - 1] * 10;
+  return t;
+}();
+
+// 10^n when it fits.
 std::optional<i128> Pow10(int n) {
-  i128 r = 1;
-  for (int i = 0; i < n; ++i) {
-    if (MulI128(r, 10, r)) return std::nullopt;
-  }
-  return r;
+  if (n < 0 || n > kMaxPow10) return std::nullopt;
+  return kPow10[static_cast<std::size_t>(n)];
 }
 
 // value * 10^(scale + 9), when it fits; zero at any scale.
 std::optional<i128> NanoOf(std::int64_t value, std::int32_t scale) {
   if (value == 0) return 0;
   if (scale + 9 < 0) return std::nullopt;  // int64Amount scales are >= -9
+  // |value| < 2^63 and 10^19 < 2^64: the product fits without a check.
+  if (scale + 9 <= 19) return static_cast<i128>(value) * kPow10[scale + 9];
   const auto p = Pow10(scale + 9);
   i128 r = 0;
   if (!p || MulI128(value, *p, r)) return std::nullopt;
@@ -39,7 +48,11 @@ std::optional<std::int64_t> PositiveScale(std::int64_t value, std::int32_t scale
   return r;
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+// One of "eEinumkKMGTP", the letters of suffixes.
+bool IsSuffixLetter(char c) {
+  static constexpr std::string_view kLetters = "eEinumkKMGTP";
+  return std::find(kLetters.begin(), kLetters.end(), c) != kLetters.end();
+}
 
 }  // namespace
 
@@ -60,19 +73,18 @@ QuantityParse ParseQuantity(std::string_view str) {
   std::string_view num;
   std::string_view denom;
   std::size_t i = pos;
-  while (i < str.size() && IsDigit(str[i])) ++i;
+  while (i < str.size() && internal::IsAsciiDigit(str[i])) ++i;
   num = str.substr(pos, i - pos);
   if (num.empty()) num = "0";
   if (i < str.size() && str[i] == '.') {
     const std::size_t d = ++i;
-    while (i < str.size() && IsDigit(str[i])) ++i;
+    while (i < str.size() && internal::IsAsciiDigit(str[i])) ++i;
     denom = str.substr(d, i - d);
   }
   const std::size_t suffix_start = i;
-  constexpr std::string_view kSuffixLetters = "eEinumkKMGTP";
-  while (i < str.size() && kSuffixLetters.find(str[i]) != std::string_view::npos) ++i;
+  while (i < str.size() && IsSuffixLetter(str[i])) ++i;
   if (i < str.size() && (str[i] == '-' || str[i] == '+')) ++i;
-  while (i < str.size() && IsDigit(str[i])) ++i;
+  while (i < str.size() && internal::IsAsciiDigit(str[i])) ++i;
   if (i < str.size()) {
     out.error = kQuantityFormatError;
     return out;
@@ -88,8 +100,8 @@ QuantityParse ParseQuantity(std::string_view str) {
     Format format;
   };
   static constexpr Known kKnown[] = {
-      {"n", 10, -9, Format::kDecimalSI}, {"u", 10, -6, Format::kDecimalSI},
-      {"m", 10, -3, Format::kDecimalSI}, {"", 10, 0, Format::kDecimalSI},
+      {"", 10, 0, Format::kDecimalSI},   {"n", 10, -9, Format::kDecimalSI},
+      {"u", 10, -6, Format::kDecimalSI}, {"m", 10, -3, Format::kDecimalSI},
       {"k", 10, 3, Format::kDecimalSI},  {"M", 10, 6, Format::kDecimalSI},
       {"G", 10, 9, Format::kDecimalSI},  {"T", 10, 12, Format::kDecimalSI},
       {"P", 10, 15, Format::kDecimalSI}, {"E", 10, 18, Format::kDecimalSI},
@@ -271,9 +283,19 @@ std::optional<std::int64_t> GoAsInt64(const Quantity& q) {
 
 namespace {
 
-// The value divided by `unit` nanos, rounded towards +infinity when
-// `ceil`, else required to be exact; nullopt when it does not fit int64.
+// The value times 10^exp10, rounded towards +infinity when `ceil`, else
+// required to be exact; nullopt when it does not fit int64.
 std::optional<std::int64_t> Scaled(const Quantity& q, int exp10, bool ceil) {
+  if (q.form == Quantity::Form::kInt64Amount) {  // value * 10^(scale + exp10), in int64
+    const std::int32_t shift = q.scale + exp10;
+    if (shift >= 0) return PositiveScale(q.value, shift);
+    const std::int64_t divisor = static_cast<std::int64_t>(kPow10[-shift]);  // shift >= -9
+    const std::int64_t whole = q.value / divisor;
+    const std::int64_t remainder = q.value % divisor;
+    if (remainder == 0) return whole;
+    if (!ceil) return std::nullopt;
+    return remainder > 0 ? whole + 1 : whole;
+  }
   if (q.rounding == Quantity::Rounding::kCapped) return std::nullopt;  // beyond int64
   const bool rounded = q.rounding == Quantity::Rounding::kAwayFromZero;
   if (rounded && !ceil) return std::nullopt;

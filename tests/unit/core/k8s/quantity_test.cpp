@@ -145,7 +145,8 @@ TEST_CASE("quantity: Add and Sub keep Go's form") {
   CHECK(dec->form == Form::kDec);
   CHECK_FALSE(k8s::GoAsInt64(*dec));
 
-  const auto unknown = k8s::AddQuantities(k8s::QuantityOfCanonicalMilli(200000000000000000), Parsed("1"));
+  const auto unknown =
+      k8s::AddQuantities(k8s::QuantityOfCanonicalMilli(200000000000000000), Parsed("1"));
   REQUIRE(unknown);
   CHECK(unknown->form == Form::kUnknown);
 

@@ -68,7 +68,8 @@ Result<Value> DeviceValue(std::string_view driver, const Device& device) {
   std::map<std::string, Entries, std::less<>> capacity;
   for (const auto& [key, c] : device.capacity) {
     const QualifiedName q = SplitQualifiedName(key, driver);
-    capacity[std::string(q.domain)][std::string(q.name)] = Value{QuantityValue{k8s::QuantityOfCanonicalMilli(c.value.milli), false}};
+    capacity[std::string(q.domain)][std::string(q.name)] =
+        Value{QuantityValue{k8s::QuantityOfCanonicalMilli(c.value.milli), false}};
   }
   auto outer = [](std::map<std::string, Entries, std::less<>>& domains) {
     auto entries = std::make_shared<Entries>();

@@ -531,7 +531,8 @@ class Evaluator {
         } else {
           return NoSuchOverload();
         }
-        const auto r = fn == Fn::kAdd ? k8s::AddQuantities(*q, other) : k8s::SubQuantities(*q, other);
+        const auto r =
+            fn == Fn::kAdd ? k8s::AddQuantities(*q, other) : k8s::SubQuantities(*q, other);
         if (!r) return Unrepresentable("a quantity sum");
         return Value{QuantityValue{*r, true}};
       }

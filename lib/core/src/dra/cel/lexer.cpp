@@ -5,14 +5,17 @@
 
 #include <utility>
 
+#include "base/text.hpp"
+
 namespace devshare::dra::cel {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+using devshare::internal::IsAsciiDigit;
+
 bool IsIdentStart(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsIdentChar(char c) { return IsIdentStart(c) || IsDigit(c); }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-int HexValue(char c) { return IsDigit(c) ? c - '0' : (c | 0x20) - 'a' + 10; }
+bool IsIdentChar(char c) { return IsIdentStart(c) || IsAsciiDigit(c); }
+bool IsHex(char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+int HexValue(char c) { return IsAsciiDigit(c) ? c - '0' : (c | 0x20) - 'a' + 10; }
 
 void AppendUtf8(std::string& out, std::uint32_t cp) {
   if (cp < 0x80) {
@@ -76,7 +79,7 @@ Token Lexer::Next() {
   t.offset = pos_;
   if (pos_ >= src_.size()) return t;
   const char c = src_[pos_];
-  if (IsDigit(c) || (c == '.' && pos_ + 1 < src_.size() && IsDigit(src_[pos_ + 1]))) {
+  if (IsAsciiDigit(c) || (c == '.' && pos_ + 1 < src_.size() && IsAsciiDigit(src_[pos_ + 1]))) {
     return Number(t);
   }
   if (c == '"' || c == '\'') return String(t, /*raw=*/false, /*bytes=*/false);
@@ -139,17 +142,17 @@ Token Lexer::Number(Token t) {
     }
   }
   t.kind = Tok::kInt;
-  while (pos_ < src_.size() && IsDigit(src_[pos_])) ++pos_;
-  if (pos_ + 1 < src_.size() && src_[pos_] == '.' && IsDigit(src_[pos_ + 1])) {
+  while (pos_ < src_.size() && IsAsciiDigit(src_[pos_])) ++pos_;
+  if (pos_ + 1 < src_.size() && src_[pos_] == '.' && IsAsciiDigit(src_[pos_ + 1])) {
     t.kind = Tok::kDouble;
     ++pos_;
-    while (pos_ < src_.size() && IsDigit(src_[pos_])) ++pos_;
+    while (pos_ < src_.size() && IsAsciiDigit(src_[pos_])) ++pos_;
   }
   if (pos_ < src_.size() && (src_[pos_] == 'e' || src_[pos_] == 'E')) {
     std::size_t end = pos_ + 1;
     if (end < src_.size() && (src_[end] == '+' || src_[end] == '-')) ++end;
-    if (end < src_.size() && IsDigit(src_[end])) {
-      while (end < src_.size() && IsDigit(src_[end])) ++end;
+    if (end < src_.size() && IsAsciiDigit(src_[end])) {
+      while (end < src_.size() && IsAsciiDigit(src_[end])) ++end;
       pos_ = end;
       t.kind = Tok::kDouble;
     }

@@ -11,10 +11,12 @@
 
 #include "dra/cel/lexer.hpp"
 
+#include "base/text.hpp"
+
 namespace devshare::dra::cel {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+using devshare::internal::IsAsciiDigit;
 
 class Parser {
  public:
@@ -370,7 +372,9 @@ class Parser {
       if (e != std::string_view::npos) {
         const bool minus = text[e + 1] == '-';
         for (char c : text.substr(e + 1)) {
-          if (IsDigit(c)) exponent = std::min<std::int64_t>(exponent * 10 + (c - '0'), 1000000000);
+          if (IsAsciiDigit(c)) {
+            exponent = std::min<std::int64_t>(exponent * 10 + (c - '0'), 1000000000);
+          }
         }
         if (minus) exponent = -exponent;
       }

@@ -8,8 +8,12 @@
 #include <charconv>
 #include <utility>
 
+#include "base/text.hpp"
+
 namespace devshare::dra::cel {
 namespace {
+
+using devshare::internal::IsAsciiDigit;
 
 bool ContainsOnly(std::string_view s, std::string_view set) {
   return std::all_of(s.begin(), s.end(),
@@ -114,7 +118,7 @@ std::variant<Semver, std::string> ParseSemverNormalized(std::string_view s) {
     if (part.size() > 1) {
       part.erase(0, part.find_first_not_of('0') == std::string::npos ? part.size()
                                                                      : part.find_first_not_of('0'));
-      if (part.empty() || part[0] < '0' || part[0] > '9') {
+      if (part.empty() || !IsAsciiDigit(part[0])) {
         std::string padded(1, '0');
         padded += part;
         part = std::move(padded);

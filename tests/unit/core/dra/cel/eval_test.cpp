@@ -202,7 +202,8 @@ TEST_CASE("cel eval: strings, quantities and semantic versions") {
        "error: quantities must match the regular expression "
        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
       {"quantity('5ki')", "error: unable to parse quantity's suffix"},
-      {"quantity('1e40')", "unsupported: quantity(\"1e40\") beyond the quantities devshare holds exactly"},
+      {"quantity('1e40')",
+       "unsupported: quantity(\"1e40\") beyond the quantities devshare holds exactly"},
       {"isQuantity('1e40') && !isQuantity('5ki')", "true"},
       {"sign(quantity('-1m'))", "-1"},
       {"quantity('1k').asInteger()", "1000"},

@@ -46,7 +46,8 @@ TEST_CASE("cel lexer: tokens, offsets and texts") {
   const Row rows[] = {
       {"", {}},
       {"  // only a comment", {}},
-      {"device.driver", {{Tok::kIdent, 0, "device"}, {Tok::kDot, 6, ""}, {Tok::kIdent, 7, "driver"}}},
+      {"device.driver",
+       {{Tok::kIdent, 0, "device"}, {Tok::kDot, 6, ""}, {Tok::kIdent, 7, "driver"}}},
       {"a<=b", {{Tok::kIdent, 0, "a"}, {Tok::kLe, 1, ""}, {Tok::kIdent, 3, "b"}}},
       {"a < b", {{Tok::kIdent, 0, "a"}, {Tok::kLt, 2, ""}, {Tok::kIdent, 4, "b"}}},
       {"== != >= > && || ! ? : , [ ] ( ) { } + - * / %",
@@ -79,7 +80,9 @@ TEST_CASE("cel lexer: tokens, offsets and texts") {
       {"0x", {{Tok::kInt, 0, "0"}, {Tok::kIdent, 1, "x"}}},
       // Strings come decoded; raw strings keep their backslashes.
       {R"("a\tb" 'q\'' "\x41\101\u00e9\U0001F600")",
-       {{Tok::kString, 0, "a\tb"}, {Tok::kString, 7, "q'"}, {Tok::kString, 13, "AA\xc3\xa9\xf0\x9f\x98\x80"}}},
+       {{Tok::kString, 0, "a\tb"},
+        {Tok::kString, 7, "q'"},
+        {Tok::kString, 13, "AA\xc3\xa9\xf0\x9f\x98\x80"}}},
       {R"(r"a\n" R'\d')", {{Tok::kString, 0, "a\\n"}, {Tok::kString, 7, "\\d"}}},
       {"'''x\n'y'''", {{Tok::kString, 0, "x\n'y"}}},
       {"\"\"\"\"\"\"", {{Tok::kString, 0, ""}}},
