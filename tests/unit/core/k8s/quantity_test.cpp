@@ -229,6 +229,11 @@ TEST_CASE("quantity: the objects.hpp functions read text with a digit only") {
   CHECK(devshare::QuantityMilliValue("1.0001") == 1001);
   CHECK(devshare::QuantityExactMilli("1.0001") == std::nullopt);
   CHECK(devshare::QuantityExactMilli("16Gi") == 17179869184000);
+  // Exponents as Go reads them, however far out.
+  CHECK(devshare::QuantityAsInt64("0e2000") == 0);
+  CHECK(devshare::QuantityValue("1e-2000") == 1);
+  CHECK(devshare::QuantityAsInt64("1e-2000") == std::nullopt);
+  CHECK(devshare::QuantityAsInt64("5e4294967296") == 5);  // int32(2^32) is 0
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 namespace devshare::dra::cel {
 namespace {
 
+// An attribute's value as CEL sees it; nullopt with `error` set for a
+// version that is not a semantic version.
 std::optional<Value> AttributeValue(const dra::AttributeValue& attribute, std::string& error) {
   auto version = [&](const Version& v) -> std::optional<Value> {
     auto parsed = ParseSemver(v.text);
