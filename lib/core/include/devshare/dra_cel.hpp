@@ -50,9 +50,9 @@
 
 namespace devshare::dra {
 
-namespace internal {
-struct CelNode;
-}  // namespace internal
+namespace cel {
+struct Node;  // private: the checked AST (src/dra/cel/ast.hpp)
+}  // namespace cel
 
 class Selector;
 
@@ -86,10 +86,10 @@ class DEVSHARE_EXPORT Selector {
   friend Result<Selector> CompileSelector(std::string_view expression);
   friend Result<bool> Matches(const Selector& selector, std::string_view driver,
                               const Device& device);
-  Selector(std::string expression, std::shared_ptr<const internal::CelNode> root);
+  Selector(std::string expression, std::shared_ptr<const cel::Node> root);
 
   std::string expression_;
-  std::shared_ptr<const internal::CelNode> root_;
+  std::shared_ptr<const cel::Node> root_;
 };
 
 }  // namespace devshare::dra

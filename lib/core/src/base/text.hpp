@@ -13,6 +13,9 @@ namespace devshare::internal {
 // digits, within the signed range of `bits` (32 or 64). Nothing else.
 std::optional<std::int64_t> ParseGoInt(std::string_view s, int bits);
 
+// Whether `c` is one of '0'..'9'.
+inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
 // Go strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False.
 std::optional<bool> ParseGoBool(std::string_view s);
 

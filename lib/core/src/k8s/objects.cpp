@@ -10,6 +10,7 @@
 #include "base/text.hpp"
 #include "devshare/objects_json.hpp"
 #include "k8s/node_selector.hpp"
+#include "k8s/quantity.hpp"
 #include "k8s/tolerations.hpp"
 
 namespace devshare {
@@ -47,142 +48,42 @@ bool StringMap::Erase(std::string_view key) {
 }
 
 // ---------------------------------------------------------------------------
-// Quantities
+// Quantities: k8s::Quantity's exact value. Text without a digit before its
+// suffix ("", ".", "-", "Ki"), which Go reads as 0, is no quantity here.
 
 namespace {
 
-__extension__ using u128 = unsigned __int128;  // exact quantity arithmetic
-
-// value = (negative ? -1 : 1) * mantissa * 10^exp10 * 2^exp2
-struct Quantity {
-  bool negative = false;
-  u128 mantissa = 0;
-  int exp10 = 0;
-  int exp2 = 0;
-};
-
-constexpr u128 kU128Max = ~static_cast<u128>(0);
-
-bool MulOverflows(u128 a, u128 b, u128& out) {
-  if (a != 0 && b > kU128Max / a) return true;
-  out = a * b;
-  return false;
-}
-
-std::optional<Quantity> ParseQuantity(std::string_view s) {
-  Quantity q;
-  std::size_t i = 0;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
-    q.negative = s[i] == '-';
-    ++i;
+std::optional<k8s::Quantity> ParseWithDigits(std::string_view text) {
+  const k8s::QuantityParse p = k8s::ParseQuantity(text);
+  if (p.outcome != k8s::QuantityParse::Outcome::kOk) return std::nullopt;
+  if (p.quantity.nano == 0) {  // only a zero may have been written without a digit
+    std::size_t i = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+    while (i < text.size() && text[i] == '.') ++i;
+    if (i == text.size() || !internal::IsAsciiDigit(text[i])) return std::nullopt;
   }
-  bool digits = false;
-  bool dot = false;
-  for (; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '.' && !dot) {
-      dot = true;
-      continue;
-    }
-    if (c < '0' || c > '9') break;
-    digits = true;
-    if (q.mantissa > (kU128Max - 9) / 10) return std::nullopt;  // absurd precision
-    q.mantissa = q.mantissa * 10 + static_cast<unsigned>(c - '0');
-    if (dot) --q.exp10;
-  }
-  if (!digits) return std::nullopt;
-  const std::string_view suffix = s.substr(i);
-  struct Suffix {
-    std::string_view text;
-    int exp10;
-    int exp2;
-  };
-  static constexpr Suffix kSuffixes[] = {
-      {"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},
-      {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
-      {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
-  };
-  for (const Suffix& x : kSuffixes) {
-    if (suffix == x.text) {
-      q.exp10 += x.exp10;
-      q.exp2 = x.exp2;
-      return q;
-    }
-  }
-  // Decimal exponent: e<int> or E<int>.
-  if (suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
-    auto e = internal::ParseGoInt(suffix.substr(1), 32);
-    if (!e || *e > 1000 || *e < -1000) return std::nullopt;
-    q.exp10 += static_cast<int>(*e);
-    return q;
-  }
-  return std::nullopt;
-}
-
-// The exact value scaled by 10^scale, rounded up (towards +infinity) when
-// `round_up`, else required to be exact; nullopt when it does not fit int64.
-std::optional<std::int64_t> Scaled(const Quantity& q, int scale, bool round_up) {
-  if (q.mantissa == 0) return 0;
-  u128 numerator = q.mantissa;
-  int exp10 = q.exp10 + scale;
-  while (exp10 < 0 && numerator % 10 == 0) {
-    numerator /= 10;
-    ++exp10;
-  }
-  for (int k = 0; k < q.exp2; ++k) {
-    if (MulOverflows(numerator, 2, numerator)) return std::nullopt;
-  }
-  for (; exp10 > 0; --exp10) {
-    if (MulOverflows(numerator, 10, numerator)) return std::nullopt;
-  }
-  u128 denominator = 1;
-  for (; exp10 < 0; ++exp10) {
-    if (MulOverflows(denominator, 10, denominator)) {
-      // The value is far below one unit.
-      if (!round_up) return std::nullopt;
-      return q.negative ? 0 : 1;
-    }
-  }
-  u128 whole = numerator / denominator;
-  const bool exact = numerator % denominator == 0;
-  if (!exact) {
-    if (!round_up) return std::nullopt;
-    if (!q.negative) ++whole;  // ceil
-  }
-  const u128 limit = q.negative ? static_cast<u128>(std::numeric_limits<std::int64_t>::max()) + 1
-                                : static_cast<u128>(std::numeric_limits<std::int64_t>::max());
-  if (whole > limit) return std::nullopt;
-  if (q.negative) {
-    return whole == limit ? std::numeric_limits<std::int64_t>::min()
-                          : -static_cast<std::int64_t>(whole);
-  }
-  return static_cast<std::int64_t>(whole);
+  return p.quantity;
 }
 
 }  // namespace
 
 std::optional<std::int64_t> QuantityAsInt64(std::string_view quantity) {
-  auto q = ParseQuantity(quantity);
-  if (!q) return std::nullopt;
-  return Scaled(*q, 0, /*round_up=*/false);
+  const auto q = ParseWithDigits(quantity);
+  return q ? k8s::ExactScaled(*q, 0) : std::nullopt;
 }
 
 std::optional<std::int64_t> QuantityValue(std::string_view quantity) {
-  auto q = ParseQuantity(quantity);
-  if (!q) return std::nullopt;
-  return Scaled(*q, 0, /*round_up=*/true);
+  const auto q = ParseWithDigits(quantity);
+  return q ? k8s::CeilScaled(*q, 0) : std::nullopt;
 }
 
 std::optional<std::int64_t> QuantityMilliValue(std::string_view quantity) {
-  auto q = ParseQuantity(quantity);
-  if (!q) return std::nullopt;
-  return Scaled(*q, 3, /*round_up=*/true);
+  const auto q = ParseWithDigits(quantity);
+  return q ? k8s::CeilScaled(*q, 3) : std::nullopt;
 }
 
 std::optional<std::int64_t> QuantityExactMilli(std::string_view quantity) {
-  auto q = ParseQuantity(quantity);
-  if (!q) return std::nullopt;
-  return Scaled(*q, 3, /*round_up=*/false);
+  const auto q = ParseWithDigits(quantity);
+  return q ? k8s::ExactScaled(*q, 3) : std::nullopt;
 }
 
 // ---------------------------------------------------------------------------
