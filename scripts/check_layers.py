@@ -61,7 +61,6 @@ OVERSIZE = {
     "lib/core/src/dra/dra_cel.cpp": 2453,
     "lib/core/src/dra/dra_allocate.cpp": 1100,
     "lib/core/src/dra/dra.cpp": 857,
-    "lib/core/src/sched/node_fit.cpp": 851,
     "lib/kube/src/service.cpp": 900,
 }
 
