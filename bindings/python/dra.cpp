@@ -52,7 +52,7 @@ DraInputs InputsFrom(const std::vector<std::string>& slices,
     if (claim.allocation) c.allocated.Add(*claim.allocation);
   }
   c.options.fractional_capacity_range = fractional_capacity_range;
-  const std::optional<dra::Policy> named = dra::PolicyNamed(policy);
+  const std::optional<dra::Policy> named = dra::kPolicyNames.Find(policy);
   if (!named || *named == dra::Policy::kFgd)
     Raise(Status::InvalidArgument("policy must be upstream, binpack or spread, not " + policy));
   c.options.device_order = dra::DeviceOrderOf(*named);

@@ -33,12 +33,11 @@ using engine::PatchPod;
 using engine::PostBinding;
 
 // One of `names` by name, or ConfigError naming the option and the choices.
-template <typename T>
-T Choose(const char* option, const std::string& value,
-         std::span<const engine::OptionName<T>> names) {
-  if (std::optional<T> found = engine::FindOptionName(names, value)) return *found;
+template <typename T, std::size_t N>
+T Choose(const char* option, const std::string& value, const EnumNames<T, N>& names) {
+  if (std::optional<T> found = names.Find(value)) return *found;
   Raise(Status::InvalidConfig(
-      fmt::format("{} \"{}\": want one of {}", option, value, engine::JoinOptionNames(names))));
+      fmt::format("{} \"{}\": want one of {}", option, value, names.Names())));
 }
 
 // A non-negative option, or ConfigError (`positive`: above zero).

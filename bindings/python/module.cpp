@@ -202,7 +202,7 @@ class Cluster {
   dra::Placer& PlacerFor(const std::string& policy) {
     auto it = placers_.find(policy);
     if (it != placers_.end()) return it->second;
-    const std::optional<dra::Policy> named = dra::PolicyNamed(policy);
+    const std::optional<dra::Policy> named = dra::kPolicyNames.Find(policy);
     if (!named || *named == dra::Policy::kUpstream)
       Raise(Status::InvalidArgument("DRA policy must be binpack, spread or fgd, not " + policy));
     dra::PlacerOptions options;

@@ -282,7 +282,7 @@ void AddKind(CLI::App& decode, const char* name, const char* help, Decoder decod
   value->excludes(file);
   sub->add_flag("--json", options->json, "print JSON instead of a table");
   if (with_format) {
-    sub->add_option("--format", options->format, "auto | json | legacy | volcano")
+    sub->add_option("--format", options->format, kRegisterFormatNames.Names(" | "))
         ->capture_default_str();
   }
   if (with_zone) {

@@ -255,11 +255,10 @@ void AddExplainCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   AddClusterFlags(sub, o->live);
   AddDeviceConfigOption(sub, o->device_config);
-  sub->add_option("--node-policy", o->filter.node_policy, "binpack | spread | fgd | volcano")
+  sub->add_option("--node-policy", o->filter.node_policy, kNodePolicyNames.Names(" | "))
       ->capture_default_str();
   sub->add_option("--gpu-policy", o->filter.gpu_policy,
-                  "binpack | spread | topology-aware | mutex | numa | fgd, or a comma chain; or "
-                  "volcano-binpack | volcano-spread")
+                  kGpuPolicyNames.Names(" | ") + " (the first six also as a comma chain)")
       ->capture_default_str();
   AddHamiExactOption(sub, o->filter.hami_exact);
   sub->add_option("--now", o->now, "Unix seconds written to hami.io/vgpu-time (default: now)");

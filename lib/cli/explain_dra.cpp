@@ -94,9 +94,11 @@ int ExplainClaims(const ObjectsFile& cluster, const ObjectsFile& pod, const std:
     std::cerr << "devshare explain: " << message << "\n";
     return 1;
   };
-  const std::optional<dra::Policy> chosen_policy = dra::PolicyNamed(policy);
-  if (!chosen_policy)
-    return fail(fmt::format("unknown DRA policy {} (upstream, binpack, spread or fgd)", policy));
+  const std::optional<dra::Policy> chosen_policy = dra::kPolicyNames.Find(policy);
+  if (!chosen_policy) {
+    return fail(fmt::format("unknown DRA policy {} (want one of {})", policy,
+                            dra::kPolicyNames.Names()));
+  }
   if (pod.pods.size() > 1)
     return fail(fmt::format("the claims' file holds {} Pods, at most one", pod.pods.size()));
   ClusterSnapshot snapshot;

@@ -55,20 +55,19 @@ struct ServeOptions {
   std::string dra_policy = "fgd";
 };
 
-using engine::OptionName;
 using Leader = kube::ServiceOptions::Leader;
-constexpr OptionName<Leader> kLeaderNames[] = {
-    {"always", Leader::kAlways}, {"follow", Leader::kFollow}, {"elect", Leader::kElect}};
+constexpr auto kLeaderNames = MakeEnumNames<Leader>(
+    {{"always", Leader::kAlways}, {"follow", Leader::kFollow}, {"elect", Leader::kElect}});
 
-template <typename T>
-Status Choose(const std::string& option, const std::string& value,
-              std::span<const OptionName<T>> names, T& out) {
-  if (std::optional<T> found = engine::FindOptionName(names, value)) {
+template <typename T, std::size_t N>
+Status Choose(const std::string& option, const std::string& value, const EnumNames<T, N>& names,
+              T& out) {
+  if (std::optional<T> found = names.Find(value)) {
     out = *found;
     return Status();
   }
   return Status::InvalidArgument(
-      fmt::format("--{} {}: want one of {}", option, value, engine::JoinOptionNames(names)));
+      fmt::format("--{} {}: want one of {}", option, value, names.Names()));
 }
 
 // ADDRESS:PORT into `http`.
@@ -167,7 +166,7 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   s.api.burst = o.burst;
   for (const std::string& c : o.dra_device_classes) s.engine.dra_device_classes.insert(c);
   s.admission.dra_device_classes = s.engine.dra_device_classes;
-  const std::optional<dra::Policy> dra_policy = dra::PolicyNamed(o.dra_policy);
+  const std::optional<dra::Policy> dra_policy = dra::kPolicyNames.Find(o.dra_policy);
   if (!dra_policy || *dra_policy == dra::Policy::kUpstream) {
     return Status::InvalidArgument(fmt::format(
         "--dra-policy {}: want binpack, spread or fgd (upstream is kube-scheduler's own)",
@@ -262,15 +261,14 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--force-overwrite-default-scheduler", o->force_overwrite_default_scheduler,
                   "the webhook also moves GPU pods that name default-scheduler (HAMi's flag)")
       ->capture_default_str();
-  sub->add_option("--node-policy", o->node_policy, "binpack, spread, fgd or volcano")
+  sub->add_option("--node-policy", o->node_policy, kNodePolicyNames.Names())
       ->capture_default_str();
-  sub->add_option(
-         "--gpu-policy", o->gpu_policy,
-         "spread, binpack, topology-aware, mutex, numa, fgd, volcano-binpack or volcano-spread")
+  sub->add_option("--gpu-policy", o->gpu_policy,
+                  kGpuPolicyNames.Names() + " (the first six also as a comma chain)")
       ->capture_default_str();
-  sub->add_option("--registration", o->registration, "hami, volcano or change-only")
+  sub->add_option("--registration", o->registration, engine::kRegistrationNames.Names())
       ->capture_default_str();
-  sub->add_option("--bind", o->bind, "node-lock or lock-free")->capture_default_str();
+  sub->add_option("--bind", o->bind, engine::kBindModeNames.Names())->capture_default_str();
   sub->add_option("--lock-retry", o->lock_retry,
                   "release (wait for the lock's release, in turn), once (HAMi), fixed (100 ms) "
                   "or backoff")

@@ -89,11 +89,11 @@ FieldReader OneOf(T& out, std::vector<std::pair<std::string_view, T>> choices) {
   };
 }
 
-// One of the engine's named option values.
+// One of the names of an enum's table (devshare/enum_names.hpp).
 template <typename T, std::size_t N>
-FieldReader OneOfNames(T& out, const engine::OptionName<T> (&names)[N]) {
+FieldReader OneOfNames(T& out, const EnumNames<T, N>& names) {
   std::vector<std::pair<std::string_view, T>> choices;
-  for (const engine::OptionName<T>& n : names) choices.emplace_back(n.name, n.value);
+  for (const EnumName<T>& n : names) choices.emplace_back(n.name, n.value);
   return OneOf(out, std::move(choices));
 }
 
@@ -391,10 +391,7 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
        {"dra",
         [&s](const YAML::Node& n, const std::string& p) {
           s.dra.enabled = true;
-          std::vector<std::pair<std::string_view, dra::Policy>> policies;
-          for (const dra::PolicyName& name : dra::kPolicyNames)
-            policies.emplace_back(name.name, name.policy);
-          return ReadMap(n, p, {{"policy", OneOf(s.dra.policy, std::move(policies))}});
+          return ReadMap(n, p, {{"policy", OneOfNames(s.dra.policy, dra::kPolicyNames)}});
         }},
        {"summary", [&summary](const YAML::Node& n,
                               const std::string& p) { return ReadSummary(n, p, summary); }},

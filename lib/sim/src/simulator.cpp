@@ -277,7 +277,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
       default:
         break;
     }
-    ++drift_injected_[std::string(FaultName(f.kind))];
+    ++drift_injected_[std::string(kFaultKindNames.Name(f.kind))];
     if (f.duration_ms > 0) events_.At(events_.now() + f.duration_ms, EventKind::kFaultEnd, fault);
     if (f.kind == Fault::Kind::kMissedEvents || f.kind == Fault::Kind::kPodDeletedInBind ||
         f.kind == Fault::Kind::kNodeReplaced)
@@ -289,13 +289,6 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
       return Crash(r);
     }
     kubelets_.StartFault(f.kind, api_.NodeIndex(f.node));
-  }
-
-  static std::string_view FaultName(Fault::Kind kind) {
-    for (const auto& n : kFaultKindNames) {
-      if (n.value == kind) return n.name;
-    }
-    return "";
   }
 
   // The first pod whose bind is in flight is deleted; the engines do not

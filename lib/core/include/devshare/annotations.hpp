@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devshare/enum_names.hpp"
 #include "devshare/export.hpp"
 #include "devshare/status.hpp"
 
@@ -94,6 +95,13 @@ struct Handshake {
   friend bool operator==(const Handshake&, const Handshake&) = default;
 };
 
+// The words a handshake value starts with; kOther has none.
+inline constexpr auto kHandshakeStateNames =
+    MakeEnumNames<HandshakeState>({{"Requesting", HandshakeState::kRequesting},
+                                   {"Reported", HandshakeState::kReported},
+                                   {"Deleted", HandshakeState::kDeleted}});
+
+// The state's word in kHandshakeStateNames; "Other" for kOther.
 DEVSHARE_EXPORT std::string_view HandshakeStateName(HandshakeState state);
 
 // Decodes a handshake value. Times without a zone are read at

@@ -40,6 +40,7 @@
 
 #include "devshare/dra.hpp"
 #include "devshare/dra_allocate.hpp"
+#include "devshare/enum_names.hpp"
 #include "devshare/export.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/snapshot.hpp"
@@ -51,21 +52,10 @@ namespace devshare::dra {
 enum class Policy { kUpstream, kBinpack, kSpread, kFgd };
 
 // The names scenario files, the CLI and Python give the policies.
-struct PolicyName {
-  std::string_view name;
-  Policy policy;
-};
-inline constexpr PolicyName kPolicyNames[] = {{"upstream", Policy::kUpstream},
-                                              {"binpack", Policy::kBinpack},
-                                              {"spread", Policy::kSpread},
-                                              {"fgd", Policy::kFgd}};
-// The policy called `name`, or nullopt.
-constexpr std::optional<Policy> PolicyNamed(std::string_view name) {
-  for (const PolicyName& p : kPolicyNames) {
-    if (p.name == name) return p.policy;
-  }
-  return std::nullopt;
-}
+inline constexpr auto kPolicyNames = MakeEnumNames<Policy>({{"upstream", Policy::kUpstream},
+                                                           {"binpack", Policy::kBinpack},
+                                                           {"spread", Policy::kSpread},
+                                                           {"fgd", Policy::kFgd}});
 
 // The order a policy tries a node's devices in (kFgd's, kLowestCostFirst,
 // needs the costs Placer gives it).

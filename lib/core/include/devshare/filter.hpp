@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "devshare/device.hpp"
+#include "devshare/enum_names.hpp"
 #include "devshare/export.hpp"
 #include "devshare/hami_exact.hpp"
 #include "devshare/objects.hpp"
@@ -47,17 +48,47 @@
 
 namespace devshare {
 
+// The node policies FilterOptions::node_policy names.
+enum class NodePolicy { kBinpack, kSpread, kFgd, kVolcano };
+inline constexpr auto kNodePolicyNames =
+    MakeEnumNames<NodePolicy>({{"binpack", NodePolicy::kBinpack},
+                               {"spread", NodePolicy::kSpread},
+                               {"fgd", NodePolicy::kFgd},
+                               {"volcano", NodePolicy::kVolcano}});
+
+// The words of FilterOptions::gpu_policy: the first six chain, Volcano's two
+// stand alone.
+enum class GpuPolicyWord {
+  kBinpack,
+  kSpread,
+  kTopologyAware,
+  kMutex,
+  kNuma,
+  kFgd,
+  kVolcanoBinpack,
+  kVolcanoSpread,
+};
+inline constexpr auto kGpuPolicyNames =
+    MakeEnumNames<GpuPolicyWord>({{"binpack", GpuPolicyWord::kBinpack},
+                                  {"spread", GpuPolicyWord::kSpread},
+                                  {"topology-aware", GpuPolicyWord::kTopologyAware},
+                                  {"mutex", GpuPolicyWord::kMutex},
+                                  {"numa", GpuPolicyWord::kNuma},
+                                  {"fgd", GpuPolicyWord::kFgd},
+                                  {"volcano-binpack", GpuPolicyWord::kVolcanoBinpack},
+                                  {"volcano-spread", GpuPolicyWord::kVolcanoSpread}});
+
 // Scheduler-wide options (HAMi's flags); a pod's annotations override them.
 struct FilterOptions {
-  // "binpack" | "spread" | "fgd" | "volcano". Default: binpack
+  // One of kNodePolicyNames. Default: binpack
   // (--node-scheduler-policy). "volcano" is Volcano's vGPU node score, the
   // highest winning: under the GPU policy binpack or volcano-binpack, the
   // sum over the devices given to the app containers of 100 × used / total
   // memory, each read right after its pick is counted; otherwise 0 (Volcano
   // reads its spread score after counting the pod, so it is always 0).
   std::string node_policy = "binpack";
-  // "binpack" | "spread" | "topology-aware" | "mutex" | "numa" | "fgd", or a
-  // comma chain; or, alone, Volcano's device orders "volcano-binpack" (the
+  // Of kGpuPolicyNames: "binpack" | "spread" | "topology-aware" | "mutex" |
+  // "numa" | "fgd", or a comma chain; or, alone, Volcano's device orders "volcano-binpack" (the
   // most memory used first) or "volcano-spread" (the fewest slots used
   // first), each then the lowest index. Default: spread
   // (--gpu-scheduler-policy).

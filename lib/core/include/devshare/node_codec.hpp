@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "devshare/device.hpp"
+#include "devshare/enum_names.hpp"
 #include "devshare/export.hpp"
 #include "devshare/status.hpp"
 
@@ -45,7 +46,14 @@ enum class RegisterFormat {
   kVolcano,
 };
 
-// Parses "auto" | "json" | "legacy" | "volcano".
+inline constexpr auto kRegisterFormatNames =
+    MakeEnumNames<RegisterFormat>({{"auto", RegisterFormat::kAuto},
+                                   {"json", RegisterFormat::kJson},
+                                   {"legacy", RegisterFormat::kLegacy},
+                                   {"volcano", RegisterFormat::kVolcano}});
+
+// The format kRegisterFormatNames calls `name`; kInvalidArgument
+// `unknown register format "yaml" (want one of auto, json, legacy, volcano)`.
 DEVSHARE_EXPORT Result<RegisterFormat> ParseRegisterFormat(std::string_view name);
 DEVSHARE_EXPORT std::string_view RegisterFormatName(RegisterFormat format);
 

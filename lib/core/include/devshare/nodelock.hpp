@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devshare/enum_names.hpp"
 #include "devshare/export.hpp"
 #include "devshare/handshake.hpp"
 #include "devshare/objects.hpp"
@@ -43,8 +44,15 @@ struct PodRef {
 
 enum class BindPhase { kNone, kAllocating, kSuccess, kFailed };
 
-// "allocating" | "success" | "failed"; anything else is kMalformed.
+// The values of hami.io/bind-phase; kNone is its absence.
+inline constexpr auto kBindPhaseNames =
+    MakeEnumNames<BindPhase>({{"allocating", BindPhase::kAllocating},
+                              {"success", BindPhase::kSuccess},
+                              {"failed", BindPhase::kFailed}});
+
+// One of kBindPhaseNames; anything else is kMalformed.
 DEVSHARE_EXPORT Result<BindPhase> DecodeBindPhase(std::string_view value);
+// The phase's name in kBindPhaseNames; "" for kNone.
 DEVSHARE_EXPORT std::string_view BindPhaseName(BindPhase phase);
 
 struct NodeLockOptions {

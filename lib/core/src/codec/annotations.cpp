@@ -80,17 +80,8 @@ std::string EncodeNodeLock(const NodeLock& lock) {
 }
 
 std::string_view HandshakeStateName(HandshakeState state) {
-  switch (state) {
-    case HandshakeState::kRequesting:
-      return "Requesting";
-    case HandshakeState::kReported:
-      return "Reported";
-    case HandshakeState::kDeleted:
-      return "Deleted";
-    case HandshakeState::kOther:
-      return "Other";
-  }
-  return "Other";
+  const std::string_view name = kHandshakeStateNames.Name(state);
+  return name.empty() ? "Other" : name;
 }
 
 namespace {
@@ -172,27 +163,18 @@ Status DecodeGoTimeString(std::string_view value, std::size_t offset, Handshake&
 
 Result<Handshake> DecodeHandshake(std::string_view value, std::int32_t zone_offset_seconds) {
   Handshake out;
-  struct Prefix {
-    std::string_view word;
-    HandshakeState state;
-  };
-  static constexpr std::array<Prefix, 3> kPrefixes = {{
-      {"Requesting", HandshakeState::kRequesting},
-      {"Reported", HandshakeState::kReported},
-      {"Deleted", HandshakeState::kDeleted},
-  }};
-  for (const Prefix& p : kPrefixes) {
-    if (!value.starts_with(p.word)) continue;
-    out.state = p.state;
-    const std::size_t at = p.word.size();
+  for (const EnumName<HandshakeState>& p : kHandshakeStateNames) {
+    if (!value.starts_with(p.name)) continue;
+    out.state = p.value;
+    const std::size_t at = p.name.size();
     if (value.size() == at) {
       // HAMi treats a bare "Requesting" as a fresh request; the others carry
       // no meaning without a time.
-      if (p.state == HandshakeState::kRequesting) return out;
+      if (p.value == HandshakeState::kRequesting) return out;
       return HandshakeTimeError(value, at, "<state>_<time>");
     }
     Status s;
-    if (p.state == HandshakeState::kReported) {
+    if (p.value == HandshakeState::kReported) {
       if (value[at] != ' ' && value[at] != '_') {
         return HandshakeTimeError(value, at, "Reported <Go time>");
       }

@@ -1,5 +1,6 @@
-// Private: the two readers of the node register JSON. DecodeNodeDevices
-// tries the fast path first and falls back to the full decoder.
+// Private: the two readers of the node register JSON and its writer.
+// DecodeNodeDevices tries the fast path first and falls back to the full
+// decoder.
 //
 // The fast path reads the plain form the
 // device plugins write (no whitespace, no escapes, printable ASCII strings,
@@ -11,6 +12,8 @@
 #define DEVSHARE_SRC_NODE_JSON_HPP_
 
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +27,10 @@ std::optional<std::vector<Device>> DecodeNodeJsonFast(std::string_view value);
 
 // The full decoder: every form Go's encoding/json accepts, and every error.
 Result<std::vector<Device>> DecodeNodeJsonFull(std::string_view value);
+
+// The JSON the NVIDIA device plugin writes (devshare/node_codec.hpp): never
+// devicevendor or custominfo, byte for byte as Go's encoding/json.
+std::string EncodeNodeJson(std::span<const Device> devices);
 
 }  // namespace devshare::internal
 

@@ -11,26 +11,12 @@
 namespace devshare {
 
 Result<BindPhase> DecodeBindPhase(std::string_view value) {
-  if (value == "allocating") return BindPhase::kAllocating;
-  if (value == "success") return BindPhase::kSuccess;
-  if (value == "failed") return BindPhase::kFailed;
-  return Status::Malformed(
-      fmt::format("bind phase {} is not allocating, success or failed", internal::Quote(value)));
+  if (std::optional<BindPhase> phase = kBindPhaseNames.Find(value)) return *phase;
+  return Status::Malformed(fmt::format("bind phase {} is not one of {}", internal::Quote(value),
+                                       kBindPhaseNames.Names()));
 }
 
-std::string_view BindPhaseName(BindPhase phase) {
-  switch (phase) {
-    case BindPhase::kNone:
-      return "";
-    case BindPhase::kAllocating:
-      return "allocating";
-    case BindPhase::kSuccess:
-      return "success";
-    case BindPhase::kFailed:
-      return "failed";
-  }
-  return "";
-}
+std::string_view BindPhaseName(BindPhase phase) { return kBindPhaseNames.Name(phase); }
 
 namespace {
 

@@ -14,21 +14,34 @@ namespace {
 GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
   GpuPolicy p;
   internal::ForEachSplit(text, ',', [&](std::string_view token, std::size_t) {
-    token = internal::TrimSpace(token);
-    if (token == "mutex") p.mutex = true;
-    if (token == "topology-aware") p.topology = true;
-    if (token == "fgd") p.fgd = true;
-    SortKey key;
-    if (token == "binpack") {
-      key = SortKey::kBinpack;
-    } else if (token == "spread") {
-      key = SortKey::kSpread;
-    } else if (token == "numa") {
-      key = SortKey::kNuma;
-    } else {
-      return true;
+    const std::optional<GpuPolicyWord> word = kGpuPolicyNames.Find(internal::TrimSpace(token));
+    if (!word) return true;
+    std::optional<SortKey> key;
+    switch (*word) {
+      case GpuPolicyWord::kMutex:
+        p.mutex = true;
+        break;
+      case GpuPolicyWord::kTopologyAware:
+        p.topology = true;
+        break;
+      case GpuPolicyWord::kFgd:
+        p.fgd = true;
+        break;
+      case GpuPolicyWord::kBinpack:
+        key = SortKey::kBinpack;
+        break;
+      case GpuPolicyWord::kSpread:
+        key = SortKey::kSpread;
+        break;
+      case GpuPolicyWord::kNuma:
+        key = SortKey::kNuma;
+        break;
+      case GpuPolicyWord::kVolcanoBinpack:
+      case GpuPolicyWord::kVolcanoSpread:
+        break;
     }
-    if (std::find(p.keys.begin(), p.keys.end(), key) == p.keys.end()) p.keys.push_back(key);
+    if (key && std::find(p.keys.begin(), p.keys.end(), *key) == p.keys.end())
+      p.keys.push_back(*key);
     return true;
   });
   p.chain = text.find(',') != std::string_view::npos || text == "numa";
@@ -39,13 +52,13 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
       p.keys.insert(p.keys.begin(), SortKey::kNuma);
     }
   } else {
-    const std::string_view word = internal::TrimSpace(text);
-    p.single = word == "mutex"     ? SingleOrder::kMutex
-               : word == "binpack" ? SingleOrder::kBinpack
-                                   : SingleOrder::kOther;
-    p.volcano = word == "volcano-binpack"  ? VolcanoOrder::kBinpack
-                : word == "volcano-spread" ? VolcanoOrder::kSpread
-                                           : VolcanoOrder::kNone;
+    const std::optional<GpuPolicyWord> word = kGpuPolicyNames.Find(internal::TrimSpace(text));
+    p.single = word == GpuPolicyWord::kMutex     ? SingleOrder::kMutex
+               : word == GpuPolicyWord::kBinpack ? SingleOrder::kBinpack
+                                                 : SingleOrder::kOther;
+    p.volcano = word == GpuPolicyWord::kVolcanoBinpack  ? VolcanoOrder::kBinpack
+                : word == GpuPolicyWord::kVolcanoSpread ? VolcanoOrder::kSpread
+                                                        : VolcanoOrder::kNone;
   }
   return p;
 }
@@ -53,29 +66,23 @@ GpuPolicy ParseGpuPolicy(std::string_view text, bool numa_bind) {
 }  // namespace
 
 Status ValidateOptions(const FilterOptions& options) {
-  if (options.node_policy != "binpack" && options.node_policy != "spread" &&
-      options.node_policy != "fgd" && options.node_policy != "volcano") {
-    return Status::InvalidArgument(
-        fmt::format("unknown node policy {} (want binpack, spread, fgd or volcano)",
-                    internal::Quote(options.node_policy)));
+  if (Result<NodePolicy> node = kNodePolicyNames.Parse(options.node_policy, "node policy");
+      !node.ok()) {
+    return node.status();
   }
   Status status;
   internal::ForEachSplit(options.gpu_policy, ',', [&](std::string_view token, std::size_t) {
     token = internal::TrimSpace(token);
-    static constexpr std::string_view kKnown[] = {"binpack", "spread", "topology-aware",
-                                                  "mutex",   "numa",   "fgd"};
-    static constexpr std::string_view kAlone[] = {"volcano-binpack", "volcano-spread"};
-    const bool alone = std::find(std::begin(kAlone), std::end(kAlone), token) != std::end(kAlone);
+    const Result<GpuPolicyWord> word = kGpuPolicyNames.Parse(token, "GPU policy");
+    if (!word.ok()) {
+      status = word.status();
+      return false;
+    }
+    const bool alone =
+        *word == GpuPolicyWord::kVolcanoBinpack || *word == GpuPolicyWord::kVolcanoSpread;
     if (alone && internal::TrimSpace(options.gpu_policy) != token) {
       status = Status::InvalidArgument(
           fmt::format("GPU policy {} cannot be part of a chain", internal::Quote(token)));
-      return false;
-    }
-    if (!alone && std::find(std::begin(kKnown), std::end(kKnown), token) == std::end(kKnown)) {
-      status = Status::InvalidArgument(fmt::format(
-          "unknown GPU policy {} (want binpack, spread, topology-aware, mutex, numa, fgd, "
-          "volcano-binpack or volcano-spread, or a comma chain)",
-          internal::Quote(token)));
       return false;
     }
     return true;
@@ -120,15 +127,16 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
   }
   std::string node_policy = options.node_policy;
   if (const std::string* p = annotations.Find(keys::kNodeSchedulerPolicy)) node_policy = *p;
-  plan.node_spread = node_policy == "spread";
-  plan.node_fgd = node_policy == "fgd";
+  const std::optional<NodePolicy> node = kNodePolicyNames.Find(node_policy);
+  plan.node_spread = node == NodePolicy::kSpread;
+  plan.node_fgd = node == NodePolicy::kFgd;
   if (const std::string* b = annotations.Find(keys::kNumaBind)) {
     plan.numa_bind = internal::ParseGoBool(*b).value_or(false);
   }
   std::string gpu_policy = options.gpu_policy;
   if (const std::string* p = annotations.Find(keys::kGpuSchedulerPolicy)) gpu_policy = *p;
   plan.gpu = ParseGpuPolicy(gpu_policy, plan.numa_bind);
-  plan.node_volcano = node_policy == "volcano";
+  plan.node_volcano = node == NodePolicy::kVolcano;
   plan.volcano_binpack_score =
       plan.node_volcano && (plan.gpu.volcano == VolcanoOrder::kBinpack ||
                             (!plan.gpu.chain && plan.gpu.single == SingleOrder::kBinpack));
@@ -208,7 +216,8 @@ Result<PodPlan> MakePlan(const SnapshotState& s, const Pod& pod, const FilterOpt
 namespace devshare {
 
 bool UsesFgd(const FilterOptions& options) {
-  return options.node_policy == "fgd" || internal::ParseGpuPolicy(options.gpu_policy, false).fgd;
+  return kNodePolicyNames.Find(options.node_policy) == NodePolicy::kFgd ||
+         internal::ParseGpuPolicy(options.gpu_policy, false).fgd;
 }
 
 }  // namespace devshare

@@ -1,6 +1,8 @@
-// node_fit.hpp — one candidate node for a pod (spec §4.4, §4.5): its devices
-// loaded as working copies, ordered by the GPU policy, every container fitted
-// (Fit), the node scored. Private to the core; Filter drives it node by node.
+// node_fit.hpp — one candidate node for a pod (spec §4.5, §5.1): its devices
+// loaded as working copies, a one-request pod checked without choosing
+// devices, or every container fitted in turn (container_fit.hpp), the node
+// scored under the node policy. Private to the core; Filter drives it node
+// by node.
 #ifndef DEVSHARE_SRC_NODE_FIT_HPP_
 #define DEVSHARE_SRC_NODE_FIT_HPP_
 

@@ -46,6 +46,7 @@
 #include "devshare/dra_gate.hpp"
 #include "devshare/dra_place.hpp"
 #include "devshare/engine/audit.hpp"
+#include "devshare/enum_names.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/handshake.hpp"
 #include "devshare/lease.hpp"
@@ -79,44 +80,20 @@ enum class LockRetry { kOnce, kFixed, kBackoff, kRelease };
 enum class PodWrites { kWithBinding, kHami };
 
 // The names the command line, scenario files and Python give these values.
-template <typename E>
-struct OptionName {
-  std::string_view name;
-  E value;
-};
-inline constexpr OptionName<RegistrationProtocol> kRegistrationNames[] = {
-    {"hami", RegistrationProtocol::kHami},
-    {"volcano", RegistrationProtocol::kVolcano},
-    {"change-only", RegistrationProtocol::kChangeOnly}};
-inline constexpr OptionName<Leadership> kLeadershipNames[] = {{"always", Leadership::kAlways},
-                                                              {"follow", Leadership::kFollowLease}};
-inline constexpr OptionName<BindMode> kBindModeNames[] = {{"node-lock", BindMode::kNodeLock},
-                                                          {"lock-free", BindMode::kLockFree}};
-inline constexpr OptionName<LockRetry> kLockRetryNames[] = {{"release", LockRetry::kRelease},
-                                                            {"once", LockRetry::kOnce},
-                                                            {"fixed", LockRetry::kFixed},
-                                                            {"backoff", LockRetry::kBackoff}};
-inline constexpr OptionName<PodWrites> kPodWritesNames[] = {{"binding", PodWrites::kWithBinding},
-                                                            {"hami", PodWrites::kHami}};
-
-// The value `names` gives `name`; nullopt when none does.
-template <typename E>
-std::optional<E> FindOptionName(std::span<const OptionName<E>> names, std::string_view name) {
-  for (const OptionName<E>& n : names) {
-    if (n.name == name) return n.value;
-  }
-  return std::nullopt;
-}
-// Every name in `names`, in order, joined by ", " (for an error message).
-template <typename E>
-std::string JoinOptionNames(std::span<const OptionName<E>> names) {
-  std::string joined;
-  for (const OptionName<E>& n : names) {
-    if (!joined.empty()) joined += ", ";
-    joined += n.name;
-  }
-  return joined;
-}
+inline constexpr auto kRegistrationNames =
+    MakeEnumNames<RegistrationProtocol>({{"hami", RegistrationProtocol::kHami},
+                                         {"volcano", RegistrationProtocol::kVolcano},
+                                         {"change-only", RegistrationProtocol::kChangeOnly}});
+inline constexpr auto kLeadershipNames = MakeEnumNames<Leadership>(
+    {{"always", Leadership::kAlways}, {"follow", Leadership::kFollowLease}});
+inline constexpr auto kBindModeNames =
+    MakeEnumNames<BindMode>({{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}});
+inline constexpr auto kLockRetryNames = MakeEnumNames<LockRetry>({{"release", LockRetry::kRelease},
+                                                                  {"once", LockRetry::kOnce},
+                                                                  {"fixed", LockRetry::kFixed},
+                                                                  {"backoff", LockRetry::kBackoff}});
+inline constexpr auto kPodWritesNames = MakeEnumNames<PodWrites>(
+    {{"binding", PodWrites::kWithBinding}, {"hami", PodWrites::kHami}});
 
 struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();
