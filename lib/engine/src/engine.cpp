@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "devshare/annotations.hpp"
 #include "engine_impl.hpp"
 
 namespace devshare::engine {

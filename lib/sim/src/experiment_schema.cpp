@@ -80,6 +80,14 @@ FieldReader OneOf(T& out, std::vector<std::pair<std::string_view, T>> choices) {
 }
 
 
+// One of the engine's named option values.
+template <typename T, std::size_t N>
+FieldReader OneOfNames(T& out, const engine::OptionName<T> (&names)[N]) {
+  std::vector<std::pair<std::string_view, T>> choices;
+  for (const engine::OptionName<T>& n : names) choices.emplace_back(n.name, n.value);
+  return OneOf(out, std::move(choices));
+}
+
 // A policy name: how devshare names HAMi's default and the policies.
 struct Policy {
   std::string_view name, node, gpu;
