@@ -218,14 +218,15 @@ TEST_CASE("dra placer: Score is Fit's score, remembered only while the node is u
 }
 
 TEST_CASE("dra placer: Score's memory is of one snapshot object; another makes it forget") {
-  // Two snapshots differing in what holds node-a's GPUs: a score
-  // remembered for one must not answer for the other, however the calls
-  // alternate.
+  // Two snapshots with the same history of versions, differing in what
+  // holds node-a's GPUs: a score remembered for one must not answer for
+  // the other, however the calls alternate.
   Result<Placer> placer = Placer::Make(PlacerOptions{Policy::kBinpack, {}, false});
   Result<Placer> fresh = Placer::Make(PlacerOptions{Policy::kBinpack, {}, false});
   REQUIRE(placer.ok());
   ClusterSnapshot empty = TwoNodes();
   ClusterSnapshot used = TwoNodes();
+  REQUIRE(PlaceOne(empty, *fresh, Share("small", 10)) == "node-a/gpu-0");
   REQUIRE(PlaceOne(used, *fresh, Share("held", 60)) == "node-a/gpu-0");
   const ResourceClaim claim = Share("c", 30);
   auto score = [&](const ClusterSnapshot& snapshot) {
