@@ -1,12 +1,11 @@
 // Bind: the node lock (taken, waited for, released), the bind-phase
 // PATCH, the Binding, and the results of their writes (engine.hpp, "Bind").
-#include "devshare/engine/engine.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "devshare/annotations.hpp"
+#include "devshare/engine/engine.hpp"
 #include "engine_impl.hpp"
 
 namespace devshare::engine {

@@ -1,13 +1,12 @@
 // Filter and Prioritize: placing a pod, holding Filters back while the
 // binds in flight have the API client's writes busy, placing around locked
 // nodes, and the result of HAMi's placement PATCH (engine.hpp, "Filter").
-#include "devshare/engine/engine.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "devshare/annotations.hpp"
+#include "devshare/engine/engine.hpp"
 #include "engine_impl.hpp"
 
 namespace devshare::engine {

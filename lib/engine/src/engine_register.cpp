@@ -1,8 +1,7 @@
 // Node registration: node and lease events, the handshake protocols'
 // passes, and which nodes the snapshot caches (engine.hpp, "Registration").
-#include "devshare/engine/engine.hpp"
-
 #include "devshare/annotations.hpp"
+#include "devshare/engine/engine.hpp"
 #include "devshare/request.hpp"
 #include "engine_impl.hpp"
 

@@ -24,19 +24,29 @@ std::string ErrorOf(std::string_view name, std::string_view value) {
 }  // namespace
 
 TEST_CASE("BuildEngineOptions sets every option from its text") {
-  const std::vector<EngineOption> named{
-      {"registration", "hami"},         {"leadership", "follow"},
-      {"hostname", "sched-1"},          {"bind", "lock-free"},
-      {"lock_retry", "backoff"},        {"pod_writes", "hami"},
-      {"avoid_locked_nodes", "false"},  {"node_policy", "spread"},
-      {"gpu_policy", "binpack"},        {"hami_exact", "W1,W2"},
-      {"dra_policy", "spread"},         {"dra_device_class", "gpu.example.com"},
-      {"dra_device_class", "b.example"}, {"api_qps", "2.5"},
-      {"seed", "18446744073709551615"}, {"zone_offset_seconds", "-3600"},
-      {"lock_timeout_seconds", "60"},   {"lock_grace_seconds", "0"},
-      {"lock_retry_timeout", "30s"},    {"filter_hold", "500ms"},
-      {"audit_grace", "1m"},            {"register_period", "1h"},
-      {"bind_budget", "2000"}};
+  const std::vector<EngineOption> named{{"registration", "hami"},
+                                        {"leadership", "follow"},
+                                        {"hostname", "sched-1"},
+                                        {"bind", "lock-free"},
+                                        {"lock_retry", "backoff"},
+                                        {"pod_writes", "hami"},
+                                        {"avoid_locked_nodes", "false"},
+                                        {"node_policy", "spread"},
+                                        {"gpu_policy", "binpack"},
+                                        {"hami_exact", "W1,W2"},
+                                        {"dra_policy", "spread"},
+                                        {"dra_device_class", "gpu.example.com"},
+                                        {"dra_device_class", "b.example"},
+                                        {"api_qps", "2.5"},
+                                        {"seed", "18446744073709551615"},
+                                        {"zone_offset_seconds", "-3600"},
+                                        {"lock_timeout_seconds", "60"},
+                                        {"lock_grace_seconds", "0"},
+                                        {"lock_retry_timeout", "30s"},
+                                        {"filter_hold", "500ms"},
+                                        {"audit_grace", "1m"},
+                                        {"register_period", "1h"},
+                                        {"bind_budget", "2000"}};
   Result<EngineOptions> built = BuildEngineOptions(named);
   REQUIRE(built.ok());
   const EngineOptions& o = *built;
@@ -91,7 +101,8 @@ TEST_CASE("SetEngineOption refuses, naming the option as given and why") {
   CHECK(ErrorOf("leadership", "elect") == "leadership: 'elect' is not one of always, follow");
   CHECK(ErrorOf("pod_writes", "annotations") ==
         "pod_writes: 'annotations' is not one of binding, hami");
-  CHECK(ErrorOf("avoid_locked_nodes", "yes") == "avoid_locked_nodes: expected true or false, got 'yes'");
+  CHECK(ErrorOf("avoid_locked_nodes", "yes") ==
+        "avoid_locked_nodes: expected true or false, got 'yes'");
   CHECK(ErrorOf("dra_policy", "upstream") ==
         "dra_policy: 'upstream' is not one of binpack, spread, fgd (upstream is "
         "kube-scheduler's own)");
@@ -107,7 +118,8 @@ TEST_CASE("SetEngineOption refuses, naming the option as given and why") {
         "zone_offset_seconds: must be at most 86400, got 90000");
   CHECK(ErrorOf("lock_retry_timeout", "soon") ==
         "lock_retry_timeout: expected a duration such as 500ms, 30s, 10m or 1h, got 'soon'");
-  CHECK(ErrorOf("lock_retry_timeout_ms", "-1") == "lock_retry_timeout_ms: must be 0 or more, got -1");
+  CHECK(ErrorOf("lock_retry_timeout_ms", "-1") ==
+        "lock_retry_timeout_ms: must be 0 or more, got -1");
   CHECK(ErrorOf("lock_retry_timeout_ms", "30s") ==
         "lock_retry_timeout_ms: expected a whole number, got '30s'");
   CHECK(ErrorOf("register_period_ms", "0") == "register_period_ms: must be above 0, got 0");

@@ -84,9 +84,8 @@ TEST_CASE("RunExperiment: every variant with every seed, in order; errors name b
   experiment.seeds = {3, 1};
   experiment.variants = {Variant{"a", t}, Variant{"b", t}};
   std::vector<std::tuple<std::string, std::uint64_t>> runs;
-  Result<std::vector<VariantResult>> results =
-      RunExperiment(experiment, [&](std::string_view variant, std::uint64_t seed, std::uint64_t,
-                                    std::uint64_t) {
+  Result<std::vector<VariantResult>> results = RunExperiment(
+      experiment, [&](std::string_view variant, std::uint64_t seed, std::uint64_t, std::uint64_t) {
         if (runs.empty() || runs.back() != std::tuple{std::string(variant), seed})
           runs.emplace_back(std::string(variant), seed);
       });
