@@ -3,7 +3,6 @@
 // come back as lists of typed objects (PatchNode, PatchPod, PostBinding,
 // FilterReply, BindReply).
 #include "devshare/engine/engine.hpp"
-#include "devshare/engine/engine_options.hpp"
 
 #include <fmt/format.h>
 #include <pybind11/stl.h>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "devshare/engine/engine_options.hpp"
 #include "devshare/lease.hpp"
 
 namespace devshare::python {
@@ -356,7 +356,8 @@ void BindEngine(py::module_& m) {
                        std::int64_t register_period_ms, std::int32_t zone_offset_seconds) {
              engine::EngineOptions base;
              base.config = ConfigFrom(config);
-             base.filter = FilterOptionsFrom(node_policy, gpu_policy, workload, reasons, hami_exact);
+             base.filter =
+                 FilterOptionsFrom(node_policy, gpu_policy, workload, reasons, hami_exact);
              const engine::EngineOption named[] = {
                  {"registration", registration},
                  {"leadership", leadership},

@@ -121,8 +121,7 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
       // Filter holds pods back while the binds in flight need more than
       // --bind-budget seconds of this client's writes (0: never).
       {"api_qps", fmt::format("{}", o.bind_budget_seconds > 0 ? o.qps : 0.0)},
-      {"audit_grace_ms",
-       std::to_string(static_cast<std::int64_t>(o.audit_grace_seconds * 1000))}};
+      {"audit_grace_ms", std::to_string(static_cast<std::int64_t>(o.audit_grace_seconds * 1000))}};
   if (o.bind_budget_seconds > 0) {
     named.push_back({"bind_budget_ms",
                      std::to_string(static_cast<std::int64_t>(o.bind_budget_seconds * 1000))});

@@ -77,9 +77,10 @@ struct Engine::AuditPass {
   std::int64_t now_ms;
   // What this engine has in flight is newer than any listing: pods being
   // bound (or about to be) and the nodes whose locks its binds hold.
-  std::unordered_set<std::string_view> binding{};                   // pod UIDs
-  std::unordered_map<std::string_view, const BindFlow*> holding{};  // node -> a bind holding its lock
-  std::unordered_set<std::string> listed_pod_names{};               // namespace/name
+  std::unordered_set<std::string_view> binding{};  // pod UIDs
+  std::unordered_map<std::string_view, const BindFlow*>
+      holding{};                                       // node -> a bind holding its lock
+  std::unordered_set<std::string> listed_pod_names{};  // namespace/name
   std::vector<Drift> seen{};
   std::vector<std::string> states{};  // per difference in `seen`: Suspect::state
   std::vector<std::pair<std::string, std::string>> orphaned_locks{};  // node, lock value

@@ -1,7 +1,5 @@
 // Scenario files: reading and checking them into an Experiment, and the
 // scenarios shipped with devshare (devshare/sim/experiment.hpp).
-#include "devshare/sim/experiment.hpp"
-
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -9,6 +7,7 @@
 
 #include "builtin_scenarios.hpp"
 #include "devshare/engine/engine_options.hpp"
+#include "devshare/sim/experiment.hpp"
 #include "yaml_fields.hpp"
 
 namespace devshare::sim {
@@ -79,7 +78,6 @@ FieldReader OneOf(T& out, std::vector<std::pair<std::string_view, T>> choices) {
   };
 }
 
-
 // One of the engine's named option values.
 template <typename T, std::size_t N>
 FieldReader OneOfNames(T& out, const engine::OptionName<T> (&names)[N]) {
@@ -127,9 +125,9 @@ FieldReader EngineField(engine::EngineOptions& e, std::string_view option) {
 
 Status ReadEngine(const YAML::Node& node, const std::string& path, engine::EngineOptions& e) {
   std::map<std::string, FieldReader, std::less<>> fields{{"policy", PolicyField(e.filter)}};
-  for (std::string_view option : {"registration", "hami_exact", "bind", "lock_retry",
-                                  "lock_retry_timeout", "avoid_locked_nodes", "pod_writes",
-                                  "register_period"})
+  for (std::string_view option :
+       {"registration", "hami_exact", "bind", "lock_retry", "lock_retry_timeout",
+        "avoid_locked_nodes", "pod_writes", "register_period"})
     fields.emplace(option, EngineField(e, option));
   return ReadMap(node, path, fields);
 }

@@ -290,8 +290,8 @@ struct Counters {
 //   - Unknown objects: NodeDeleted, PodDeleted, ResourceSliceDeleted,
 //     DeviceClassDeleted, ResourceClaimDeleted and
 //     ResourceClaimTemplateDeleted for an object the engine does not know
-//     change nothing (but for a DRA pass at the next Tick); a Bind for a pod or node it does not know (or a pod it did
-//     not place) fails at once with a BindReply naming what is missing.
+//     change nothing (but for a DRA pass at the next Tick); a Bind for a pod or node it does not
+//     know (or a pod it did not place) fails at once with a BindReply naming what is missing.
 //   - Replies: every Filter gets exactly one FilterReply and every Bind one
 //     BindReply, carrying its `request`, from this call or a later one
 //     (Filter: after a PATCH, or a hold; Bind: after its writes and lock
