@@ -78,7 +78,8 @@ enum class LockRetry { kOnce, kFixed, kBackoff, kRelease };
 // The device plugin reads them at Allocate, after the binding, either way.
 enum class PodWrites { kWithBinding, kHami };
 
-// The names the command line, scenario files and Python give these values.
+// The names the command line, scenario files and Python give these values
+// (read by BuildEngineOptions: devshare/engine/engine_options.hpp).
 template <typename E>
 struct OptionName {
   std::string_view name;
