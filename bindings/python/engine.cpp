@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "devshare/engine/engine_options.hpp"
 #include "devshare/lease.hpp"
 
 namespace devshare::python {
@@ -31,23 +32,6 @@ using engine::FilterReply;
 using engine::PatchNode;
 using engine::PatchPod;
 using engine::PostBinding;
-
-// One of `names` by name, or ConfigError naming the option and the choices.
-template <typename T, std::size_t N>
-T Choose(const char* option, const std::string& value, const EnumNames<T, N>& names) {
-  if (std::optional<T> found = names.Find(value)) return *found;
-  Raise(Status::InvalidConfig(
-      fmt::format("{} \"{}\": want one of {}", option, value, names.Names())));
-}
-
-// A non-negative option, or ConfigError (`positive`: above zero).
-std::int64_t Amount(const char* option, std::int64_t value, bool positive) {
-  if (value < 0 || (positive && value == 0)) {
-    Raise(Status::InvalidConfig(
-        fmt::format("{} {}: must be {}", option, value, positive ? "above 0" : "0 or more")));
-  }
-  return value;
-}
 
 py::list WritesList(const std::vector<AnnotationWrite>& writes) {
   py::list out;
@@ -370,35 +354,28 @@ void BindEngine(py::module_& m) {
                        std::int64_t filter_hold_ms, std::int64_t lock_timeout_seconds,
                        std::int64_t lock_grace_seconds, std::uint64_t seed,
                        std::int64_t register_period_ms, std::int32_t zone_offset_seconds) {
-             engine::EngineOptions o;
-             o.config = ConfigFrom(config);
-             o.filter = FilterOptionsFrom(node_policy, gpu_policy, workload, reasons, hami_exact);
-             o.registration = Choose<engine::RegistrationProtocol>("registration", registration,
-                                                                   engine::kRegistrationNames);
-             o.leadership =
-                 Choose<engine::Leadership>("leadership", leadership, engine::kLeadershipNames);
-             o.hostname = hostname;
-             o.bind_mode = Choose<engine::BindMode>("bind_mode", bind_mode, engine::kBindModeNames);
-             o.lock_retry =
-                 Choose<engine::LockRetry>("lock_retry", lock_retry, engine::kLockRetryNames);
-             o.lock_retry_timeout_ms =
-                 Amount("lock_retry_timeout_ms", lock_retry_timeout_ms, /*positive=*/false);
-             o.avoid_locked_nodes = avoid_locked_nodes;
-             o.pod_writes =
-                 Choose<engine::PodWrites>("pod_writes", pod_writes, engine::kPodWritesNames);
-             if (!(api_qps >= 0))
-               Raise(Status::InvalidConfig(fmt::format("api_qps {}: must be 0 or more", api_qps)));
-             o.api_qps = api_qps;
-             o.bind_budget_ms = Amount("bind_budget_ms", bind_budget_ms, /*positive=*/true);
-             o.filter_hold_ms = Amount("filter_hold_ms", filter_hold_ms, /*positive=*/false);
-             o.lock.timeout_seconds =
-                 Amount("lock_timeout_seconds", lock_timeout_seconds, /*positive=*/false);
-             o.lock.grace_seconds =
-                 Amount("lock_grace_seconds", lock_grace_seconds, /*positive=*/false);
-             o.seed = seed;
-             o.register_period_ms =
-                 Amount("register_period_ms", register_period_ms, /*positive=*/true);
-             o.zone_offset_seconds = zone_offset_seconds;
+             engine::EngineOptions base;
+             base.config = ConfigFrom(config);
+             base.filter =
+                 FilterOptionsFrom(node_policy, gpu_policy, workload, reasons, hami_exact);
+             const engine::EngineOption named[] = {
+                 {"registration", registration},
+                 {"leadership", leadership},
+                 {"hostname", hostname},
+                 {"bind_mode", bind_mode},
+                 {"lock_retry", lock_retry},
+                 {"lock_retry_timeout_ms", std::to_string(lock_retry_timeout_ms)},
+                 {"avoid_locked_nodes", avoid_locked_nodes ? "true" : "false"},
+                 {"pod_writes", pod_writes},
+                 {"api_qps", fmt::format("{}", api_qps)},
+                 {"bind_budget_ms", std::to_string(bind_budget_ms)},
+                 {"filter_hold_ms", std::to_string(filter_hold_ms)},
+                 {"lock_timeout_seconds", std::to_string(lock_timeout_seconds)},
+                 {"lock_grace_seconds", std::to_string(lock_grace_seconds)},
+                 {"seed", std::to_string(seed)},
+                 {"register_period_ms", std::to_string(register_period_ms)},
+                 {"zone_offset_seconds", std::to_string(zone_offset_seconds)}};
+             engine::EngineOptions o = Unwrap(engine::BuildEngineOptions(named, std::move(base)));
              return std::make_unique<PyEngine>(std::move(o));
            }),
            py::arg("config"), py::arg("node_policy"), py::arg("gpu_policy"), py::arg("workload"),

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cluster_flags.hpp"
-#include "devshare/dra_place.hpp"
+#include "devshare/engine/engine_options.hpp"
 #include "devshare/kube/service.hpp"
 #include "hami_exact_option.hpp"
 #include "read_file.hpp"
@@ -95,35 +95,42 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
   kube::ServiceOptions s;
   Result<DeviceConfig> config = LoadDeviceConfig(o.device_config);
   if (!config.ok()) return config.status();
-  s.engine.config = *config;
-  s.engine.filter.node_policy = o.node_policy;
-  s.engine.filter.gpu_policy = o.gpu_policy;
-  s.engine.filter.hami_exact = o.hami_exact;
-  Status st = Choose<engine::RegistrationProtocol>(
-      "registration", o.registration, engine::kRegistrationNames, s.engine.registration);
-  if (st.ok())
-    st = Choose<engine::BindMode>("bind", o.bind, engine::kBindModeNames, s.engine.bind_mode);
-  if (st.ok()) {
-    st = Choose<engine::LockRetry>("lock-retry", o.lock_retry, engine::kLockRetryNames,
-                                   s.engine.lock_retry);
-  }
-  s.engine.avoid_locked_nodes = o.avoid_locked_nodes;
-  if (st.ok()) {
-    st = Choose<engine::PodWrites>("pod-writes", o.pod_writes, engine::kPodWritesNames,
-                                   s.engine.pod_writes);
-  }
-  if (st.ok()) st = Choose<Leader>("leader", o.leader, kLeaderNames, s.leader);
-  if (!st.ok()) return st;
   if (!(o.qps > 0) || o.burst < 1)
     return Status::InvalidArgument(fmt::format(
         "--qps {} --burst {}: want QPS above 0 and a burst of 1 or more", o.qps, o.burst));
   if (o.bind_budget_seconds < 0)
     return Status::InvalidArgument(
         fmt::format("--bind-budget {}: want 0 or more seconds", o.bind_budget_seconds));
-  // Filter holds pods back while the binds in flight need more than
-  // --bind-budget seconds of this client's writes (0: never).
-  s.engine.api_qps = o.bind_budget_seconds > 0 ? o.qps : 0;
-  s.engine.bind_budget_ms = static_cast<std::int64_t>(o.bind_budget_seconds * 1000);
+  if (o.audit_period_seconds < 0 || o.audit_grace_seconds < 0)
+    return Status::InvalidArgument(
+        fmt::format("--audit-period {} --audit-grace {}: want 0 or more seconds",
+                    o.audit_period_seconds, o.audit_grace_seconds));
+  engine::EngineOptions base;
+  base.config = std::move(*config);
+  base.filter.hami_exact = o.hami_exact;
+  std::vector<engine::EngineOption> named{
+      {"--node-policy", o.node_policy},
+      {"--gpu-policy", o.gpu_policy},
+      {"--registration", o.registration},
+      {"--bind", o.bind},
+      {"--lock-retry", o.lock_retry},
+      {"--avoid-locked-nodes", o.avoid_locked_nodes ? "true" : "false"},
+      {"--pod-writes", o.pod_writes},
+      {"--dra-policy", o.dra_policy},
+      // Filter holds pods back while the binds in flight need more than
+      // --bind-budget seconds of this client's writes (0: never).
+      {"api_qps", fmt::format("{}", o.bind_budget_seconds > 0 ? o.qps : 0.0)},
+      {"audit_grace_ms", std::to_string(static_cast<std::int64_t>(o.audit_grace_seconds * 1000))}};
+  if (o.bind_budget_seconds > 0) {
+    named.push_back({"bind_budget_ms",
+                     std::to_string(static_cast<std::int64_t>(o.bind_budget_seconds * 1000))});
+  }
+  for (const std::string& c : o.dra_device_classes) named.push_back({"--dra-device-class", c});
+  Result<engine::EngineOptions> built = engine::BuildEngineOptions(named, std::move(base));
+  if (!built.ok()) return built.status();
+  s.engine = std::move(*built);
+  if (Status st = Choose<Leader>("leader", o.leader, kLeaderNames, s.leader); !st.ok()) return st;
+  Status st;
   if (st = ParseListen("listen", o.listen, s.http); !st.ok()) return st;
   s.http.cert_file = o.tls_cert;
   s.http.key_file = o.tls_key;
@@ -155,24 +162,11 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
     return Status::InvalidArgument(
         "--extender-client-ca goes with a non-loopback --extender-listen");
   }
-  if (o.audit_period_seconds < 0 || o.audit_grace_seconds < 0)
-    return Status::InvalidArgument(
-        fmt::format("--audit-period {} --audit-grace {}: want 0 or more seconds",
-                    o.audit_period_seconds, o.audit_grace_seconds));
   s.audit_period =
       std::chrono::milliseconds(static_cast<std::int64_t>(o.audit_period_seconds * 1000));
-  s.engine.audit_grace_ms = static_cast<std::int64_t>(o.audit_grace_seconds * 1000);
   s.api.qps = o.qps;
   s.api.burst = o.burst;
-  for (const std::string& c : o.dra_device_classes) s.engine.dra_device_classes.insert(c);
   s.admission.dra_device_classes = s.engine.dra_device_classes;
-  const std::optional<dra::Policy> dra_policy = dra::kPolicyNames.Find(o.dra_policy);
-  if (!dra_policy || *dra_policy == dra::Policy::kUpstream) {
-    return Status::InvalidArgument(fmt::format(
-        "--dra-policy {}: want binpack, spread or fgd (upstream is kube-scheduler's own)",
-        o.dra_policy));
-  }
-  s.engine.dra_policy = *dra_policy;
   s.admission.scheduler_name = o.scheduler_name;
   s.admission.force_overwrite_default_scheduler = o.force_overwrite_default_scheduler;
   s.lease_namespace = o.lease_namespace;

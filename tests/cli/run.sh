@@ -96,7 +96,7 @@ check "top says which handshake is stale" 0 'gpu-stale: hami.io/node-handshake h
 check "top says which register annotation does not decode" 0 'gpu-garbled: node gpu-garbled: hami.io/node-nvidia-register: node register JSON' -- top --cluster "$broken" --now 1795601100
 check "top counts the nodes without devices" 0 '1 nodes without devices not shown' -- top --cluster "$broken" --now 1795601100
 check "top with a file and a kubeconfig" 1 'do not go with it' -- top --cluster "$here/examples/cluster/cluster.yaml" --context x
-check "serve names the choices of an option" 1 'lock-retry sometimes: want one of release, once, fixed, backoff' -- serve --lock-retry sometimes
+check "serve names the choices of an option" 1 "--lock-retry: 'sometimes' is not one of release, once, fixed, backoff" -- serve --lock-retry sometimes
 check "serve refuses a QPS of 0" 1 'want QPS above 0' -- serve --qps 0
 check "serve refuses a negative bind budget" 1 'bind-budget -1: want 0 or more seconds' -- serve --bind-budget -1
 # What a newcomer sees first: every line of `make demo` and of a shipped

@@ -1,5 +1,6 @@
-// The engine's private state, shared by its source files (engine.cpp: the
-// flows; audit.cpp: the drift auditor).
+// The engine's private state, shared by its source files (engine.cpp: time
+// and the result router; engine_register.cpp, engine_place.cpp,
+// engine_bind.cpp, dra.cpp: the flows; audit.cpp: the drift auditor).
 #ifndef DEVSHARE_ENGINE_SRC_ENGINE_IMPL_HPP_
 #define DEVSHARE_ENGINE_SRC_ENGINE_IMPL_HPP_
 
@@ -18,6 +19,16 @@
 
 namespace devshare::engine {
 
+// The time handshakes, node locks and bind phases stamp: whole seconds.
+inline std::int64_t Seconds(std::int64_t now_ms) { return now_ms / 1000; }
+
+// The node's annotation `key` (nullopt: absent, or no key).
+inline std::optional<std::string> Annotation(const Node& node, std::string_view key) {
+  if (key.empty()) return std::nullopt;
+  const std::string* v = node.annotations.Find(key);
+  return v != nullptr ? std::optional<std::string>(*v) : std::nullopt;
+}
+
 struct Engine::NodeMemory {
   Node object;
   std::vector<HamiNodeMemory> hami;                    // by vendor
@@ -34,6 +45,21 @@ struct Engine::BindFlow {
   std::optional<std::string> lock;  // the lock value this bind holds; none until locked
   int attempt = 0;                  // lock attempts so far
   std::int64_t deadline_ms = 0;     // lock retries stop here
+};
+
+// A Filter whose reply waits for HAMi's placement PATCH.
+struct Engine::FilterFlow {
+  std::uint64_t request;
+  std::string uid;
+  FilterReply reply;
+};
+
+// A write with no follow-up; a failed bind's lock release carries what it
+// released, to write it again when the write fails (ReleaseRetry).
+struct Engine::Release {
+  std::string node;
+  std::string lock;  // empty: not a lock release
+  int attempt = 1;
 };
 
 // DRA: the writes of one gated pod in flight — its claims' allocations
@@ -76,18 +102,6 @@ struct Engine::Impl {
     std::unordered_map<std::string, std::int64_t> backoff_until;
   };
 
-  struct FilterFlow {
-    std::uint64_t request;
-    std::string uid;
-    FilterReply reply;
-  };
-  // A write with no follow-up; a failed bind's lock release carries what it
-  // released, to write it again when the write fails (ReleaseRetry).
-  struct Release {
-    std::string node;
-    std::string lock;  // empty: not a lock release
-    int attempt = 1;
-  };
   struct ReleaseRetry {
     std::int64_t at_ms;
     Release release;

@@ -128,8 +128,16 @@ class DEVSHARE_EXPORT Placer {
   // node until the node's pools or what claims hold on them change, for
   // claims with the same requests and constraints (names aside) and, under
   // kFgd, the same workload classes fitting the node's CPU and memory: a
-  // call that finds it costs a lookup. The memory is for one snapshot at a
-  // time: a call with another snapshot forgets it.
+  // call that finds it costs a lookup (whether the pod's CPU and memory fit
+  // the node is looked at afresh each call).
+  // Snapshot identity: the memory is for one snapshot object at a time,
+  // known by its address; a call with a snapshot at another address forgets
+  // it. Between calls the snapshot must stay that object, changed only
+  // through its own methods: they advance a node's DRA version when its
+  // pools or claims change, which drops the node's memory. REQUIRES: a
+  // snapshot that takes another's place at the same address (assigned over,
+  // or built where one was destroyed) is not given to a Placer that scored
+  // the other (its versions may repeat the other's): use a new Placer.
   Result<std::optional<FitScore>> Score(const ClusterSnapshot& snapshot,
                                         const std::vector<ResourceClaim>& claims,
                                         const PodResources& pod, std::string_view node);

@@ -96,6 +96,41 @@ TEST_CASE("dra placer: Score is Fit's score, remembered only while the node is u
   }
 }
 
+TEST_CASE("dra placer: Score's memory is of one snapshot object; another makes it forget") {
+  // Two snapshots with the same history of versions, differing in what
+  // holds node-a's GPUs: a score remembered for one must not answer for
+  // the other, however the calls alternate.
+  Result<Placer> placer = Placer::Make(PlacerOptions{Policy::kBinpack, {}, false});
+  Result<Placer> fresh = Placer::Make(PlacerOptions{Policy::kBinpack, {}, false});
+  REQUIRE(placer.ok());
+  ClusterSnapshot empty = TwoNodes();
+  ClusterSnapshot used = TwoNodes();
+  REQUIRE(PlaceOne(empty, *fresh, Share("small", 10)) == "node-a/gpu-0");
+  REQUIRE(PlaceOne(used, *fresh, Share("held", 60)) == "node-a/gpu-0");
+  const ResourceClaim claim = Share("c", 30);
+  auto score = [&](const ClusterSnapshot& snapshot) {
+    Result<std::optional<FitScore>> s = placer->Score(snapshot, {claim}, {}, "node-a");
+    REQUIRE(s.ok());
+    REQUIRE(s->has_value());
+    return (*s)->score;
+  };
+  auto fit = [&](const ClusterSnapshot& snapshot) {
+    Result<std::optional<NodeFit>> f = fresh->Fit(snapshot, {claim}, {}, "node-a");
+    REQUIRE(f.ok());
+    REQUIRE(f->has_value());
+    return (*f)->score;
+  };
+  REQUIRE(fit(empty) != fit(used));
+  for (int round = 0; round < 2; ++round) {
+    CHECK(score(empty) == fit(empty));
+    CHECK(score(used) == fit(used));
+  }
+  // The same object changed through its own methods: the node's version
+  // moves on and its memory goes.
+  REQUIRE(PlaceOne(empty, *fresh, Share("now-held", 60)) == "node-a/gpu-0");
+  CHECK(score(empty) == fit(empty));
+}
+
 TEST_CASE("dra placer: a pod's CPU and memory must fit the node") {
   Result<Placer> placer = Placer::Make(PlacerOptions{Policy::kBinpack, {}, false});
   REQUIRE(placer.ok());

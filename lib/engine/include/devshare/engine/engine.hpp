@@ -258,6 +258,30 @@ struct Counters {
                 dra_gates_removed = 0;
 };
 
+// Events and commands: the contract of every method taking `out`.
+//   - It appends: the commands it issues go at the end of `out`, in the
+//     order issued; what `out` held before is left as it was. A caller may
+//     pass one vector to several calls and execute it once.
+//   - No command of a call waits for another of the same call: a step that
+//     needs an earlier write's outcome is issued from that write's
+//     ApiResult. An adapter may execute one call's commands in any order or
+//     at once; the engine orders what must be ordered by waiting.
+//   - A command with an `id` expects exactly one ApiResult for that id, in
+//     any order relative to other ids. ApiResult for an id the engine did
+//     not issue, or reports after the first, does nothing (out untouched).
+//   - Unknown objects: NodeDeleted, PodDeleted, ResourceSliceDeleted,
+//     DeviceClassDeleted, ResourceClaimDeleted and
+//     ResourceClaimTemplateDeleted for an object the engine does not know
+//     change nothing (but for a DRA pass at the next Tick); a Bind for a pod or node it does not
+//     know (or a pod it did not place) fails at once with a BindReply naming what is missing.
+//   - Replies: every Filter gets exactly one FilterReply and every Bind one
+//     BindReply, carrying its `request`, from this call or a later one
+//     (Filter: after a PATCH, or a hold; Bind: after its writes and lock
+//     waits). Held Filters are answered in the order received; the binds
+//     waiting for one node's lock try it in the order they began to wait.
+//   - `now_ms` is the caller's clock; the engine reads no other. It is
+//     taken not to go backwards: a step back only delays what is due
+//     (passes, lock retries, the end of holds).
 class Engine {
  public:
   explicit Engine(EngineOptions options);
@@ -359,6 +383,9 @@ class Engine {
   struct Impl;
   struct NodeMemory;
   struct BindFlow;
+  struct FilterFlow;
+  struct Release;
+  struct AuditPass;  // audit.cpp
   bool Leading() const;
   // Filter without the hold: place, reserve, reply (or PATCH, then reply).
   void Place(std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes,
@@ -398,6 +425,16 @@ class Engine {
   void ReplyBind(const BindFlow& flow, std::string error, std::vector<Command>& out);
   void Locked(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void BindWithPlacement(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
+  // The results ApiResult routes, by the flow that issued the command (a
+  // DRA write's: DraResult). PlaceResult: HAMi's placement PATCH, the
+  // Filter's reply. BindResult: a bind's lock write (a failure is
+  // contention: LockBlocked), bind-phase PATCH or Binding (a failure fails
+  // the bind, releasing its lock and reservation). ReleaseResult: a write
+  // with no follow-up (registration, lock release, failed bind phase); a
+  // failed lock release is written again later (Tick).
+  void PlaceResult(FilterFlow flow, bool succeeded, std::vector<Command>& out);
+  void BindResult(BindFlow flow, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
+  void ReleaseResult(const Release& release, bool succeeded, std::int64_t now_ms);
   std::uint64_t NextId() { return next_id_++; }
   // DRA (dra.cpp): whether a pass is due, the pass, one pod of it, and the
   // result of one of its writes (false: not a DRA write).

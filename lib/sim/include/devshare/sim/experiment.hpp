@@ -21,7 +21,10 @@
 //   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
 //            bind: node-lock|lock-free, lock_retry: release|once|fixed|backoff,
 //            avoid_locked_nodes: true|false, pod_writes: binding|hami,
-//            hami_exact: none|all|W1,W2,W4,W10}
+//            hami_exact: none|all|W1,W2,W4,W10, lock_retry_timeout: 28s,
+//            register_period: 15s}
+//            # each but policy read by engine::SetEngineOption, as the CLI
+//            # and Python options are (devshare/engine/engine_options.hpp)
 //   api: {qps: 5, burst: 10, latency: 20ms, jitter: 10ms, max_inflight: 400,
 //         retry_after: 1s, allocate: 500ms}
 //   plugins: {mode: change-only|legacy, heartbeat: 30s}

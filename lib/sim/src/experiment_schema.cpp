@@ -1,14 +1,13 @@
-#include "devshare/sim/experiment.hpp"
-
+// Scenario files: reading and checking them into an Experiment, and the
+// scenarios shipped with devshare (devshare/sim/experiment.hpp).
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <boost/json.hpp>
-#include <cmath>
-#include <random>
+#include <limits>
 
 #include "builtin_scenarios.hpp"
+#include "devshare/engine/engine_options.hpp"
+#include "devshare/sim/experiment.hpp"
 #include "yaml_fields.hpp"
 
 namespace devshare::sim {
@@ -20,19 +19,9 @@ using namespace devshare::internal::yaml;  // NOLINT: the field readers are this
 // "500ms", "30s", "10m", "1h", or a number of milliseconds.
 Status ReadDuration(const YAML::Node& node, const std::string& path, std::int64_t& out) {
   if (node.IsNull()) return Status();
-  const std::string text = node.IsScalar() ? node.Scalar() : std::string();
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  const std::string unit = text.substr(digits);
-  static const std::map<std::string, std::int64_t, std::less<>> kUnits = {
-      {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-  auto scale = kUnits.find(unit);
-  if (digits == 0 || digits > 12 || scale == kUnits.end()) {
-    return FieldError(
-        path, node,
-        fmt::format("expected a duration such as 500ms, 30s, 10m or 1h, got '{}'", text));
-  }
-  out = std::stoll(text.substr(0, digits)) * scale->second;
+  Result<std::int64_t> ms = engine::ParseDurationMs(node.IsScalar() ? node.Scalar() : "");
+  if (!ms.ok()) return FieldError(path, node, ms.status().message());
+  out = *ms;
   return Status();
 }
 
@@ -122,30 +111,25 @@ FieldReader PolicyField(FilterOptions& filter) {
   };
 }
 
-// "all", "none" or rows such as "W1,W2" (devshare/hami_exact.hpp).
-FieldReader HamiExactField(HamiExact& out) {
-  return [&out](const YAML::Node& n, const std::string& p) {
-    std::string rows;
-    Status s = ReadString(n, p, rows);
-    if (!s.ok()) return s;
-    Result<HamiExact> parsed = ParseHamiExact(rows);
-    if (!parsed.ok()) return FieldError(p, n, std::string(parsed.status().message()));
-    out = *parsed;
-    return Status();
+// The engine option `option` (devshare/engine/engine_options.hpp), its
+// errors at the key's line.
+FieldReader EngineField(engine::EngineOptions& e, std::string_view option) {
+  return [&e, option](const YAML::Node& n, const std::string& p) {
+    if (n.IsNull()) return Status();
+    if (!n.IsScalar()) return FieldError(p, n, "expected a single value");
+    Status s = engine::SetEngineOption(e, option, n.Scalar());
+    if (s.ok()) return s;
+    return FieldError(p, n, s.message().substr(option.size() + 2));  // "<option>: <why>"
   };
 }
 
 Status ReadEngine(const YAML::Node& node, const std::string& path, engine::EngineOptions& e) {
-  return ReadMap(node, path,
-                 {{"registration", OneOfNames(e.registration, engine::kRegistrationNames)},
-                  {"policy", PolicyField(e.filter)},
-                  {"hami_exact", HamiExactField(e.filter.hami_exact)},
-                  {"bind", OneOfNames(e.bind_mode, engine::kBindModeNames)},
-                  {"lock_retry", OneOfNames(e.lock_retry, engine::kLockRetryNames)},
-                  {"lock_retry_timeout", Duration(e.lock_retry_timeout_ms)},
-                  {"avoid_locked_nodes", Bool(e.avoid_locked_nodes)},
-                  {"pod_writes", OneOfNames(e.pod_writes, engine::kPodWritesNames)},
-                  {"register_period", Duration(e.register_period_ms)}});
+  std::map<std::string, FieldReader, std::less<>> fields{{"policy", PolicyField(e.filter)}};
+  for (std::string_view option :
+       {"registration", "hami_exact", "bind", "lock_retry", "lock_retry_timeout",
+        "avoid_locked_nodes", "pod_writes", "register_period"})
+    fields.emplace(option, EngineField(e, option));
+  return ReadMap(node, path, fields);
 }
 
 Status ReadApi(const YAML::Node& node, const std::string& path, ApiModel& a) {
@@ -386,7 +370,7 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
         [&s](const YAML::Node& n, const std::string& p) {
           return ReadMap(n, p,
                          {{"period", Duration(s.audit_period_ms)},
-                          {"grace", Duration(s.engine.audit_grace_ms)}});
+                          {"grace", EngineField(s.engine, "audit_grace")}});
         }},
        {"dra",
         [&s](const YAML::Node& n, const std::string& p) {
@@ -480,52 +464,6 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
   return experiment;
 }
 
-Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed) {
-  Scenario scenario = t.settings;
-  if (t.openb) {
-    Result<Scenario> openb =
-        t.openb->mode == OpenbWorkload::Mode::kReplay
-            ? OpenbReplay(t.openb->nodes_csv, t.openb->pods_csv)
-            : OpenbScenario(t.openb->nodes_csv, t.openb->pods_csv, t.openb->demand, seed);
-    if (!openb.ok()) return openb.status();
-    scenario.nodes = std::move(openb->nodes);
-    scenario.pods = std::move(openb->pods);
-  }
-  for (const NodeGroup& g : t.node_groups) {
-    const int width = std::max(1, static_cast<int>(std::to_string(g.count - 1).size()));
-    for (std::int32_t i = 0; i < g.count; ++i) {
-      NodeSpec n = g.shape;
-      n.name = fmt::format("{}{:0{}}", g.prefix, i, width);
-      scenario.nodes.push_back(std::move(n));
-    }
-  }
-  // Pod classes: arrivals from each class's start, steady or Poisson, until
-  // the class's count or the end.
-  std::mt19937_64 rng(seed);
-  const std::size_t before = scenario.pods.size();
-  for (const PodClass& c : t.pod_classes) {
-    if (c.count == 0 && scenario.end_ms <= 0) {
-      return Status::InvalidArgument(
-          fmt::format("pod class {}: no count and no end time", c.shape.name));
-    }
-    std::exponential_distribution<double> gap(1.0 / static_cast<double>(c.every_ms));
-    double at = static_cast<double>(c.start_ms);
-    for (std::int32_t i = 0; c.count == 0 || i < c.count; ++i) {
-      if (c.arrival == PodClass::Arrival::kPoisson) at += gap(rng);
-      const auto arrive = static_cast<std::int64_t>(at);
-      if (scenario.end_ms > 0 && arrive > scenario.end_ms) break;
-      PodSpec p = c.shape;
-      p.name = fmt::format("{}-{}", c.shape.name, i);
-      p.arrive_ms = arrive;
-      scenario.pods.push_back(std::move(p));
-      if (c.arrival == PodClass::Arrival::kSteady) at += static_cast<double>(c.every_ms);
-    }
-  }
-  std::stable_sort(scenario.pods.begin() + static_cast<std::ptrdiff_t>(before), scenario.pods.end(),
-                   [](const PodSpec& a, const PodSpec& b) { return a.arrive_ms < b.arrive_ms; });
-  return scenario;
-}
-
 std::vector<std::string_view> BuiltinScenarioNames() {
   std::vector<std::string_view> names;
   for (const BuiltinScenarioText& s : kBuiltinScenarios) names.push_back(s.name);
@@ -539,122 +477,6 @@ Result<std::string_view> BuiltinScenario(std::string_view name) {
     names += names.empty() ? std::string(s.name) : ", " + std::string(s.name);
   }
   return Status::NotFound(fmt::format("no scenario named '{}' (shipped: {})", name, names));
-}
-
-Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment,
-                                                 const ExperimentProgress& progress) {
-  std::vector<VariantResult> results;
-  for (const Variant& variant : experiment.variants) {
-    VariantResult result;
-    result.name = variant.name;
-    for (std::uint64_t seed : experiment.seeds) {
-      Result<Scenario> scenario = Expand(variant.scenario, seed);
-      if (!scenario.ok()) {
-        return Status::InvalidArgument(fmt::format("variant {}, seed {}: {}", variant.name, seed,
-                                                   scenario.status().message()));
-      }
-      Progress run_progress;
-      if (progress) {
-        run_progress = [&](std::uint64_t done, std::uint64_t total) {
-          progress(variant.name, seed, done, total);
-        };
-      }
-      Result<Report> report = Run(*scenario, seed, run_progress);
-      if (!report.ok()) {
-        std::string message =
-            fmt::format("variant {}, seed {}: {}", variant.name, seed, report.status().message());
-        return report.status().code() == StatusCode::kInternal
-                   ? Status::Internal(std::move(message))
-                   : Status::InvalidArgument(std::move(message));
-      }
-      result.seeds.push_back(seed);
-      result.reports.push_back(std::move(*report));
-    }
-    results.push_back(std::move(result));
-  }
-  return results;
-}
-
-namespace {
-
-boost::json::object SampleObject(const FragmentationSample& f) {
-  return boost::json::object{{"demandPercent", f.demand_percent},
-                             {"allocationPercent", f.allocation_percent},
-                             {"gpuFree", f.gpu_free},
-                             {"gpuFragmented", f.gpu_fragmented}};
-}
-
-// The report's fields after `out`'s own.
-boost::json::object ReportObject(const Report& r, boost::json::object out = {}) {
-  boost::json::object calls, reasons;
-  for (const auto& [verb, n] : r.api_calls) calls[verb] = n;
-  for (const auto& [reason, n] : r.pending_reasons) reasons[reason] = n;
-  auto counts = [](const std::map<std::string, std::uint64_t>& by_name) {
-    boost::json::object o;
-    for (const auto& [name, n] : by_name) o[name] = n;
-    return o;
-  };
-  boost::json::array percentiles(r.latency_percentiles.begin(), r.latency_percentiles.end());
-  boost::json::array curve;
-  for (const FragmentationSample& f : r.fragmentation_curve) curve.push_back(SampleObject(f));
-  const boost::json::object fields{{"pods", r.pods},
-                                   {"bound", r.bound},
-                                   {"pending", r.pending},
-                                   {"pendingReasons", std::move(reasons)},
-                                   {"gpuCapacity", r.gpu_capacity},
-                                   {"gpuAllocated", r.gpu_allocated},
-                                   {"allocationPercent", r.allocation_percent},
-                                   {"allocationMeanPercent", r.allocation_mean_percent},
-                                   {"gpuFree", r.gpu_free},
-                                   {"gpuFragmented", r.gpu_fragmented},
-                                   {"fragmentationPercent", r.fragmentation_percent},
-                                   {"fragmentationCurve", std::move(curve)},
-                                   {"latencyP50Ms", r.latency_p50_ms},
-                                   {"latencyP99Ms", r.latency_p99_ms},
-                                   {"latencyPercentilesMs", std::move(percentiles)},
-                                   {"throttledMs", r.throttled_ms},
-                                   {"apiCalls", std::move(calls)},
-                                   {"rejected429", r.rejected_429},
-                                   {"conflicts409", r.conflicts_409},
-                                   {"filtersRefused", r.filters_refused},
-                                   {"extenderTimeouts", r.extender_timeouts},
-                                   {"lockContention", r.lock_contention},
-                                   {"lockRetries", r.lock_retries},
-                                   {"bindsFailed", r.binds_failed},
-                                   {"registrationWrites", r.registration_writes},
-                                   {"nodesDropped", r.nodes_dropped},
-                                   {"duplicateRegistrationWrites", r.duplicate_registration_writes},
-                                   {"unavailableMs", r.unavailable_ms},
-                                   {"driftInjected", counts(r.drift_injected)},
-                                   {"driftFound", counts(r.drift_found)},
-                                   {"driftHealed", counts(r.drift_healed)},
-                                   {"cacheMismatchedDevices", r.cache_mismatched_devices},
-                                   {"endMs", r.end_ms}};
-  for (const auto& field : fields) out.insert(field);
-  return out;
-}
-
-}  // namespace
-
-std::string ReportJson(const Report& report) {
-  return boost::json::serialize(ReportObject(report));
-}
-
-std::string FragmentationSampleJson(const FragmentationSample& sample) {
-  return boost::json::serialize(SampleObject(sample));
-}
-
-std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results) {
-  boost::json::array variants;
-  for (const VariantResult& v : results) {
-    boost::json::array runs;
-    for (std::size_t i = 0; i < v.reports.size(); ++i)
-      runs.push_back(ReportObject(v.reports[i], {{"seed", v.seeds[i]}}));
-    variants.push_back(boost::json::object{{"name", v.name}, {"runs", std::move(runs)}});
-  }
-  return boost::json::serialize(boost::json::object{{"name", experiment.name},
-                                                    {"description", experiment.description},
-                                                    {"variants", std::move(variants)}});
 }
 
 }  // namespace devshare::sim

@@ -1,0 +1,88 @@
+// Scenario files' schema (experiment_schema.cpp): the engine section read
+// through the engine's option builder, each error at its key and line.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "devshare/sim/experiment.hpp"
+
+using namespace devshare;
+using namespace devshare::sim;
+
+namespace {
+
+Result<Experiment> Parse(std::string_view yaml) { return ParseExperiment(yaml, LoadOptions{}); }
+
+std::string ErrorOf(std::string_view yaml) {
+  Result<Experiment> e = Parse(yaml);
+  CHECK_FALSE(e.ok());
+  CHECK(e.status().code() == StatusCode::kInvalidConfig);
+  return std::string(e.status().message());
+}
+
+}  // namespace
+
+TEST_CASE("experiment schema: the engine keys set the engine's options") {
+  Result<Experiment> e = Parse(R"(
+nodes: [{count: 1}]
+engine: {registration: volcano, policy: spread, bind: lock-free, lock_retry: backoff,
+         lock_retry_timeout: 2s, avoid_locked_nodes: false, pod_writes: hami,
+         register_period: 45000, hami_exact: all}
+audit: {period: 1m, grace: 5s}
+)");
+  REQUIRE(e.ok());
+  const engine::EngineOptions& o = e->variants.at(0).scenario.settings.engine;
+  CHECK(o.registration == engine::RegistrationProtocol::kVolcano);
+  CHECK(o.filter.node_policy == "spread");
+  CHECK(o.filter.gpu_policy == "spread");
+  CHECK(o.bind_mode == engine::BindMode::kLockFree);
+  CHECK(o.lock_retry == engine::LockRetry::kBackoff);
+  CHECK(o.lock_retry_timeout_ms == 2000);
+  CHECK_FALSE(o.avoid_locked_nodes);
+  CHECK(o.pod_writes == engine::PodWrites::kHami);
+  CHECK(o.register_period_ms == 45000);  // a bare number: milliseconds
+  CHECK(o.filter.hami_exact == *ParseHamiExact("all"));
+  CHECK(o.audit_grace_ms == 5000);
+  CHECK(e->variants[0].scenario.settings.audit_period_ms == 60000);
+}
+
+TEST_CASE("experiment schema: an engine key left empty keeps the default") {
+  Result<Experiment> e = Parse("nodes: [{count: 1}]\nengine: {lock_retry: , bind: }\n");
+  REQUIRE(e.ok());
+  const engine::EngineOptions& o = e->variants.at(0).scenario.settings.engine;
+  CHECK(o.lock_retry == engine::EngineOptions{}.lock_retry);
+  CHECK(o.bind_mode == engine::EngineOptions{}.bind_mode);
+}
+
+TEST_CASE("experiment schema: engine errors name the key, why, and the line") {
+  CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {lock_retry: sometimes}\n") ==
+        "scenario: engine.lock_retry: 'sometimes' is not one of release, once, fixed, backoff "
+        "(line 2, column 22)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nengine:\n  bind: none\n") ==
+        "scenario: engine.bind: 'none' is not one of node-lock, lock-free (line 3, column 9)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {avoid_locked_nodes: maybe}\n") ==
+        "scenario: engine.avoid_locked_nodes: expected true or false, got 'maybe' (line 2, "
+        "column 30)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {register_period: 0s}\n") ==
+        "scenario: engine.register_period: must be above 0, got 0s (line 2, column 27)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {lock_retry_timeout: [1s]}\n") ==
+        "scenario: engine.lock_retry_timeout: expected a single value (line 2, column 30)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\naudit: {grace: soon}\n") ==
+        "scenario: audit.grace: expected a duration such as 500ms, 30s, 10m or 1h, got 'soon' "
+        "(line 2, column 16)");
+  // The scenario file takes the engine keys it documents, not every option.
+  CHECK(ErrorOf("nodes: [{count: 1}]\nengine: {seed: 3}\n") ==
+        "scenario: engine.seed: unknown key (line 2, column 10)");
+}
+
+TEST_CASE("experiment schema: durations of the other sections share the engine's parser") {
+  Result<Experiment> e = Parse("end: 2h\nnodes: [{count: 1}]\napi: {latency: 250, jitter: 1s}\n");
+  REQUIRE(e.ok());
+  const Scenario& s = e->variants.at(0).scenario.settings;
+  CHECK(s.end_ms == 7200000);
+  CHECK(s.api.latency_ms == 250);
+  CHECK(s.api.jitter_ms == 1000);
+  CHECK(ErrorOf("nodes: [{count: 1}]\napi: {latency: 1.5s}\n") ==
+        "scenario: api.latency: expected a duration such as 500ms, 30s, 10m or 1h, got '1.5s' "
+        "(line 2, column 16)");
+}
