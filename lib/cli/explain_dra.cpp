@@ -96,8 +96,8 @@ int ExplainClaims(const ObjectsFile& cluster, const ObjectsFile& pod, const std:
   };
   const std::optional<dra::Policy> chosen_policy = dra::kPolicyNames.Find(policy);
   if (!chosen_policy) {
-    return fail(fmt::format("unknown DRA policy {} (want one of {})", policy,
-                            dra::kPolicyNames.Names()));
+    return fail(
+        fmt::format("unknown DRA policy {} (want one of {})", policy, dra::kPolicyNames.Names()));
   }
   if (pod.pods.size() > 1)
     return fail(fmt::format("the claims' file holds {} Pods, at most one", pod.pods.size()));

@@ -255,8 +255,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--force-overwrite-default-scheduler", o->force_overwrite_default_scheduler,
                   "the webhook also moves GPU pods that name default-scheduler (HAMi's flag)")
       ->capture_default_str();
-  sub->add_option("--node-policy", o->node_policy, kNodePolicyNames.Names())
-      ->capture_default_str();
+  sub->add_option("--node-policy", o->node_policy, kNodePolicyNames.Names())->capture_default_str();
   sub->add_option("--gpu-policy", o->gpu_policy,
                   kGpuPolicyNames.Names() + " (the first six also as a comma chain)")
       ->capture_default_str();

@@ -53,9 +53,9 @@ enum class Policy { kUpstream, kBinpack, kSpread, kFgd };
 
 // The names scenario files, the CLI and Python give the policies.
 inline constexpr auto kPolicyNames = MakeEnumNames<Policy>({{"upstream", Policy::kUpstream},
-                                                           {"binpack", Policy::kBinpack},
-                                                           {"spread", Policy::kSpread},
-                                                           {"fgd", Policy::kFgd}});
+                                                            {"binpack", Policy::kBinpack},
+                                                            {"spread", Policy::kSpread},
+                                                            {"fgd", Policy::kFgd}});
 
 // The order a policy tries a node's devices in (kFgd's, kLowestCostFirst,
 // needs the costs Placer gives it).

@@ -1,5 +1,7 @@
 // The node register JSON's full decoder (every form Go's encoding/json
 // accepts, every error) and its encoder (node_json.hpp).
+#include "codec/node_json.hpp"
+
 #include <fmt/format.h>
 
 #include <boost/json/basic_parser_impl.hpp>
@@ -8,7 +10,6 @@
 
 #include "base/json.hpp"
 #include "base/text.hpp"
-#include "codec/node_json.hpp"
 
 namespace devshare::internal {
 

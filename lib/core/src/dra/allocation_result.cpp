@@ -50,8 +50,8 @@ Result<std::optional<NodeSelector>> NodeSelectorFor(const std::vector<DeviceResu
       scope = own ? &*own : &kNone;
     }
     if (!scope->node_name.empty() || r.candidate.device().binds_to_node) {
-      return std::optional<NodeSelector>(NodeSelector{{NodeSelectorTerm{
-          {}, {NodeSelectorRequirement{"metadata.name", "In", {node.name}}}}}});
+      return std::optional<NodeSelector>(NodeSelector{
+          {NodeSelectorTerm{{}, {NodeSelectorRequirement{"metadata.name", "In", {node.name}}}}}});
     }
     if (scope->node_selector) {
       if (scope->node_selector->terms.size() > 1) {

@@ -32,16 +32,14 @@ Result<bool> DeviceMatcher::Selectable(const RequestKey& key, const RequestData&
   return match;
 }
 
-Result<bool> DeviceMatcher::SelectorsMatch(const RequestKey& key,
-                                           const CandidateDevice& candidate,
+Result<bool> DeviceMatcher::SelectorsMatch(const RequestKey& key, const CandidateDevice& candidate,
                                            const DeviceClass* device_class,
                                            const std::vector<std::string>& selectors) {
   const ResourceClaim& claim = claims_[key.claim];
   // Named in errors only: not formatted on the way that matches.
   auto owner = [&] {
-    return device_class != nullptr
-               ? fmt::format("class {}", device_class->name)
-               : fmt::format("claim {}/{}", claim.claim_namespace, claim.name);
+    return device_class != nullptr ? fmt::format("class {}", device_class->name)
+                                   : fmt::format("claim {}/{}", claim.claim_namespace, claim.name);
   };
   for (std::size_t i = 0; i < selectors.size(); ++i) {
     const Result<Selector>& compiled = selectors_.Compile(selectors[i]);

@@ -312,23 +312,23 @@ void ReadClaimSpec(Reader& r, const bj::object& spec, const std::string& path, C
 
 void ReadAllocation(Reader& r, const bj::object& o, const std::string& path, Allocation& out) {
   if (const bj::object* devices = r.Object(o, "devices", path + ".devices")) {
-    r.EachObject(
-        *devices, "results", path + ".devices.results",
-        [&](const bj::object& d, const std::string& at) {
-          AllocatedDevice& device = out.devices.emplace_back();
-          r.String(d, "request", at + ".request", device.request);
-          r.String(d, "driver", at + ".driver", device.driver);
-          r.String(d, "pool", at + ".pool", device.pool);
-          r.String(d, "device", at + ".device", device.device);
-          r.Bool(d, "adminAccess", at + ".adminAccess", device.admin_access);
-          ReadTolerations(r, d, at + ".tolerations", device.tolerations);
-          r.Strings(d, "bindingConditions", at + ".bindingConditions", device.binding_conditions);
-          r.Strings(d, "bindingFailureConditions", at + ".bindingFailureConditions",
-                    device.binding_failure_conditions);
-          r.String(d, "shareID", at + ".shareID", device.share_id);
-          ReadQuantities(r, d, "consumedCapacity", at + ".consumedCapacity",
-                         device.consumed_capacity);
-        });
+    r.EachObject(*devices, "results", path + ".devices.results",
+                 [&](const bj::object& d, const std::string& at) {
+                   AllocatedDevice& device = out.devices.emplace_back();
+                   r.String(d, "request", at + ".request", device.request);
+                   r.String(d, "driver", at + ".driver", device.driver);
+                   r.String(d, "pool", at + ".pool", device.pool);
+                   r.String(d, "device", at + ".device", device.device);
+                   r.Bool(d, "adminAccess", at + ".adminAccess", device.admin_access);
+                   ReadTolerations(r, d, at + ".tolerations", device.tolerations);
+                   r.Strings(d, "bindingConditions", at + ".bindingConditions",
+                             device.binding_conditions);
+                   r.Strings(d, "bindingFailureConditions", at + ".bindingFailureConditions",
+                             device.binding_failure_conditions);
+                   r.String(d, "shareID", at + ".shareID", device.share_id);
+                   ReadQuantities(r, d, "consumedCapacity", at + ".consumedCapacity",
+                                  device.consumed_capacity);
+                 });
   }
   ReadNodeSelector(r, o, "nodeSelector", path + ".nodeSelector", out.node_selector);
 }

@@ -98,8 +98,8 @@ Result<std::optional<std::vector<Allocation>>> Allocate(const std::vector<Resour
   SelectorCache own_selectors;
   allocator::DeviceMatcher matcher(
       claims, node, options.selector_cache != nullptr ? *options.selector_cache : own_selectors);
-  Result<allocator::PreparedClaims> prepared = allocator::PrepareClaims(
-      claims, pools, classes, options.fractional_capacity_range, matcher);
+  Result<allocator::PreparedClaims> prepared =
+      allocator::PrepareClaims(claims, pools, classes, options.fractional_capacity_range, matcher);
   if (!prepared.ok()) return prepared.status();
   const std::vector<allocator::CandidateDevice> candidates =
       allocator::OrderedCandidates(pools, allocated, options);

@@ -61,8 +61,8 @@ Result<bool> Matches(const Selector& selector, std::string_view driver, const De
   }
   const cel::Value& v = std::get<cel::Value>(out);
   if (const bool* b = cel::As<bool>(v)) return *b;
-  return Status::InvalidArgument(fmt::format("CEL result of type {} could not be converted to bool",
-                                             cel::RuntimeTypeName(v)));
+  return Status::InvalidArgument(
+      fmt::format("CEL result of type {} could not be converted to bool", cel::RuntimeTypeName(v)));
 }
 
 }  // namespace devshare::dra

@@ -2,12 +2,11 @@
 // each taken alone, with the reason it does not fit (devshare/dra_allocate.hpp).
 #include <fmt/format.h>
 
-#include "devshare/dra_allocate.hpp"
-
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "devshare/dra_allocate.hpp"
 #include "dra/candidates.hpp"
 #include "dra/capacity.hpp"
 #include "dra/device_match.hpp"
@@ -39,12 +38,11 @@ std::string CapacityShortfall(const DeviceSelection& selection, const CandidateD
   }
   auto current = allocated.consumed_capacity.find(candidate.id);
   for (const auto& [name, capacity] : device.capacity) {
-    Result<Quantity> c = ConsumedBy(FindRequest(selection.capacity_requests, name), capacity,
-                                    fractional);
+    Result<Quantity> c =
+        ConsumedBy(FindRequest(selection.capacity_requests, name), capacity, fractional);
     if (!c.ok()) return std::string(c.status().message());
     if (ViolatesPolicy(*c, capacity.request_policy, fractional))
-      return fmt::format("{}: {} is outside the device's request policy", name,
-                         FormatQuantity(*c));
+      return fmt::format("{}: {} is outside the device's request policy", name, FormatQuantity(*c));
     Quantity used{};
     if (current != allocated.consumed_capacity.end()) {
       if (auto u = current->second.find(name); u != current->second.end()) used = u->second;
@@ -59,8 +57,8 @@ std::string CapacityShortfall(const DeviceSelection& selection, const CandidateD
 }
 
 // Empty when the device can take the request on its own.
-std::string WhyNot(const RequestKey& key, const RequestData& data,
-                   const CandidateDevice& candidate, DeviceMatcher& matcher, DeviceUsage& usage) {
+std::string WhyNot(const RequestKey& key, const RequestData& data, const CandidateDevice& candidate,
+                   DeviceMatcher& matcher, DeviceUsage& usage) {
   const DeviceSelection& selection = *data.selection;
   const Device& device = candidate.device();
   if (!selection.admin_access && usage.InUse(candidate.id)) return "held by an allocated claim";
@@ -104,8 +102,8 @@ Result<NodeExplanation> ExplainNode(const ResourceClaim& claim, const Node& node
   SelectorCache own_selectors;
   DeviceMatcher matcher(
       claims, node, options.selector_cache != nullptr ? *options.selector_cache : own_selectors);
-  Result<allocator::PreparedClaims> prepared = allocator::PrepareClaims(
-      claims, pools, classes, options.fractional_capacity_range, matcher);
+  Result<allocator::PreparedClaims> prepared =
+      allocator::PrepareClaims(claims, pools, classes, options.fractional_capacity_range, matcher);
   if (!prepared.ok()) return prepared.status();
   const std::vector<CandidateDevice> candidates =
       allocator::OrderedCandidates(pools, allocated, options);

@@ -52,13 +52,12 @@ Result<RequestData> Validate(const ResourceClaim& claim, const RequestKey& key,
         Result<bool> selectable = matcher.Selectable(key, data, candidate);
         if (!selectable.ok()) return selectable.status();
         if (!*selectable) continue;
-        Result<bool> fits = RequestFitsCapacity({}, selection.capacity_requests,
-                                                candidate.device(), nullptr, fractional);
+        Result<bool> fits = RequestFitsCapacity({}, selection.capacity_requests, candidate.device(),
+                                                nullptr, fractional);
         if (!fits.ok()) {
-          return Status::InvalidArgument(
-              fmt::format("claim {}/{}, request {}: checking capacity for device {}: {}",
-                          claim.claim_namespace, claim.name, name, candidate.device().name,
-                          fits.status().message()));
+          return Status::InvalidArgument(fmt::format(
+              "claim {}/{}, request {}: checking capacity for device {}: {}", claim.claim_namespace,
+              claim.name, name, candidate.device().name, fits.status().message()));
         }
         if (*fits) data.all_devices.push_back(std::move(candidate));
       }
@@ -79,8 +78,8 @@ Result<PreparedClaims> PrepareClaims(const std::vector<ResourceClaim>& claims,
   auto validate = [&](const ResourceClaim& claim, const RequestKey& key,
                       const DeviceSelection& selection, const std::string& name,
                       const std::string& parent) {
-    return Validate(claim, key, selection, name, parent, pools, classes,
-                    fractional_capacity_range, matcher);
+    return Validate(claim, key, selection, name, parent, pools, classes, fractional_capacity_range,
+                    matcher);
   };
   for (std::size_t c = 0; c < claims.size(); ++c) {
     const ResourceClaim& claim = claims[c];
@@ -109,8 +108,8 @@ Result<PreparedClaims> PrepareClaims(const std::vector<ResourceClaim>& claims,
         return Status::InvalidArgument(fmt::format(
             "claim {}/{}, request {}: adding {} devices exceeds the claim limit of {}, with {} "
             "already accounted for",
-            claim.claim_namespace, claim.name, request.name, min_devices,
-            kAllocationResultsMaxSize, min_devices_per_claim));
+            claim.claim_namespace, claim.name, request.name, min_devices, kAllocationResultsMaxSize,
+            min_devices_per_claim));
       }
       min_devices_per_claim += min_devices;
     }

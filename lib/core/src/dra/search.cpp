@@ -67,8 +67,8 @@ Result<bool> Search::AllocateDevice(const RequestKey& key, const CandidateDevice
     usage_.TakeWhole(candidate.id, key.claim);
     undo.device_marked = true;
   }
-  DeviceResult result{data.FullName(), candidate, selection.admin_access, &selection, std::nullopt,
-                      {}};
+  DeviceResult result{data.FullName(), candidate,    selection.admin_access,
+                      &selection,      std::nullopt, {}};
   Result<bool> fits = usage_.FitsCapacity(data.selection->capacity_requests, candidate);
   if (!fits.ok() || !*fits) {
     Rollback(key, candidate, base, sub, undo);
@@ -81,8 +81,8 @@ Result<bool> Search::AllocateDevice(const RequestKey& key, const CandidateDevice
     return false;
   }
   if (multiple) {
-    Result<Capacities> consumed = ConsumedCapacity(selection.capacity_requests, device,
-                                                   usage_.fractional_capacity_range());
+    Result<Capacities> consumed =
+        ConsumedCapacity(selection.capacity_requests, device, usage_.fractional_capacity_range());
     if (!consumed.ok()) {
       Rollback(key, candidate, base, sub, undo);
       return Status::InvalidArgument(fmt::format(

@@ -32,8 +32,7 @@ enum class Outcome { kFailed, kDone, kOverLimit };
 class Search {
  public:
   Search(const std::vector<ResourceClaim>& claims, PreparedClaims& prepared,
-         const std::vector<CandidateDevice>& candidates, DeviceMatcher& matcher,
-         DeviceUsage& usage)
+         const std::vector<CandidateDevice>& candidates, DeviceMatcher& matcher, DeviceUsage& usage)
       : claims_(claims),
         prepared_(prepared),
         candidates_(candidates),

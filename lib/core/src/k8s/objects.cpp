@@ -152,28 +152,27 @@ void ReadPodPlacement(JsonReader& r, const bj::object& spec, Pod& pod) {
 // spec.resourceClaims, spec.schedulingGates and status.resourceClaimStatuses.
 void ReadPodClaims(JsonReader& r, const bj::object* spec, const bj::object* status, Pod& pod) {
   if (spec != nullptr) {
-    r.EachObject(*spec, "resourceClaims", "spec.resourceClaims",
-                 [&](const bj::object& c, const std::string& item) {
-                   PodResourceClaim& claim = pod.resource_claims.emplace_back();
-                   ReadStrings(r, c, item,
-                               {{"name", &claim.name},
-                                {"resourceClaimName", &claim.resource_claim_name},
-                                {"resourceClaimTemplateName",
-                                 &claim.resource_claim_template_name}});
-                   if (!r.ok()) return;
-                   if (claim.name.empty()) {
-                     return r.Fail(Status::Malformed(fmt::format("pod: {}.name is missing", item),
-                                                     item + ".name"));
-                   }
-                   if (claim.resource_claim_name.empty() ==
-                       claim.resource_claim_template_name.empty()) {
-                     r.Fail(Status::Malformed(
-                         fmt::format("pod: {} needs exactly one of resourceClaimName and "
-                                     "resourceClaimTemplateName",
-                                     item),
-                         item));
-                   }
-                 });
+    r.EachObject(
+        *spec, "resourceClaims", "spec.resourceClaims",
+        [&](const bj::object& c, const std::string& item) {
+          PodResourceClaim& claim = pod.resource_claims.emplace_back();
+          ReadStrings(r, c, item,
+                      {{"name", &claim.name},
+                       {"resourceClaimName", &claim.resource_claim_name},
+                       {"resourceClaimTemplateName", &claim.resource_claim_template_name}});
+          if (!r.ok()) return;
+          if (claim.name.empty()) {
+            return r.Fail(
+                Status::Malformed(fmt::format("pod: {}.name is missing", item), item + ".name"));
+          }
+          if (claim.resource_claim_name.empty() == claim.resource_claim_template_name.empty()) {
+            r.Fail(
+                Status::Malformed(fmt::format("pod: {} needs exactly one of resourceClaimName and "
+                                              "resourceClaimTemplateName",
+                                              item),
+                                  item));
+          }
+        });
     r.EachObject(*spec, "schedulingGates", "spec.schedulingGates",
                  [&](const bj::object& g, const std::string& item) {
                    r.String(g, "name", item + ".name", pod.scheduling_gates.emplace_back());

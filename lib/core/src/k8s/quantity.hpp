@@ -42,8 +42,8 @@ struct Quantity {
 struct QuantityParse {
   enum class Outcome : std::uint8_t {
     kOk,
-    kInvalid,           // not a quantity to Go: `error` says why
-    kUnrepresentable,   // a quantity, but beyond what Quantity holds (|nano| >= 2^127)
+    kInvalid,          // not a quantity to Go: `error` says why
+    kUnrepresentable,  // a quantity, but beyond what Quantity holds (|nano| >= 2^127)
   };
   Outcome outcome = Outcome::kInvalid;
   Quantity quantity;       // when kOk

@@ -20,8 +20,10 @@ using namespace devshare;
 namespace {
 
 enum class Color { kRed, kGreen, kBlue, kUnnamed };
-constexpr auto kColorNames = MakeEnumNames<Color>(
-    {{"red", Color::kRed}, {"green", Color::kGreen}, {"blue", Color::kBlue}, {"navy", Color::kBlue}});
+constexpr auto kColorNames = MakeEnumNames<Color>({{"red", Color::kRed},
+                                                   {"green", Color::kGreen},
+                                                   {"blue", Color::kBlue},
+                                                   {"navy", Color::kBlue}});
 
 // Every name reads back as its value, each value's first name is its name,
 // and no name is given twice.
@@ -46,7 +48,7 @@ TEST_CASE("enum names: find, name, names") {
   static_assert(kColorNames.size() == 4);
   CHECK(kColorNames.Find("navy") == Color::kBlue);  // a second name
   CHECK(kColorNames.Name(Color::kBlue) == "blue");  // the first is its own
-  CHECK(!kColorNames.Find("Red").has_value());       // case-sensitive
+  CHECK(!kColorNames.Find("Red").has_value());      // case-sensitive
   CHECK(!kColorNames.Find("").has_value());
   CHECK(kColorNames.Name(Color::kUnnamed).empty());
   CHECK(kColorNames.Names() == "red, green, blue, navy");
@@ -61,8 +63,10 @@ TEST_CASE("enum names: Parse names every choice in its error") {
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
   CHECK(bad.status().message() == "unknown color \"pink\" (want one of red, green, blue, navy)");
   // The name is quoted as every message quotes input: other bytes escaped.
-  CHECK(kColorNames.Parse("a\nb", "color").status().message().starts_with(
-      "unknown color \"a\\x0ab\""));
+  CHECK(kColorNames.Parse("a\nb", "color")
+            .status()
+            .message()
+            .starts_with("unknown color \"a\\x0ab\""));
 }
 
 TEST_CASE("enum names: every table of the code base is one-to-one") {

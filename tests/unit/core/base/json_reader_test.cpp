@@ -73,8 +73,8 @@ TEST_CASE("JsonReader: members and elements with their paths") {
   r.EachObject(o, "arr", "spec.arr",
                [&](const bj::object&, const std::string& at) { items.push_back(at); });
   CHECK(r.ok());
-  CHECK(paths == std::map<std::string, std::string>{{"a", "spec.m[\"a\"]"},
-                                                    {"b/c", "spec.m[\"b/c\"]"}});
+  CHECK(paths ==
+        std::map<std::string, std::string>{{"a", "spec.m[\"a\"]"}, {"b/c", "spec.m[\"b/c\"]"}});
   CHECK(items == std::vector<std::string>{"spec.arr[0]", "spec.arr[1]"});
 }
 

@@ -64,7 +64,7 @@ TEST_CASE("Constraint: a device without the attribute, or with a list, breaks it
   CHECK_FALSE(match.Add("req", "", bare, Id(bare)));
   CHECK_FALSE(distinct.Add("req", "", bare, Id(bare)));
   CHECK_FALSE(distinct.Add("req", "", list, Id(list)));
-  CHECK(match.Add("req", "", list, Id(list)));  // the first value is taken as it is
+  CHECK(match.Add("req", "", list, Id(list)));        // the first value is taken as it is
   CHECK_FALSE(match.Add("req", "", list, Id(list)));  // a list is never the same as another
   // Another driver's domain is not the device's own.
   Constraint foreign({}, "other.example.com/model", false);
@@ -77,8 +77,8 @@ TEST_CASE("Constraint: only the requests it names, by request or request/subrequ
   const Device a = WithModel("a", std::string("A100"));
   const Device h = WithModel("h", std::string("H100"));
   CHECK(match.Add("first", "", a, Id(a)));
-  CHECK(match.Add("other", "", h, Id(h)));            // not named: not counted
-  CHECK(match.Add("second", "small", h, Id(h)));      // another subrequest: not counted
+  CHECK(match.Add("other", "", h, Id(h)));        // not named: not counted
+  CHECK(match.Add("second", "small", h, Id(h)));  // another subrequest: not counted
   CHECK_FALSE(match.Add("second", "large", h, Id(h)));
   CHECK(match.Add("second", "large", a, Id(a)));
 }

@@ -115,10 +115,14 @@ TEST_CASE("quantity: AsInt64 depends on how Go holds the value") {
     std::optional<std::int64_t> as_int64;
   };
   const Row rows[] = {
-      {"1k", 1000},        {"1e3", 1000},           {"1000m", std::nullopt},
-      {"1Pi", std::nullopt}, {"16Gi", 17179869184LL}, {"-2", -2},
-      {"9e18", 9000000000000000000},  // int64Amount{9, 18}
-      {"1e19", std::nullopt},  // int64Amount{1, 19}: beyond int64
+      {"1k", 1000},
+      {"1e3", 1000},
+      {"1000m", std::nullopt},
+      {"1Pi", std::nullopt},
+      {"16Gi", 17179869184LL},
+      {"-2", -2},
+      {"9e18", 9000000000000000000},          // int64Amount{9, 18}
+      {"1e19", std::nullopt},                 // int64Amount{1, 19}: beyond int64
       {"9223372036854775807", std::nullopt},  // 19 digits: an inf.Dec
   };
   for (const Row& row : rows) {

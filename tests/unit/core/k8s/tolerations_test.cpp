@@ -50,7 +50,7 @@ TEST_CASE("ToleratesTaint: key, operator, value and effect as Kubernetes matches
       {{"", "Equal", "", ""}, {"gpu", "", "NoSchedule"}, true},        // empty key: any key
       {{"other", "Exists", "", ""}, {"gpu", "a", "NoSchedule"}, false},
       {{"gpu", "Exists", "", "NoExecute"}, {"gpu", "a", "NoSchedule"}, false},
-      {{"gpu", "Lt", "a", ""}, {"gpu", "a", "NoSchedule"}, false},  // unknown operator
+      {{"gpu", "Lt", "a", ""}, {"gpu", "a", "NoSchedule"}, false},     // unknown operator
       {{"gpu", "equal", "a", ""}, {"gpu", "a", "NoSchedule"}, false},  // case matters
   };
   for (const Row& row : rows) {

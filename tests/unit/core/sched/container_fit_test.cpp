@@ -59,7 +59,9 @@ TEST_CASE("container fit: room checks fail with HAMi's reasons in HAMi's order")
   CHECK(CheckRoom(Device8G(2, 1000, 99), 1000, 0) == internal::kReasonCount);
 }
 
-TEST_CASE("container fit: fgd visits the smallest increase, then the fuller device, then the lower index") {
+TEST_CASE(
+    "container fit: fgd visits the smallest increase, then the fuller device, then the lower "
+    "index") {
   using internal::FgdVisitsFirst;
   HotDevice a = Device8G(1, 0, 0), b = Device8G(1, 0, 0);
   a.index = 0;
@@ -91,7 +93,9 @@ TEST_CASE("filter options: a bad policy name is an error listing the valid ones"
         "numa, fgd, volcano-binpack, volcano-spread)");
   CHECK(error("volcano", "binpack, volcano-spread") ==
         "GPU policy \"volcano-spread\" cannot be part of a chain");
-  for (const auto& [name, policy] : kNodePolicyNames) CHECK(error(std::string(name), "spread") == "<ok>");
-  for (const auto& [name, word] : kGpuPolicyNames) CHECK(error("binpack", std::string(name)) == "<ok>");
+  for (const auto& [name, policy] : kNodePolicyNames)
+    CHECK(error(std::string(name), "spread") == "<ok>");
+  for (const auto& [name, word] : kGpuPolicyNames)
+    CHECK(error("binpack", std::string(name)) == "<ok>");
   CHECK(error("binpack", " numa , binpack ") == "<ok>");
 }

@@ -17,7 +17,7 @@
 namespace devshare::dra::cel {
 
 constexpr std::size_t kMaxExpressionLength = 10 * 1024;  // CELSelectorExpressionMaxLength
-constexpr int kMaxDepth = 100;  // nesting beyond it is kUnsupported
+constexpr int kMaxDepth = 100;                           // nesting beyond it is kUnsupported
 
 // What a node does; args are its operands in source order.
 enum class Op : std::uint8_t {
@@ -86,7 +86,7 @@ struct Node {
   std::size_t offset = 0;  // of the token that names the node
   int depth = 1;
   Op op = Op::kConst;
-  Fn fn = Fn::kNone;  // kCall: the function the checker resolved
+  Fn fn = Fn::kNone;    // kCall: the function the checker resolved
   bool member = false;  // kCall: args[0] is the receiver
 };
 

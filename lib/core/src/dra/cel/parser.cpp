@@ -9,9 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "dra/cel/lexer.hpp"
-
 #include "base/text.hpp"
+#include "dra/cel/lexer.hpp"
 
 namespace devshare::dra::cel {
 namespace {

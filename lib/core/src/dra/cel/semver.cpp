@@ -150,5 +150,4 @@ int CompareSemver(const Semver& a, const Semver& b) {
   return Cmp(a.pre.size(), b.pre.size());
 }
 
-
 }  // namespace devshare::dra::cel

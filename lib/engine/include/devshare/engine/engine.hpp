@@ -86,14 +86,15 @@ inline constexpr auto kRegistrationNames =
                                          {"change-only", RegistrationProtocol::kChangeOnly}});
 inline constexpr auto kLeadershipNames = MakeEnumNames<Leadership>(
     {{"always", Leadership::kAlways}, {"follow", Leadership::kFollowLease}});
-inline constexpr auto kBindModeNames =
-    MakeEnumNames<BindMode>({{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}});
-inline constexpr auto kLockRetryNames = MakeEnumNames<LockRetry>({{"release", LockRetry::kRelease},
-                                                                  {"once", LockRetry::kOnce},
-                                                                  {"fixed", LockRetry::kFixed},
-                                                                  {"backoff", LockRetry::kBackoff}});
-inline constexpr auto kPodWritesNames = MakeEnumNames<PodWrites>(
-    {{"binding", PodWrites::kWithBinding}, {"hami", PodWrites::kHami}});
+inline constexpr auto kBindModeNames = MakeEnumNames<BindMode>(
+    {{"node-lock", BindMode::kNodeLock}, {"lock-free", BindMode::kLockFree}});
+inline constexpr auto kLockRetryNames =
+    MakeEnumNames<LockRetry>({{"release", LockRetry::kRelease},
+                              {"once", LockRetry::kOnce},
+                              {"fixed", LockRetry::kFixed},
+                              {"backoff", LockRetry::kBackoff}});
+inline constexpr auto kPodWritesNames =
+    MakeEnumNames<PodWrites>({{"binding", PodWrites::kWithBinding}, {"hami", PodWrites::kHami}});
 
 struct EngineOptions {
   DeviceConfig config = DefaultDeviceConfig();

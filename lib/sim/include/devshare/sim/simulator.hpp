@@ -131,14 +131,14 @@ struct Fault {
 };
 
 // The names scenario files and reports give fault kinds.
-inline constexpr auto kFaultKindNames = MakeEnumNames<Fault::Kind>({
-    {"plugin-hang", Fault::Kind::kPluginHang},
-    {"plugin-crash", Fault::Kind::kPluginCrash},
-    {"device-unhealthy", Fault::Kind::kDeviceUnhealthy},
-    {"leader-crash", Fault::Kind::kLeaderCrash},
-    {"missed-events", Fault::Kind::kMissedEvents},
-    {"pod-deleted-in-bind", Fault::Kind::kPodDeletedInBind},
-    {"node-replaced", Fault::Kind::kNodeReplaced}});
+inline constexpr auto kFaultKindNames =
+    MakeEnumNames<Fault::Kind>({{"plugin-hang", Fault::Kind::kPluginHang},
+                                {"plugin-crash", Fault::Kind::kPluginCrash},
+                                {"device-unhealthy", Fault::Kind::kDeviceUnhealthy},
+                                {"leader-crash", Fault::Kind::kLeaderCrash},
+                                {"missed-events", Fault::Kind::kMissedEvents},
+                                {"pod-deleted-in-bind", Fault::Kind::kPodDeletedInBind},
+                                {"node-replaced", Fault::Kind::kNodeReplaced}});
 
 // DRA mode: the nodes' GPUs are published as ResourceSlices the way HAMi's
 // DRA driver publishes them (driver hami-core-gpu.project-hami.io, a pool

@@ -51,13 +51,13 @@ TEST_CASE("cel lexer: tokens, offsets and texts") {
       {"a<=b", {{Tok::kIdent, 0, "a"}, {Tok::kLe, 1, ""}, {Tok::kIdent, 3, "b"}}},
       {"a < b", {{Tok::kIdent, 0, "a"}, {Tok::kLt, 2, ""}, {Tok::kIdent, 4, "b"}}},
       {"== != >= > && || ! ? : , [ ] ( ) { } + - * / %",
-       {{Tok::kEq, 0, ""},      {Tok::kNe, 3, ""},       {Tok::kGe, 6, ""},
-        {Tok::kGt, 9, ""},      {Tok::kAnd, 11, ""},     {Tok::kOr, 14, ""},
+       {{Tok::kEq, 0, ""},      {Tok::kNe, 3, ""},        {Tok::kGe, 6, ""},
+        {Tok::kGt, 9, ""},      {Tok::kAnd, 11, ""},      {Tok::kOr, 14, ""},
         {Tok::kNot, 17, ""},    {Tok::kQuestion, 19, ""}, {Tok::kColon, 21, ""},
         {Tok::kComma, 23, ""},  {Tok::kLBracket, 25, ""}, {Tok::kRBracket, 27, ""},
-        {Tok::kLParen, 29, ""}, {Tok::kRParen, 31, ""},  {Tok::kLBrace, 33, ""},
-        {Tok::kRBrace, 35, ""}, {Tok::kPlus, 37, ""},    {Tok::kMinus, 39, ""},
-        {Tok::kStar, 41, ""},   {Tok::kSlash, 43, ""},   {Tok::kPercent, 45, ""}}},
+        {Tok::kLParen, 29, ""}, {Tok::kRParen, 31, ""},   {Tok::kLBrace, 33, ""},
+        {Tok::kRBrace, 35, ""}, {Tok::kPlus, 37, ""},     {Tok::kMinus, 39, ""},
+        {Tok::kStar, 41, ""},   {Tok::kSlash, 43, ""},    {Tok::kPercent, 45, ""}}},
       {"in true false null inx",
        {{Tok::kIn, 0, "in"},
         {Tok::kTrue, 3, "true"},
@@ -65,16 +65,17 @@ TEST_CASE("cel lexer: tokens, offsets and texts") {
         {Tok::kNull, 14, "null"},
         {Tok::kIdent, 19, "inx"}}},
       // Numbers keep their text: the parser reads them.
-      {"42 7u 0x1F 0xffU 1.5 .5 1e3 2E-2 3e", {{Tok::kInt, 0, "42"},
-                                                {Tok::kUint, 3, "7u"},
-                                                {Tok::kInt, 6, "0x1F"},
-                                                {Tok::kUint, 11, "0xffU"},
-                                                {Tok::kDouble, 17, "1.5"},
-                                                {Tok::kDouble, 21, ".5"},
-                                                {Tok::kDouble, 24, "1e3"},
-                                                {Tok::kDouble, 28, "2E-2"},
-                                                {Tok::kInt, 33, "3"},
-                                                {Tok::kIdent, 34, "e"}}},
+      {"42 7u 0x1F 0xffU 1.5 .5 1e3 2E-2 3e",
+       {{Tok::kInt, 0, "42"},
+        {Tok::kUint, 3, "7u"},
+        {Tok::kInt, 6, "0x1F"},
+        {Tok::kUint, 11, "0xffU"},
+        {Tok::kDouble, 17, "1.5"},
+        {Tok::kDouble, 21, ".5"},
+        {Tok::kDouble, 24, "1e3"},
+        {Tok::kDouble, 28, "2E-2"},
+        {Tok::kInt, 33, "3"},
+        {Tok::kIdent, 34, "e"}}},
       // "1." is an int and a dot: a member may follow.
       {"1.size", {{Tok::kInt, 0, "1"}, {Tok::kDot, 1, ""}, {Tok::kIdent, 2, "size"}}},
       {"0x", {{Tok::kInt, 0, "0"}, {Tok::kIdent, 1, "x"}}},
@@ -159,14 +160,12 @@ TEST_CASE("cel lexer: invalid UTF-8 is found at its first byte") {
     std::optional<std::size_t> bad;
   };
   const Row rows[] = {
-      {"plain", std::nullopt},
-      {"caf\xc3\xa9 \xf0\x9f\x98\x80", std::nullopt},
-      {"ab\xff", 2},
-      {"a\xc3", 1},                  // truncated
-      {"\xc0\xaf", 0},               // overlong '/'
-      {"x\xed\xa0\x80", 1},          // a surrogate
-      {"\xf4\x90\x80\x80", 0},       // beyond U+10FFFF
-      {"ok\xe2\x82", 2},             // truncated three-byte sequence
+      {"plain", std::nullopt}, {"caf\xc3\xa9 \xf0\x9f\x98\x80", std::nullopt},
+      {"ab\xff", 2},           {"a\xc3", 1},  // truncated
+      {"\xc0\xaf", 0},                        // overlong '/'
+      {"x\xed\xa0\x80", 1},                   // a surrogate
+      {"\xf4\x90\x80\x80", 0},                // beyond U+10FFFF
+      {"ok\xe2\x82", 2},                      // truncated three-byte sequence
   };
   for (const Row& row : rows) {
     CAPTURE(row.text);

@@ -20,33 +20,60 @@ using devshare::dra::cel::Parse;
 
 std::string_view OpName(Op op) {
   switch (op) {
-    case Op::kConst: return "const";
-    case Op::kIdent: return "ident";
-    case Op::kSelect: return ".";
-    case Op::kHas: return "has";
-    case Op::kIndex: return "[]";
-    case Op::kList: return "list";
-    case Op::kNot: return "!";
-    case Op::kNeg: return "neg";
-    case Op::kAnd: return "&&";
-    case Op::kOr: return "||";
-    case Op::kCond: return "?:";
-    case Op::kEq: return "==";
-    case Op::kNe: return "!=";
-    case Op::kLt: return "<";
-    case Op::kLe: return "<=";
-    case Op::kGt: return ">";
-    case Op::kGe: return ">=";
-    case Op::kIn: return "in";
-    case Op::kAdd: return "+";
-    case Op::kSub: return "-";
-    case Op::kMul: return "*";
-    case Op::kDiv: return "/";
-    case Op::kMod: return "%";
-    case Op::kCall: return "call";
-    case Op::kAll: return "all";
-    case Op::kExists: return "exists";
-    case Op::kExistsOne: return "exists_one";
+    case Op::kConst:
+      return "const";
+    case Op::kIdent:
+      return "ident";
+    case Op::kSelect:
+      return ".";
+    case Op::kHas:
+      return "has";
+    case Op::kIndex:
+      return "[]";
+    case Op::kList:
+      return "list";
+    case Op::kNot:
+      return "!";
+    case Op::kNeg:
+      return "neg";
+    case Op::kAnd:
+      return "&&";
+    case Op::kOr:
+      return "||";
+    case Op::kCond:
+      return "?:";
+    case Op::kEq:
+      return "==";
+    case Op::kNe:
+      return "!=";
+    case Op::kLt:
+      return "<";
+    case Op::kLe:
+      return "<=";
+    case Op::kGt:
+      return ">";
+    case Op::kGe:
+      return ">=";
+    case Op::kIn:
+      return "in";
+    case Op::kAdd:
+      return "+";
+    case Op::kSub:
+      return "-";
+    case Op::kMul:
+      return "*";
+    case Op::kDiv:
+      return "/";
+    case Op::kMod:
+      return "%";
+    case Op::kCall:
+      return "call";
+    case Op::kAll:
+      return "all";
+    case Op::kExists:
+      return "exists";
+    case Op::kExistsOne:
+      return "exists_one";
   }
   return "?";
 }
@@ -155,8 +182,8 @@ TEST_CASE("cel parser: syntax errors and unsupported constructs") {
   struct Row {
     std::string_view src;
     StatusCode code;
-    std::size_t offset;         // kMalformed
-    std::string_view message;   // in the message (kMalformed) or field() (kUnsupported)
+    std::size_t offset;        // kMalformed
+    std::string_view message;  // in the message (kMalformed) or field() (kUnsupported)
   };
   const Row rows[] = {
       {"", StatusCode::kMalformed, 0, "unexpected end of input"},
