@@ -13,9 +13,7 @@ lib/core/src/<layer>/, and a public header of lib/core/include/devshare/
 (its layer in PUBLIC_HEADER_LAYERS), includes only headers of its own layer
 or of a layer before it. lib/core/yaml/ is part of the base layer.
 
-Sizes: no source or header in lib/ over MAX_LINES lines, but for the files
-in OVERSIZE, which may not grow past the count given there, and leave the
-list once they are split.
+Sizes: no source or header in lib/ over MAX_LINES lines.
 
 Prints each violation as FILE:LINE: what is wrong; exits 1 if any.
 """
@@ -57,7 +55,6 @@ NO_IO_LIBRARIES = {"core", "engine"}
 IO_HEADERS = re.compile(r"^(boost/beast|boost/asio|openssl/|pybind11/)")
 
 MAX_LINES = 800
-OVERSIZE: dict[str, int] = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".cc"}
@@ -126,13 +123,9 @@ def main() -> int:
             continue
         lines = file.read_text(errors="replace").splitlines()
         if rel.parts[0] == "lib":
-            limit = OVERSIZE.get(str(rel), MAX_LINES)
-            if len(lines) > limit:
-                problems.append(f"{rel}:{len(lines)}: {len(lines)} lines, over {limit}: split it "
-                                "by concept")
-            elif str(rel) in OVERSIZE and len(lines) <= MAX_LINES:
-                problems.append(f"{rel}:1: {len(lines)} lines now: take it out of "
-                                "scripts/check_layers.py's OVERSIZE")
+            if len(lines) > MAX_LINES:
+                problems.append(f"{rel}:{len(lines)}: {len(lines)} lines, over {MAX_LINES}: split "
+                                "it by concept")
         for number, text in enumerate(lines, 1):
             m = INCLUDE.match(text)
             if not m:
@@ -153,9 +146,6 @@ def main() -> int:
             elif included is not None and CORE_LAYERS.index(included) > CORE_LAYERS.index(layer):
                 problems.append(f"{where}: the {layer} layer includes {target} of the {included} "
                                 f"layer above it (the core's layers: {' < '.join(CORE_LAYERS)})")
-    for path in OVERSIZE:
-        if not (root / path).exists():
-            problems.append(f"{path}:1: listed in OVERSIZE but not there")
     for p in problems:
         print(p)
     if problems:
