@@ -96,6 +96,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
 
   // client-go's token bucket: a request waits until a token is there.
   void Enqueue(Pending p) {
+    if (stopped) return;  // dropped, uncalled, as Stop() drops the queue
     queue.push_back(std::move(p));
     Pump();
   }
@@ -405,9 +406,14 @@ void ApiClient::Stop() {
   impl_->stopped = true;
   impl_->bucket_timer.cancel();
   impl_->pool->Close();
+  // Dropped, callbacks uncalled: their handlers hold the client (a watch's
+  // exchange, a queued request), which would otherwise hold them for ever.
   for (const auto& w : impl_->watches) {
     if (w->exchange) w->exchange->Cancel();
+    w->exchange.reset();
   }
+  impl_->queue.clear();
+  impl_->watches.clear();
 }
 
 }  // namespace devshare::kube
