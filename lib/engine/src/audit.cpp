@@ -71,19 +71,21 @@ std::vector<std::string_view> NodeKeys(const DeviceConfig& config) {
 // section by section (pods, nodes, DRA claims), then Settle: suspicion,
 // confirmation and healing.
 struct Engine::AuditPass {
+  AuditPass(Engine& engine_in, Impl& impl, const AuditListing& listing_in, std::int64_t now)
+      : engine(engine_in), s(impl), listing(listing_in), now_ms(now) {}
+
   Engine& engine;
   Impl& s;
   const AuditListing& listing;
   std::int64_t now_ms;
   // What this engine has in flight is newer than any listing: pods being
   // bound (or about to be) and the nodes whose locks its binds hold.
-  std::unordered_set<std::string_view> binding{};  // pod UIDs
-  std::unordered_map<std::string_view, const BindFlow*>
-      holding{};                                       // node -> a bind holding its lock
-  std::unordered_set<std::string> listed_pod_names{};  // namespace/name
-  std::vector<Drift> seen{};
-  std::vector<std::string> states{};  // per difference in `seen`: Suspect::state
-  std::vector<std::pair<std::string, std::string>> orphaned_locks{};  // node, lock value
+  std::unordered_set<std::string_view> binding;                   // pod UIDs
+  std::unordered_map<std::string_view, const BindFlow*> holding;  // node -> a bind holding its lock
+  std::unordered_set<std::string> listed_pod_names;               // namespace/name
+  std::vector<Drift> seen;
+  std::vector<std::string> states;  // per difference in `seen`: Suspect::state
+  std::vector<std::pair<std::string, std::string>> orphaned_locks;  // node, lock value
 
   void Differ(DriftKind kind, std::string object, std::string detail, std::string uid = {},
               std::string state = {}) {
@@ -336,7 +338,7 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
   report.nodes_listed = listing.nodes.size();
   report.pods_listed = listing.pods.size();
   report.claims_listed = listing.claims.size();
-  AuditPass pass{*this, *impl_, listing, now_ms};
+  AuditPass pass(*this, *impl_, listing, now_ms);
   pass.NoteInFlight();
   pass.ComparePods();
   pass.CompareNodes();

@@ -205,7 +205,7 @@ Result<std::int64_t> ParseDurationMs(std::string_view text) {
   }
   std::int64_t n = 0;
   if (digits == 0 || digits > 12 || scale == 0 ||
-      std::from_chars(text.data(), text.data() + digits, n).ec != std::errc()) {
+      std::from_chars(text.begin(), text.begin() + digits, n).ec != std::errc()) {
     return Status::InvalidArgument(
         fmt::format("expected a duration such as 500ms, 30s, 10m or 1h, got '{}'", text));
   }

@@ -120,12 +120,12 @@ Status Service::Start() {
   std::weak_ptr<Impl> weak = impl_;
   auto serve = [&](const HttpServerOptions& o, std::unique_ptr<HttpServer>& server) {
     const bool trusted = IsLoopbackAddress(o.address) || !o.client_ca_file.empty();
-    server = std::make_unique<HttpServer>(
-        impl_->io, o, [weak, trusted](HttpRequest r, Responder respond) {
-          if (auto self = weak.lock())
-            return self->Handle(std::move(r), std::move(respond), trusted);
-          respond(ErrorResponse(503, "shutting down"));
-        });
+    server = std::make_unique<HttpServer>(impl_->io, o,
+                                          [weak, trusted](const HttpRequest& r, Responder respond) {
+                                            if (auto self = weak.lock())
+                                              return self->Handle(r, std::move(respond), trusted);
+                                            respond(ErrorResponse(503, "shutting down"));
+                                          });
     return server->Start();
   };
   if (s = serve(impl_->options.http, impl_->server); !s.ok()) return s;

@@ -45,7 +45,7 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
   // ---- HTTP (service_routes.cpp)
   // `trusted`: the listener's callers are known (loopback, or a client
   // certificate), so the extender's routes are served.
-  void Handle(HttpRequest request, Responder respond, bool trusted);
+  void Handle(const HttpRequest& request, Responder respond, bool trusted);
   void Reply(engine::FilterReply& reply);
   void Reply(engine::BindReply& reply);
   std::string ExtenderListenerName() const;

@@ -67,7 +67,7 @@ std::string Service::Impl::ExtenderListenerName() const {
   return fmt::format("{}:{}", o.address, extender_server ? extender_server->port() : o.port);
 }
 
-void Service::Impl::Handle(HttpRequest request, Responder respond, bool trusted) {
+void Service::Impl::Handle(const HttpRequest& request, Responder respond, bool trusted) {
   std::variant<ServiceRoute, HttpResponse> matched =
       MatchRoute(request, trusted, trusted ? std::string() : ExtenderListenerName());
   if (HttpResponse* refusal = std::get_if<HttpResponse>(&matched))

@@ -62,7 +62,7 @@ inline constexpr std::string_view kQuantitySuffixError = "unable to parse quanti
 // int64Amount fast path when at most 18 digits fit at a scale >= -9, else
 // the inf.Dec path, which rounds away from zero to 1n and caps binary
 // suffixes at 2^63-1. Total: never throws.
-QuantityParse ParseQuantity(std::string_view text);
+QuantityParse ParseQuantity(std::string_view str);
 
 // The quantity of `units` as resource.NewQuantity makes it (int64Amount).
 Quantity QuantityOfUnits(std::int64_t units);
