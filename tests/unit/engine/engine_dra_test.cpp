@@ -227,6 +227,19 @@ dra::ResourceClaim WrittenOnN2(dra::ResourceClaim claim, const std::string& pod)
   return claim;
 }
 
+// The release a crowded n2 makes: `written` (claim a, on n2 for pod p)
+// beside another pod's half of n2's GPU, and p's claim b asking 30 more, so
+// b no longer fits beside a. Returns the WriteClaimStatus commands of the
+// Tick that judges p on `f`.
+std::vector<WriteClaimStatus> CrowdedN2Writes(Fixture& f, const dra::ResourceClaim& written) {
+  f.engine.DraSynced();
+  f.engine.ResourceClaimObserved(written);
+  f.engine.ResourceClaimObserved(WrittenOnN2(Share("o", 50), "other"));
+  f.engine.ResourceClaimObserved(Share("b", 30));
+  f.engine.PodObserved(Gated("p", {"a", "b"}));
+  return Of<WriteClaimStatus>(f.Tick());
+}
+
 TEST_CASE(
     "engine dra: after a restart, claims written already count; the pod is finished on "
     "their node or they are released") {
@@ -254,12 +267,7 @@ TEST_CASE(
   // Another pod took half of n2's GPU meanwhile, so b no longer fits beside
   // a: a is released, and the pod placed anew, on n1.
   Fixture full;
-  full.engine.DraSynced();
-  full.engine.ResourceClaimObserved(written);
-  full.engine.ResourceClaimObserved(WrittenOnN2(Share("o", 50), "other"));
-  full.engine.ResourceClaimObserved(Share("b", 30));
-  full.engine.PodObserved(Gated("p", {"a", "b"}));
-  auto releases = Of<WriteClaimStatus>(full.Tick());
+  auto releases = CrowdedN2Writes(full, written);
   REQUIRE(releases.size() == 1);
   CHECK(releases[0].name == "a");
   CHECK_FALSE(releases[0].allocation);
@@ -445,12 +453,7 @@ TEST_CASE("engine dra: a released claim is written next at the version its relea
   dra::ResourceClaim written = WrittenOnN2(Share("a", 30), "p");
   written.resource_version = "10";
   Fixture full;
-  full.engine.DraSynced();
-  full.engine.ResourceClaimObserved(written);
-  full.engine.ResourceClaimObserved(WrittenOnN2(Share("o", 50), "other"));
-  full.engine.ResourceClaimObserved(Share("b", 30));
-  full.engine.PodObserved(Gated("p", {"a", "b"}));
-  auto releases = Of<WriteClaimStatus>(full.Tick());
+  auto releases = CrowdedN2Writes(full, written);
   REQUIRE(releases.size() == 1);
   CHECK(releases[0].resource_version == "10");
   dra::ResourceClaim released = written;
