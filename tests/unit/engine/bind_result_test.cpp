@@ -12,6 +12,7 @@ using namespace devshare;
 using namespace devshare::engine;
 using devshare::engine::testing::kNowMs;
 using devshare::engine::testing::Of;
+using devshare::engine::testing::OneNodeEngine;
 using devshare::testing::MakeNode;
 using devshare::testing::MakePod;
 
@@ -19,19 +20,10 @@ namespace {
 
 // An engine with node n1 (two GPUs) and pod p placed there and observed:
 // ready for Bind.
-struct Placed {
-  explicit Placed(EngineOptions options = {}) : engine(std::move(options)) {
-    std::vector<Command> out;
-    engine.NodeObserved(MakeNode("n1").Gpus(2), kNowMs, out);
-    engine.Tick(kNowMs, out);
-    Pod pod = MakePod("p").Container(1, 1000, 10);
-    out.clear();
-    engine.Filter(7, pod, {}, kNowMs, out);
-    if (auto patch = Of<PatchPod>(out); !patch.empty()) {  // PodWrites::kHami
-      out.clear();
-      engine.ApiResult(patch[0].id, true, kNowMs, out);
-    }
-    REQUIRE(Of<FilterReply>(out).at(0).nodes == std::vector<std::string>{"n1"});
+struct Placed : OneNodeEngine {
+  explicit Placed(EngineOptions options = {}) : OneNodeEngine(std::move(options)) {
+    const Pod pod = MakePod("p").Container(1, 1000, 10);
+    REQUIRE(Place(pod).nodes == std::vector<std::string>{"n1"});
     engine.PodObserved(pod);
   }
   // Bind p; the node lock's PatchNode.
@@ -42,7 +34,6 @@ struct Placed {
     REQUIRE(lock.size() == 1);
     return lock[0];
   }
-  Engine engine;
 };
 
 }  // namespace

@@ -11,30 +11,13 @@ using namespace devshare;
 using namespace devshare::engine;
 using devshare::engine::testing::kNowMs;
 using devshare::engine::testing::Of;
+using devshare::engine::testing::OneNodeEngine;
 using devshare::testing::MakeNode;
 using devshare::testing::MakePod;
 
 namespace {
 
-// An engine with one registered node of two GPUs.
-struct Fixture {
-  explicit Fixture(EngineOptions options = {}) : engine(std::move(options)) {
-    std::vector<Command> out;
-    engine.NodeObserved(MakeNode("n1").Gpus(2), kNowMs, out);
-    engine.Tick(kNowMs, out);
-  }
-  // Filters `pod` and completes the pod PATCH; returns the reply.
-  FilterReply Place(const Pod& pod) {
-    std::vector<Command> out;
-    engine.Filter(7, pod, {}, kNowMs, out);
-    auto patches = Of<PatchPod>(out);
-    if (patches.empty()) return Of<FilterReply>(out).at(0);
-    out.clear();
-    engine.ApiResult(patches[0].id, true, kNowMs, out);
-    return Of<FilterReply>(out).at(0);
-  }
-  Engine engine;
-};
+using Fixture = OneNodeEngine;
 
 }  // namespace
 
