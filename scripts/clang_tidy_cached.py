@@ -39,11 +39,18 @@ def compile_commands(build_dir):
     return by_source
 
 
+# Compiler launchers meson puts before the compiler when it finds them.
+LAUNCHERS = ("ccache", "sccache")
+
+
 def without_outputs(args):
-    """The compile command's arguments without the compiler, -c and the
-    dependency and object files it writes."""
+    """The compile command's arguments without the compiler (and the launcher
+    before it, if any), -c and the dependency and object files it writes."""
+    first = 1
+    while first < len(args) and os.path.basename(args[first - 1]) in LAUNCHERS:
+        first += 1
     kept, skip = [], False
-    for arg in args[1:]:
+    for arg in args[first:]:
         if skip:
             skip = False
             continue
