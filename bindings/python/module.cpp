@@ -131,7 +131,7 @@ class Cluster {
                 const std::map<std::string, std::string>& hard) {
     StringMap m;
     for (const auto& [k, v] : hard) m.Set(k, v);
-    snapshot_.SetQuota(ns, name, m);
+    Check(snapshot_.SetQuota(ns, name, m));
   }
   PyFilterResult Filter(const std::string& pod_json, const std::vector<std::string>& nodes,
                         std::int64_t now) {

@@ -58,8 +58,10 @@ SnapshotErrors FillSnapshot(const kube::ClusterObjects& objects, std::string_vie
     if (pod.uid == except) continue;
     if (Status s = snapshot.AddPod(pod); !s.ok()) errors.pods.emplace_back(s.message());
   }
-  for (const kube::ResourceQuotaObject& quota : objects.quotas)
-    snapshot.SetQuota(quota.quota_namespace, quota.name, quota.hard);
+  for (const ResourceQuota& quota : objects.quotas) {
+    if (Status s = snapshot.SetQuota(quota.quota_namespace, quota.name, quota.hard); !s.ok())
+      errors.quotas.emplace_back(s.message());
+  }
   return errors;
 }
 

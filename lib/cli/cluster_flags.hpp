@@ -38,11 +38,13 @@ Result<kube::ClusterObjects> ReadClusterWithProgress(kube::ClusterReader& reader
 struct SnapshotErrors {
   std::map<std::string, std::string> nodes;
   std::vector<std::string> pods;
+  std::vector<std::string> quotas;  // device limits that are not whole numbers
 };
 
 // The objects in a snapshot: nodes, pods (but the one whose UID is
 // `except`), quotas. Nodes and pods whose annotations do not decode are
-// kept out of the devices, as the engine keeps them; the errors say which.
+// kept out of the devices, as the engine keeps them, and a quota's device
+// limit that is not a whole number limits nothing; the errors say which.
 SnapshotErrors FillSnapshot(const kube::ClusterObjects& objects, std::string_view except,
                             ClusterSnapshot& snapshot);
 

@@ -67,6 +67,8 @@ void Warn(const SnapshotErrors& errors) {
     std::cerr << "devshare explain: warning: " << why << "\n";
   for (const std::string& why : errors.pods)
     std::cerr << "devshare explain: warning: " << why << "\n";
+  for (const std::string& why : errors.quotas)
+    std::cerr << "devshare explain: warning: " << why << "\n";
 }
 
 // --cluster FILE --pod FILE: the snapshot from the one file, the pod from

@@ -86,11 +86,15 @@ Status AddObject(const bj::value& v, const std::string& where, ObjectsFile& out,
   if (k == "Pod")
     return Decoded(
         text, where, [](const std::string& t) { return DecodePod(t); }, out.pods);
+  if (k == "ResourceQuota")
+    return Decoded(
+        text, where, [](const std::string& t) { return DecodeResourceQuota(t); }, out.quotas);
   if (k == "ResourceSlice") return Decoded(text, where, dra::DecodeResourceSlice, out.slices);
   if (k == "DeviceClass") return Decoded(text, where, dra::DecodeDeviceClass, out.device_classes);
   if (k == "ResourceClaim") return Decoded(text, where, dra::DecodeResourceClaim, out.claims);
   return Status::InvalidArgument(fmt::format(
-      "{}: kind {} is not Node, Pod, ResourceSlice, DeviceClass, ResourceClaim or a list of them",
+      "{}: kind {} is not Node, Pod, ResourceQuota, ResourceSlice, DeviceClass, ResourceClaim or "
+      "a list of them",
       where, k.empty() ? "<missing>" : k));
 }
 

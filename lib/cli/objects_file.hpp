@@ -10,16 +10,17 @@
 
 namespace devshare::cli {
 
-// The objects of a file, as a read of a live cluster holds them (no
-// resource quotas; `undecodable` is not used: a file's object that does not
-// decode is an error).
+// The objects of a file, as a read of a live cluster holds them
+// (`undecodable` is not used: a file's object that does not decode is an
+// error).
 using ObjectsFile = kube::ClusterObjects;
 
 // Reads every object in `path`: a YAML or JSON document, a multi-document
 // YAML stream, a `kind: List` with `items`, or a typed list as the API
 // server answers one (`NodeList`, `ResourceSliceList`, …: its items need no
-// `kind`). Objects are dispatched by `kind` (Node, Pod, ResourceSlice,
-// DeviceClass, ResourceClaim); any other kind is an error naming it.
+// `kind`). Objects are dispatched by `kind` (Node, Pod, ResourceQuota,
+// ResourceSlice, DeviceClass, ResourceClaim); any other kind is an error
+// naming it.
 Result<ObjectsFile> ReadObjectsFile(const std::string& path);
 
 }  // namespace devshare::cli

@@ -196,6 +196,13 @@ int Run(const TopOptions& o) {
   if (!o.node.empty() && rows.empty()) return fail(fmt::format("no GPU node named {}", o.node));
 
   if (o.json) {
+    bj::array quotas;
+    for (const QuotaUse& q : snapshot.Quotas()) {
+      quotas.push_back(bj::object{{"namespace", q.pod_namespace},
+                                  {"resource", q.resource},
+                                  {"used", q.used},
+                                  {"limit", q.limit}});
+    }
     bj::array nodes;
     for (const NodeRow& r : rows) {
       bj::array devices;
@@ -229,7 +236,9 @@ int Run(const TopOptions& o) {
                    {"slots", slots.Json()},
                    {"nodes_without_devices", hidden},
                    {"undecodable", bj::value_from(objects->undecodable)},
-                   {"pod_errors", bj::value_from(pod_errors)}};
+                   {"pod_errors", bj::value_from(pod_errors)},
+                   {"quotas", std::move(quotas)},
+                   {"quota_errors", bj::value_from(errors.quotas)}};
     std::cout << bj::serialize(out) << "\n";
     return 0;
   }
@@ -251,6 +260,15 @@ int Run(const TopOptions& o) {
     for (const Note& n : r.notes) std::cout << fmt::format("{}: {}\n", r.name, n.detail);
   }
   for (const std::string& e : pod_errors) std::cout << fmt::format("pod: {}\n", e);
+  if (const std::vector<QuotaUse> quotas = snapshot.Quotas(); !quotas.empty()) {
+    Table table({"NAMESPACE", "QUOTA ON", "USED", "LIMIT"});
+    for (const QuotaUse& q : quotas) {
+      table.AddRow(
+          {q.pod_namespace, q.resource, fmt::format("{}", q.used), fmt::format("{}", q.limit)});
+    }
+    std::cout << "\n" << table.Render();
+  }
+  for (const std::string& e : errors.quotas) std::cout << fmt::format("quota: {}\n", e);
   if (o.gpus || !o.node.empty()) {
     Table devices({"NODE", "GPU", "UUID", "TYPE", "MEMORY MiB", "CORES %", "SLOTS", "PODS"});
     for (const NodeRow& r : rows) {

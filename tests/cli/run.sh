@@ -51,7 +51,7 @@ check "explain DRA spread opens the free GPU" 0 '"chosen":"dra-a100-1".*"device"
 check "explain DRA fgd" 0 'dra-a100-1 +yes \(chosen\)' -- explain --dra-policy fgd --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
 check "explain DRA: a node the pod's node selector leaves out" 0 'dra-a100-1 +no +node selector kubernetes.io/hostname=dra-t4-1 does not match' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(sed '/^kind: Pod$/,$ s/^spec:$/spec:\n  nodeSelector: {kubernetes.io\/hostname: dra-t4-1}/' "$here/examples/dra/claims.yaml")
 check "explain DRA bad policy" 1 'unknown DRA policy best' -- explain --dra-policy best --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
-check "explain DRA unknown kind" 1 'kind Service is not Node, Pod, ResourceSlice' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(printf 'kind: Service\n')
+check "explain DRA unknown kind" 1 'kind Service is not Node, Pod, ResourceQuota, ResourceSlice' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(printf 'kind: Service\n')
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
 check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"

@@ -172,10 +172,12 @@ def family_of(name: str, types: dict[str, str]) -> str | None:
 
 
 def scrape_serve(devshare: str, checks: Checks) -> str | None:
-    """Runs fake_apiserver.py (3 nodes of 8 GPUs of 81920 MiB) and `devshare
-    serve`, places and binds one pod asking half a GPU, and returns /metrics."""
+    """Runs fake_apiserver.py (3 nodes of 8 GPUs of 81920 MiB, a gpumem quota
+    of 100000 MiB in `default`) and `devshare serve`, places and binds one pod
+    asking half a GPU, and returns /metrics."""
     text = None
-    with ServeStandIn(devshare, nodes=3) as serve:
+    with ServeStandIn(devshare, nodes=3,
+                      api_args=["--quota", "default/gpu:limits.nvidia.com/gpumem=100000"]) as serve:
         status = serve.wait_ready()
         if not checks.check("serve turns ready against the stand-in API server", status == 200, status):
             return None
@@ -193,6 +195,10 @@ def scrape_serve(devshare: str, checks: Checks) -> str | None:
         status, body = serve.call("GET", "/metrics")
         if checks.check("/metrics answers 200", status == 200, status):
             text = body.decode()
+            checks.check("the quota's limit and what the pod holds of it are exported",
+                         'devshare_quota_limit{namespace="default",resource="nvidia.com/gpumem"} 100000' in text
+                         and 'devshare_quota_used{namespace="default",resource="nvidia.com/gpumem"} 40960' in text
+                         and "devshare_quotas 1" in text, text[-1500:])
     if text is None or serve.returncode != 0:
         print(f"devshare serve exited {serve.returncode}; its log ends:\n{serve.log_tail()}")
     shutil.rmtree(serve.work, ignore_errors=True)

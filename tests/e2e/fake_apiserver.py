@@ -2,7 +2,7 @@
 
 It serves what devshare's API client asks for, from memory: a NodeList of
 N nodes with 8 GPUs each (HAMi's register annotation and allocatable
-counts), an empty PodList, watches that stay open without events, and 200
+counts), an empty PodList, the ResourceQuotas given by --quota, watches that stay open without events, and 200
 to every PATCH and Binding (the first --throttle PATCHes get 429 with
 Retry-After, as API priority and fairness answers; the first --expire
 watches end with a 410 ERROR event, as an expired resourceVersion does). No authentication, plain HTTP. It is not a
@@ -43,6 +43,7 @@ class Handler(JsonHandler):
     wbufsize = -1
     disable_nagle_algorithm = True
     nodes: list = []
+    quotas: list = []
     calls: dict = {}
     throttle = 0  # PATCHes still to answer with 429
     expire = 0    # watches still to end with a 410 ERROR event
@@ -95,6 +96,10 @@ class Handler(JsonHandler):
             self.count("list-pods")
             return self.reply(200, {"kind": "PodList", "apiVersion": "v1",
                                     "metadata": {"resourceVersion": "1"}, "items": []})
+        if url.path == "/api/v1/resourcequotas":
+            self.count("list-resourcequotas")
+            return self.reply(200, {"kind": "ResourceQuotaList", "apiVersion": "v1",
+                                    "metadata": {"resourceVersion": "1"}, "items": self.quotas})
         self.reply(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
 
     def do_PATCH(self) -> None:
@@ -134,7 +139,17 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--throttle", type=int, default=0, help="answer the first N PATCHes with 429")
     parser.add_argument("--expire", type=int, default=0, help="end the first N watches with a 410 ERROR event")
+    parser.add_argument("--quota", action="append", default=[], metavar="NAMESPACE/NAME:KEY=VALUE",
+                        help="serve a ResourceQuota with spec.hard {KEY: VALUE} (repeatable)")
     args = parser.parse_args()
+    for i, quota in enumerate(args.quota):
+        where, _, hard = quota.partition(":")
+        namespace, _, name = where.partition("/")
+        key, _, value = hard.partition("=")
+        Handler.quotas.append({"kind": "ResourceQuota", "apiVersion": "v1",
+                               "metadata": {"namespace": namespace, "name": name, "uid": f"quota-{i}",
+                                            "resourceVersion": "1"},
+                               "spec": {"hard": {key: value}}})
     Handler.throttle = args.throttle
     Handler.expire = args.expire
     Handler.nodes = [node(i) for i in range(args.nodes)]

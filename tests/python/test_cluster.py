@@ -83,6 +83,10 @@ def test_update_node_and_quota(make_node, make_pod):
     cluster.set_quota("default", "q", {"limits.nvidia.com/gpumem": "2000"})
     assert cluster.filter(make_pod("p", mem=3000)).failed == {"n1": "2/2 ResourceQuotaNotFit"}
     assert cluster.filter(make_pod("p2", mem=1000)).node == "n1"
+    # A limit that is not a whole number limits nothing, and says so; the tighter quota holds.
+    with pytest.raises(devshare.DecodeError, match=r'limits.nvidia.com/gpumem is "1.5", not a whole number'):
+        cluster.set_quota("default", "typo", {"limits.nvidia.com/gpumem": "1.5"})
+    assert cluster.filter(make_pod("p", mem=3000)).failed == {"n1": "2/2 ResourceQuotaNotFit"}
 
 
 def test_bad_inputs_raise(make_node, make_pod):

@@ -68,7 +68,7 @@ std::vector<std::string_view> NodeKeys(const DeviceConfig& config) {
 }  // namespace
 
 // One audit: the differences between the engine's view and a listing,
-// section by section (pods, nodes, DRA claims), then Settle: suspicion,
+// section by section (pods, nodes, DRA claims, quotas), then Settle: suspicion,
 // confirmation and healing.
 struct Engine::AuditPass {
   AuditPass(Engine& engine_in, Impl& impl, const AuditListing& listing_in, std::int64_t now)
@@ -97,6 +97,7 @@ struct Engine::AuditPass {
   void ComparePods();
   void CompareNodes();
   void CompareClaims();
+  void CompareQuotas();
   // Each difference suspected, confirmed once seen `audit_grace_ms` apart
   // in the same state, counted once and healed (Heal); into `report`.
   void Settle(AuditReport& report, std::vector<Command>& out);
@@ -254,6 +255,32 @@ void Engine::AuditPass::CompareClaims() {
   }
 }
 
+// Quotas gone, missed or changed: a quota is at one resourceVersion in the
+// engine from its last event, so another in the listing, with nothing heard
+// in between, is an update missed.
+void Engine::AuditPass::CompareQuotas() {
+  std::set<std::string_view> listed_quotas;
+  for (const ListedObject& listed : listing.quotas) {
+    std::string object = Impl::NameKey(listed.object_namespace, listed.name);
+    auto cached = s.quota_versions.find(object);
+    if (cached == s.quota_versions.end()) {
+      Differ(DriftKind::kQuotaMissed, std::move(object), "the cache does not know the quota");
+    } else {
+      listed_quotas.insert(cached->first);
+      if (cached->second != listed.resource_version) {
+        Differ(DriftKind::kQuotaChanged, std::move(object),
+               fmt::format("resourceVersion {} on the API server, {} in the cache",
+                           listed.resource_version, cached->second),
+               {}, cached->second);
+      }
+    }
+  }
+  for (const auto& [object, version] : s.quota_versions) {
+    if (!listed_quotas.contains(object))
+      Differ(DriftKind::kQuotaGone, object, "the API server has no such quota; its limits apply");
+  }
+}
+
 bool Engine::AuditPass::Heal(const Drift& d, AuditReport& report, std::vector<Command>& out) {
   switch (d.kind) {
     case DriftKind::kPodGone:
@@ -295,7 +322,15 @@ bool Engine::AuditPass::Heal(const Drift& d, AuditReport& report, std::vector<Co
     case DriftKind::kClaimChanged: {
       const std::size_t slash = d.object.find('/');
       report.claims_to_read.push_back(
-          ClaimToRead{d.object.substr(0, slash), d.object.substr(slash + 1)});
+          ObjectToRead{d.object.substr(0, slash), d.object.substr(slash + 1)});
+      return true;
+    }
+    case DriftKind::kQuotaGone:
+    case DriftKind::kQuotaMissed:
+    case DriftKind::kQuotaChanged: {
+      const std::size_t slash = d.object.find('/');
+      report.quotas_to_read.push_back(
+          ObjectToRead{d.object.substr(0, slash), d.object.substr(slash + 1)});
       return true;
     }
   }
@@ -338,11 +373,13 @@ AuditReport Engine::Audit(const AuditListing& listing, std::int64_t now_ms,
   report.nodes_listed = listing.nodes.size();
   report.pods_listed = listing.pods.size();
   report.claims_listed = listing.claims.size();
+  report.quotas_listed = listing.quotas.size();
   AuditPass pass(*this, *impl_, listing, now_ms);
   pass.NoteInFlight();
   pass.ComparePods();
   pass.CompareNodes();
   if (!options_.dra_device_classes.empty()) pass.CompareClaims();
+  pass.CompareQuotas();
   pass.Settle(report, out);
   return report;
 }
@@ -375,9 +412,14 @@ void Engine::PodRead(const PodToRead& asked, const std::optional<Pod>& pod) {
   if (pod && !finished) PodObserved(*pod);
 }
 
-void Engine::ClaimRead(const ClaimToRead& asked, std::optional<dra::ResourceClaim> claim) {
-  if (!claim) return ResourceClaimDeleted(asked.claim_namespace, asked.name);
+void Engine::ClaimRead(const ObjectToRead& asked, std::optional<dra::ResourceClaim> claim) {
+  if (!claim) return ResourceClaimDeleted(asked.object_namespace, asked.name);
   ResourceClaimObserved(std::move(*claim));
+}
+
+void Engine::QuotaRead(const ObjectToRead& asked, const std::optional<ResourceQuota>& quota) {
+  if (!quota) return ResourceQuotaDeleted(asked.object_namespace, asked.name);
+  ResourceQuotaObserved(*quota);
 }
 
 const AuditTotals& Engine::audit_totals() const { return impl_->audit_totals; }

@@ -1,5 +1,5 @@
 // The engine's life and its routing: construction, readiness, time passing,
-// pods observed, and ApiResult, which hands each command's result to the
+// pods and quotas observed, and ApiResult, which hands each command's result to the
 // flow that issued it (engine.hpp).
 #include "devshare/engine/engine.hpp"
 
@@ -136,6 +136,32 @@ void Engine::PodDeleted(const std::string& uid) {
   snapshot_.RemovePod(uid);
   DraPodChanged(nullptr, uid);
 }
+
+// ---------------------------------------------------------------------------
+// Quotas
+
+void Engine::ResourceQuotaObserved(const ResourceQuota& quota) {
+  const std::string key = Impl::NameKey(quota.quota_namespace, quota.name);
+  impl_->quota_versions[key] = quota.resource_version;
+  if (Status s = snapshot_.SetQuota(quota.quota_namespace, quota.name, quota.hard); s.ok()) {
+    impl_->quota_errors.erase(key);
+  } else {
+    impl_->quota_errors[key] = std::string(s.message());
+  }
+}
+
+void Engine::ResourceQuotaDeleted(const std::string& quota_namespace, const std::string& name) {
+  const std::string key = Impl::NameKey(quota_namespace, name);
+  impl_->quota_versions.erase(key);
+  impl_->quota_errors.erase(key);
+  snapshot_.RemoveQuota(quota_namespace, name);
+}
+
+const std::map<std::string, std::string>& Engine::quota_errors() const {
+  return impl_->quota_errors;
+}
+
+std::size_t Engine::quota_count() const { return impl_->quota_versions.size(); }
 
 // ---------------------------------------------------------------------------
 // Results

@@ -124,8 +124,11 @@ struct Engine::Impl {
   std::map<std::string, NodeMemory, std::less<>> nodes;  // by name: passes run in a fixed order
   std::map<std::string, std::string> node_errors;        // Engine::node_errors
   std::map<std::string, std::string> pod_errors;         // Engine::pod_errors, by UID
-  std::unordered_map<std::string, Pod> pods;             // by UID
-  std::unordered_map<std::string, std::string> uid_of;   // "namespace/name" -> UID
+  std::map<std::string, std::string> quota_errors;       // Engine::quota_errors
+  // The quotas known, "namespace/name" -> resourceVersion (the auditor's).
+  std::map<std::string, std::string, std::less<>> quota_versions;
+  std::unordered_map<std::string, Pod> pods;                  // by UID
+  std::unordered_map<std::string, std::string> uid_of;        // "namespace/name" -> UID
   std::unordered_map<std::string, Reservation> reservations;  // by UID, until bound
   std::map<std::string, int, std::less<>> reserved_on;        // node -> reservations there
   std::set<std::string, std::less<>> locked;  // nodes whose object carries a node lock

@@ -102,6 +102,7 @@ std::string EncodeAuditReport(const engine::AuditReport& report, const engine::A
                                   {"list", bj::object{{"pages", cost.pages},
                                                       {"nodes", report.nodes_listed},
                                                       {"pods", report.pods_listed},
+                                                      {"quotas", report.quotas_listed},
                                                       {"claims", report.claims_listed},
                                                       {"bytes", cost.bytes},
                                                       {"seconds", cost.seconds}}},

@@ -65,19 +65,10 @@ void Add(std::string_view kind, const bj::object& item, ClusterObjects& out) {
     return out.undecodable.push_back(
         fmt::format("{} {}: {}", kind.substr(0, kind.size() - 1), NameOf(item), failed.message()));
   }
-  const bj::object* meta = ObjectMember(item, "metadata");
-  const bj::object* spec = ObjectMember(item, "spec");
-  ResourceQuotaObject quota;
-  if (meta != nullptr) {
-    quota.quota_namespace = StringOrEmpty(*meta, "namespace");
-    quota.name = StringOrEmpty(*meta, "name");
-  }
-  if (const bj::object* hard = spec != nullptr ? ObjectMember(*spec, "hard") : nullptr) {
-    for (const auto& [resource, value] : *hard) {
-      if (value.is_string()) quota.hard.Set(std::string(resource), std::string(value.get_string()));
-    }
-  }
-  out.quotas.push_back(std::move(quota));
+  Result<ResourceQuota> quota = DecodeResourceQuota(item);
+  if (quota.ok()) return out.quotas.push_back(std::move(*quota));
+  out.undecodable.push_back(
+      fmt::format("resource quota {}: {}", NameOf(item), quota.status().message()));
 }
 
 struct Lister {

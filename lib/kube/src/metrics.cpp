@@ -103,6 +103,7 @@ DraGauges MeasureDra(const engine::Engine& engine) {
 void Metrics::SetCluster(bool leader, const ClusterSnapshot& snapshot,
                          std::span<const WorkloadClass> workload) {
   gpus_ = MeasureGpus(snapshot, workload);
+  quota_use_ = snapshot.Quotas();
   SetState(leader, snapshot.node_count(), gpus_.gpus, snapshot.pod_count());
 }
 
@@ -238,6 +239,26 @@ std::string Metrics::Render() const {
   RenderGauge(out, "devshare_nodes_undecodable",
               "Nodes whose register annotation does not decode; their devices are left out.",
               undecodable_nodes_);
+  RenderGauge(out, "devshare_quotas", "ResourceQuota objects in the cache.", quotas_);
+  RenderGauge(out, "devshare_quotas_undecodable",
+              "ResourceQuotas with a device limit that is not a whole number; that limit is left "
+              "out.",
+              undecodable_quotas_);
+  for (const auto& [name, help, used] :
+       {std::tuple{"devshare_quota_limit",
+                   "The device quota in force in a namespace: the tightest of its ResourceQuotas' "
+                   "limits.<resource>.",
+                   false},
+        std::tuple{"devshare_quota_used",
+                   "What a namespace's placed pods hold of a device resource under quota.",
+                   true}}) {
+    if (quota_use_.empty()) break;
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const QuotaUse& q : quota_use_) {
+      fmt::format_to(std::back_inserter(out), "{}{{namespace=\"{}\",resource=\"{}\"}} {}\n", name,
+                     q.pod_namespace, q.resource, used ? q.used : q.limit);
+    }
+  }
   RenderGauge(out, "devshare_devices", "Devices in the cache.", devices_);
   RenderGauge(out, "devshare_pods", "Pods holding devices.", pods_);
   RenderScalar(out, "counter", "devshare_audits_total",
@@ -262,7 +283,8 @@ std::string Metrics::Render() const {
   RenderGauge(out, "devshare_audit_list_pages", "Pages the last drift audit's LIST read.",
               audit_list_.pages);
   RenderGauge(out, "devshare_audit_list_objects",
-              "Nodes and unfinished pods the last drift audit's LIST read.", audit_list_.objects);
+              "Nodes, unfinished pods, quotas and claims the last drift audit's LIST read.",
+              audit_list_.objects);
   RenderGauge(out, "devshare_audit_list_bytes",
               "Bytes of the answers to the last drift audit's LIST (metadata only).",
               audit_list_.bytes);

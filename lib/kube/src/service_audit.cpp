@@ -88,8 +88,8 @@ void Service::Impl::StartAudit(Responder respond) {
   ListAuditPage(audit, AuditStage::kNodes, "");
 }
 
-// The listing, page by page: nodes, then unfinished pods, then (with
-// served DeviceClasses) ResourceClaims.
+// The listing, page by page: nodes, then unfinished pods, then
+// ResourceQuotas, then (with served DeviceClasses) ResourceClaims.
 void Service::Impl::ListAuditPage(const std::shared_ptr<AuditRun>& run, AuditStage stage,
                                   const std::string& token) {
   struct Stage {
@@ -101,6 +101,7 @@ void Service::Impl::ListAuditPage(const std::shared_ptr<AuditRun>& run, AuditSta
   static constexpr Stage kStages[] = {
       {"audit-list-nodes", "/api/v1/nodes", "", "nodes"},
       {"audit-list-pods", "/api/v1/pods", kUnfinishedPods, "pods"},
+      {"audit-list-quotas", "/api/v1/resourcequotas", "", "quotas"},
       {"audit-list-claims", "/apis/resource.k8s.io/v1/resourceclaims", "", "claims"}};
   const Stage& at = kStages[static_cast<int>(stage)];
   client.GetMetadata(
@@ -118,16 +119,18 @@ void Service::Impl::ListAuditPage(const std::shared_ptr<AuditRun>& run, AuditSta
         if (!page.ok())
           return self->AuditFailed(run,
                                    fmt::format("listing {}: {}", at.what, page.status().message()));
-        std::vector<engine::ListedObject>& into = stage == AuditStage::kNodes ? run->listing.nodes
-                                                  : stage == AuditStage::kPods
-                                                      ? run->listing.pods
-                                                      : run->listing.claims;
+        engine::AuditListing& l = run->listing;
+        std::vector<engine::ListedObject>& into = stage == AuditStage::kNodes    ? l.nodes
+                                                  : stage == AuditStage::kPods   ? l.pods
+                                                  : stage == AuditStage::kQuotas ? l.quotas
+                                                                                 : l.claims;
         into.insert(into.end(), std::make_move_iterator(page->objects.begin()),
                     std::make_move_iterator(page->objects.end()));
         if (!page->continue_token.empty())
           return self->ListAuditPage(run, stage, page->continue_token);
         if (stage == AuditStage::kNodes) return self->ListAuditPage(run, AuditStage::kPods, "");
-        if (stage == AuditStage::kPods && !self->options.engine.dra_device_classes.empty())
+        if (stage == AuditStage::kPods) return self->ListAuditPage(run, AuditStage::kQuotas, "");
+        if (stage == AuditStage::kQuotas && !self->options.engine.dra_device_classes.empty())
           return self->ListAuditPage(run, AuditStage::kClaims, "");
         self->CompleteAudit(run);
       });
@@ -143,8 +146,8 @@ void Service::Impl::AuditFailed(const std::shared_ptr<AuditRun>& run, const std:
 
 void Service::Impl::CompleteAudit(const std::shared_ptr<AuditRun>& run) {
   run->cost.seconds = SecondsSince(run->start);
-  run->cost.objects =
-      run->listing.nodes.size() + run->listing.pods.size() + run->listing.claims.size();
+  run->cost.objects = run->listing.nodes.size() + run->listing.pods.size() +
+                      run->listing.quotas.size() + run->listing.claims.size();
   std::vector<engine::Command> out;
   const engine::AuditReport report = engine->Audit(run->listing, NowMs(), out);
   run->listing = {};
@@ -160,7 +163,8 @@ void Service::Impl::CompleteAudit(const std::shared_ptr<AuditRun>& run) {
   last_audit_cost = run->cost;
   for (const std::string& node : report.nodes_to_read) ReadNodeAgain(node);
   for (const engine::PodToRead& pod : report.pods_to_read) ReadPodAgain(pod);
-  for (const engine::ClaimToRead& claim : report.claims_to_read) ReadClaimAgain(claim);
+  for (const engine::ObjectToRead& claim : report.claims_to_read) ReadClaimAgain(claim);
+  for (const engine::ObjectToRead& quota : report.quotas_to_read) ReadQuotaAgain(quota);
   Execute(std::move(out));
   const std::string body =
       EncodeAuditReport(report, engine->audit_totals(), run->cost, SecondsSince(run->start) * 1000);
@@ -190,13 +194,24 @@ void Service::Impl::ReadPodAgain(const engine::PodToRead& asked) {
       [asked](Impl& self, const std::optional<Pod>& pod) { self.engine->PodRead(asked, pod); });
 }
 
-void Service::Impl::ReadClaimAgain(const engine::ClaimToRead& asked) {
+void Service::Impl::ReadClaimAgain(const engine::ObjectToRead& asked) {
   ReadAgain<dra::ResourceClaim>(
-      shared_from_this(), "audit-get-claim", ClaimPath(asked.claim_namespace, asked.name),
+      shared_from_this(), "audit-get-claim", ClaimPath(asked.object_namespace, asked.name),
       [](std::string_view body) { return dra::DecodeResourceClaim(body); },
       [asked](Impl& self, const std::optional<dra::ResourceClaim>& claim) {
         self.engine->ClaimRead(asked, claim);
         self.ScheduleWake();
+      });
+}
+
+void Service::Impl::ReadQuotaAgain(const engine::ObjectToRead& asked) {
+  ReadAgain<ResourceQuota>(
+      shared_from_this(), "audit-get-quota",
+      fmt::format("/api/v1/namespaces/{}/resourcequotas/{}", asked.object_namespace, asked.name),
+      [](std::string_view body) { return DecodeResourceQuota(body); },
+      [asked](Impl& self, const std::optional<ResourceQuota>& quota) {
+        self.engine->QuotaRead(asked, quota);
+        self.ReportQuotaErrors();
       });
 }
 

@@ -54,6 +54,10 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
   void StartWatches();
   void OnNode(const WatchEvent& e);
   void ReportNodeError(const std::string& name);
+  void OnQuota(const WatchEvent& e);
+  // Quotas with a device limit that is not a whole number are said once on
+  // stderr, and again when the reason changes (devshare_quotas_undecodable).
+  void ReportQuotaErrors();
   void OnPod(const WatchEvent& e);
   void WatchDra();
   // Once the nodes, the pods and every DRA kind are listed, the engine may
@@ -65,7 +69,7 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
 
   // ---- the drift auditor (service_audit.cpp)
   struct AuditRun;
-  enum class AuditStage { kNodes, kPods, kClaims };
+  enum class AuditStage { kNodes, kPods, kQuotas, kClaims };
   void ScheduleAudit();
   void StartAudit(Responder respond);
   void ListAuditPage(const std::shared_ptr<AuditRun>& run, AuditStage stage,
@@ -74,9 +78,10 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
   void CompleteAudit(const std::shared_ptr<AuditRun>& run);
   void ReadNodeAgain(const std::string& name);
   void ReadPodAgain(const engine::PodToRead& asked);
-  void ReadClaimAgain(const engine::ClaimToRead& asked);
+  void ReadClaimAgain(const engine::ObjectToRead& asked);
+  void ReadQuotaAgain(const engine::ObjectToRead& asked);
 
-  bool synced() const { return nodes_synced && pods_synced; }
+  bool synced() const { return nodes_synced && pods_synced && quotas_synced; }
   bool Ready() const { return synced() && engine->Ready(NowMs()); }
 
   struct PendingFilter {
@@ -97,12 +102,13 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
   std::uint64_t last_suspected = 0;
   std::uint64_t next_request = 1;
   std::unordered_map<std::uint64_t, PendingFilter> filters;
-  std::map<std::string, std::string> reported_node_errors;  // ReportNodeError
+  std::map<std::string, std::string> reported_node_errors;   // ReportNodeError
+  std::map<std::string, std::string> reported_quota_errors;  // ReportQuotaErrors
   std::unordered_map<std::uint64_t, std::pair<Responder, std::chrono::steady_clock::time_point>>
       binds;
   Elector elector;
   std::optional<LeaseRecord> current_lease;
-  bool nodes_synced = false, pods_synced = false, stopping = false;
+  bool nodes_synced = false, pods_synced = false, quotas_synced = false, stopping = false;
   std::vector<bool> dra_synced;  // per DRA watch (service_watch.cpp)
   bool dra_synced_told = false;  // Engine::DraSynced called
 };

@@ -91,6 +91,7 @@ void Service::Impl::Handle(const HttpRequest& request, Responder respond, bool t
     case ServiceRoute::kMetrics:
       metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
       metrics.SetUndecodableNodes(engine->node_errors().size());
+      metrics.SetQuotaObjects(engine->quota_count(), engine->quota_errors().size());
       metrics.SetApiConnections(client.connection_stats());
       metrics.SetAudit(engine->audit_totals(), last_suspected, last_audit_cost);
       if (!options.engine.dra_device_classes.empty()) metrics.SetDra(MeasureDra(*engine));

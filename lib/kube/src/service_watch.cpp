@@ -1,5 +1,5 @@
-// `devshare serve`'s watches (Nodes, unfinished Pods, the DRA kinds, the
-// leader Lease) into the engine, and client-go's leader election (kElect).
+// `devshare serve`'s watches (Nodes, unfinished Pods, ResourceQuotas, the
+// DRA kinds, the leader Lease) into the engine, and client-go's leader election (kElect).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -83,6 +83,17 @@ void Service::Impl::StartWatches() {
           self->MaybeDraSynced();
         }
       });
+  client.Watch(
+      "/api/v1/resourcequotas", "",
+      [weak](const WatchEvent& e) {
+        if (auto self = weak.lock()) self->OnQuota(e);
+      },
+      [weak] {
+        if (auto self = weak.lock()) {
+          self->quotas_synced = true;
+          self->MaybeDraSynced();
+        }
+      });
   if (!options.engine.dra_device_classes.empty()) WatchDra();
   if (options.leader != ServiceOptions::Leader::kAlways) {
     client.Watch(LeasePath(false), "metadata.name=" + options.lease_name,
@@ -121,6 +132,34 @@ void Service::Impl::ReportNodeError(const std::string& name) {
   if (reported == it->second) return;
   reported = it->second;
   std::cerr << fmt::format("devshare serve: {} (its devices are left out)\n", it->second);
+}
+
+void Service::Impl::OnQuota(const WatchEvent& e) {
+  if (e.type == "DELETED") {
+    if (std::string name = MetadataString(e.object, "name"); !name.empty())
+      engine->ResourceQuotaDeleted(MetadataString(e.object, "namespace"), name);
+    return ReportQuotaErrors();
+  }
+  if (!e.object.is_object()) return;
+  Result<ResourceQuota> quota = DecodeResourceQuota(e.object.get_object());
+  if (!quota.ok()) {
+    std::cerr << fmt::format("devshare serve: resource quota left out: {}\n",
+                             quota.status().message());
+    return;
+  }
+  engine->ResourceQuotaObserved(*quota);
+  ReportQuotaErrors();
+}
+
+void Service::Impl::ReportQuotaErrors() {
+  const std::map<std::string, std::string>& errors = engine->quota_errors();
+  std::erase_if(reported_quota_errors, [&](const auto& r) { return !errors.contains(r.first); });
+  for (const auto& [quota, why] : errors) {
+    std::string& reported = reported_quota_errors[quota];
+    if (reported == why) continue;
+    reported = why;
+    std::cerr << fmt::format("devshare serve: {}\n", why);
+  }
 }
 
 void Service::Impl::OnPod(const WatchEvent& e) {

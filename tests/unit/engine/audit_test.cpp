@@ -442,9 +442,48 @@ TEST_CASE("audit: /debug/audit's JSON carries the differences, the totals and th
       r, c.engine.audit_totals(), devshare::kube::AuditListCost{2, 1, 512, 0.25}, 3.5);
   CHECK(json.find(R"("kind":"pod-gone","object":"default/a","uid":"uid-a")") != std::string::npos);
   CHECK(json.find(R"("confirmed":true,"healed":true)") != std::string::npos);
-  CHECK(json.find(
-            R"("list":{"pages":2,"nodes":1,"pods":0,"claims":0,"bytes":512,"seconds":2.5E-1})") !=
-        std::string::npos);
+  CHECK(
+      json.find(
+          R"("list":{"pages":2,"nodes":1,"pods":0,"quotas":0,"claims":0,"bytes":512,"seconds":2.5E-1})") !=
+      std::string::npos);
   CHECK(json.find(R"("totals":{"pod-gone":1,)") != std::string::npos);
   CHECK(json.find(R"("audits":2)") != std::string::npos);
+}
+
+TEST_CASE("audit: quotas gone, missed or changed without an event are read again") {
+  Cluster c;
+  auto quota = [](std::string name, std::string version, std::string limit) {
+    return ResourceQuota{"ml", std::move(name), "uid-" + version, std::move(version),
+                         StringMap{{"limits.nvidia.com/gpumem", std::move(limit)}}};
+  };
+  std::vector<ResourceQuota> server = {quota("kept", "1", "8000"), quota("changed", "2", "6000"),
+                                       quota("missed", "3", "1000")};
+  c.engine.ResourceQuotaObserved(server[0]);
+  c.engine.ResourceQuotaObserved(quota("changed", "1", "9000"));  // an update was missed
+  c.engine.ResourceQuotaObserved(quota("gone", "1", "2000"));     // its delete was missed
+  CHECK(c.engine.quota_count() == 3);
+  AuditListing listing = c.Listing();
+  for (const ResourceQuota& q : server)
+    listing.quotas.push_back(
+        ListedObject{q.quota_namespace, q.name, q.uid, q.resource_version, {}});
+  c.engine.Audit(listing, kT0, c.out);
+  AuditReport r = c.engine.Audit(listing, kT0 + kGrace, c.out);
+  CHECK(r.quotas_listed == 3);
+  std::vector<std::pair<DriftKind, std::string>> seen;
+  for (const Drift& d : r.differences) seen.emplace_back(d.kind, d.object);
+  CHECK(seen ==
+        std::vector<std::pair<DriftKind, std::string>>{{DriftKind::kQuotaGone, "ml/gone"},
+                                                       {DriftKind::kQuotaMissed, "ml/missed"},
+                                                       {DriftKind::kQuotaChanged, "ml/changed"}});
+  // The reads: the server's versions (and the gone one's absence) replace the cache's.
+  for (const ObjectToRead& asked : r.quotas_to_read) {
+    std::optional<ResourceQuota> found;
+    for (const ResourceQuota& q : server) {
+      if (q.name == asked.name) found = q;
+    }
+    c.engine.QuotaRead(asked, found);
+  }
+  CHECK(c.engine.snapshot().QuotaLimit("ml", "nvidia.com/gpumem") == 1000);
+  CHECK(c.engine.audit_totals().healed[static_cast<std::size_t>(DriftKind::kQuotaChanged)] == 1);
+  CHECK(c.engine.Audit(listing, kT0 + 2 * kGrace, c.out).differences.empty());
 }

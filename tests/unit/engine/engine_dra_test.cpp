@@ -344,7 +344,7 @@ TEST_CASE(
                                           "claim-changed default/changed"});
   AuditReport confirmed = f.engine.Audit(listing, kNowMs + 30000, out);
   std::vector<std::string> reads;
-  for (const ClaimToRead& r : confirmed.claims_to_read) reads.push_back(r.name);
+  for (const ObjectToRead& r : confirmed.claims_to_read) reads.push_back(r.name);
   CHECK(reads == std::vector<std::string>{"changed", "gone", "came"});
   CHECK(f.engine.audit_totals().found[static_cast<std::size_t>(DriftKind::kClaimChanged)] == 1);
   f.engine.ClaimRead({"default", "gone"}, std::nullopt);

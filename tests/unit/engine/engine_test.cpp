@@ -668,3 +668,32 @@ TEST_CASE("engine: Filter places around nodes a bind holds or is about to lock")
     CHECK(engine->counters().filters_around_locks == 0);
   }
 }
+
+TEST_CASE("engine: ResourceQuota events bind Filter; a limit that does not parse is recorded") {
+  OneNodeEngine e;
+  auto quota = [](std::string name, std::string limit) {
+    return ResourceQuota{"ml", std::move(name), "", "1",
+                         StringMap{{"limits.nvidia.com/gpumem", std::move(limit)}}};
+  };
+  e.engine.ResourceQuotaObserved(quota("team", "4000"));
+  CHECK(e.Place(MakePod("a", "ml").Container(1, 3000)).nodes == std::vector<std::string>{"n1"});
+  e.engine.PodObserved(
+      MakePod("a", "ml").Container(1, 3000).Holding("n1", "n1-gpu0,NVIDIA,3000,0:;"));
+  FilterReply over = e.Place(MakePod("b", "ml").Container(1, 2000));  // 3000 + 2000 > 4000
+  CHECK(over.nodes.empty());
+  REQUIRE(over.failed.size() == 1);
+  CHECK(over.failed[0].reason.find("ResourceQuotaNotFit") != std::string::npos);
+  // Another quota that does not parse: recorded, and the first still binds.
+  e.engine.ResourceQuotaObserved(quota("typo", "2.5"));
+  REQUIRE(e.engine.quota_errors().size() == 1);
+  CHECK(e.engine.quota_errors().begin()->first == "ml/typo");
+  CHECK(e.Place(MakePod("b", "ml").Container(1, 2000)).nodes.empty());
+  // Raised, then deleted: the pod fits.
+  e.engine.ResourceQuotaObserved(quota("typo", "8000"));
+  CHECK(e.engine.quota_errors().empty());
+  CHECK(e.Place(MakePod("b", "ml").Container(1, 2000)).nodes.empty());  // "team" is tighter
+  e.engine.ResourceQuotaDeleted("ml", "team");
+  CHECK(e.Place(MakePod("b", "ml").Container(1, 2000)).nodes == std::vector<std::string>{"n1"});
+  e.engine.ResourceQuotaDeleted("ml", "typo");
+  CHECK(e.engine.quota_count() == 0);
+}

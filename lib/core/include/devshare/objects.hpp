@@ -142,6 +142,18 @@ struct Node {
   friend bool operator==(const Node&, const Node&) = default;
 };
 
+// A ResourceQuota (core/v1): the hard limits one quota object sets in its
+// namespace. devshare applies the device resources among them
+// (ClusterSnapshot::SetQuota).
+struct ResourceQuota {
+  std::string quota_namespace;   // metadata.namespace
+  std::string name;              // metadata.name
+  std::string uid;               // metadata.uid
+  std::string resource_version;  // metadata.resourceVersion
+  StringMap hard;                // spec.hard: resource name -> quantity text
+  friend bool operator==(const ResourceQuota&, const ResourceQuota&) = default;
+};
+
 // Whether `node` is selected, as core/v1's NodeSelector semantics define
 // it. A requirement with an unknown operator, or Gt/Lt with a value that is
 // not an integer, selects nothing (the API server refuses both).
@@ -161,6 +173,11 @@ DEVSHARE_EXPORT std::optional<std::string> NodeExcludes(const Pod& pod, const No
 // `spec.containers[1].resources.limits`).
 DEVSHARE_EXPORT Result<Pod> DecodePod(std::string_view json);
 DEVSHARE_EXPORT Result<Node> DecodeNode(std::string_view json);
+// Decodes a ResourceQuota object (JSON). spec.hard's values are kept as the
+// text given (numbers as their decimal text); what they mean is the
+// snapshot's to judge. Errors: kMalformed naming the JSON path; a quota
+// without metadata.namespace or metadata.name.
+DEVSHARE_EXPORT Result<ResourceQuota> DecodeResourceQuota(std::string_view json);
 
 // A Kubernetes resource quantity ("2", "16Gi", "1500m", "1e3") as an exact
 // int64 when it is a whole number that fits (Quantity.AsInt64 in Go);

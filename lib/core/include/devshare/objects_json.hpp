@@ -1,4 +1,4 @@
-// devshare/objects_json.hpp — the Pod and Node decoders of objects.hpp and
+// devshare/objects_json.hpp — the Pod, Node and ResourceQuota decoders of objects.hpp and
 // the Lease decoder of lease_object.hpp on a JSON object already parsed with
 // Boost.JSON (a watch event's object, an AdmissionReview's request.object, an
 // ExtenderArgs' Pod), so that the caller does not serialise it to text only
@@ -23,6 +23,7 @@ namespace devshare {
 
 DEVSHARE_EXPORT Result<Pod> DecodePod(const boost::json::object& root);
 DEVSHARE_EXPORT Result<Node> DecodeNode(const boost::json::object& root);
+DEVSHARE_EXPORT Result<ResourceQuota> DecodeResourceQuota(const boost::json::object& root);
 DEVSHARE_EXPORT Result<LeaseRecord> DecodeLease(const boost::json::object& root);
 
 }  // namespace devshare

@@ -72,6 +72,16 @@ struct PodUsage {
 
 // A node's CPU and memory: allocatable (kUnknown when not reported) and
 // requested by the pods placed on it.
+// One namespace's quota on one device resource: the effective limit (the
+// tightest of its quotas) and what the namespace's placed pods use.
+struct QuotaUse {
+  std::string pod_namespace;
+  std::string resource;  // a vendor's memory or core resource, e.g. nvidia.com/gpumem
+  std::int64_t limit = 0;
+  std::int64_t used = 0;
+  friend bool operator==(const QuotaUse&, const QuotaUse&) = default;
+};
+
 struct NodeCpuMemory {
   static constexpr std::int64_t kUnknown = -1;
   std::int64_t cpu_milli = kUnknown;     // allocatable "cpu", in millicores
@@ -113,10 +123,16 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // when the snapshot held neither.
   bool RemovePod(std::string_view uid);
 
-  // Sets the hard limits of one ResourceQuota object (`limits.<resource>`
-  // keys; other keys are ignored). Several quotas on one resource in a
-  // namespace combine as Kubernetes combines them: the tightest wins.
-  void SetQuota(std::string_view pod_namespace, std::string_view quota_name, const StringMap& hard);
+  // Sets the hard limits of one ResourceQuota object, replacing what it set
+  // before: as HAMi, the `limits.<resource>` keys where <resource> is a
+  // vendor's memory or core resource (other keys are ignored). Several
+  // quotas on one resource in a namespace combine as Kubernetes combines
+  // them: the tightest wins. Errors: kMalformed naming each device key
+  // whose value is not a whole number (Quantity.AsInt64); the quota does not
+  // limit that resource (the other quotas on it still do), its other keys
+  // are set.
+  Status SetQuota(std::string_view pod_namespace, std::string_view quota_name,
+                  const StringMap& hard);
   bool RemoveQuota(std::string_view pod_namespace, std::string_view quota_name);
 
   // Keeps fgd's fragmentation measure of every node for `workload` (empty:
@@ -185,6 +201,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // (for example "nvidia.com/gpumem") in `pod_namespace`.
   std::int64_t QuotaLimit(std::string_view pod_namespace, std::string_view resource) const;
   std::int64_t QuotaUsed(std::string_view pod_namespace, std::string_view resource) const;
+  // Every device quota in force: by namespace, then resource name.
+  std::vector<QuotaUse> Quotas() const;
 
   // For the filter (internal).
   const internal::SnapshotState& state() const { return *state_; }

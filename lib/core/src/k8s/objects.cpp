@@ -93,6 +93,7 @@ namespace {
 
 constexpr std::string_view kPodWhat = "pod";
 constexpr std::string_view kNodeWhat = "node";
+constexpr std::string_view kQuotaWhat = "resource quota";
 namespace bj = boost::json;
 
 using internal::JsonReader;
@@ -328,6 +329,34 @@ Result<Node> DecodeNode(const bj::object& root) {
   if (node.name.empty())
     return Status::Malformed("node: metadata.name is missing", "metadata.name");
   return node;
+}
+
+Result<ResourceQuota> DecodeResourceQuota(std::string_view json) {
+  bj::monotonic_resource arena;
+  Result<bj::value> doc = ParseObject(json, kQuotaWhat, arena);
+  if (!doc.ok()) return doc.status();
+  return DecodeResourceQuota(doc->get_object());
+}
+
+Result<ResourceQuota> DecodeResourceQuota(const bj::object& root) {
+  JsonReader r(kQuotaWhat);
+  ResourceQuota quota;
+  if (const bj::object* metadata = r.Object(root, "metadata", "metadata")) {
+    ReadStrings(r, *metadata, "metadata",
+                {{"namespace", &quota.quota_namespace},
+                 {"name", &quota.name},
+                 {"uid", &quota.uid},
+                 {"resourceVersion", &quota.resource_version}});
+  }
+  if (const bj::object* spec = r.Object(root, "spec", "spec"))
+    ReadStringMap(r, *spec, "hard", "spec.hard", true, quota.hard);
+  if (!r.ok()) return r.status();
+  for (auto [value, path] : {std::pair{&quota.quota_namespace, "metadata.namespace"},
+                             std::pair{&quota.name, "metadata.name"}}) {
+    if (value->empty())
+      return Status::Malformed(fmt::format("{}: {} is missing", kQuotaWhat, path), path);
+  }
+  return quota;
 }
 
 namespace {

@@ -1,9 +1,11 @@
 #include "devshare/snapshot.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "codec/pod_scan.hpp"
 #include "devshare/annotations.hpp"
@@ -540,23 +542,31 @@ bool ClusterSnapshot::RemovePod(std::string_view uid) {
   return devices || requests;
 }
 
-void ClusterSnapshot::SetQuota(std::string_view pod_namespace, std::string_view quota_name,
-                               const StringMap& hard) {
+Status ClusterSnapshot::SetQuota(std::string_view pod_namespace, std::string_view quota_name,
+                                 const StringMap& hard) {
   RemoveQuota(pod_namespace, quota_name);
+  std::vector<std::string> unparsed;
   for (const auto& [key, value] : hard.entries()) {
     if (!key.starts_with("limits.")) continue;
     const std::string_view resource = std::string_view(key).substr(7);
-    const std::optional<std::int64_t> limit = QuantityAsInt64(value);
-    if (!limit) continue;
-    for (std::size_t v = 0; v < state_->config.vendors.size(); ++v) {
+    for (std::size_t v = 0; !resource.empty() && v < state_->config.vendors.size(); ++v) {
       const VendorSpec& vendor = state_->config.vendors[v];
-      if (resource == vendor.memory_resource) {
-        QuotaOf(*state_, pod_namespace).memory[v].limits[std::string(quota_name)] = *limit;
-      } else if (resource == vendor.core_resource) {
-        QuotaOf(*state_, pod_namespace).cores[v].limits[std::string(quota_name)] = *limit;
+      const bool memory = resource == vendor.memory_resource;
+      if (!memory && resource != vendor.core_resource) continue;
+      const std::optional<std::int64_t> limit = QuantityAsInt64(value);
+      if (!limit) {
+        unparsed.push_back(fmt::format("{} is \"{}\", not a whole number", key, value));
+        break;
       }
+      internal::NamespaceQuota& q = QuotaOf(*state_, pod_namespace);
+      (memory ? q.memory : q.cores)[v].limits[std::string(quota_name)] = *limit;
     }
   }
+  if (unparsed.empty()) return Status();
+  return Status::Malformed(
+      fmt::format("resource quota {}/{}: spec.hard: {}; it does not limit {} here", pod_namespace,
+                  quota_name, fmt::join(unparsed, "; "), unparsed.size() == 1 ? "that" : "those"),
+      "spec.hard");
 }
 
 bool ClusterSnapshot::RemoveQuota(std::string_view pod_namespace, std::string_view quota_name) {
@@ -637,6 +647,24 @@ std::int64_t ClusterSnapshot::QuotaLimit(std::string_view pod_namespace,
                                          std::string_view resource) const {
   const internal::QuotaEntry* q = state_->FindQuota(pod_namespace, resource);
   return q ? q->Limit() : -1;
+}
+
+std::vector<QuotaUse> ClusterSnapshot::Quotas() const {
+  std::vector<QuotaUse> out;
+  for (const auto& [ns, quota] : state_->quotas) {
+    for (std::size_t v = 0; v < state_->config.vendors.size(); ++v) {
+      const VendorSpec& vendor = state_->config.vendors[v];
+      for (const auto& [entry, resource] : {std::pair{&quota.memory[v], &vendor.memory_resource},
+                                            std::pair{&quota.cores[v], &vendor.core_resource}}) {
+        if (!entry->limits.empty())
+          out.push_back(QuotaUse{ns, *resource, entry->Limit(), entry->used});
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const QuotaUse& a, const QuotaUse& b) {
+    return std::tie(a.pod_namespace, a.resource) < std::tie(b.pod_namespace, b.resource);
+  });
+  return out;
 }
 
 std::int64_t ClusterSnapshot::QuotaUsed(std::string_view pod_namespace,

@@ -197,7 +197,7 @@ TEST_CASE("admission: denials and the scheduler-name gate") {
 
 TEST_CASE("admission: the quota pre-check") {
   ClusterSnapshot quotas;
-  quotas.SetQuota("team-a", "q", StringMap{{"limits.nvidia.com/gpumem", "4000"}});
+  REQUIRE(quotas.SetQuota("team-a", "q", StringMap{{"limits.nvidia.com/gpumem", "4000"}}).ok());
   bj::value small = PodWith(bj::array{bj::object{
       {"name", "a"},
       {"resources", bj::object{{"limits", bj::object{{"nvidia.com/gpu", "1"},

@@ -225,3 +225,29 @@ TEST_CASE("objects: malformed Pods and Nodes name the JSON path") {
   REQUIRE(node.ok());
   CHECK(*node->allocatable.Find("nvidia.com/gpu") == "80");
 }
+
+TEST_CASE("objects: a ResourceQuota as the API server serves it, and malformed ones") {
+  Result<ResourceQuota> quota = DecodeResourceQuota(R"({
+    "metadata": {"namespace": "team-a", "name": "gpu", "uid": "u1", "resourceVersion": "42"},
+    "spec": {"hard": {"limits.nvidia.com/gpumem": "8000", "requests.nvidia.com/gpu": 2}},
+    "status": {"used": {"limits.nvidia.com/gpumem": "0"}}})");
+  REQUIRE(quota.ok());
+  CHECK(quota->quota_namespace == "team-a");
+  CHECK(quota->name == "gpu");
+  CHECK(quota->uid == "u1");
+  CHECK(quota->resource_version == "42");
+  CHECK(*quota->hard.Find("limits.nvidia.com/gpumem") == "8000");
+  CHECK(*quota->hard.Find("requests.nvidia.com/gpu") == "2");  // a number, as its text
+  CHECK(quota->hard.size() == 2);  // status.used is the API server's count, not read
+  CHECK(DecodeResourceQuota(R"({"metadata": {"namespace": "a", "name": "q"}})").ok());  // no spec
+  CHECK(DecodeResourceQuota(R"({"metadata": {"name": "q"}})").status().field() ==
+        "metadata.namespace");
+  CHECK(DecodeResourceQuota(R"({"metadata": {"namespace": "a"}})").status().field() ==
+        "metadata.name");
+  CHECK(DecodeResourceQuota(R"({"metadata": {"namespace": "a", "name": "q"},
+                                "spec": {"hard": {"limits.nvidia.com/gpumem": [1]}}})")
+            .status()
+            .field() == "spec.hard[\"limits.nvidia.com/gpumem\"]");
+  CHECK(DecodeResourceQuota("[]").status().code() == StatusCode::kMalformed);
+  CHECK(DecodeResourceQuota("{").status().code() == StatusCode::kMalformed);
+}

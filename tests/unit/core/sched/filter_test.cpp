@@ -366,7 +366,7 @@ TEST_CASE("W14: missing pair scores count 0 instead of crashing") {
 TEST_CASE("quota: a request above the namespace's gpumem limit is rejected") {
   ClusterSnapshot s;
   REQUIRE(s.AddNode(MakeNode("n1").Gpus(2)).ok());
-  s.SetQuota("ml", "q", StringMap{{"limits.nvidia.com/gpumem", "5000"}});
+  REQUIRE(s.SetQuota("ml", "q", StringMap{{"limits.nvidia.com/gpumem", "5000"}}).ok());
   REQUIRE(
       s.AddPod(MakePod("old", "ml").Container(1).Holding("n1", "n1-gpu0,NVIDIA,3000,0:;")).ok());
   CHECK(ReasonFor(MustFilter(s, MakePod("p", "ml").Container(1, 3000)), "n1") ==

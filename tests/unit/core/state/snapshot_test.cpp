@@ -128,8 +128,11 @@ TEST_CASE("snapshot: bad annotations are errors, not silent usage") {
 
 TEST_CASE("snapshot: several quotas for one resource combine, the tightest wins (W13)") {
   ClusterSnapshot s;
-  s.SetQuota("ml", "q1", StringMap{{"limits.nvidia.com/gpumem", "10000"}, {"requests.cpu", "4"}});
-  s.SetQuota("ml", "q2", StringMap{{"limits.nvidia.com/gpumem", "6000"}});
+  REQUIRE(s.SetQuota("ml", "q1",
+                     StringMap{{"limits.nvidia.com/gpumem", "10000"}, {"requests.cpu", "4"}})
+              .ok());
+  REQUIRE(s.SetQuota("ml", "q2", StringMap{{"limits.nvidia.com/gpumem", "6000"}}).ok());
+  CHECK(s.Quotas() == std::vector<QuotaUse>{{"ml", "nvidia.com/gpumem", 6000, 0}});
   CHECK(s.QuotaLimit("ml", "nvidia.com/gpumem") == 6000);
   CHECK(s.RemoveQuota("ml", "q2"));
   CHECK(s.QuotaLimit("ml", "nvidia.com/gpumem") == 10000);  // deleting one does not unset the other
@@ -140,6 +143,29 @@ TEST_CASE("snapshot: several quotas for one resource combine, the tightest wins 
   CHECK(s.QuotaUsed("ml", "nvidia.com/gpucores") == 20);
   s.RemovePod("uid-p");
   CHECK(s.QuotaUsed("ml", "nvidia.com/gpumem") == 0);
+}
+
+TEST_CASE("snapshot: a device limit that is not a whole number limits nothing, and says so") {
+  ClusterSnapshot s;
+  REQUIRE(s.SetQuota("ml", "tight", StringMap{{"limits.nvidia.com/gpumem", "4000"}}).ok());
+  // Another quota on the same resource, unreadable: the tight one still holds.
+  const Status bad = s.SetQuota("ml", "bad",
+                                StringMap{{"limits.nvidia.com/gpumem", "1.5"},
+                                          {"limits.nvidia.com/gpucores", "50"},
+                                          {"limits.cpu", "half"}});  // not a device key: ignored
+  CHECK(bad.code() == StatusCode::kMalformed);
+  CHECK(bad.message() ==
+        "resource quota ml/bad: spec.hard: limits.nvidia.com/gpumem is \"1.5\", not a whole "
+        "number; it does not limit that here");
+  CHECK(s.QuotaLimit("ml", "nvidia.com/gpumem") == 4000);
+  CHECK(s.QuotaLimit("ml", "nvidia.com/gpucores") == 50);  // its valid key is set
+  CHECK(s.Quotas() == std::vector<QuotaUse>{{"ml", "nvidia.com/gpucores", 50, 0},
+                                            {"ml", "nvidia.com/gpumem", 4000, 0}});
+  // Replaced by a readable version: the error goes, the new limit applies.
+  REQUIRE(s.SetQuota("ml", "bad", StringMap{{"limits.nvidia.com/gpumem", "3000"}}).ok());
+  CHECK(s.QuotaLimit("ml", "nvidia.com/gpumem") == 3000);
+  CHECK(s.QuotaLimit("ml", "nvidia.com/gpucores") == -1);
+  CHECK(s.SetQuota("ml", "empty", StringMap{{"limits.", "1"}}).ok());
 }
 
 TEST_CASE("snapshot: a copy is independent of the original") {

@@ -51,13 +51,14 @@ struct ListedObject {
   StringMap annotations;
 };
 
-// A fresh LIST of the API server: every node, and every pod that is not
-// finished (Succeeded or Failed); with served DeviceClasses (DRA), every
-// ResourceClaim.
+// A fresh LIST of the API server: every node, every pod that is not
+// finished (Succeeded or Failed) and every ResourceQuota; with served
+// DeviceClasses (DRA), every ResourceClaim.
 struct AuditListing {
   std::vector<ListedObject> nodes;
   std::vector<ListedObject> pods;
   std::vector<ListedObject> claims;
+  std::vector<ListedObject> quotas;
 };
 
 enum class DriftKind {
@@ -97,22 +98,31 @@ enum class DriftKind {
   // engine's, which heard nothing of it meanwhile (an update without an
   // event: an allocation made or released). Healed: read again.
   kClaimChanged,
+  // The engine has a ResourceQuota the server no longer has (its limits
+  // would refuse pods no quota refuses). Healed: read again.
+  kQuotaGone,
+  // The server has a ResourceQuota the engine does not know (a limit not
+  // enforced). Healed: read again.
+  kQuotaMissed,
+  // The server's quota is at another resourceVersion than the engine's
+  // (its limits may have changed without an event). Healed: read again.
+  kQuotaChanged,
 };
-inline constexpr std::size_t kDriftKinds = 12;
+inline constexpr std::size_t kDriftKinds = 15;
 
 // The name of each kind in metrics, logs and JSON ("pod-gone", ...), in
 // DriftKind's order.
 inline constexpr std::array<std::string_view, kDriftKinds> kDriftKindNames = {
-    "pod-gone",     "allocation-missed", "pod-missed",   "lock-orphaned",
-    "node-changed", "node-replaced",     "node-gone",    "node-missed",
-    "lock-lost",    "claim-gone",        "claim-missed", "claim-changed"};
+    "pod-gone",      "allocation-missed", "pod-missed",  "lock-orphaned", "node-changed",
+    "node-replaced", "node-gone",         "node-missed", "lock-lost",     "claim-gone",
+    "claim-missed",  "claim-changed",     "quota-gone",  "quota-missed",  "quota-changed"};
 inline constexpr std::string_view DriftKindName(DriftKind kind) {
   return kDriftKindNames[static_cast<std::size_t>(kind)];
 }
 
 struct Drift {
   DriftKind kind = DriftKind::kPodGone;
-  std::string object;  // "namespace/name" of a pod or claim, the name of a node
+  std::string object;  // "namespace/name" of a pod, claim or quota, the name of a node
   std::string uid;     // a pod's UID as the engine knows it (empty: unknown to it)
   std::string detail;  // what differs, in words
   std::int64_t first_seen_ms = 0;
@@ -127,22 +137,23 @@ struct PodToRead {
   std::string uid;  // the UID the engine knows it by (empty: unknown to it)
 };
 
-// A claim to read again: on a 404 the engine forgets it.
-struct ClaimToRead {
-  std::string claim_namespace;
+// A claim or quota to read again: on a 404 the engine forgets it.
+struct ObjectToRead {
+  std::string object_namespace;
   std::string name;
 };
 
 struct AuditReport {
   std::int64_t at_ms = 0;
-  std::size_t nodes_listed = 0, pods_listed = 0, claims_listed = 0;
+  std::size_t nodes_listed = 0, pods_listed = 0, claims_listed = 0, quotas_listed = 0;
   // Every difference seen now, confirmed or not, by kind then object.
   std::vector<Drift> differences;
   // The heals to execute: read these objects again and hand what is read
-  // to Engine::NodeRead / Engine::PodRead / Engine::ClaimRead.
+  // to Engine::NodeRead / PodRead / ClaimRead / QuotaRead.
   std::vector<std::string> nodes_to_read;
   std::vector<PodToRead> pods_to_read;
-  std::vector<ClaimToRead> claims_to_read;
+  std::vector<ObjectToRead> claims_to_read;
+  std::vector<ObjectToRead> quotas_to_read;
 };
 
 // Confirmed differences since the engine started, per kind (indexed by

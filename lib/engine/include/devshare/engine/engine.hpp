@@ -298,6 +298,14 @@ class Engine {
   void LeaseObserved(const std::optional<LeaseRecord>& lease, std::int64_t now_ms,
                      std::vector<Command>& out);
 
+  // ResourceQuota watch events. A quota's device limits (the `limits.` keys
+  // of a vendor's memory and core resources, as HAMi reads them; the
+  // tightest of a namespace's quotas wins) bind Filter, Prioritize and the
+  // webhook's pre-check from the next call. A device limit that is not a
+  // whole number limits nothing and is kept in quota_errors.
+  void ResourceQuotaObserved(const ResourceQuota& quota);
+  void ResourceQuotaDeleted(const std::string& quota_namespace, const std::string& name);
+
   // DRA watch events (EngineOptions::dra_device_classes). The engine
   // allocates nothing until DraSynced: the first listing of every DRA
   // object has been applied.
@@ -357,9 +365,10 @@ class Engine {
   void NodeRead(const std::string& name, const std::optional<Node>& node, std::int64_t now_ms,
                 std::vector<Command>& out);
   void PodRead(const PodToRead& asked, const std::optional<Pod>& pod);
-  // A claim read again (nullopt: the server has none), applied as a watch
-  // event would be.
-  void ClaimRead(const ClaimToRead& asked, std::optional<dra::ResourceClaim> claim);
+  // A claim or quota read again (nullopt: the server has none), applied as
+  // a watch event would be.
+  void ClaimRead(const ObjectToRead& asked, std::optional<dra::ResourceClaim> claim);
+  void QuotaRead(const ObjectToRead& asked, const std::optional<ResourceQuota>& quota);
   const AuditTotals& audit_totals() const;
 
   // /readyz: leading and one registration pass completed since.
@@ -374,6 +383,11 @@ class Engine {
   // hold no devices here, as in HAMi. An entry goes when the pod decodes or
   // is deleted.
   const std::map<std::string, std::string>& pod_errors() const;
+  // Quotas ("namespace/name") with a device limit that is not a whole
+  // number, with why. An entry goes when the quota is set cleanly again or
+  // deleted.
+  const std::map<std::string, std::string>& quota_errors() const;
+  std::size_t quota_count() const;  // ResourceQuota objects known
   const ClusterSnapshot& snapshot() const { return snapshot_; }
   // DRA: the gated pods waiting, by UID, with why (those being written
   // are not).

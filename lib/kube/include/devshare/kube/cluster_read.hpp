@@ -24,17 +24,11 @@ namespace devshare::kube {
 // The field selector of the pods a scheduler looks at: those not finished.
 inline constexpr std::string_view kUnfinishedPods = "status.phase!=Succeeded,status.phase!=Failed";
 
-struct ResourceQuotaObject {
-  std::string quota_namespace;
-  std::string name;
-  StringMap hard;  // spec.hard: resource name -> quantity text
-};
-
 // What a read found.
 struct ClusterObjects {
   std::vector<Node> nodes;
   std::vector<Pod> pods;  // every pod not Succeeded or Failed
-  std::vector<ResourceQuotaObject> quotas;
+  std::vector<ResourceQuota> quotas;
   // DRA (resource.k8s.io/v1); empty where the API server does not serve it.
   std::vector<dra::ResourceSlice> slices;
   std::vector<dra::DeviceClass> device_classes;

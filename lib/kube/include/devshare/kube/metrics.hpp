@@ -11,6 +11,9 @@
 //   devshare_nodes_undecodable         gauge: nodes whose register annotation
 //                                      does not decode (their devices left out)
 //   devshare_pods                      gauge: pods holding devices
+//   devshare_quotas                    gauge: ResourceQuota objects in the cache
+//   devshare_quotas_undecodable        gauge: those with a device limit that is
+//                                      not a whole number (that limit left out)
 //   devshare_audits_total              counter: drift audits run
 //   devshare_audit_differences_total   counter, by kind: confirmed differences
 //                                      between the cache and the API server
@@ -28,6 +31,10 @@
 //   devshare_gpu_memory_allocated_bytes gauge: device memory allocated, bytes
 //   devshare_gpu_free                  gauge: free GPUs (fgd's measure)
 //   devshare_gpu_fragmented            gauge: free GPUs fragmented (fgd)
+//   devshare_quota_limit               gauge, by namespace and resource: the
+//                                      device quota in force (the tightest)
+//   devshare_quota_used                gauge, same labels: what the namespace's
+//                                      placed pods hold of it
 //
 // and with served DeviceClasses (DRA), from the engine and the snapshot:
 //
@@ -167,6 +174,12 @@ class Metrics {
   void SetGpus(const GpuGauges& gpus) { gpus_ = gpus; }
   // Nodes whose register annotation does not decode (engine::Engine::node_errors).
   void SetUndecodableNodes(std::uint64_t n) { undecodable_nodes_ = n; }
+  // ResourceQuota objects in the cache, and those with a device limit that
+  // is not a whole number (engine::Engine::quota_errors).
+  void SetQuotaObjects(std::uint64_t quotas, std::uint64_t undecodable) {
+    quotas_ = quotas;
+    undecodable_quotas_ = undecodable;
+  }
   // The drift auditor's totals (engine::Engine::audit_totals), the
   // differences suspected now and the last LIST's cost.
   void SetAudit(const engine::AuditTotals& totals, std::uint64_t suspected,
@@ -176,7 +189,8 @@ class Metrics {
     audit_list_ = last_list;
   }
   // SetState and SetGpus from the snapshot: nodes, devices and pods counted
-  // as the snapshot holds them. O(devices + nodes x classes).
+  // as the snapshot holds them, and its device quotas. O(devices + nodes x
+  // classes + quotas).
   void SetCluster(bool leader, const ClusterSnapshot& snapshot,
                   std::span<const WorkloadClass> workload = {});
 
@@ -196,7 +210,9 @@ class Metrics {
   std::map<std::pair<std::string, int>, std::uint64_t> api_;
   bool leader_ = false;
   std::uint64_t nodes_ = 0, devices_ = 0, pods_ = 0, undecodable_nodes_ = 0;
+  std::uint64_t quotas_ = 0, undecodable_quotas_ = 0;
   GpuGauges gpus_;
+  std::vector<QuotaUse> quota_use_;
   ApiConnectionStats connections_;
   engine::AuditTotals audit_;
   std::uint64_t audit_suspected_ = 0;
