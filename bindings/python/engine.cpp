@@ -146,6 +146,13 @@ class PyEngine {
   void PodDeleted(const std::string& uid) {
     Run([&] { engine_.PodDeleted(uid); });
   }
+  void QuotaObserved(const std::string& quota_json) {
+    const ResourceQuota quota = Unwrap(DecodeResourceQuota(quota_json));
+    Run([&] { engine_.ResourceQuotaObserved(quota); });
+  }
+  void QuotaDeleted(const std::string& quota_namespace, const std::string& name) {
+    Run([&] { engine_.ResourceQuotaDeleted(quota_namespace, name); });
+  }
   std::vector<Command> LeaseObserved(const std::optional<std::string>& lease_json,
                                      std::int64_t now_ms) {
     std::optional<LeaseRecord> lease;
@@ -191,6 +198,12 @@ class PyEngine {
   }
   std::map<std::string, std::string> pod_errors() const {
     return Run([&] { return engine_.pod_errors(); });
+  }
+  std::map<std::string, std::string> quota_errors() const {
+    return Run([&] { return engine_.quota_errors(); });
+  }
+  std::vector<QuotaUse> Quotas() const {
+    return Run([&] { return engine_.snapshot().Quotas(); });
   }
   std::vector<std::string> NodeNames() const {
     return Run([&] { return engine_.snapshot().NodeNames(); });
@@ -389,6 +402,8 @@ void BindEngine(py::module_& m) {
       .def("node_deleted", &PyEngine::NodeDeleted, py::arg("name"))
       .def("pod_observed", &PyEngine::PodObserved, py::arg("pod_json"))
       .def("pod_deleted", &PyEngine::PodDeleted, py::arg("uid"))
+      .def("quota_observed", &PyEngine::QuotaObserved, py::arg("quota_json"))
+      .def("quota_deleted", &PyEngine::QuotaDeleted, py::arg("namespace"), py::arg("name"))
       .def("lease_observed", &PyEngine::LeaseObserved, py::arg("lease_json"), py::arg("now_ms"))
       .def("tick", &PyEngine::Tick, py::arg("now_ms"))
       .def("next_wake_ms", &PyEngine::NextWakeMs)
@@ -404,6 +419,8 @@ void BindEngine(py::module_& m) {
       .def("counters", &PyEngine::counters)
       .def("node_errors", &PyEngine::node_errors)
       .def("pod_errors", &PyEngine::pod_errors)
+      .def("quota_errors", &PyEngine::quota_errors)
+      .def("quotas", &PyEngine::Quotas)
       .def("node_names", &PyEngine::NodeNames)
       .def("node_devices", &PyEngine::NodeDevices, py::arg("name"));
 }

@@ -451,6 +451,31 @@ void BindCluster(py::module_& m) {
       },
       "{node, score, normalized}.");
 
+  py::class_<QuotaUse> quota(m, "QuotaUse",
+                             "A namespace's quota on one device resource: the limit in force (the "
+                             "tightest of its quotas) and what its placed pods use.");
+  quota.def_readonly("namespace", &QuotaUse::pod_namespace)
+      .def_readonly("resource", &QuotaUse::resource)
+      .def_readonly("limit", &QuotaUse::limit)
+      .def_readonly("used", &QuotaUse::used)
+      .def("__repr__", [](const QuotaUse& q) {
+        return Repr("QuotaUse", {{"namespace", py::cast(q.pod_namespace)},
+                                 {"resource", py::cast(q.resource)},
+                                 {"limit", py::cast(q.limit)},
+                                 {"used", py::cast(q.used)}});
+      });
+  ValueType(
+      quota,
+      [](const QuotaUse& q) {
+        py::dict out;
+        out["namespace"] = q.pod_namespace;
+        out["resource"] = q.resource;
+        out["limit"] = q.limit;
+        out["used"] = q.used;
+        return out;
+      },
+      "{namespace, resource, limit, used}.");
+
   py::class_<PyFilterResult> filter(m, "FilterResult", "Where a pod goes, and why not elsewhere.");
   filter
       .def_property_readonly(
@@ -532,6 +557,7 @@ void BindCluster(py::module_& m) {
       .def("add_pod", &Cluster::AddPod)
       .def("remove_pod", &Cluster::RemovePod)
       .def("set_quota", &Cluster::SetQuota)
+      .def("quotas", [](const Cluster& c) { return c.snapshot().Quotas(); })
       .def("filter", &Cluster::Filter)
       .def("node_names", &Cluster::NodeNames)
       .def("fragmentation", &Cluster::Fragmentation)

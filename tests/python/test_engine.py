@@ -300,3 +300,31 @@ def test_threads_share_one_engine(make_node, make_pod):
     assert engine.counters.filters_placed == 80
     used = sum(d.usedmem for n in ("n1", "n2") for d in engine.node_devices(n))
     assert used == 80 * 10
+
+
+def test_resource_quotas_bind_filter(make_node, make_pod):
+    engine = registered_engine(make_node)
+    engine.tick(T0)
+
+    def quota(name, limit):
+        return {"metadata": {"namespace": "default", "name": name, "resourceVersion": "1"},
+                "spec": {"hard": {"limits.nvidia.com/gpumem": limit}}}
+
+    engine.quota_observed(quota("team", "1500"))
+    [reply] = engine.filter(1, make_pod("a", mem=1000), [], T0)
+    assert reply.nodes
+    engine.pod_observed(make_pod("a", mem=1000, on=reply.nodes[0],
+                                 devices=[[testing.use(reply.nodes[0], 0, 1000)]]))
+    assert [q.to_dict() for q in engine.quotas()] == [
+        {"namespace": "default", "resource": "nvidia.com/gpumem", "limit": 1500, "used": 1000}]
+    [refused] = engine.filter(2, make_pod("b", mem=1000), [], T0)
+    assert refused.nodes == [] and "ResourceQuotaNotFit" in " ".join(refused.failed.values())
+    engine.quota_observed(quota("typo", "0.5"))  # not a whole number: recorded, "team" still binds
+    assert list(engine.quota_errors()) == ["default/typo"]
+    [still] = engine.filter(3, make_pod("b", mem=1000), [], T0)
+    assert still.nodes == []
+    engine.quota_deleted("default", "team")
+    [placed] = engine.filter(4, make_pod("b", mem=1000), [], T0)
+    assert placed.nodes
+    with pytest.raises(devshare.DecodeError, match="metadata.namespace"):
+        engine.quota_observed({"metadata": {"name": "q"}})

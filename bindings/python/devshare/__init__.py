@@ -57,6 +57,7 @@ from ._devshare import (
     PatchNode,
     PatchPod,
     PostBinding,
+    QuotaUse,
     RegistrationStep,
     Report,
     ScoringWeights,
@@ -97,6 +98,7 @@ __all__ = [
     "PatchNode",
     "PatchPod",
     "PostBinding",
+    "QuotaUse",
     "RegistrationStep",
     "Report",
     "ScoringWeights",
@@ -281,8 +283,18 @@ class Cluster:
         return self._impl.remove_pod(namespace, name)
 
     def set_quota(self, namespace: str, name: str, hard: Mapping[str, str]) -> None:
-        """Sets a ResourceQuota's spec.hard (limits.nvidia.com/gpumem and friends)."""
+        """Sets a ResourceQuota's spec.hard, replacing what it set before. As
+        HAMi, the device limits are ``limits.<memory or core resource>``
+        (``limits.nvidia.com/gpumem``, ``limits.nvidia.com/gpucores``); the
+        tightest of a namespace's quotas wins. Raises DecodeError naming a
+        device limit that is not a whole number (that limit is left out, the
+        quota's others are set)."""
         self._impl.set_quota(namespace, name, {k: str(v) for k, v in hard.items()})
+
+    def quotas(self) -> list[QuotaUse]:
+        """Every device quota in force, by namespace then resource: the limit
+        (the tightest) and what the namespace's placed pods use."""
+        return self._impl.quotas()
 
     def filter(self, pod: Mapping[str, Any], nodes: Optional[Sequence[str]] = None,
                now: Optional[int] = None) -> FilterResult:
@@ -495,6 +507,25 @@ class Engine:
     def pod_errors(self) -> dict[str, str]:
         """Pods (by UID) whose device annotations do not decode, with why."""
         return self._impl.pod_errors()
+
+    def quota_observed(self, quota: Mapping[str, Any]) -> None:
+        """A ResourceQuota added or changed: its device limits bind filter
+        from the next call (see ``Cluster.set_quota``); a device limit that is
+        not a whole number limits nothing and is in ``quota_errors``."""
+        self._impl.quota_observed(_json(quota))
+
+    def quota_deleted(self, namespace: str, name: str) -> None:
+        """A ResourceQuota deleted: its limits no longer apply."""
+        self._impl.quota_deleted(namespace, name)
+
+    def quota_errors(self) -> dict[str, str]:
+        """Quotas ("namespace/name") with a device limit that is not a whole
+        number, with why."""
+        return self._impl.quota_errors()
+
+    def quotas(self) -> list[QuotaUse]:
+        """Every device quota in force: limit and use, by namespace then resource."""
+        return self._impl.quotas()
 
     def node_names(self) -> list[str]:
         """The registered nodes, in ascending order."""
