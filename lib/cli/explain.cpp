@@ -161,6 +161,9 @@ int Run(const ExplainOptions& o) {
   for (const NodeFailure& f : result->failed) reasons[f.node] = f.reason;
   std::map<std::string, double> scores;
   for (const NodeScore& s : result->scores) scores[s.node] = s.score;
+  // The device quotas of the pod's namespace: why ResourceQuotaNotFit.
+  std::vector<QuotaUse> quotas = snapshot.Quotas();
+  std::erase_if(quotas, [&](const QuotaUse& q) { return q.pod_namespace != pod.pod_namespace; });
 
   if (o.json) {
     bj::array nodes;
@@ -176,10 +179,15 @@ int Run(const ExplainOptions& o) {
     }
     bj::object patch;
     for (const auto& [k, v] : result->annotations.entries()) patch[k] = v;
+    bj::array quota_json;
+    for (const QuotaUse& q : quotas)
+      quota_json.push_back(
+          bj::object{{"resource", q.resource}, {"used", q.used}, {"limit", q.limit}});
     bj::object out{{"pod", pod.pod_namespace + "/" + pod.name},
                    {"chosen", result->node ? bj::value(*result->node) : bj::value(nullptr)},
                    {"nodes", std::move(nodes)},
-                   {"patch", std::move(patch)}};
+                   {"patch", std::move(patch)},
+                   {"quotas", std::move(quota_json)}};
     std::cout << bj::serialize(out) << "\n";
     return 0;
   }
@@ -225,6 +233,12 @@ int Run(const ExplainOptions& o) {
     }
   }
   std::cout << table.Render();
+  if (!quotas.empty()) std::cout << "\n";
+  for (const QuotaUse& q : quotas) {
+    std::cout << fmt::format(
+        "Quota in {}: {} {} of {} in use (the tightest of its ResourceQuotas' limits.{}).\n",
+        q.pod_namespace, q.resource, q.used, q.limit, q.resource);
+  }
   if (!result->node) {
     std::cout << "\nNo node fits.\n";
     return 0;

@@ -52,6 +52,11 @@ check "explain DRA fgd" 0 'dra-a100-1 +yes \(chosen\)' -- explain --dra-policy f
 check "explain DRA: a node the pod's node selector leaves out" 0 'dra-a100-1 +no +node selector kubernetes.io/hostname=dra-t4-1 does not match' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(sed '/^kind: Pod$/,$ s/^spec:$/spec:\n  nodeSelector: {kubernetes.io\/hostname: dra-t4-1}/' "$here/examples/dra/claims.yaml")
 check "explain DRA bad policy" 1 'unknown DRA policy best' -- explain --dra-policy best --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
 check "explain DRA unknown kind" 1 'kind Service is not Node, Pod, ResourceQuota, ResourceSlice' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(printf 'kind: Service\n')
+quota_cluster() { cat "$here/examples/cluster/cluster.yaml"; echo ---; cat "$here/tests/cli/quotas.yaml"; }
+check "explain names the quota a pod is over" 0 'Quota in research: nvidia.com/gpumem 20000 of 20000 in use' -- explain --cluster <(quota_cluster) --pod "$here/examples/cluster/pod.yaml"
+check "explain refuses on the quota" 0 'gpu-a100-1 +no +2/2 ResourceQuotaNotFit' -- explain --cluster <(quota_cluster) --pod "$here/examples/cluster/pod.yaml"
+check "explain warns of a quota limit that is not a whole number" 0 'research/typo: spec.hard: limits.nvidia.com/gpumem is "1.5", not a whole number' -- explain --cluster <(quota_cluster) --pod "$here/examples/cluster/pod.yaml"
+check "top lists the quotas" 0 'research +nvidia.com/gpumem +20000 +20000' -- top --cluster <(quota_cluster)
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
 check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"
