@@ -65,6 +65,12 @@ std::vector<std::string_view> NodeKeys(const DeviceConfig& config) {
   return keys;
 }
 
+// "namespace/name" as the object to read.
+ObjectToRead Namespaced(std::string_view object) {
+  const std::size_t slash = object.find('/');
+  return ObjectToRead{std::string(object.substr(0, slash)), std::string(object.substr(slash + 1))};
+}
+
 }  // namespace
 
 // One audit: the differences between the engine's view and a listing,
@@ -319,20 +325,14 @@ bool Engine::AuditPass::Heal(const Drift& d, AuditReport& report, std::vector<Co
       return false;
     case DriftKind::kClaimGone:
     case DriftKind::kClaimMissed:
-    case DriftKind::kClaimChanged: {
-      const std::size_t slash = d.object.find('/');
-      report.claims_to_read.push_back(
-          ObjectToRead{d.object.substr(0, slash), d.object.substr(slash + 1)});
+    case DriftKind::kClaimChanged:
+      report.claims_to_read.push_back(Namespaced(d.object));
       return true;
-    }
     case DriftKind::kQuotaGone:
     case DriftKind::kQuotaMissed:
-    case DriftKind::kQuotaChanged: {
-      const std::size_t slash = d.object.find('/');
-      report.quotas_to_read.push_back(
-          ObjectToRead{d.object.substr(0, slash), d.object.substr(slash + 1)});
+    case DriftKind::kQuotaChanged:
+      report.quotas_to_read.push_back(Namespaced(d.object));
       return true;
-    }
   }
   return false;
 }
