@@ -97,3 +97,25 @@ TEST_CASE("kube: metrics gauges of GPU allocation and fragmentation, from the sn
   CHECK(empty.find("devshare_gpu_allocated 0\n") != std::string::npos);
   CHECK(empty.find("devshare_gpu_fragmented 0\n") != std::string::npos);
 }
+
+TEST_CASE("kube: metrics of device quotas: objects, unreadable ones, limit and use by namespace") {
+  using testing::MakeNode;
+  using testing::MakePod;
+  ClusterSnapshot s;
+  REQUIRE(s.AddNode(MakeNode("a").Gpus(2)).ok());
+  REQUIRE(s.SetQuota("ml", "q", StringMap{{"limits.nvidia.com/gpumem", "8000"}}).ok());
+  REQUIRE(s.SetQuota("ml", "tight", StringMap{{"limits.nvidia.com/gpumem", "6000"}}).ok());
+  REQUIRE(s.AddPod(MakePod("p", "ml").Container(1).Holding("a", "a-gpu0,NVIDIA,2500,20:;")).ok());
+  Metrics m;
+  CHECK(m.Render().find("devshare_quota_limit") == std::string::npos);  // no quota: no series
+  m.SetCluster(true, s);
+  m.SetQuotaObjects(3, 1);
+  const std::string text = m.Render();
+  CHECK(text.find("devshare_quotas 3\n") != std::string::npos);
+  CHECK(text.find("devshare_quotas_undecodable 1\n") != std::string::npos);
+  CHECK(text.find("# TYPE devshare_quota_limit gauge\n"
+                  "devshare_quota_limit{namespace=\"ml\",resource=\"nvidia.com/gpumem\"} 6000\n") !=
+        std::string::npos);
+  CHECK(text.find("devshare_quota_used{namespace=\"ml\",resource=\"nvidia.com/gpumem\"} 2500\n") !=
+        std::string::npos);
+}
