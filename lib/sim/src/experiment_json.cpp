@@ -27,6 +27,17 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
   boost::json::array percentiles(r.latency_percentiles.begin(), r.latency_percentiles.end());
   boost::json::array curve;
   for (const FragmentationSample& f : r.fragmentation_curve) curve.push_back(SampleObject(f));
+  boost::json::array quotas;
+  for (const QuotaReport& q : r.quotas) {
+    quotas.push_back(boost::json::object{{"namespace", q.pod_namespace},
+                                         {"resource", q.resource},
+                                         {"limit", q.limit},
+                                         {"peakUsed", q.peak_used},
+                                         {"bound", q.bound},
+                                         {"pending", q.pending},
+                                         {"pendingQuota", q.pending_quota}});
+  }
+  boost::json::array warnings(r.quota_warnings.begin(), r.quota_warnings.end());
   const boost::json::object fields{{"pods", r.pods},
                                    {"bound", r.bound},
                                    {"pending", r.pending},
@@ -59,6 +70,8 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
                                    {"driftFound", counts(r.drift_found)},
                                    {"driftHealed", counts(r.drift_healed)},
                                    {"cacheMismatchedDevices", r.cache_mismatched_devices},
+                                   {"quotas", std::move(quotas)},
+                                   {"quotaWarnings", std::move(warnings)},
                                    {"endMs", r.end_ms}};
   for (const auto& field : fields) out.insert(field);
   return out;
