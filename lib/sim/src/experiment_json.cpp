@@ -14,6 +14,13 @@ boost::json::object SampleObject(const FragmentationSample& f) {
                              {"gpuFragmented", f.gpu_fragmented}};
 }
 
+boost::json::object QuotaObject(const QuotaReport& q) {
+  return boost::json::object{
+      {"namespace", q.pod_namespace},   {"resource", q.resource}, {"limit", q.limit},
+      {"peakUsed", q.peak_used},        {"bound", q.bound},       {"pending", q.pending},
+      {"pendingQuota", q.pending_quota}};
+}
+
 // The report's fields after `out`'s own.
 boost::json::object ReportObject(const Report& r, boost::json::object out = {}) {
   boost::json::object calls, reasons;
@@ -28,15 +35,7 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
   boost::json::array curve;
   for (const FragmentationSample& f : r.fragmentation_curve) curve.push_back(SampleObject(f));
   boost::json::array quotas;
-  for (const QuotaReport& q : r.quotas) {
-    quotas.push_back(boost::json::object{{"namespace", q.pod_namespace},
-                                         {"resource", q.resource},
-                                         {"limit", q.limit},
-                                         {"peakUsed", q.peak_used},
-                                         {"bound", q.bound},
-                                         {"pending", q.pending},
-                                         {"pendingQuota", q.pending_quota}});
-  }
+  for (const QuotaReport& q : r.quotas) quotas.push_back(QuotaObject(q));
   boost::json::array warnings(r.quota_warnings.begin(), r.quota_warnings.end());
   const boost::json::object fields{{"pods", r.pods},
                                    {"bound", r.bound},
@@ -85,6 +84,10 @@ std::string ReportJson(const Report& report) {
 
 std::string FragmentationSampleJson(const FragmentationSample& sample) {
   return boost::json::serialize(SampleObject(sample));
+}
+
+std::string QuotaReportJson(const QuotaReport& quota) {
+  return boost::json::serialize(QuotaObject(quota));
 }
 
 std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results) {

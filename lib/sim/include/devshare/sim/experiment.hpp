@@ -196,9 +196,11 @@ Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment,
 std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results);
 
 // One report as ResultsJson writes it in a run, without the seed; one sample
-// of its fragmentation curve.
+// of its fragmentation curve; one of its quota rows ({"namespace",
+// "resource", "limit", "peakUsed", "bound", "pending", "pendingQuota"}).
 std::string ReportJson(const Report& report);
 std::string FragmentationSampleJson(const FragmentationSample& sample);
+std::string QuotaReportJson(const QuotaReport& quota);
 
 }  // namespace devshare::sim
 
