@@ -69,11 +69,6 @@ void ReportBuilder::CountPod(const PodSpec& spec, const PodOutcome& pod) {
   QuotaReport& ns = namespaces_[spec.pod_namespace];
   if (pod.bound) {
     ++ns.bound;
-  } else {
-    ++ns.pending;
-    if (pod.reason == kQuotaReason) ++ns.pending_quota;
-  }
-  if (pod.bound) {
     latencies_.push_back(pod.bound_at - spec.arrive_ms);
     if (pod.running) report_.gpu_allocated += GpusOf(spec);
     return;
@@ -82,6 +77,8 @@ void ReportBuilder::CountPod(const PodSpec& spec, const PodOutcome& pod) {
   // shows in the percentiles.
   if (!pod.given_up) latencies_.push_back(events_.now() - spec.arrive_ms);
   ++report_.pending;
+  ++ns.pending;
+  if (pod.reason == kQuotaReason) ++ns.pending_quota;
   ++report_.pending_reasons[!pod.reason.empty() ? std::string(pod.reason)
                             : pod.binding       ? "binding in progress"
                                                 : "waiting in the scheduling queue"];
