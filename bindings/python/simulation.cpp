@@ -42,6 +42,8 @@ py::dict SampleDict(const sim::FragmentationSample& f) {
   return FromJson(sim::FragmentationSampleJson(f));
 }
 
+py::dict QuotaDict(const sim::QuotaReport& q) { return FromJson(sim::QuotaReportJson(q)); }
+
 // A report's fields under simulate's JSON names, after `out`'s own.
 py::dict ReportDict(const sim::Report& r, py::dict out = py::dict()) {
   out.attr("update")(FromJson(sim::ReportJson(r)));
@@ -83,6 +85,29 @@ void BindResults(py::module_& m) {
             "{demandPercent, allocationPercent, gpuFree, gpuFragmented} (simulate's JSON "
             "names).");
 
+  py::class_<sim::QuotaReport> quota(
+      m, "QuotaReport",
+      "One namespace's pods and one device resource its quotas limit (empty: none).");
+  quota.def_readonly("namespace", &sim::QuotaReport::pod_namespace)
+      .def_readonly("resource", &sim::QuotaReport::resource,
+                    "e.g. nvidia.com/gpumem; empty: no device quota")
+      .def_readonly("limit", &sim::QuotaReport::limit, "the tightest quota's; -1: none")
+      .def_readonly("peak_used", &sim::QuotaReport::peak_used,
+                    "the most the namespace's bound pods used at once")
+      .def_readonly("bound", &sim::QuotaReport::bound, "the namespace's pods bound at some point")
+      .def_readonly("pending", &sim::QuotaReport::pending, "arrived, not bound at the end")
+      .def_readonly("pending_quota", &sim::QuotaReport::pending_quota,
+                    "of those, refused last for the quota (ResourceQuotaNotFit)")
+      .def("__repr__", [](const sim::QuotaReport& q) {
+        return Repr("QuotaReport", {{"namespace", py::cast(q.pod_namespace)},
+                                    {"resource", py::cast(q.resource)},
+                                    {"limit", py::cast(q.limit)},
+                                    {"peak_used", py::cast(q.peak_used)}});
+      });
+  ValueType(quota, QuotaDict,
+            "{namespace, resource, limit, peakUsed, bound, pending, pendingQuota} (simulate's "
+            "JSON names).");
+
   py::class_<Report> report(m, "Report", "One simulated run: what happened, measured.");
   report.def_readonly("pods", &Report::pods, "arrived")
       .def_readonly("bound", &Report::bound, "bound at some point")
@@ -122,6 +147,10 @@ void BindResults(py::module_& m) {
       .def_readonly("drift_healed", &Report::drift_healed, "those healed, by kind")
       .def_readonly("cache_mismatched_devices", &Report::cache_mismatched_devices,
                     "devices the leader's cache counts otherwise than the API objects at the end")
+      .def_readonly("quotas", &Report::quotas,
+                    "with quotas in the scenario: by namespace, then resource")
+      .def_readonly("quota_warnings", &Report::quota_warnings,
+                    "quota limits ignored (not whole numbers), in words")
       .def_readonly("end_ms", &Report::end_ms)
       .def("__repr__", [](const Report& r) {
         return Repr("Report", {{"pods", py::cast(r.pods)},

@@ -317,6 +317,32 @@ void PrintSummary(const sim::Experiment& experiment, const std::vector<sim::Vari
   }
 }
 
+// With quotas in the scenario: each namespace's limit per device resource,
+// the most its pods used at once, its pods bound and pending, and those
+// pending for the quota (the first seed's run); then each quota limit that
+// was ignored, and why.
+void PrintQuotas(const std::vector<sim::VariantResult>& results) {
+  Table table({"VARIANT", "NAMESPACE", "RESOURCE", "LIMIT", "PEAK USED", "BOUND", "PENDING",
+               "PENDING FOR QUOTA"});
+  bool rows = false;
+  std::string warnings;
+  for (const sim::VariantResult& v : results) {
+    if (v.reports.empty()) continue;
+    for (const sim::QuotaReport& q : v.reports.front().quotas) {
+      const bool limited = !q.resource.empty();
+      table.AddRow({v.name, q.pod_namespace, limited ? q.resource : "-",
+                    limited ? std::to_string(q.limit) : "none",
+                    limited ? std::to_string(q.peak_used) : "-", std::to_string(q.bound),
+                    std::to_string(q.pending), std::to_string(q.pending_quota)});
+      rows = true;
+    }
+    for (const std::string& w : v.reports.front().quota_warnings)
+      warnings += Wrap(w, fmt::format("quota ignored ({}): ", v.name), "  ");
+  }
+  if (rows) std::cout << "\n" << table.Render();
+  if (!warnings.empty()) std::cout << "\n" << warnings;
+}
+
 int Run(const SimulateOptions& o) {
   if (o.list) {
     for (std::string_view name : sim::BuiltinScenarioNames()) std::cout << name << "\n";
@@ -396,6 +422,7 @@ int Run(const SimulateOptions& o) {
     results.push_back(std::move(run->front()));
   }
   PrintSummary(*experiment, results, seconds, o.wide);
+  PrintQuotas(results);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     out << sim::ResultsJson(*experiment, results) << "\n";

@@ -69,6 +69,9 @@ check "simulate prints a shipped scenario" 0 'kind: leader-crash' -- simulate --
 check "simulate runs a shipped scenario" 0 'lock-free +128 +25 ms' -- simulate --scenario lock-storm
 check "simulate says what a failure-looking figure means" 0 'BINDS FAILED \(hami-once, fixed-100ms\): HAMi fails' -- simulate --scenario lock-storm
 check "simulate names an unknown scenario" 1 "no scenario named 'best'" -- simulate --scenario best
+check "simulate keeps team-a within its quota, its excess pending for it" 0 'default +team-a +nvidia.com/gpumem +65536 +65536 +8 +8 +8' -- simulate "$here/examples/scenarios/quota-teams.yaml"
+check "simulate binds team-b beside team-a's quota" 0 'default +team-b +nvidia.com/gpumem +327680 +262144 +16 +0 +0' -- simulate "$here/examples/scenarios/quota-teams.yaml"
+check "simulate writes the quota rows as JSON" 0 '"quotas":\[\{"namespace":"team-a","resource":"nvidia.com/gpumem","limit":65536,"peakUsed":65536,"bound":8,"pending":8,"pendingQuota":8\}' -- simulate "$here/examples/scenarios/quota-teams.yaml" --json /dev/stdout
 check "explain --pod without --cluster wants NAMESPACE/NAME" 1 'name a pod of the cluster as NAMESPACE/NAME' -- explain --pod pod.yaml
 check "explain names the kubeconfig it cannot read" 1 'cannot read /nonexistent' -- explain --pod default/p --kubeconfig /nonexistent
 check "top of a cluster file" 0 'gpu-a100-1  2     20000/81920  40/200   1/20   1' -- top --cluster "$here/examples/cluster/cluster.yaml" --now 1
@@ -121,11 +124,16 @@ fits_120 "make demo" bash "$here/examples/demo.sh" "$devshare"
 for scenario in default lock-storm failover plugin-faults drift handshake-storm; do
   fits_120 "simulate --scenario $scenario" "$devshare" simulate --scenario "$scenario"
 done
+fits_120 "simulate quota-teams.yaml" "$devshare" simulate "$here/examples/scenarios/quota-teams.yaml"
 bad=$(mktemp)
 printf 'nodes:\n  - {count: 2, gpus: 4}\nengine: {policy: best}\n' >"$bad"
 check "simulate names the bad key and its line" 1 "engine.policy: 'best' is not one of .* \(line 3" -- simulate "$bad"
 printf 'nodes:\n  - {count: 2, gpu: 4}\n' >"$bad"
 check "simulate rejects an unknown key" 1 'nodes\[0\]\.gpu: unknown key \(line 2' -- simulate "$bad"
+printf 'nodes:\n  - {count: 1}\nquotas:\n  - {name: gpu, hard: {limits.nvidia.com/gpumem: 1}}\n' >"$bad"
+check "simulate needs a quota's namespace" 1 'quotas\[0\]\.namespace: required \(line 4' -- simulate "$bad"
+printf 'nodes:\n  - {count: 1}\npods:\n  - {count: 1, namespace: a}\nquotas:\n  - {namespace: a, hard: {limits.nvidia.com/gpumem: "1.5"}}\n' >"$bad"
+check "simulate reports a quota limit that is not a whole number" 0 'quota ignored \(default\): resource quota a/quota0: spec.hard: limits.nvidia.com/gpumem is "1.5"' -- simulate "$bad"
 rm -f "$bad"
 check "simulate needs the traces it is pointed at" 1 'cannot read /nonexistent/openb_node_list_gpu_node.csv' -- simulate --scenario openb --openb /nonexistent
 

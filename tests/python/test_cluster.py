@@ -1,5 +1,6 @@
 """Requests, the cluster snapshot and Filter from Python (spec §3.3, §4, §5)."""
 import json
+import pathlib
 
 import pytest
 
@@ -173,6 +174,26 @@ def test_simulate_runs_shipped_scenarios_and_files(tmp_path):
         devshare.simulate(str(path))
     with pytest.raises(KeyError, match="no scenario named"):
         devshare.simulate("best")
+
+
+def test_simulate_keeps_teams_within_their_quotas():
+    path = pathlib.Path(__file__).parents[2] / "examples" / "scenarios" / "quota-teams.yaml"
+    report = devshare.simulate(str(path)).variants[0].reports[0]
+    rows = {(q.namespace, q.resource): q for q in report.quotas}
+    assert all(q.peak_used <= q.limit for q in report.quotas)
+    team_a = rows[("team-a", "nvidia.com/gpumem")]
+    assert (team_a.limit, team_a.peak_used) == (65536, 65536)
+    assert team_a.pending == team_a.pending_quota == 8
+    team_b = rows[("team-b", "nvidia.com/gpumem")]
+    assert (team_b.bound, team_b.pending) == (16, 0)
+    assert team_a.to_dict() == report.to_dict()["quotas"][0]
+    assert report.quota_warnings == []
+    half = {"nodes": [{"count": 1, "gpus": 2}], "pods": [{"namespace": "a", "count": 1}],
+            "quotas": [{"namespace": "a", "hard": {"limits.nvidia.com/gpumem": "1.5"}}]}
+    ignored = devshare.simulate(half).variants[0].reports[0]
+    assert ignored.bound == 1 and "limits.nvidia.com/gpumem is \"1.5\"" in ignored.quota_warnings[0]
+    with pytest.raises(devshare.ConfigError, match=r"quotas\[0\]\.namespace: required"):
+        devshare.simulate({"nodes": [{"count": 1}], "quotas": [{"hard": {}}]})
 
 
 def test_hami_exact_rows_follow_hamis_device_score(make_pod):

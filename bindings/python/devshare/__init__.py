@@ -57,6 +57,7 @@ from ._devshare import (
     PatchNode,
     PatchPod,
     PostBinding,
+    QuotaReport,
     QuotaUse,
     RegistrationStep,
     Report,
@@ -98,6 +99,7 @@ __all__ = [
     "PatchNode",
     "PatchPod",
     "PostBinding",
+    "QuotaReport",
     "QuotaUse",
     "RegistrationStep",
     "Report",
@@ -570,8 +572,9 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
     allocation_percent, gpu_free and gpu_fragmented at the end,
     fragmentation_curve (a FragmentationSample per 10 % of the GPUs asked),
     latency_p50_ms, latency_percentiles (0..100 %), api_calls by verb,
-    pending and its reasons, and the other figures of devshare simulate's
-    table. As a dict (``results["variants"]``, ``to_dict()``): the JSON of
+    pending and its reasons, quotas (a QuotaReport per namespace and quota
+    resource, when the scenario has quotas) and quota_warnings, and the
+    other figures of devshare simulate's table. As a dict (``results["variants"]``, ``to_dict()``): the JSON of
     ``devshare simulate --json``, {"name", "description", "variants":
     [{"name", "runs": [{"seed", "allocationPercent", ...}]}]}. The same seed
     gives the same results. Errors: ValueError naming the key and line."""

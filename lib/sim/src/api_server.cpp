@@ -1,5 +1,7 @@
 #include "api_server.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -30,6 +32,14 @@ void ApiServer::AddNode(Node object) {
   Record(truth_.AddNode(node.object));
   node_index_.emplace(node.object.name, nodes_.size());
   nodes_.push_back(std::move(node));
+}
+
+Status ApiServer::AddQuota(ResourceQuota quota) {
+  quota.uid = fmt::format("uid-quota-{}-{}", quota.quota_namespace, quota.name);
+  quota.resource_version = std::to_string(1);  // as AddNode numbers a node
+  Status set = truth_.SetQuota(quota.quota_namespace, quota.name, quota.hard);
+  quotas_.push_back(std::move(quota));
+  return set;
 }
 
 void ApiServer::CreatePod(std::size_t index, Pod object) {

@@ -2,7 +2,8 @@
 // requests reach it.
 //
 // Objects: the nodes (in name order; a node is named by its index), the
-// pods (by the scenario's index, once created), the scheduler's Lease, and
+// pods (by the scenario's index, once created), the ResourceQuotas, the
+// scheduler's Lease, and
 // `truth()`: the cluster as these objects say, independent of any engine
 // (a node's devices as registered, a pod's devices from its annotations
 // once it is bound).
@@ -131,6 +132,12 @@ class ApiServer {
   // registered afresh in `truth()`.
   void ReplaceNode(std::size_t index, Node object);
 
+  // Adds a ResourceQuota, at resourceVersion 1; `truth()` applies its
+  // device limits. Errors: ClusterSnapshot::SetQuota's (a device limit that
+  // is not a whole number: the quota is kept, that limit ignored).
+  Status AddQuota(ResourceQuota quota);
+  const std::vector<ResourceQuota>& quotas() const { return quotas_; }
+
   const std::optional<LeaseRecord>& lease() const { return lease_; }
   const ClusterSnapshot& truth() const { return truth_; }
   // The first refusal of `truth()` to take an object: the simulator writes
@@ -180,8 +187,8 @@ class ApiServer {
   static bool Holds(const Node& node, const std::vector<AnnotationWrite>& preconditions);
   void WriteNode(std::size_t index, const std::vector<AnnotationWrite>& writes,
                  const std::optional<std::string>& gpu_allocatable);
-  // The created pod named `name`: pods live in one namespace in the
-  // simulation, and names are unique.
+  // The created pod named `name`: names are unique in a scenario, whatever
+  // the namespace (Run checks).
   std::optional<std::size_t> PodIndex(const std::string& name) const;
 
   const ApiModel& model_;
@@ -193,6 +200,7 @@ class ApiServer {
   std::unordered_map<std::string, std::size_t> node_index_;
   std::vector<StoredPod> pods_;  // by the scenario's index
   std::unordered_map<std::string, std::size_t> pod_by_name_;
+  std::vector<ResourceQuota> quotas_;
   std::optional<LeaseRecord> lease_;
   std::uint64_t lease_version_ = 0;
   ClusterSnapshot truth_;

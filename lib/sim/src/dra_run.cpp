@@ -180,7 +180,7 @@ dra::DeviceClass GpuClass() {
 
 dra::ResourceClaim GpuClaim(const PodSpec& spec, std::size_t index, std::int32_t smallest_gpu_mib) {
   dra::ResourceClaim claim;
-  claim.claim_namespace = std::string(kNamespace);
+  claim.claim_namespace = spec.pod_namespace;
   claim.name = spec.name + "-gpu";
   claim.uid = fmt::format("claim-uid-{}", index);
   dra::DeviceRequest& request = claim.spec.requests.emplace_back();
@@ -253,12 +253,12 @@ Result<Report> RunDra(const Scenario& scenario, std::uint64_t seed, const Progre
     const PodSpec& spec = scenario.pods[event.arg];
     PodOutcome& outcome = outcomes[event.arg];
     Pod pod;
-    pod.pod_namespace = std::string(kNamespace);
+    pod.pod_namespace = spec.pod_namespace;
     pod.name = spec.name;
     pod.uid = fmt::format("uid-{}", event.arg);
     if (event.kind == EventKind::kDepart) {
       snapshot.RemovePod(pod.uid);
-      snapshot.RemoveResourceClaim(kNamespace, spec.name + "-gpu");
+      snapshot.RemoveResourceClaim(spec.pod_namespace, spec.name + "-gpu");
       outcome.running = false;
       report.Departed(GpusOf(spec));
       continue;

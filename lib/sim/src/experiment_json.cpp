@@ -14,6 +14,13 @@ boost::json::object SampleObject(const FragmentationSample& f) {
                              {"gpuFragmented", f.gpu_fragmented}};
 }
 
+boost::json::object QuotaObject(const QuotaReport& q) {
+  return boost::json::object{
+      {"namespace", q.pod_namespace},   {"resource", q.resource}, {"limit", q.limit},
+      {"peakUsed", q.peak_used},        {"bound", q.bound},       {"pending", q.pending},
+      {"pendingQuota", q.pending_quota}};
+}
+
 // The report's fields after `out`'s own.
 boost::json::object ReportObject(const Report& r, boost::json::object out = {}) {
   boost::json::object calls, reasons;
@@ -27,6 +34,9 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
   boost::json::array percentiles(r.latency_percentiles.begin(), r.latency_percentiles.end());
   boost::json::array curve;
   for (const FragmentationSample& f : r.fragmentation_curve) curve.push_back(SampleObject(f));
+  boost::json::array quotas;
+  for (const QuotaReport& q : r.quotas) quotas.push_back(QuotaObject(q));
+  boost::json::array warnings(r.quota_warnings.begin(), r.quota_warnings.end());
   const boost::json::object fields{{"pods", r.pods},
                                    {"bound", r.bound},
                                    {"pending", r.pending},
@@ -59,6 +69,8 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
                                    {"driftFound", counts(r.drift_found)},
                                    {"driftHealed", counts(r.drift_healed)},
                                    {"cacheMismatchedDevices", r.cache_mismatched_devices},
+                                   {"quotas", std::move(quotas)},
+                                   {"quotaWarnings", std::move(warnings)},
                                    {"endMs", r.end_ms}};
   for (const auto& field : fields) out.insert(field);
   return out;
@@ -72,6 +84,10 @@ std::string ReportJson(const Report& report) {
 
 std::string FragmentationSampleJson(const FragmentationSample& sample) {
   return boost::json::serialize(SampleObject(sample));
+}
+
+std::string QuotaReportJson(const QuotaReport& quota) {
+  return boost::json::serialize(QuotaObject(quota));
 }
 
 std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results) {

@@ -213,6 +213,7 @@ Status ReadPodClass(const YAML::Node& node, const std::string& path, std::size_t
                     PodClass& c) {
   Status s = ReadMap(node, path,
                      {{"name", String(c.shape.name)},
+                      {"namespace", String(c.shape.pod_namespace)},
                       {"count", NonNegative(c.count)},
                       {"every", Duration(c.every_ms)},
                       {"start", Duration(c.start_ms)},
@@ -226,10 +227,42 @@ Status ReadPodClass(const YAML::Node& node, const std::string& path, std::size_t
                       {"duration", Duration(c.shape.duration_ms)}});
   if (!s.ok()) return s;
   if (c.shape.name.empty()) c.shape.name = fmt::format("class{}", index);
+  if (c.shape.pod_namespace.empty())
+    return FieldError(path + ".namespace", node["namespace"], "must not be empty");
   if (c.shape.gpus > 8) return FieldError(path + ".gpus", node["gpus"], "at most 8 devices");
   if (c.shape.gpu_milli > 1000)
     return FieldError(path + ".gpu_milli", node["gpu_milli"], "at most 1000");
   if (c.every_ms <= 0) return FieldError(path + ".every", node["every"], "must be above 0");
+  return Status();
+}
+
+// A ResourceQuota: its namespace (required), name (Default: quota<index>)
+// and `hard` limits, each a string or a number (what a device limit means
+// is the snapshot's to judge, as for a quota read from the API server).
+Status ReadQuota(const YAML::Node& node, const std::string& path, std::size_t index,
+                 ResourceQuota& q) {
+  Status s = ReadMap(node, path,
+                     {{"namespace", String(q.quota_namespace)},
+                      {"name", String(q.name)},
+                      {"hard", [&q](const YAML::Node& n, const std::string& p) {
+                         if (n.IsNull()) return Status();
+                         if (!n.IsMap())
+                           return FieldError(p, n, "expected a mapping of resource to quantity");
+                         for (const auto& entry : n) {
+                           if (!entry.first.IsScalar())
+                             return FieldError(p, entry.first, "expected a string key");
+                           const std::string key = entry.first.Scalar();
+                           if (!entry.second.IsScalar() || entry.second.Scalar().empty()) {
+                             return FieldError(fmt::format("{}.{}", p, key), entry.second,
+                                               "expected a string or a number");
+                           }
+                           q.hard.Set(key, entry.second.Scalar());
+                         }
+                         return Status();
+                       }}});
+  if (!s.ok()) return s;
+  if (q.quota_namespace.empty()) return FieldError(path + ".namespace", node, "required");
+  if (q.name.empty()) q.name = fmt::format("quota{}", index);
   return Status();
 }
 
@@ -365,6 +398,21 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
        {"faults",
         [&s](const YAML::Node& n, const std::string& p) {
           return ReadList(n, p, Fault{}, ReadFault, s.faults);
+        }},
+       {"quotas",
+        [&s](const YAML::Node& n, const std::string& p) {
+          Status st = ReadList(n, p, ResourceQuota{}, ReadQuota, s.quotas);
+          for (std::size_t i = 0; st.ok() && i < s.quotas.size(); ++i) {
+            for (std::size_t j = 0; j < i; ++j) {
+              if (s.quotas[i].quota_namespace == s.quotas[j].quota_namespace &&
+                  s.quotas[i].name == s.quotas[j].name) {
+                return FieldError(fmt::format("{}[{}].name", p, i), n[i],
+                                  fmt::format("quota {}/{} is named twice",
+                                              s.quotas[i].quota_namespace, s.quotas[i].name));
+              }
+            }
+          }
+          return st;
         }},
        {"audit",
         [&s](const YAML::Node& n, const std::string& p) {

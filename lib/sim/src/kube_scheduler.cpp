@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "report.hpp"
+
 namespace devshare::sim::internal {
 
 KubeScheduler::KubeScheduler(const Scenario& scenario, const std::vector<NodeSpec>& nodes,
@@ -117,7 +119,13 @@ void KubeScheduler::FilterAnswered(int r, const engine::FilterReply& reply) {
   const std::size_t index = cycle_pod_;
   const bool give_up = !scenario_.scheduler.retry_unschedulable;
   if (!reply.error.empty()) return Unschedulable(index, "extender: " + reply.error, give_up);
-  if (reply.nodes.empty()) return Unschedulable(index, "no device fits", give_up);
+  if (reply.nodes.empty()) {
+    const bool quota =
+        std::any_of(reply.failed.begin(), reply.failed.end(), [](const NodeFailure& f) {
+          return f.reason.find("ResourceQuotaNotFit") != std::string::npos;
+        });
+    return Unschedulable(index, std::string(quota ? kQuotaReason : "no device fits"), give_up);
+  }
   if (!cycle_ready_) {
     return listener_.Violation(
         index, "a placement from an engine that had not completed a registration pass");

@@ -9,8 +9,11 @@
 // with kube-scheduler's backoff (1 s doubling to 10 s), as is a failed
 // Bind. A pod without devices is bound by kube-scheduler itself, on the
 // node the Filter names when it names one (fgd), else on the first node
-// that fits. Only the leading replica's kube-scheduler schedules; a crashed
-// replica's cycle and binds go back to the queue.
+// that fits. A pod the Filter places nowhere is pending for its
+// namespace's quota (kQuotaReason) when a node refused a device for
+// ResourceQuotaNotFit, else because no device fits. Only the leading
+// replica's kube-scheduler schedules; a crashed replica's cycle and binds
+// go back to the queue.
 //
 // Volcano handles node events, and writes their handshakes, in the session
 // that then schedules: a session takes the node events since the last one,

@@ -72,6 +72,7 @@ void Replicas::Start(int r) {
   std::vector<engine::Command> out;
   for (std::size_t n = 0; n < api_.node_count(); ++n)
     rep.engine->NodeObserved(api_.node(n), now, out);
+  for (const ResourceQuota& quota : api_.quotas()) rep.engine->ResourceQuotaObserved(quota);
   for (std::size_t p = 0; p < api_.pod_count(); ++p) {
     if (api_.exists(p)) rep.engine->PodObserved(api_.pod(p));
   }
@@ -173,6 +174,13 @@ void Replicas::Audit(int r, const engine::AuditListing& listing) {
         pod = api_.pod(p);
     }
     engine.PodRead(asked, pod);
+  }
+  for (const engine::ObjectToRead& asked : report.quotas_to_read) {
+    std::optional<ResourceQuota> quota;
+    for (const ResourceQuota& q : api_.quotas()) {
+      if (q.quota_namespace == asked.object_namespace && q.name == asked.name) quota = q;
+    }
+    engine.QuotaRead(asked, quota);
   }
   Dispatch(r, std::move(out));
 }

@@ -65,7 +65,7 @@ class Replicas {
   int Leader() const;
 
   // Replica r's process starts (again): a new engine lists the cluster
-  // (nodes, created pods and, with several replicas, the Lease).
+  // (nodes, quotas, created pods and, with several replicas, the Lease).
   void Start(int r);
   // Replica r's process dies.
   void Crash(int r);

@@ -58,8 +58,17 @@ void ReportBuilder::Hold(double delta) {
   held_ += delta;
 }
 
+void ReportBuilder::QuotasUsed(const ClusterSnapshot& truth) {
+  for (const QuotaUse& q : truth.Quotas()) {
+    std::int64_t& peak = quota_peaks_[{q.pod_namespace, q.resource}];
+    peak = std::max(peak, q.used);
+  }
+}
+
 void ReportBuilder::CountPod(const PodSpec& spec, const PodOutcome& pod) {
+  QuotaReport& ns = namespaces_[spec.pod_namespace];
   if (pod.bound) {
+    ++ns.bound;
     latencies_.push_back(pod.bound_at - spec.arrive_ms);
     if (pod.running) report_.gpu_allocated += GpusOf(spec);
     return;
@@ -68,13 +77,35 @@ void ReportBuilder::CountPod(const PodSpec& spec, const PodOutcome& pod) {
   // shows in the percentiles.
   if (!pod.given_up) latencies_.push_back(events_.now() - spec.arrive_ms);
   ++report_.pending;
+  ++ns.pending;
+  if (pod.reason == kQuotaReason) ++ns.pending_quota;
   ++report_.pending_reasons[!pod.reason.empty() ? std::string(pod.reason)
                             : pod.binding       ? "binding in progress"
                                                 : "waiting in the scheduling queue"];
 }
 
-Result<Report> ReportBuilder::Finish(const ClusterSnapshot& truth) {
+Result<Report> ReportBuilder::Finish(const ClusterSnapshot& truth, bool quotas) {
   const std::int64_t now = events_.now();
+  if (quotas) {
+    const std::vector<QuotaUse> in_force = truth.Quotas();
+    std::map<std::string, QuotaReport> rows = namespaces_;  // a row per namespace with pods
+    for (const QuotaUse& q : in_force) rows.try_emplace(q.pod_namespace);
+    for (auto& [name, counts] : rows) {
+      counts.pod_namespace = name;
+      bool limited = false;
+      for (const QuotaUse& q : in_force) {
+        if (q.pod_namespace != name) continue;
+        limited = true;
+        QuotaReport row = counts;
+        row.resource = q.resource;
+        row.limit = q.limit;
+        auto peak = quota_peaks_.find({q.pod_namespace, q.resource});
+        row.peak_used = peak == quota_peaks_.end() ? 0 : peak->second;
+        report_.quotas.push_back(std::move(row));
+      }
+      if (!limited) report_.quotas.push_back(counts);
+    }
+  }
   report_.end_ms = now;
   report_.allocation_percent =
       report_.gpu_capacity > 0 ? 100.0 * report_.gpu_allocated / report_.gpu_capacity : 0;

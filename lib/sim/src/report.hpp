@@ -15,8 +15,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "devshare/filter.hpp"
@@ -26,6 +29,11 @@
 #include "event_queue.hpp"
 
 namespace devshare::sim::internal {
+
+// The pending reason of a pod whose last Filter found no device within its
+// namespace's quota (a node refused one for ResourceQuotaNotFit).
+inline constexpr std::string_view kQuotaReason =
+    "no device fits the namespace's quota (ResourceQuotaNotFit)";
 
 // A pod as the run leaves it.
 struct PodOutcome {
@@ -62,10 +70,17 @@ class ReportBuilder {
   void LeaderCrashed() { crashed_at_ = events_.now(); }
   void Placed();
 
+  // A quota's device limit is ignored (ApiServer::AddQuota's error).
+  void QuotaWarning(std::string_view warning) { report_.quota_warnings.emplace_back(warning); }
+  // The namespaces' quota usage on `truth` now (after a Binding): the peaks
+  // move up.
+  void QuotasUsed(const ClusterSnapshot& truth);
+
   // At the end, each arrived pod in the scenario's order.
   void CountPod(const PodSpec& spec, const PodOutcome& pod);
-  // The report, now. Errors: the workload's (MeasureFragmentation).
-  Result<Report> Finish(const ClusterSnapshot& truth);
+  // The report, now; with `quotas`, the namespaces' rows (limits as `truth`
+  // holds them). Errors: the workload's (MeasureFragmentation).
+  Result<Report> Finish(const ClusterSnapshot& truth, bool quotas = false);
 
  private:
   static constexpr double kCurveStepPercent = 10;
@@ -84,6 +99,9 @@ class ReportBuilder {
   std::int64_t held_since_ = 0;
   std::optional<std::int64_t> crashed_at_;
   std::vector<std::int64_t> latencies_;
+  std::map<std::pair<std::string, std::string>, std::int64_t>
+      quota_peaks_;                                // (namespace, resource)
+  std::map<std::string, QuotaReport> namespaces_;  // the pods' counts, by namespace
 };
 
 }  // namespace devshare::sim::internal

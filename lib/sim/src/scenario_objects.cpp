@@ -51,7 +51,7 @@ Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::
 Pod MakePod(const PodSpec& spec, std::size_t index) {
   Pod pod;
   pod.name = spec.name;
-  pod.pod_namespace = std::string(kNamespace);
+  pod.pod_namespace = spec.pod_namespace;
   pod.uid = fmt::format("uid-{}", index);
   pod.phase = "Pending";
   Container c;

@@ -19,8 +19,7 @@
 
 namespace devshare::sim::internal {
 
-inline constexpr std::int32_t kSlotsPerGpu = 100;      // slots never bind before memory and cores
-inline constexpr std::string_view kNamespace = "sim";  // every pod's
+inline constexpr std::int32_t kSlotsPerGpu = 100;  // slots never bind before memory and cores
 
 // The devices a node's plugin advertises: `spec.gpus` healthy devices
 // `<node>-gpu<i>` of the node's model and memory.
@@ -38,7 +37,7 @@ Node PlainNode(const NodeSpec& spec);
 // resourceVersion.
 Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::string& encoded);
 
-// The scenario's pod `index` as it is created: pending, one container
+// The scenario's pod `index` as it is created: pending, in its namespace, one container
 // asking HAMi's resources (a share of one GPU as gpucores and
 // gpumem-percentage, or whole GPUs), the GPU models it allows as
 // `nvidia.com/use-gputype`, and its CPU and memory.

@@ -88,6 +88,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     progress_total_ = end > 0 ? static_cast<std::uint64_t>(end / 1000) : scenario_.pods.size();
     progress_step_ = std::max<std::uint64_t>(1, progress_total_ / 100);
     SetUpNodes();
+    SetUpQuotas();
     SetUpReplicas();
     for (std::size_t i = 0; i < scenario_.faults.size(); ++i) {
       events_.At(scenario_.faults[i].at_ms, EventKind::kFault, i);
@@ -127,6 +128,14 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
       report_.AddCapacity(nodes_[n].gpus);
     }
     kubelets_.StartHeartbeats(rng_);
+  }
+
+  // The API server holds the quotas before any engine lists the cluster; a
+  // device limit that is not a whole number is reported and ignored.
+  void SetUpQuotas() {
+    for (const ResourceQuota& quota : scenario_.quotas) {
+      if (Status s = api_.AddQuota(quota); !s.ok()) report_.QuotaWarning(s.message());
+    }
   }
 
   // Each replica draws its elector identity, lists the cluster and, with
@@ -192,6 +201,10 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
       const Pod& pod = api_.pod(p);
       listing.pods.push_back(
           engine::ListedObject{pod.pod_namespace, pod.name, pod.uid, "", pod.annotations});
+    }
+    for (const ResourceQuota& q : api_.quotas()) {
+      listing.quotas.push_back(
+          engine::ListedObject{q.quota_namespace, q.name, q.uid, q.resource_version, {}});
     }
     for (std::size_t r = 0; r < replica_count_; ++r) {
       if (replicas_.alive(static_cast<int>(r))) replicas_.Audit(static_cast<int>(r), listing);
@@ -344,9 +357,10 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
   // ---- what kube-scheduler's decisions mean to the run
 
   // A Binding landed: the checks of simulator.hpp. The pod must not be
-  // bound already, its devices must be on its node and no device over its
-  // capacity (on the cluster as its API objects say), and the engine that
-  // placed it must hold the same devices for it as its annotations.
+  // bound already, its devices must be on its node, no device over its
+  // capacity and no namespace over its quota (on the cluster as its API
+  // objects say), and the engine that placed it must hold the same devices
+  // for it as its annotations.
   void Bound(std::size_t index, const std::string& node, int r) override {
     if (!scheduler_.Bound(index, node)) return Violation(index, "allocated twice");
     const PodSpec& spec = scenario_.pods[index];
@@ -359,6 +373,15 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     if (!api_.truth_error().ok()) return Violation(index, api_.truth_error().message());
     Status placement = CheckPlacement(api_.truth(), node, uid);
     if (!placement.ok()) return Violation(index, placement.message());
+    if (!scenario_.quotas.empty()) {
+      report_.QuotasUsed(api_.truth());
+      for (const QuotaUse& q : api_.truth().Quotas()) {
+        if (q.used > q.limit) {
+          return Violation(index, fmt::format("namespace {} uses {} {}, over its quota's {}",
+                                              q.pod_namespace, q.used, q.resource, q.limit));
+        }
+      }
+    }
     if (!replicas_.alive(r)) return;
     Result<std::vector<PodUsage>> cached = replicas_.cache(r).PodUsageOf(uid);
     Result<std::vector<PodUsage>> annotated = api_.truth().PodUsageOf(uid);
@@ -407,7 +430,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
       report_.CountPod(scenario_.pods[i], PodOutcome{pod.bound, pod.running, pod.given_up, binding,
                                                      pod.bound_at, pod.reason});
     }
-    Result<Report> report = report_.Finish(api_.truth());
+    Result<Report> report = report_.Finish(api_.truth(), !scenario_.quotas.empty());
     if (!report.ok()) return report;
     api_.AddTo(*report);
     scheduler_.AddTo(*report);
@@ -481,6 +504,7 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     if (p.gpus < 0 || p.gpus > 8)
       return invalid(fmt::format("pod {} asks {} devices (0..8)", p.name, p.gpus));
     if (!pods.insert(p.name).second) return invalid(fmt::format("pod {} is named twice", p.name));
+    if (p.pod_namespace.empty()) return invalid(fmt::format("pod {} has no namespace", p.name));
     if (p.arrive_ms < 0 || p.duration_ms < 0)
       return invalid(fmt::format("pod {} has a negative time", p.name));
     if (p.gpu_milli < 0 || p.cpu_milli < 0 || p.memory_mib < 0) {
@@ -504,8 +528,16 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     return invalid("the API model needs qps > 0, burst >= 1 and max_inflight >= 1");
   }
   if (scenario.plugins.heartbeat_ms <= 0) return invalid("the plugin heartbeat must be positive");
+  std::set<std::pair<std::string_view, std::string_view>> quotas;
+  for (const ResourceQuota& q : scenario.quotas) {
+    if (q.quota_namespace.empty() || q.name.empty())
+      return invalid("a quota has no namespace or no name");
+    if (!quotas.emplace(q.quota_namespace, q.name).second)
+      return invalid(fmt::format("quota {}/{} is named twice", q.quota_namespace, q.name));
+  }
   if (scenario.dra.enabled) {
     if (!scenario.faults.empty()) return invalid("DRA mode models no faults");
+    if (!scenario.quotas.empty()) return invalid("DRA mode models no quotas");
     return internal::RunDra(scenario, seed, progress);
   }
   internal::Simulation simulation(scenario, seed, progress);

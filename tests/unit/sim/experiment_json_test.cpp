@@ -21,6 +21,8 @@ Report SomeReport() {
   r.latency_p99_ms = 12;
   r.fragmentation_curve = {FragmentationSample{50, 40, 2, 0.5}};
   r.drift_found = {{"pod-gone", 1}};
+  r.quotas = {QuotaReport{"team-a", "nvidia.com/gpumem", 8192, 4096, 2, 3, 1}};
+  r.quota_warnings = {"resource quota team-b/gpu: ..."};
   r.end_ms = 60000;
   return r;
 }
@@ -58,6 +60,11 @@ TEST_CASE("ReportJson: every field in camelCase, no seed; the curve's samples as
   CHECK(report.at("driftFound").at("pod-gone").to_number<std::uint64_t>() == 1);
   CHECK(report.at("driftHealed").as_object().empty());
   CHECK(report.at("endMs").to_number<std::int64_t>() == 60000);
+  CHECK(report.at("quotas") == boost::json::parse(R"([{"namespace": "team-a",
+      "resource": "nvidia.com/gpumem", "limit": 8192, "peakUsed": 4096, "bound": 2,
+      "pending": 3, "pendingQuota": 1}])"));
+  CHECK(report.at("quotaWarnings").as_array().at(0).as_string() ==
+        "resource quota team-b/gpu: ...");
   const boost::json::value sample =
       boost::json::parse(FragmentationSampleJson(SomeReport().fragmentation_curve[0]));
   CHECK(report.at("fragmentationCurve").as_array().at(0) == sample);

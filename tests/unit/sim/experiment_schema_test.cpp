@@ -86,3 +86,59 @@ TEST_CASE("experiment schema: durations of the other sections share the engine's
         "scenario: api.latency: expected a duration such as 500ms, 30s, 10m or 1h, got '1.5s' "
         "(line 2, column 16)");
 }
+
+TEST_CASE("experiment schema: quotas and the pods' namespaces") {
+  Result<Experiment> e = Parse(R"(
+nodes: [{count: 1}]
+pods:
+  - {name: a, namespace: team-a, count: 2}
+  - {name: b, count: 1}
+quotas:
+  - {namespace: team-a, name: gpu, hard: {limits.nvidia.com/gpumem: "8000", limits.nvidia.com/gpucores: 150}}
+  - {namespace: team-b}
+)");
+  REQUIRE(e.ok());
+  const ScenarioTemplate& t = e->variants.at(0).scenario;
+  CHECK(t.pod_classes.at(0).shape.pod_namespace == "team-a");
+  CHECK(t.pod_classes.at(1).shape.pod_namespace == "sim");  // the default
+  const std::vector<ResourceQuota>& q = t.settings.quotas;
+  REQUIRE(q.size() == 2);
+  CHECK(q[0].quota_namespace == "team-a");
+  CHECK(q[0].name == "gpu");
+  CHECK(*q[0].hard.Find("limits.nvidia.com/gpumem") == "8000");
+  CHECK(*q[0].hard.Find("limits.nvidia.com/gpucores") == "150");  // a number, as its text
+  CHECK(q[1].name == "quota1");
+  CHECK(q[1].hard.entries().empty());
+  // A limit that is not a whole number parses: the run reports and ignores it.
+  CHECK(Parse("nodes: [{count: 1}]\nquotas: [{namespace: a, hard: {limits.nvidia.com/gpumem: "
+              "1.5}}]\n")
+            .ok());
+}
+
+TEST_CASE("experiment schema: quota errors name the key and the line") {
+  CHECK(ErrorOf("nodes: [{count: 1}]\nquotas:\n  - {name: gpu, hard: {}}\n") ==
+        "scenario: quotas[0].namespace: required (line 3, column 5)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nquotas:\n  - {namespace: a, hard: {limits.nvidia.com/gpumem: "
+                "[1, 2]}}\n") ==
+        "scenario: quotas[0].hard.limits.nvidia.com/gpumem: expected a string or a number (line "
+        "3, column 53)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nquotas:\n  - {namespace: a, hard: {limits.nvidia.com/gpumem: "
+                "{mib: 1}}}\n") ==
+        "scenario: quotas[0].hard.limits.nvidia.com/gpumem: expected a string or a number (line "
+        "3, column 53)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nquotas:\n  - {namespace: a, hard: {limits.nvidia.com/gpumem: "
+                "}}\n") ==
+        "scenario: quotas[0].hard.limits.nvidia.com/gpumem: expected a string or a number (line "
+        "3, column 53)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nquotas: [{namespace: a, hard: [1]}]\n") ==
+        "scenario: quotas[0].hard: expected a mapping of resource to quantity (line 2, column 31)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nquotas: [{namespace: a, limits: {}}]\n") ==
+        "scenario: quotas[0].limits: unknown key (line 2, column 25)");
+  CHECK(ErrorOf(
+            "nodes: [{count: 1}]\nquotas: [{namespace: a, name: q}, {namespace: a, name: q}]\n") ==
+        "scenario: quotas[1].name: quota a/q is named twice (line 2, column 35)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nquotas: {namespace: a}\n") ==
+        "scenario: quotas: expected a list (line 2, column 9)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\npods: [{namespace: ''}]\n") ==
+        "scenario: pods[0].namespace: must not be empty (line 2, column 20)");
+}

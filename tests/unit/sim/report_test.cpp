@@ -48,5 +48,35 @@ TEST_CASE(
   // Latencies: a bound at 500 ms, b waiting 1 s so far; c given up counts none.
   CHECK(r->latency_percentiles.front() == 500);
   CHECK(r->latency_p99_ms == 1000);
-  CHECK(r->gpu_free == 4);  // `truth` holds no pods
+  CHECK(r->gpu_free == 4);   // `truth` holds no pods
+  CHECK(r->quotas.empty());  // a run without quotas has no rows
+}
+
+TEST_CASE("sim units: the report — a row per namespace and quota resource, and quota warnings") {
+  EventQueue q;
+  ReportBuilder report(q, std::vector<WorkloadClass>{});
+  ClusterSnapshot truth;
+  REQUIRE(truth.AddNode(StartNode(Spec("n1", 4))).ok());
+  StringMap hard;
+  hard.Set("limits.nvidia.com/gpumem", "8192");
+  hard.Set("limits.nvidia.com/gpucores", "1.5");
+  const Status set = truth.SetQuota("team-a", "gpu", hard);
+  REQUIRE_FALSE(set.ok());
+  report.QuotaWarning(set.message());
+  report.QuotasUsed(truth);
+  PodSpec a = PodOf("a", 1, 500), b = PodOf("b", 1, 500), c = PodOf("c", 1, 1000);
+  a.pod_namespace = b.pod_namespace = "team-a";
+  c.pod_namespace = "team-b";
+  report.CountPod(a, PodOutcome{true, true, false, false, 0, ""});
+  report.CountPod(b, PodOutcome{false, false, false, false, 0, kQuotaReason});
+  report.CountPod(c, PodOutcome{false, false, false, false, 0, "no device fits"});
+  Result<Report> r = report.Finish(truth, true);
+  REQUIRE(r.ok());
+  REQUIRE(r->quotas.size() == 2);
+  // team-a: the gpumem limit (its cores limit is not a whole number: none).
+  CHECK(r->quotas[0] == QuotaReport{"team-a", "nvidia.com/gpumem", 8192, 0, 1, 1, 1});
+  // team-b: no device quota, its pods counted.
+  CHECK(r->quotas[1] == QuotaReport{"team-b", "", -1, 0, 0, 1, 0});
+  REQUIRE(r->quota_warnings.size() == 1);
+  CHECK(r->quota_warnings[0].find("limits.nvidia.com/gpucores is \"1.5\"") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "src/report.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -496,4 +497,109 @@ TEST_CASE("sim: DRA mode models no faults, and a claim's model selector counts")
   CHECK(r->pending_reasons.at("no node fits") == 1);
   s.faults.push_back(Fault{Fault::Kind::kLeaderCrash, 10, 10, ""});
   CHECK(Run(s, 1).status().message() == "scenario: DRA mode models no faults");
+}
+
+namespace {
+// Two teams on 2 nodes of 4 T4s: team-a asks 8 half GPUs (8192 MiB each)
+// under a gpumem quota of 4 of them; team-b, later, 4 whole GPUs under a
+// quota that covers them. kube-scheduler retries until the end.
+Scenario Teams() {
+  Scenario s;
+  s.nodes = {NodeSpec{"n1", 4, 16384, "T4", 0, 0}, NodeSpec{"n2", 4, 16384, "T4", 0, 0}};
+  for (int i = 0; i < 8; ++i) {
+    PodSpec p{"a" + std::to_string(i), 1, 500, "", 0, 0, 1000 * i, 0};
+    p.pod_namespace = "team-a";
+    s.pods.push_back(p);
+  }
+  for (int i = 0; i < 4; ++i) {
+    PodSpec p{"b" + std::to_string(i), 1, 1000, "", 0, 0, 20000 + 1000 * i, 0};
+    p.pod_namespace = "team-b";
+    s.pods.push_back(p);
+  }
+  s.quotas = {ResourceQuota{"team-a", "gpu", "", "", {}},
+              ResourceQuota{"team-b", "gpu", "", "", {}}};
+  s.quotas[0].hard.Set("limits.nvidia.com/gpumem", "32768");
+  s.quotas[1].hard.Set("limits.nvidia.com/gpumem", "65536");
+  s.quotas[1].hard.Set("limits.nvidia.com/gpucores", "400");
+  s.scheduler.retry_unschedulable = true;
+  s.end_ms = 60000;
+  return s;
+}
+
+const QuotaReport& Row(const Report& r, std::string_view ns, std::string_view resource) {
+  auto it = std::find_if(r.quotas.begin(), r.quotas.end(), [&](const QuotaReport& q) {
+    return q.pod_namespace == ns && q.resource == resource;
+  });
+  REQUIRE(it != r.quotas.end());
+  return *it;
+}
+}  // namespace
+
+TEST_CASE("sim: no namespace holds more than its quota, and the other team still binds") {
+  for (int replicas : {1, 3}) {
+    CAPTURE(replicas);
+    Scenario s = Teams();
+    s.scheduler.replicas = replicas;
+    s.audit_period_ms = 10000;  // the engines' audits find no quota drift
+    Result<Report> r = Run(s, 5);
+    REQUIRE(r.ok());
+    REQUIRE(r->quotas.size() == 3);  // team-a's gpumem, team-b's gpucores and gpumem
+    for (const QuotaReport& q : r->quotas) {
+      CAPTURE(q.pod_namespace);
+      CHECK(q.limit >= 0);
+      CHECK(q.peak_used <= q.limit);
+    }
+    const QuotaReport& a = Row(*r, "team-a", "nvidia.com/gpumem");
+    CHECK(a.peak_used == 32768);  // the quota is used up, not exceeded
+    CHECK(a.bound == 4);
+    CHECK(a.pending == 4);
+    CHECK(a.pending_quota == 4);
+    const QuotaReport& b = Row(*r, "team-b", "nvidia.com/gpumem");
+    CHECK(b.bound == 4);
+    CHECK(b.pending == 0);
+    CHECK(b.peak_used == 65536);
+    CHECK(Row(*r, "team-b", "nvidia.com/gpucores").peak_used == 400);
+    CHECK(r->pending_reasons.at(std::string(sim::internal::kQuotaReason)) == 4);
+    CHECK(r->quota_warnings.empty());
+    CHECK(r->drift_found.empty());
+  }
+  // Without the quota, team-a takes all it asks.
+  Scenario s = Teams();
+  s.quotas.erase(s.quotas.begin());
+  Result<Report> r = Run(s, 5);
+  REQUIRE(r.ok());
+  CHECK(r->bound == 12);
+  const QuotaReport& a = Row(*r, "team-a", "");  // a namespace without a device quota
+  CHECK(a.limit == -1);
+  CHECK(a.bound == 8);
+}
+
+TEST_CASE("sim: a quota limit that is not a whole number is reported and limits nothing") {
+  Scenario s = Teams();
+  s.quotas[0].hard.Set("limits.nvidia.com/gpumem", "7.5");
+  s.quotas[0].hard.Set("limits.nvidia.com/gpucores", "300");
+  Result<Report> r = Run(s, 5);
+  REQUIRE(r.ok());
+  REQUIRE(r->quota_warnings.size() == 1);
+  CHECK(r->quota_warnings[0].find("team-a/gpu") != std::string::npos);
+  CHECK(r->quota_warnings[0].find("limits.nvidia.com/gpumem is \"7.5\"") != std::string::npos);
+  // The cores limit still holds: 300 % of a GPU is 6 half GPUs.
+  const QuotaReport& cores = Row(*r, "team-a", "nvidia.com/gpucores");
+  CHECK(cores.bound == 6);
+  CHECK(cores.peak_used == 300);
+  CHECK(std::none_of(r->quotas.begin(), r->quotas.end(), [](const QuotaReport& q) {
+    return q.pod_namespace == "team-a" && q.resource == "nvidia.com/gpumem";
+  }));
+}
+
+TEST_CASE("sim: quotas without a namespace, named twice or in DRA mode are refused") {
+  Scenario s = Teams();
+  s.quotas[0].quota_namespace.clear();
+  CHECK(Run(s, 0).status().message() == "scenario: a quota has no namespace or no name");
+  s = Teams();
+  s.quotas[1].quota_namespace = "team-a";
+  CHECK(Run(s, 0).status().message() == "scenario: quota team-a/gpu is named twice");
+  s = Teams();
+  s.dra.enabled = true;
+  CHECK(Run(s, 0).status().message() == "scenario: DRA mode models no quotas");
 }

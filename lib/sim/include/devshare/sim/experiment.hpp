@@ -15,7 +15,15 @@
 //   pods:                           # classes of pods arriving over time
 //     - {name: infer, every: 2s, count: 1800, start: 0s, arrival: steady|poisson,
 //        gpus: 1, gpu_milli: 500, gpu_spec: "A100", cpu: 4000, memory: 16384,
-//        duration: 10m}
+//        duration: 10m, namespace: sim}          # namespace: Default "sim"
+//   quotas:                         # ResourceQuotas, held from time 0 (not in DRA mode)
+//     - {namespace: team-a, name: gpu, hard: {limits.nvidia.com/gpumem: "65536",
+//                                             limits.nvidia.com/gpucores: 400}}
+//       # namespace required; name Default quota<index>; each hard value a
+//       # string or a number; as HAMi, the devices' limits.<memory or core
+//       # resource> keys apply (MiB, percent of a GPU), the tightest of a
+//       # namespace's quotas winning; one that is not a whole number is
+//       # ignored and reported (Report::quota_warnings)
 //   openb:                          # or the openb traces (nodes and pods)
 //     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3}
 //   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
@@ -89,7 +97,7 @@ struct ScenarioTemplate {
   std::vector<NodeGroup> node_groups;
   std::vector<PodClass> pod_classes;
   std::optional<OpenbWorkload> openb;
-  Scenario settings;  // engine, api, plugins, scheduler, faults, end_ms; no nodes or pods
+  Scenario settings;  // engine, api, plugins, scheduler, faults, quotas, end_ms; no nodes or pods
 };
 
 struct Variant {
@@ -188,9 +196,11 @@ Result<std::vector<VariantResult>> RunExperiment(const Experiment& experiment,
 std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results);
 
 // One report as ResultsJson writes it in a run, without the seed; one sample
-// of its fragmentation curve.
+// of its fragmentation curve; one of its quota rows ({"namespace",
+// "resource", "limit", "peakUsed", "bound", "pending", "pendingQuota"}).
 std::string ReportJson(const Report& report);
 std::string FragmentationSampleJson(const FragmentationSample& sample);
+std::string QuotaReportJson(const QuotaReport& quota);
 
 }  // namespace devshare::sim
 

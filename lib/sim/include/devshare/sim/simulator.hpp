@@ -44,14 +44,20 @@
 //                its cache against the API objects (Engine::Audit) that
 //                often, and the objects it asks for are read at once.
 //   pods         run for their duration (forever when 0) and are deleted.
+//   quotas       ResourceQuotas held from the start; the engines apply their
+//                device limits (HAMi's `limits.<memory or core resource>`)
+//                in Filter, and a pod no device fits within its namespace's
+//                quota is pending for ResourceQuotaNotFit.
 //
 // An invariant checker runs throughout: after every Binding the pod must not
 // be bound already, its devices must be on its node, no device may exceed
 // its slots, memory or cores (checked on the cluster as the API objects
-// say, independent of any engine), and the leading engine's cache must hold
-// the same devices for the pod as its annotations; a placement may come only
-// from an engine that had completed a registration pass. The first
-// violation ends the run with an error naming the time and the pod.
+// say, independent of any engine), no namespace may use more of a device
+// resource than its quotas allow (on the same objects), and the leading
+// engine's cache must hold the same devices for the pod as its
+// annotations; a placement may come only from an engine that had completed
+// a registration pass. The first violation ends the run with an error
+// naming the time and the pod.
 //
 // Thread-safety: none; a run is single-threaded.
 #ifndef DEVSHARE_SIM_SIMULATOR_HPP_
@@ -66,6 +72,7 @@
 
 #include "devshare/dra_place.hpp"
 #include "devshare/engine/engine.hpp"
+#include "devshare/objects.hpp"
 #include "devshare/status.hpp"
 
 namespace devshare::sim {
@@ -87,7 +94,8 @@ struct PodSpec {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
   std::int64_t arrive_ms = 0;
-  std::int64_t duration_ms = 0;  // from bound to deleted; 0: runs to the end
+  std::int64_t duration_ms = 0;       // from bound to deleted; 0: runs to the end
+  std::string pod_namespace = "sim";  // metadata.namespace
 };
 
 struct ApiModel {
@@ -183,6 +191,11 @@ struct Scenario {
   std::int64_t end_ms = 0;           // 0: when every pod is bound or given up
   std::int64_t audit_period_ms = 0;  // 0: no drift audits (engine.audit_grace_ms confirms)
   DraMode dra;
+  // ResourceQuotas the API server holds from time 0, each engine listing
+  // them as it lists the nodes (Engine::ResourceQuotaObserved). A device
+  // limit that is not a whole number limits nothing and is reported
+  // (Report::quota_warnings). Not modelled in DRA mode (refused).
+  std::vector<ResourceQuota> quotas;
 };
 
 // The cluster when the GPUs asked by the arrived pods first reach
@@ -194,6 +207,21 @@ struct FragmentationSample {
   double gpu_free = 0;
   double gpu_fragmented = 0;
   friend bool operator==(const FragmentationSample&, const FragmentationSample&) = default;
+};
+
+// One namespace's pods and, for each device resource a quota limits there
+// (the tightest of its quotas), the limit and the most its bound pods used
+// at once (measured on the API objects after every Binding). A namespace
+// without a device quota has one entry with an empty resource.
+struct QuotaReport {
+  std::string pod_namespace;
+  std::string resource;     // e.g. "nvidia.com/gpumem"; empty: no device quota
+  std::int64_t limit = -1;  // -1: no device quota
+  std::int64_t peak_used = 0;
+  std::uint64_t bound = 0;          // the namespace's pods bound at some point
+  std::uint64_t pending = 0;        // arrived, not bound at the end
+  std::uint64_t pending_quota = 0;  // of those, refused last for the quota (ResourceQuotaNotFit)
+  friend bool operator==(const QuotaReport&, const QuotaReport&) = default;
 };
 
 struct Report {
@@ -234,6 +262,10 @@ struct Report {
   // engine's cache disagrees with the API objects at the end.
   std::map<std::string, std::uint64_t> drift_injected, drift_found, drift_healed;
   std::uint64_t cache_mismatched_devices = 0;
+  // With quotas in the scenario: by namespace, then resource; and each
+  // quota's device limit that is not a whole number (ignored), in words.
+  std::vector<QuotaReport> quotas;
+  std::vector<std::string> quota_warnings;
   std::int64_t end_ms = 0;
   friend bool operator==(const Report&, const Report&) = default;
 };
@@ -245,7 +277,8 @@ using Progress = std::function<void(std::uint64_t handled, std::uint64_t total)>
 
 // Runs a scenario. Errors: kInvalidArgument for a scenario that cannot run
 // (a pod asking more than 8 devices, a node without a name or named twice,
-// a fault on an unknown node, retries without an end time); kInternal for
+// a fault on an unknown node, retries without an end time, a quota without
+// a namespace or name or named twice, quotas in DRA mode); kInternal for
 // a violated invariant, naming the time and the pod.
 Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress& progress = {});
 
