@@ -14,6 +14,9 @@
 #                      mutating webhook, both served by fake_serve.py
 #   devshare.sh        devshare serve itself: two replicas, webhook, placements,
 #                      reasons, failover (DEVSHARE names the executable)
+#   quota.sh           device ResourceQuotas with devshare serve: the quota
+#                      reason, the tightest of two, a raise, the API server's
+#                      requests.nvidia.com/gpu, metrics and top, a "1.5" limit
 #   pairs.sh           two (kube-scheduler, devshare) pairs following the
 #                      Lease: the extender's routes on loopback only, the
 #                      leading kube-scheduler killed and the other pair binding
@@ -107,6 +110,10 @@ E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
 proxy_port=$(free_port)
 E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port DEVSHARE=$DEVSHARE \
   suite devshare "$out/devshare.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/devshare.sh"
+
+quota_port=$(free_port)
+E2E_EXTENDER_URL=https://127.0.0.1:$quota_port QUOTA_PORT=$quota_port DEVSHARE=$DEVSHARE \
+  suite quota "$out/quota.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/quota.sh"
 
 DEVSHARE=$DEVSHARE suite pairs "$out/pairs.log" -- bash "$here/pairs.sh"
 
