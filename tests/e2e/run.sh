@@ -25,9 +25,11 @@
 #   hami-smoke.sh      HAMi's own scheduler (shared tree) against the same kind
 #                      of control plane: ready, and its /filter as devshare's
 #   run-compare.sh     `make compare` small (50 nodes, 100 pods at once; 10
-#                      pods one at a time): devshare and HAMi each bind every
-#                      pod, no device over its memory, every placement as
-#                      devshare explain says or a documented difference
+#                      pods one at a time, then 4 that run out of a gpumem
+#                      quota): devshare and HAMi each bind every pod (or
+#                      leave it pending for the quota), no device over its
+#                      memory, every placement as devshare explain says or a
+#                      documented difference, the same outcome per pod
 #   soak.sh            the soak and fault test, bounded: 5 minutes of pod churn
 #                      on 100 nodes (seed 1) with a watch cut, 429/500 answers,
 #                      the leader killed mid-bind and a node re-created
