@@ -143,8 +143,8 @@ check "a3 is not bound" pending a3
 check "a4 (10000 MiB) is refused at creation by the webhook: exceeding resource quota" \
   refused "$ns/pods" "$(gpu_pod a4 gpu-a "$(mib 10000)")" 403 "exceeding resource quota"
 check "delete a1" delete_pod a1
-check "devshare has seen it go (devshare_quota_used 10000)" wait_until 15 used_is 10000
 check "a3 is bound once a1 is gone" wait_bound a3 "a1's deletion"
+check "devshare_quota_used is 20000 (a2 and a3)" wait_until 15 used_is 20000
 
 # --- b. a second, tighter quota on the same resource -------------------------------------
 check "delete a3 (a2 is left: 10000 MiB used)" delete_pod a3
