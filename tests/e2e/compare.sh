@@ -17,6 +17,16 @@
 #   agreement   NODES GPU nodes; PODS pods created one at a time, each after
 #               the previous one is bound: the node and devices the scheduler
 #               chose against `devshare explain` on the cluster just before.
+#               Then COMPARE_QUOTA_PODS (4; 0: none) more, of 8,000, 16,000,
+#               4,000, 8,000 MiB (again from the start past 4), under a
+#               ResourceQuota of the default namespace made before the
+#               extender starts: limits.nvidia.com/gpumem the memory of the
+#               PODS pods and 13,000 MiB, so that the tail runs out of it (the
+#               first binds, the second waits, the smaller third binds, the
+#               fourth waits). A pod explain places nowhere must stay unbound
+#               with a FailedScheduling event naming ResourceQuotaNotFit. Each
+#               pod's outcome is in agreement.txt, for run-compare.sh to set
+#               the schedulers side by side.
 # SCHEDULER
 #   devshare, devshare-lock-free (devshare serve --bind lock-free), hami
 #   (HAMi's scheduler with its chart's flags and device config), or
@@ -30,9 +40,10 @@
 # logged them, devices over their memory or slots after the run, the
 # extender's CPU seconds and peak RSS, its API requests by verb as the API
 # server's audit log counts them (kube-scheduler alone: its requests but
-# the lists and watches of its informers), and for agreement the pods placed as
-# explain said, apart on a tie W10 allows, apart as `explain --hami-exact
-# all` says (a row of docs/compatibility.md), and apart unexplained.
+# the lists and watches of its informers), and for agreement the pods placed
+# as explain said, apart on a tie W10 allows, apart as `explain --hami-exact
+# all` says (a row of docs/compatibility.md), left pending for the quota as
+# explain said, and apart unexplained.
 #
 # DEVSHARE_SERVE_ARGS: more flags for devshare serve (printed with its result).
 set -uo pipefail
@@ -45,6 +56,18 @@ log() { echo "compare: $scenario/$scheduler: $*"; }
 fail() { echo "compare: $scenario/$scheduler: FAILED: $*"; exit 1; }
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
+
+# --- the quota (before the extender starts, so that it is in its first list) -------------
+quota_pods=0 quota_mib=-
+tail_mib=(8000 16000 4000 8000)
+if [ "$scenario" = agreement ] && [ "${COMPARE_QUOTA_PODS:-4}" -gt 0 ]; then
+  quota_pods=${COMPARE_QUOTA_PODS:-4} quota_mib=13000
+  for ((i = 0; i < pods; i++)); do quota_mib=$((quota_mib + 4000 + (i * 7919) % 16001)); done
+  kapi POST /api/v1/namespaces/default/resourcequotas \
+    "{\"apiVersion\":\"v1\",\"kind\":\"ResourceQuota\",\"metadata\":{\"name\":\"gpumem\"},\"spec\":{\"hard\":{\"limits.nvidia.com/gpumem\":\"$quota_mib\"}}}" \
+    >/dev/null || fail "creating the quota"
+  log "quota limits.nvidia.com/gpumem=$quota_mib in namespace default"
+fi
 
 # --- the extender ---------------------------------------------------------------------
 extra_args=-
@@ -116,7 +139,13 @@ if [ "$scenario" = agreement ]; then
   # One at a time: explain on the cluster as it is, create, wait for the
   # binding and the stand-in's Allocate (bind-phase success and the node lock
   # released, as the next pod's explain assumes), then compare (the devices
-  # from hami.io/vgpu-devices-allocated).
+  # from hami.io/vgpu-devices-allocated). The quota's pods: wait for the
+  # binding or a FailedScheduling event, whichever comes first.
+  bound() { [ -n "$(kapi GET "/api/v1/namespaces/default/pods/$1" | jfield spec.nodeName)" ]; }
+  refused_or_bound() {
+    kapi GET "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=$1,reason=FailedScheduling" |
+      jfield items >"$E2E_DIR/refusal.json" && { [ "$(cat "$E2E_DIR/refusal.json")" != "[]" ] || bound "$1"; }
+  }
   allocated() {
     local node
     kapi GET "/api/v1/namespaces/default/pods/$1" >"$E2E_DIR/placed.json" &&
@@ -124,19 +153,35 @@ if [ "$scenario" = agreement ]; then
       node=$(jfield spec.nodeName <"$E2E_DIR/placed.json") &&
       [ -z "$(kapi GET "/api/v1/nodes/$node" | jfield 'metadata.annotations["hami.io/mutex.lock"]')" ]
   }
-  for ((i = 0; i < pods; i++)); do
-    body=$(load_pod_json "$i" "$pod_scheduler")
+  for ((i = 0; i < pods + quota_pods; i++)); do
+    pod_mib=mixed
+    ((i < pods)) || pod_mib=${tail_mib[(i - pods) % ${#tail_mib[@]}]}
+    body=$(load_pod_json "$i" "$pod_scheduler" "$pod_mib")
     explain_json "$body" >"$E2E_DIR/explain.json" || fail "devshare explain failed for load-$i"
     explain_json "$body" --hami-exact all >"$E2E_DIR/explain-exact.json" ||
       fail "devshare explain --hami-exact all failed for load-$i"
-    kapi POST /api/v1/namespaces/default/pods "$body" >/dev/null || fail "creating load-$i"
-    bound_above "$i" 120 && wait_until 60 allocated "load-$(printf %05d "$i")" ||
-      { log "load-$i not bound and allocated after 180 s"; break; }
+    name=load-$(printf %05d "$i")
+    kapi POST /api/v1/namespaces/default/pods "$body" >/dev/null || fail "creating $name"
+    echo '[]' >"$E2E_DIR/refusal.json"
+    if ((i >= pods)); then
+      wait_until 60 refused_or_bound "$name" || { log "$name neither refused nor bound after 60 s"; break; }
+      bound "$name" && ! wait_until 60 allocated "$name" && { log "$name not allocated after 60 s"; break; }
+      kapi GET "/api/v1/namespaces/default/pods/$name" >"$E2E_DIR/placed.json"
+    else
+      wait_until 120 bound "$name" && wait_until 60 allocated "$name" ||
+        { log "$name not bound and allocated after 180 s"; break; }
+    fi
     python3 - "$E2E_DIR/explain.json" "$E2E_DIR/explain-exact.json" "$E2E_DIR/placed.json" \
-      >>"$agreement" <<'PY'
+      "$E2E_DIR/refusal.json" >>"$agreement" <<'PY'
 import json, re, sys
-explain, exact, pod = (json.load(open(f)) for f in sys.argv[1:])
-node = pod["spec"]["nodeName"]
+explain, exact, pod, refusal = (json.load(open(f)) for f in sys.argv[1:])
+node = pod["spec"].get("nodeName")
+if not node:  # pending: as explain said, for the quota, with kube-scheduler's event saying so
+    quota = explain.get("chosen") is None and any(
+        "ResourceQuotaNotFit" in n.get("reason", "") for n in explain["nodes"]) and any(
+        "ResourceQuotaNotFit" in e.get("message", "") for e in refusal)
+    print(pod["metadata"]["name"], "-", "-", explain.get("chosen"), "pending-quota" if quota else "unexplained")
+    sys.exit(0)
 got = sorted(re.findall(r"(GPU-[^,]+),", pod["metadata"].get("annotations", {}).get(
     "hami.io/vgpu-devices-allocated", "")))
 def verdict(explained):  # agree, a node tie W10 leaves open, or apart
@@ -177,12 +222,12 @@ errors=$(grep -c 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log"
 contention=$(grep 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log" | grep -c 'node lock contention')
 sleep 3  # the audit log is written in batches, at least once a second
 python3 - "$here" "$AUDIT_LOG" "$user" "$scenario" "$scheduler" "$extra_args" "$nodes" "$pods" "$cpu_s" \
-  "$rss" "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" <<'PY'
+  "$rss" "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" "$quota_pods" "$quota_mib" <<'PY'
 import collections, sys
 sys.path.insert(0, sys.argv[1])
 from audit_count import completed, resource_of, seconds, succeeded, user_of
 (log, user, scenario, scheduler, extra, nodes, pods, cpu, rss, qps, burst, errors, contention,
- over, agreement) = sys.argv[2:]
+ over, agreement, quota_pods, quota_mib) = sys.argv[2:]
 created, bound, verbs = {}, {}, collections.Counter()
 for e in filter(succeeded, completed(log)):
     ref, resource = e.get("objectRef") or {}, resource_of(e)
@@ -200,7 +245,9 @@ rate = len(bound) / span if bound and span > 0 else 0.0
 verdicts = collections.Counter(line.split()[-1] for line in open(agreement))
 agree = (f" agree={verdicts['agree']} w10_node_tie={verdicts['w10-node-tie']} "
          f"hami_exact_row={verdicts['hami-exact-row']} unexplained={verdicts['unexplained']}"
+         f" quota_pods={quota_pods} pending_quota={verdicts['pending-quota']} quota_mib={quota_mib}"
          ) if scenario == "agreement" else ""
+pods = int(pods) + int(quota_pods)
 print(f"compare: result scenario={scenario} scheduler={scheduler} args={extra} nodes={nodes} pods={pods} "
       f"qps={qps} burst={burst} bound={len(bound)} pods_per_s={rate:.2f} p50_s={pct(0.5):.1f} "
       f"p99_s={pct(0.99):.1f} bind_errors={errors} lock_contention={contention} over_allocated={over}"

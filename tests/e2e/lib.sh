@@ -122,21 +122,26 @@ predict() { explain_json "$1" | jfield chosen; }
 
 # explain_json POD_JSON [ARGS...]: what `$DEVSHARE explain --json` (binpack
 # nodes, spread GPUs, ARGS added) says of the pod on the cluster as it is:
-# every Node, and the pods of the default namespace that are bound.
+# every Node, and the pods and ResourceQuotas of the default namespace (the
+# pods that are bound), the pod in that namespace unless it names one.
 explain_json() {
   kapi GET /api/v1/nodes >"$E2E_DIR/nodes.json"
   kapi GET /api/v1/namespaces/default/pods >"$E2E_DIR/pods.json"
+  kapi GET /api/v1/namespaces/default/resourcequotas >"$E2E_DIR/quotas.json"
   python3 - "$E2E_DIR" <<'PY' >"$E2E_DIR/cluster.json"
 import json, sys
 d = sys.argv[1]
-items = json.load(open(f"{d}/nodes.json"))["items"] + [
-    p for p in json.load(open(f"{d}/pods.json"))["items"] if p.get("spec", {}).get("nodeName")]
-for item in items:
-    item.setdefault("apiVersion", "v1")
-    item.setdefault("kind", "Node" if "nodeName" not in item.get("spec", {}) else "Pod")
+kinds = {"nodes": "Node", "pods": "Pod", "quotas": "ResourceQuota"}
+items = []
+for name, kind in kinds.items():
+    for item in json.load(open(f"{d}/{name}.json"))["items"]:
+        if kind != "Pod" or item.get("spec", {}).get("nodeName"):
+            items.append({"apiVersion": "v1", "kind": kind, **item})
 print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 PY
-  printf '%s' "$1" >"$E2E_DIR/pod.json"
+  # In namespace default, as the tests create it (its quotas apply).
+  python3 -c 'import json, sys; p = json.loads(sys.argv[1]); p["metadata"].setdefault("namespace", "default")
+print(json.dumps(p))' "$1" >"$E2E_DIR/pod.json"
   "$DEVSHARE" explain --json --node-policy binpack --gpu-policy spread --cluster "$E2E_DIR/cluster.json" \
     --pod "$E2E_DIR/pod.json" "${@:2}"
 }

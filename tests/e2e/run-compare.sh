@@ -15,15 +15,20 @@
 # $COMPARE_RUNS_ALL, the sizes of $COMPARE_SIZES (default 200 1000 5000;
 # empty: none) included.
 # storm runs use COMPARE_STORM_NODES (20) and COMPARE_STORM_PODS (100);
-# agreement runs COMPARE_AGREEMENT_PODS (30); replicas runs
+# agreement runs COMPARE_AGREEMENT_PODS (30) and COMPARE_QUOTA_PODS (4) under a
+# gpumem quota (compare.sh); replicas runs
 # (compare-replicas.sh: seed 000) NODES and COMPARE_REPLICA_PODS (40). A run waits at most
 # COMPARE_TIMEOUT seconds (600) for its pods to be bound.
 #
 # --json FILE writes every result and the machine as JSON. --check also
 # checks, as CI does, that every run bound all its pods with no device over
 # its memory or slots and that no agreement run has an unexplained
-# placement, prints "e2e-compare: N passed, N failed" last and exits 1 on a
-# failure.
+# placement (a pod left pending for the quota as explain says counts as
+# placed), and, when both agreement/devshare and agreement/hami ran, that
+# each pod's outcome is the same under both (the node, up to the order in
+# which the nodes were first used, and the devices; or pending; a pod placed
+# apart on a W10 tie or a HAMi-exact row excused), prints
+# "e2e-compare: N passed, N failed" last and exits 1 on a failure.
 #
 # DEVSHARE names the executable; DEVSHARE_SERVE_ARGS adds flags to devshare
 # serve; COMPARE_ALLOCATE_DELAY is the plugin stand-in's Allocate delay.
@@ -110,9 +115,9 @@ for run in "${runs[@]}"; do
     tee "$out/$name.log" | grep '^compare: ' | sed "s/scenario=$base /scenario=$scenario /" |
     tee -a "$out/results.txt"
 done
-python3 - "$out/results.txt" "$json" "$check" "${runs[@]}" <<'PY'
+python3 - "$out/results.txt" "$json" "$check" "$out" "${runs[@]}" <<'PY'
 import json, os, platform, sys
-results_file, json_path, check, *runs = sys.argv[1:]
+results_file, json_path, check, out, *runs = sys.argv[1:]
 rows = []
 for line in open(results_file):
     if line.startswith("compare: result "):
@@ -124,7 +129,8 @@ print(f"compare: measured on {machine}")
 keys = ["nodes", "pods", "qps", "burst", "bound", "pods_per_s", "p50_s", "p99_s", "bind_errors",
         "lock_contention", "over_allocated", "extender_cpu_s", "extender_rss_mib", "api_requests",
         "standin_cpu_s", "kube_scheduler_cpu_s", "kube_apiserver_cpu_s", "etcd_cpu_s",
-        "agree", "w10_node_tie", "hami_exact_row", "unexplained", "node_writes_per_min_leader",
+        "agree", "w10_node_tie", "hami_exact_row", "unexplained", "quota_pods", "pending_quota", "quota_mib",
+        "node_writes_per_min_leader",
         "node_writes_per_min_follower", "follower_filter", "failover_resume_s", "leader_after"]
 order = ["kube-scheduler", "devshare", "devshare-lock-free", "hami"]
 for scenario in dict.fromkeys(r["scenario"] for r in rows):
@@ -148,6 +154,31 @@ for scenario in dict.fromkeys(r["scenario"] for r in rows):
         verbs = {k: v for k, v in by[c].items() if "-" in k and k not in ("scheduler", "scenario")}
         if verbs:
             print(f"  {c} API requests by verb (audit log):", " ".join(f"{k}={v}" for k, v in sorted(verbs.items())))
+def outcomes(scheduler):  # pod -> (outcome, verdict) from agreement.txt: "pending" or
+    nodes, got = {}, {}     # (node by order of first use, GPU indices)
+    for line in open(f"{out}/agreement-{scheduler}/agreement.txt"):
+        pod, node, devices, _, verdict = line.split()
+        if node == "-":
+            got[pod] = ("pending", verdict)
+            continue
+        n = nodes.setdefault(node, f"n{len(nodes)}")
+        got[pod] = ((n, sorted(d.rsplit("-", 1)[1] for d in devices.split(","))), verdict)
+    return got
+alike = None
+if {"agreement/devshare", "agreement/hami"} <= set(runs) and all(
+        os.path.exists(f"{out}/agreement-{s}/agreement.txt") for s in ("devshare", "hami")):
+    d, h = outcomes("devshare"), outcomes("hami")
+    pods = sorted(set(d) | set(h))
+    excused = {"w10-node-tie", "hami-exact-row"}
+    differ = [p for p in pods if d.get(p, ("not run",))[0] != h.get(p, ("not run",))[0]]
+    unexcused = [p for p in differ if not {d.get(p, (0, ""))[1], h.get(p, (0, ""))[1]} & excused]
+    alike = (len(pods) - len(unexcused), len(pods))
+    pending = lambda runs: sum(o == "pending" for o, _ in runs.values())
+    print(f"\ncompare: agreement: devshare and HAMi alike on {len(pods) - len(differ)} of {len(pods)} pods, "
+          f"{len(differ) - len(unexcused)} apart on a W10 tie or a HAMi-exact row "
+          f"(pending for the quota: {pending(d)} under devshare, {pending(h)} under HAMi)")
+    for p in differ:
+        print(f"  {p}: devshare {d.get(p, 'not run')}, HAMi {h.get(p, 'not run')}")
 if json_path:
     with open(json_path, "w") as f:
         json.dump({"machine": machine, "results": rows}, f, indent=1)
@@ -163,10 +194,16 @@ if check:
         verdict(run in done, f"{run}: ran to its result (else see build-e2e/compare/<run>.log)")
     for r in rows:
         what = f"{r['scenario']}/{r['scheduler']}"
-        verdict(r["bound"] == r["pods"], f"{what}: {r['bound']} of {r['pods']} pods bound")
+        if "pending_quota" in r:
+            verdict(int(r["bound"]) + int(r["pending_quota"]) == int(r["pods"]),
+                    f"{what}: {r['bound']} of {r['pods']} pods bound, {r['pending_quota']} pending for the quota as explain says")
+        else:
+            verdict(r["bound"] == r["pods"], f"{what}: {r['bound']} of {r['pods']} pods bound")
         verdict(r["over_allocated"] in ("0", "-"), f"{what}: {r['over_allocated']} devices over their memory or slots")
         if "unexplained" in r:
             verdict(r["unexplained"] == "0", f"{what}: {r['unexplained']} placements apart from devshare explain, unexplained")
+    if alike is not None:
+        verdict(alike[0] == alike[1], f"agreement: devshare and HAMi alike on {alike[0]} of {alike[1]} pods but for a W10 tie or a HAMi-exact row")
     print(f"e2e-compare: {passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 PY

@@ -14,6 +14,9 @@
 #                      mutating webhook, both served by fake_serve.py
 #   devshare.sh        devshare serve itself: two replicas, webhook, placements,
 #                      reasons, failover (DEVSHARE names the executable)
+#   quota.sh           device ResourceQuotas with devshare serve: the quota
+#                      reason, the tightest of two, a raise, the API server's
+#                      requests.nvidia.com/gpu, metrics and top, a "1.5" limit
 #   pairs.sh           two (kube-scheduler, devshare) pairs following the
 #                      Lease: the extender's routes on loopback only, the
 #                      leading kube-scheduler killed and the other pair binding
@@ -22,9 +25,11 @@
 #   hami-smoke.sh      HAMi's own scheduler (shared tree) against the same kind
 #                      of control plane: ready, and its /filter as devshare's
 #   run-compare.sh     `make compare` small (50 nodes, 100 pods at once; 10
-#                      pods one at a time): devshare and HAMi each bind every
-#                      pod, no device over its memory, every placement as
-#                      devshare explain says or a documented difference
+#                      pods one at a time, then 4 that run out of a gpumem
+#                      quota): devshare and HAMi each bind every pod (or
+#                      leave it pending for the quota), no device over its
+#                      memory, every placement as devshare explain says or a
+#                      documented difference, the same outcome per pod
 #   soak.sh            the soak and fault test, bounded: 5 minutes of pod churn
 #                      on 100 nodes (seed 1) with a watch cut, 429/500 answers,
 #                      the leader killed mid-bind and a node re-created
@@ -107,6 +112,10 @@ E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
 proxy_port=$(free_port)
 E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port DEVSHARE=$DEVSHARE \
   suite devshare "$out/devshare.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/devshare.sh"
+
+quota_port=$(free_port)
+E2E_EXTENDER_URL=https://127.0.0.1:$quota_port QUOTA_PORT=$quota_port DEVSHARE=$DEVSHARE \
+  suite quota "$out/quota.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/quota.sh"
 
 DEVSHARE=$DEVSHARE suite pairs "$out/pairs.log" -- bash "$here/pairs.sh"
 
