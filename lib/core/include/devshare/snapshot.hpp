@@ -128,7 +128,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   // vendor's memory or core resource (other keys are ignored). Several
   // quotas on one resource in a namespace combine as Kubernetes combines
   // them: the tightest wins. Errors: kMalformed naming each device key
-  // whose value is not a whole number (Quantity.AsInt64); the quota does not
+  // whose value is not a whole number within int64 (Quantity.AsInt64: a
+  // fraction, or a quantity beyond int64 the API server accepts); the quota does not
   // limit that resource (the other quotas on it still do), its other keys
   // are set.
   Status SetQuota(std::string_view pod_namespace, std::string_view quota_name,

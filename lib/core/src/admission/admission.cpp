@@ -145,8 +145,8 @@ Result<bool> MutateNvidia(Container& c, const VendorSpec& v, const NvidiaOptions
   return found;
 }
 
-// The quota pre-check (spec §9.2): false when the pod alone would exceed a
-// namespace limit.
+// The quota pre-check (spec §9.2): false when what the pod asks, added to
+// what its namespace's placed pods use, would exceed a namespace limit.
 bool QuotaAdmits(const Pod& pod, const DeviceConfig& config, const ClusterSnapshot& quotas) {
   const std::vector<ContainerRequests> requests = PodRequests(pod, config);
   for (const VendorSpec& v : config.vendors) {

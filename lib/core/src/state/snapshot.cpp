@@ -555,7 +555,8 @@ Status ClusterSnapshot::SetQuota(std::string_view pod_namespace, std::string_vie
       if (!memory && resource != vendor.core_resource) continue;
       const std::optional<std::int64_t> limit = QuantityAsInt64(value);
       if (!limit) {
-        unparsed.push_back(fmt::format("{} is \"{}\", not a whole number", key, value));
+        unparsed.push_back(
+            fmt::format("{} is \"{}\", not a whole number within int64", key, value));
         break;
       }
       internal::NamespaceQuota& q = QuotaOf(*state_, pod_namespace);

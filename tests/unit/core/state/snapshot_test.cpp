@@ -156,7 +156,7 @@ TEST_CASE("snapshot: a device limit that is not a whole number limits nothing, a
   CHECK(bad.code() == StatusCode::kMalformed);
   CHECK(bad.message() ==
         "resource quota ml/bad: spec.hard: limits.nvidia.com/gpumem is \"1.5\", not a whole "
-        "number; it does not limit that here");
+        "number within int64; it does not limit that here");
   CHECK(s.QuotaLimit("ml", "nvidia.com/gpumem") == 4000);
   CHECK(s.QuotaLimit("ml", "nvidia.com/gpucores") == 50);  // its valid key is set
   CHECK(s.Quotas() == std::vector<QuotaUse>{{"ml", "nvidia.com/gpucores", 50, 0},
