@@ -37,7 +37,7 @@ PUBLIC_HEADER_LAYERS = {
     "handshake": "protocol", "nodelock": "protocol", "lease": "protocol",
     "dra": "dra", "dra_cel": "dra", "dra_pools": "dra", "dra_allocate": "dra",
     "snapshot": "state",
-    "filter": "sched", "dra_place": "sched", "dra_gate": "sched",
+    "filter": "sched", "dra_place": "sched", "dra_gate": "sched", "preemption": "sched",
     "admission": "admission",
     "testing": "testing",
 }

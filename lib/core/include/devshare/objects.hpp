@@ -61,6 +61,13 @@ struct NodeSelectorRequirement {
   std::vector<std::string> values;
   friend bool operator==(const NodeSelectorRequirement&, const NodeSelectorRequirement&) = default;
 };
+// A metav1.LabelSelector: every matchLabels pair and every matchExpressions
+// requirement (In, NotIn, Exists, DoesNotExist) must hold.
+struct LabelSelector {
+  StringMap match_labels;
+  std::vector<NodeSelectorRequirement> match_expressions;
+  friend bool operator==(const LabelSelector&, const LabelSelector&) = default;
+};
 struct NodeSelectorTerm {
   std::vector<NodeSelectorRequirement> match_expressions;  // on labels
   std::vector<NodeSelectorRequirement> match_fields;       // metadata.name only
@@ -110,6 +117,8 @@ struct Pod {
   std::string phase;         // "Pending", "Running", "Succeeded", "Failed", ...
   bool terminating = false;  // metadata.deletionTimestamp is set
   std::int64_t priority = 0;
+  std::string preemption_policy;  // spec.preemptionPolicy: "" (PreemptLowerPriority) or "Never"
+  std::string start_time;         // status.startTime (RFC 3339, UTC); empty: not started
   std::vector<Container> init_containers;
   std::vector<Container> containers;
   // True when every init container has terminated with exit code 0
@@ -158,6 +167,11 @@ struct ResourceQuota {
 // it. A requirement with an unknown operator, or Gt/Lt with a value that is
 // not an integer, selects nothing (the API server refuses both).
 DEVSHARE_EXPORT bool NodeSelectorMatches(const NodeSelector& selector, const Node& node);
+
+// Whether `labels` are selected by `selector`. An empty selector (no
+// labels, no expressions) selects everything; callers for which it selects
+// nothing (a PodDisruptionBudget) check `selector == LabelSelector{}` first.
+DEVSHARE_EXPORT bool LabelSelectorMatches(const LabelSelector& selector, const StringMap& labels);
 
 // Whether `toleration` tolerates `taint` (core/v1's ToleratesTaint).
 DEVSHARE_EXPORT bool Tolerates(const Toleration& toleration, const Taint& taint);

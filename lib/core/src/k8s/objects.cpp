@@ -278,9 +278,11 @@ Result<Pod> DecodePod(const bj::object& root) {
     ReadPodPlacement(r, *spec, pod);
     r.Int(*spec, "priority", "spec.priority", pod.priority,
           std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
+    r.String(*spec, "preemptionPolicy", "spec.preemptionPolicy", pod.preemption_policy);
   }
   if (status != nullptr) {
     r.String(*status, "phase", "status.phase", pod.phase);
+    r.String(*status, "startTime", "status.startTime", pod.start_time);
     const bj::value* statuses = internal::Member(*status, "initContainerStatuses");
     if (statuses != nullptr && statuses->is_array() && !pod.init_containers.empty())
       pod.init_containers_done =
@@ -396,6 +398,17 @@ bool NodeSelectorMatches(const NodeSelector& selector, const Node& node) {
     if (all) return true;
   }
   return false;
+}
+
+bool LabelSelectorMatches(const LabelSelector& selector, const StringMap& labels) {
+  for (const auto& [key, value] : selector.match_labels.entries()) {
+    const std::string* have = labels.Find(key);
+    if (have == nullptr || *have != value) return false;
+  }
+  for (const NodeSelectorRequirement& r : selector.match_expressions) {
+    if (r.op == "Gt" || r.op == "Lt" || !RequirementMatches(r, labels.Find(r.key))) return false;
+  }
+  return true;
 }
 
 bool Tolerates(const Toleration& toleration, const Taint& taint) {

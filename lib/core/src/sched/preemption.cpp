@@ -1,0 +1,191 @@
+// PlanPreemption (devshare/preemption.hpp): kube-scheduler's victim
+// selection and node ranking, with devshare's Filter as the judge of fit.
+#include "devshare/preemption.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace devshare {
+
+namespace {
+
+// kube-scheduler's MoreImportantPod: higher priority, then earlier start (a
+// pod not started counts as started last); then by namespace and name, so
+// that equal pods come in one order.
+bool MoreImportant(const Pod* a, const Pod* b) {
+  if (a->priority != b->priority) return a->priority > b->priority;
+  const bool a_started = !a->start_time.empty(), b_started = !b->start_time.empty();
+  if (a_started != b_started) return a_started;
+  if (a->start_time != b->start_time) return a->start_time < b->start_time;
+  return std::tie(a->pod_namespace, a->name) < std::tie(b->pod_namespace, b->name);
+}
+
+// kube-scheduler's filterPodsWithPDBViolation: `pods` (most important
+// first) split into those whose eviction would exceed a budget and the
+// others; each budget's allowance is spent in that order.
+void SplitByBudget(const std::vector<const Pod*>& pods,
+                   std::span<const PodDisruptionBudget> budgets, std::vector<const Pod*>& violating,
+                   std::vector<const Pod*>& others) {
+  std::vector<std::int64_t> allowed;
+  for (const PodDisruptionBudget& b : budgets) allowed.push_back(b.disruptions_allowed);
+  for (const Pod* pod : pods) {
+    bool violates = false;
+    for (std::size_t i = 0; i < budgets.size() && !pod->labels.empty(); ++i) {
+      const PodDisruptionBudget& b = budgets[i];
+      if (b.budget_namespace != pod->pod_namespace || b.selector == LabelSelector{} ||
+          !LabelSelectorMatches(b.selector, pod->labels))
+        continue;
+      const auto& disrupted = b.disrupted_pods;
+      if (std::find(disrupted.begin(), disrupted.end(), pod->name) != disrupted.end()) continue;
+      if (--allowed[i] < 0) violates = true;
+    }
+    (violates ? violating : others).push_back(pod);
+  }
+}
+
+// The ranking of pickOneNodeForPreemption; the node name last.
+struct Rank {
+  std::size_t budget_violations;
+  std::int64_t highest_priority;
+  std::int64_t priority_sum;
+  std::size_t victims;
+  std::string latest_start;  // of the most important victims; later is better
+  std::string node;
+};
+
+Rank RankOf(const PreemptionCandidate& c, const std::map<std::string, const Pod*>& by_uid) {
+  Rank r{c.budget_violations, c.victims.front().priority, 0, c.victims.size(), "", c.node};
+  for (const PreemptionVictim& v : c.victims) {
+    r.priority_sum += v.priority;
+    if (v.priority != r.highest_priority) continue;
+    // The earliest start among the most important victims.
+    const std::string& start = by_uid.at(v.uid)->start_time;
+    if (r.latest_start.empty() || (!start.empty() && start < r.latest_start))
+      r.latest_start = start;
+  }
+  return r;
+}
+
+bool Better(const Rank& a, const Rank& b) {
+  if (a.budget_violations != b.budget_violations) return a.budget_violations < b.budget_violations;
+  if (a.highest_priority != b.highest_priority) return a.highest_priority < b.highest_priority;
+  if (a.priority_sum != b.priority_sum) return a.priority_sum < b.priority_sum;
+  if (a.victims != b.victims) return a.victims < b.victims;
+  if (a.latest_start != b.latest_start) return a.latest_start > b.latest_start;
+  return a.node < b.node;
+}
+
+// Where `pod` goes on `node` of `snapshot` alone: its devices, or nullopt
+// with the node's reasons in `reason`.
+Result<std::optional<PodDevices>> FitOn(const ClusterSnapshot& snapshot, const Pod& pod,
+                                        const std::string& node, std::int64_t now,
+                                        const FilterOptions& options, std::string* reason) {
+  const std::string one[] = {node};
+  Result<FilterResult> r = Filter(snapshot, pod, one, now, options);
+  if (!r.ok()) return r.status();
+  if (r->node) return std::optional<PodDevices>(std::move(r->devices));
+  if (reason != nullptr && !r->failed.empty()) *reason = r->failed.front().reason;
+  return std::optional<PodDevices>();
+}
+
+}  // namespace
+
+Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod& pod,
+                                      std::span<const Pod> pods,
+                                      std::span<const PodDisruptionBudget> budgets,
+                                      std::span<const std::string> candidates, std::int64_t now,
+                                      const FilterOptions& options) {
+  PreemptionPlan plan;
+  if (pod.preemption_policy == "Never") {
+    plan.refused = "its preemptionPolicy is Never";
+    return plan;
+  }
+  Result<FilterResult> first = Filter(snapshot, pod, candidates, now, options);
+  if (!first.ok()) return first.status();
+  if (first->node) {
+    plan.refused = fmt::format("it fits on {} without preemption", *first->node);
+    return plan;
+  }
+  if (!first->has_requests) {
+    plan.refused = "it asks for no device";
+    return plan;
+  }
+  std::map<std::string, std::string> reasons;
+  for (const NodeFailure& f : first->failed) reasons[f.node] = f.reason;
+
+  // The lower-priority pods on each candidate node, most important first.
+  std::map<std::string, std::vector<const Pod*>> lower;
+  std::map<std::string, const Pod*> by_uid;
+  for (const Pod& p : pods) {
+    if (p.node_name.empty() || p.uid == pod.uid || p.priority >= pod.priority) continue;
+    if (!reasons.contains(p.node_name)) continue;
+    lower[p.node_name].push_back(&p);
+    by_uid[p.uid] = &p;
+  }
+  for (auto& [node, list] : lower) std::sort(list.begin(), list.end(), MoreImportant);
+
+  ClusterSnapshot work = snapshot;
+  // A pod given back is added as the snapshot was given it (one whose
+  // device annotations do not decode holds its CPU and memory only, then
+  // as now).
+  auto give_back = [&](const Pod* p) { static_cast<void>(work.AddPod(*p)); };
+  for (const auto& [node, reason] : reasons) {
+    auto on_node = lower.find(node);
+    if (on_node == lower.end() || on_node->second.empty()) {
+      plan.unresolvable.push_back(NodeFailure{node, reason});
+      continue;
+    }
+    // Those the snapshot holds (devices, CPU or memory) are set aside.
+    std::vector<const Pod*> all;
+    for (const Pod* p : on_node->second) {
+      if (work.RemovePod(p->uid)) all.push_back(p);
+    }
+    std::string why = reason;
+    Result<std::optional<PodDevices>> fits = FitOn(work, pod, node, now, options, &why);
+    if (!fits.ok()) return fits.status();
+    if (!*fits) {
+      plan.unresolvable.push_back(
+          NodeFailure{node, fmt::format("{} (with every pod of lower priority gone)", why)});
+      for (const Pod* p : all) give_back(p);
+      continue;
+    }
+    std::vector<const Pod*> violating, others;
+    SplitByBudget(all, budgets, violating, others);
+    PreemptionCandidate candidate{node, {}, 0, {}};
+    std::vector<const Pod*> victims;
+    for (const auto* group : {&violating, &others}) {
+      for (const Pod* p : *group) {
+        give_back(p);
+        Result<std::optional<PodDevices>> still = FitOn(work, pod, node, now, options, nullptr);
+        if (!still.ok()) return still.status();
+        if (*still) continue;  // reprieved
+        work.RemovePod(p->uid);
+        victims.push_back(p);
+        if (group == &violating) ++candidate.budget_violations;
+      }
+    }
+    Result<std::optional<PodDevices>> taken = FitOn(work, pod, node, now, options, nullptr);
+    if (!taken.ok()) return taken.status();
+    if (!*taken)
+      return Status::Internal(fmt::format("{} fits without its victims, then not", node));
+    candidate.devices = std::move(**taken);
+    std::sort(victims.begin(), victims.end(), MoreImportant);
+    for (const Pod* p : victims) {
+      const bool violates = std::find(violating.begin(), violating.end(), p) != violating.end();
+      candidate.victims.push_back(
+          PreemptionVictim{p->pod_namespace, p->name, p->uid, p->priority, violates});
+      give_back(p);
+    }
+    plan.candidates.push_back(std::move(candidate));
+  }
+  std::sort(plan.candidates.begin(), plan.candidates.end(),
+            [&](const PreemptionCandidate& a, const PreemptionCandidate& b) {
+              return Better(RankOf(a, by_uid), RankOf(b, by_uid));
+            });
+  return plan;
+}
+
+}  // namespace devshare
