@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <pybind11/stl.h>
+
 #include "devshare/hami_exact.hpp"
 
 namespace devshare::python {
@@ -91,6 +93,12 @@ std::string Repr(std::string_view type,
     out += py::repr(value).cast<std::string>();
   }
   out += ')';
+  return out;
+}
+
+py::object DevicesToPython(const PodDevices& devices) {
+  py::dict out;
+  for (const auto& [vendor, containers] : devices) out[py::str(vendor)] = py::cast(containers);
   return out;
 }
 

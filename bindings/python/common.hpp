@@ -123,8 +123,13 @@ void ValueType(py::class_<T, Options...>& cls, ToDictFn to_dict, const char* to_
       py::is_operator());
 }
 
+// A pod's devices as Python sees them: vendor -> per-container lists of
+// ContainerDevice.
+py::object DevicesToPython(const PodDevices& devices);
+
 // The parts of the module, each defined in its own source. Called in this
 // order by the module init (later parts use the classes of earlier ones).
+void BindPreemption(py::module_& m);  // preemption.cpp: PlanPreemption's results
 void BindProtocols(py::module_& m);   // protocols.cpp: handshake, lock, lease
 void BindEngine(py::module_& m);      // engine.cpp: the Engine and its commands
 void BindSimulation(py::module_& m);  // simulation.cpp: scenarios and results

@@ -2,8 +2,8 @@
 // the engine and the simulator. The public package (devshare/__init__.py)
 // re-exports it and turns Kubernetes objects given as dicts into the JSON the
 // core decodes. This file holds the module init, the value types, the codecs
-// and the cluster with its Filter; protocols.cpp, engine.cpp and
-// simulation.cpp the rest.
+// and the cluster with its Filter; protocols.cpp, preemption.cpp, engine.cpp,
+// simulation.cpp and dra.cpp the rest.
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -21,6 +21,7 @@
 #include "devshare/node_codec.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/pod_codec.hpp"
+#include "devshare/preemption.hpp"
 #include "devshare/request.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/testing.hpp"
@@ -35,12 +36,6 @@ namespace {
 struct PyFilterResult {
   FilterResult result;
 };
-
-py::object DevicesToPython(const PodDevices& devices) {
-  py::dict out;
-  for (const auto& [vendor, containers] : devices) out[py::str(vendor)] = py::cast(containers);
-  return out;
-}
 
 py::dict FailedDict(const std::vector<NodeFailure>& failed) {
   py::dict out;
@@ -132,6 +127,23 @@ class Cluster {
     StringMap m;
     for (const auto& [k, v] : hard) m.Set(k, v);
     Check(snapshot_.SetQuota(ns, name, m));
+  }
+  // PlanPreemption over this cluster: `pods` may be victims (those bound,
+  // as JSON), `budgets` the PodDisruptionBudgets (JSON).
+  PreemptionPlan PlanPreemption(const std::string& pod_json, const std::vector<std::string>& pods,
+                                const std::vector<std::string>& budgets,
+                                const std::vector<std::string>& nodes, std::int64_t now) {
+    const Pod pod = Unwrap(DecodePod(pod_json));
+    std::vector<Pod> victims;
+    for (const std::string& json : pods) victims.push_back(Unwrap(DecodePod(json)));
+    std::vector<PodDisruptionBudget> pdbs;
+    for (const std::string& json : budgets) pdbs.push_back(Unwrap(DecodePodDisruptionBudget(json)));
+    Result<PreemptionPlan> plan = Status();
+    {
+      py::gil_scoped_release release;
+      plan = devshare::PlanPreemption(snapshot_, pod, victims, pdbs, nodes, now, options_);
+    }
+    return Unwrap(std::move(plan));
   }
   PyFilterResult Filter(const std::string& pod_json, const std::vector<std::string>& nodes,
                         std::int64_t now) {
@@ -557,6 +569,7 @@ void BindCluster(py::module_& m) {
       .def("add_pod", &Cluster::AddPod)
       .def("remove_pod", &Cluster::RemovePod)
       .def("set_quota", &Cluster::SetQuota)
+      .def("plan_preemption", &Cluster::PlanPreemption)
       .def("quotas", [](const Cluster& c) { return c.snapshot().Quotas(); })
       .def("filter", &Cluster::Filter)
       .def("node_names", &Cluster::NodeNames)
@@ -620,6 +633,7 @@ PYBIND11_MODULE(_devshare, m) {
   dp::AddExceptions(m);
   dp::BindValueTypes(m);
   dp::BindCodecs(m);
+  dp::BindPreemption(m);
   dp::BindCluster(m);
   dp::BindAdmission(m);
   dp::BindProtocols(m);

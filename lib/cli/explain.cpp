@@ -13,6 +13,7 @@
 #include "cluster_flags.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/kube/cluster_read.hpp"
+#include "devshare/preemption.hpp"
 #include "devshare/request.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
@@ -71,6 +72,59 @@ void Warn(const SnapshotErrors& errors) {
     std::cerr << "devshare explain: warning: " << why << "\n";
 }
 
+std::string VictimList(const PreemptionCandidate& c) {
+  std::vector<std::string> names;
+  for (const PreemptionVictim& v : c.victims) {
+    names.push_back(fmt::format("{}/{} (priority {}{})", v.pod_namespace, v.name, v.priority,
+                                v.violates_budget ? ", against its disruption budget" : ""));
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// What preempting would do, after "No node fits.".
+void PrintPreemption(const PreemptionPlan& plan) {
+  if (!plan.refused.empty()) {
+    std::cout << "It may not preempt: " << plan.refused << ".\n";
+    return;
+  }
+  const PreemptionCandidate* chosen = plan.chosen();
+  if (chosen == nullptr) {
+    std::cout << "Preempting would not help: on every node it misses room even with every pod "
+                 "of lower priority gone.\n";
+    return;
+  }
+  std::cout << fmt::format("Preempting would place it on {}, evicting {}; it would get {}.\n",
+                           chosen->node, VictimList(*chosen), Devices(chosen->devices));
+  for (std::size_t i = 1; i < plan.candidates.size(); ++i) {
+    std::cout << fmt::format("  else {}, evicting {}\n", plan.candidates[i].node,
+                             VictimList(plan.candidates[i]));
+  }
+  std::cout << "Nodes are ranked as kube-scheduler ranks them: fewest disruption budgets "
+               "exceeded, then the lowest priority evicted, the smallest sum of priorities, the "
+               "fewest pods, the latest started.\n";
+}
+
+bj::object PreemptionJson(const PreemptionPlan& plan) {
+  bj::array candidates;
+  for (const PreemptionCandidate& c : plan.candidates) {
+    bj::array victims;
+    for (const PreemptionVictim& v : c.victims) {
+      victims.push_back(bj::object{{"pod", v.pod_namespace + "/" + v.name},
+                                   {"priority", v.priority},
+                                   {"violates_budget", v.violates_budget}});
+    }
+    candidates.push_back(bj::object{{"node", c.node},
+                                    {"victims", std::move(victims)},
+                                    {"budget_violations", c.budget_violations},
+                                    {"devices", Devices(c.devices)}});
+  }
+  bj::object unresolvable;
+  for (const NodeFailure& f : plan.unresolvable) unresolvable[f.node] = f.reason;
+  return bj::object{{"refused", plan.refused},
+                    {"candidates", std::move(candidates)},
+                    {"unresolvable", std::move(unresolvable)}};
+}
+
 // --cluster FILE --pod FILE: the snapshot from the one file, the pod from
 // the other.
 Result<Pod> FromFiles(const ExplainOptions& o, const ObjectsFile& cluster, ObjectsFile pods,
@@ -117,6 +171,7 @@ int Run(const ExplainOptions& o) {
   }
   ClusterSnapshot snapshot(*config);
   Result<Pod> read = Status();
+  kube::ClusterObjects objects;  // the cluster's pods and budgets, for preemption
   if (o.cluster.empty()) {
     Result<LiveRead> live = FromCluster(o);
     if (!live.ok()) {
@@ -128,6 +183,7 @@ int Run(const ExplainOptions& o) {
     // The pod itself is left out of the snapshot, to be placed as if new.
     Warn(FillSnapshot(live->objects, live->pod.uid, snapshot));
     read = std::move(live->pod);
+    objects = std::move(live->objects);
   } else {
     Result<ObjectsFile> cluster = ReadObjectsFile(o.cluster);
     Result<ObjectsFile> pods = cluster.ok() ? ReadObjectsFile(o.pod) : cluster;
@@ -138,6 +194,7 @@ int Run(const ExplainOptions& o) {
     if (!pods->claims.empty())
       return ExplainClaims(*cluster, *pods, o.dra_policy, o.filter.workload, o.json);
     read = FromFiles(o, *cluster, std::move(*pods), snapshot);
+    objects = std::move(*cluster);
   }
   if (!read.ok()) {
     std::cerr << "devshare explain: " << read.status().message() << "\n";
@@ -164,6 +221,18 @@ int Run(const ExplainOptions& o) {
   // The device quotas of the pod's namespace: why ResourceQuotaNotFit.
   std::vector<QuotaUse> quotas = snapshot.Quotas();
   std::erase_if(quotas, [&](const QuotaUse& q) { return q.pod_namespace != pod.pod_namespace; });
+  // A pod that fits nowhere: the lower-priority pods it would preempt.
+  std::erase_if(objects.pods, [&](const Pod& p) { return p.uid == pod.uid; });
+  std::optional<PreemptionPlan> preemption;
+  if (!result->node && result->has_requests) {
+    Result<PreemptionPlan> plan =
+        PlanPreemption(snapshot, pod, objects.pods, objects.budgets, {}, now, o.filter);
+    if (!plan.ok()) {
+      std::cerr << "devshare explain: preemption: " << plan.status().message() << "\n";
+      return 1;
+    }
+    preemption = std::move(*plan);
+  }
 
   if (o.json) {
     bj::array nodes;
@@ -188,6 +257,7 @@ int Run(const ExplainOptions& o) {
                    {"nodes", std::move(nodes)},
                    {"patch", std::move(patch)},
                    {"quotas", std::move(quota_json)}};
+    if (preemption) out["preemption"] = PreemptionJson(*preemption);
     std::cout << bj::serialize(out) << "\n";
     return 0;
   }
@@ -241,6 +311,7 @@ int Run(const ExplainOptions& o) {
   }
   if (!result->node) {
     std::cout << "\nNo node fits.\n";
+    if (preemption) PrintPreemption(*preemption);
     return 0;
   }
   std::cout << "\nChosen: " << *result->node << "\nAnnotation patch:\n";

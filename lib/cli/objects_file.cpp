@@ -89,12 +89,16 @@ Status AddObject(const bj::value& v, const std::string& where, ObjectsFile& out,
   if (k == "ResourceQuota")
     return Decoded(
         text, where, [](const std::string& t) { return DecodeResourceQuota(t); }, out.quotas);
+  if (k == "PodDisruptionBudget")
+    return Decoded(
+        text, where, [](const std::string& t) { return DecodePodDisruptionBudget(t); },
+        out.budgets);
   if (k == "ResourceSlice") return Decoded(text, where, dra::DecodeResourceSlice, out.slices);
   if (k == "DeviceClass") return Decoded(text, where, dra::DecodeDeviceClass, out.device_classes);
   if (k == "ResourceClaim") return Decoded(text, where, dra::DecodeResourceClaim, out.claims);
   return Status::InvalidArgument(fmt::format(
-      "{}: kind {} is not Node, Pod, ResourceQuota, ResourceSlice, DeviceClass, ResourceClaim or "
-      "a list of them",
+      "{}: kind {} is not Node, Pod, ResourceQuota, PodDisruptionBudget, ResourceSlice, "
+      "DeviceClass, ResourceClaim or a list of them",
       where, k.empty() ? "<missing>" : k));
 }
 

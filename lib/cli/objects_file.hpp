@@ -19,8 +19,8 @@ using ObjectsFile = kube::ClusterObjects;
 // YAML stream, a `kind: List` with `items`, or a typed list as the API
 // server answers one (`NodeList`, `ResourceSliceList`, …: its items need no
 // `kind`). Objects are dispatched by `kind` (Node, Pod, ResourceQuota,
-// ResourceSlice, DeviceClass, ResourceClaim); any other kind is an error
-// naming it.
+// PodDisruptionBudget, ResourceSlice, DeviceClass, ResourceClaim); any
+// other kind is an error naming it.
 Result<ObjectsFile> ReadObjectsFile(const std::string& path);
 
 }  // namespace devshare::cli

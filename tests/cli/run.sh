@@ -51,12 +51,15 @@ check "explain DRA spread opens the free GPU" 0 '"chosen":"dra-a100-1".*"device"
 check "explain DRA fgd" 0 'dra-a100-1 +yes \(chosen\)' -- explain --dra-policy fgd --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
 check "explain DRA: a node the pod's node selector leaves out" 0 'dra-a100-1 +no +node selector kubernetes.io/hostname=dra-t4-1 does not match' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(sed '/^kind: Pod$/,$ s/^spec:$/spec:\n  nodeSelector: {kubernetes.io\/hostname: dra-t4-1}/' "$here/examples/dra/claims.yaml")
 check "explain DRA bad policy" 1 'unknown DRA policy best' -- explain --dra-policy best --cluster "$here/examples/dra/cluster.yaml" --pod "$here/examples/dra/claims.yaml"
-check "explain DRA unknown kind" 1 'kind Service is not Node, Pod, ResourceQuota, ResourceSlice' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(printf 'kind: Service\n')
+check "explain DRA unknown kind" 1 'kind Service is not Node, Pod, ResourceQuota, PodDisruptionBudget, ResourceSlice' -- explain --cluster "$here/examples/dra/cluster.yaml" --pod <(printf 'kind: Service\n')
 quota_cluster() { cat "$here/examples/cluster/cluster.yaml"; echo ---; cat "$here/tests/cli/quotas.yaml"; }
 check "explain names the quota a pod is over" 0 'Quota in research: nvidia.com/gpumem 20000 of 20000 in use' -- explain --cluster <(quota_cluster) --pod "$here/examples/cluster/pod.yaml"
 check "explain refuses on the quota" 0 'gpu-a100-1 +no +2/2 ResourceQuotaNotFit' -- explain --cluster <(quota_cluster) --pod "$here/examples/cluster/pod.yaml"
 check "explain warns of a quota limit that is not a whole number" 0 'research/typo: spec.hard: limits.nvidia.com/gpumem is "1.5", not a whole number' -- explain --cluster <(quota_cluster) --pod "$here/examples/cluster/pod.yaml"
 check "top lists the quotas" 0 'research +nvidia.com/gpumem +20000 +20000' -- top --cluster <(quota_cluster)
+check "explain names the pods a preemption would evict, a budget respected" 0 'Preempting would place it on gpu-b, evicting ml/batch-1 \(priority 10\)' -- explain --cluster "$here/tests/cli/preemption.yaml" --pod "$here/tests/cli/preemptor.yaml"
+check "explain ranks a node against a disruption budget last" 0 'else gpu-a, evicting ml/train-1 \(priority 0, against its disruption budget\)' -- explain --cluster "$here/tests/cli/preemption.yaml" --pod "$here/tests/cli/preemptor.yaml"
+check "explain --json carries the preemption plan" 0 '"preemption":\{"refused":"","candidates":\[\{"node":"gpu-b","victims":\[\{"pod":"ml/batch-1"' -- explain --json --cluster "$here/tests/cli/preemption.yaml" --pod "$here/tests/cli/preemptor.yaml"
 check "explain pod file with a node" 1 'must hold exactly one Pod' -- explain --cluster "$here/examples/cluster/cluster.yaml" --pod "$here/examples/cluster/cluster.yaml"
 
 check "simulate runs a scenario file" 0 'binpack +[0-9]+ +[0-9]+ +[0-9.]+ %' -- simulate "$here/examples/scenarios/small.yaml"

@@ -57,6 +57,9 @@ from ._devshare import (
     PatchNode,
     PatchPod,
     PostBinding,
+    PreemptionCandidate,
+    PreemptionPlan,
+    PreemptionVictim,
     QuotaReport,
     QuotaUse,
     RegistrationStep,
@@ -99,6 +102,9 @@ __all__ = [
     "PatchNode",
     "PatchPod",
     "PostBinding",
+    "PreemptionCandidate",
+    "PreemptionPlan",
+    "PreemptionVictim",
     "QuotaReport",
     "QuotaUse",
     "RegistrationStep",
@@ -306,6 +312,22 @@ class Cluster:
         written to hami.io/vgpu-time (default: the current time)."""
         return self._impl.filter(_json(pod), list(nodes or []),
                                  int(time.time()) if now is None else int(now))
+
+    def plan_preemption(self, pod: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
+                        budgets: Sequence[Mapping[str, Any]] = (),
+                        nodes: Optional[Sequence[str]] = None,
+                        now: Optional[int] = None) -> PreemptionPlan:
+        """For a ``pod`` that fits on no node: on each node, the fewest pods of
+        lower priority among ``pods`` (those bound, as added to this cluster)
+        whose eviction lets it fit, the devices it would take there, and the
+        nodes ranked as kube-scheduler ranks them (PodDisruptionBudgets among
+        ``budgets`` counted as it counts them); ``chosen`` is the best. Nodes
+        no eviction helps are in ``unresolvable`` with why; ``refused`` says
+        why the pod may not preempt at all (preemptionPolicy Never, or it
+        fits already). ``nodes`` and ``now`` as for ``filter``."""
+        return self._impl.plan_preemption(
+            _json(pod), [_json(p) for p in pods], [_json(b) for b in budgets],
+            list(nodes or []), int(time.time()) if now is None else int(now))
 
     def fragmentation(self) -> ClusterFragmentation:
         """The fragmentation of the cluster as the fgd policy measures it, for

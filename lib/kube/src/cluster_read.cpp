@@ -65,6 +65,12 @@ void Add(std::string_view kind, const bj::object& item, ClusterObjects& out) {
     return out.undecodable.push_back(
         fmt::format("{} {}: {}", kind.substr(0, kind.size() - 1), NameOf(item), failed.message()));
   }
+  if (kind == "poddisruptionbudgets") {
+    Result<PodDisruptionBudget> budget = DecodePodDisruptionBudget(item);
+    if (budget.ok()) return out.budgets.push_back(std::move(*budget));
+    return out.undecodable.push_back(
+        fmt::format("pod disruption budget {}: {}", NameOf(item), budget.status().message()));
+  }
   Result<ResourceQuota> quota = DecodeResourceQuota(item);
   if (quota.ok()) return out.quotas.push_back(std::move(*quota));
   out.undecodable.push_back(
@@ -86,12 +92,17 @@ struct Lister {
       {"nodes", "/api/v1/nodes", ""},
       {"pods", "/api/v1/pods", kUnfinishedPods},
       {"resourcequotas", "/api/v1/resourcequotas", ""},
+      {"poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets", ""},
       {"resourceslices", "/apis/resource.k8s.io/v1/resourceslices", ""},
       {"deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses", ""},
       {"resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims", ""}};
-  // The DRA lists: a cluster that does not serve resource.k8s.io/v1 has none.
-  static bool Optional(std::string_view what) {
-    return what == "resourceslices" || what == "deviceclasses" || what == "resourceclaims";
+  // Lists a read goes on without: the DRA lists (a cluster that does not
+  // serve resource.k8s.io/v1 has none) and the budgets (read for
+  // preemption only; a reader without the right to list them gets a 403).
+  static bool Optional(std::string_view what, int status) {
+    if (what == "poddisruptionbudgets") return status == 404 || status == 403;
+    return status == 404 &&
+           (what == "resourceslices" || what == "deviceclasses" || what == "resourceclaims");
   }
 
   void List(std::size_t kind, const std::string& continue_token, std::size_t so_far) {
@@ -103,7 +114,7 @@ struct Lister {
         ListTarget(kKinds[kind].path, kKinds[kind].field_selector, continue_token);
     client.Call("list", "GET", target, "", "", [this, kind, so_far](const ApiResponse& r) {
       const std::string_view what = kKinds[kind].name;
-      if (r.status == 404 && Optional(what)) return List(kind + 1, "", 0);
+      if (Optional(what, r.status)) return List(kind + 1, "", 0);
       if (r.status != 200) {
         failure = Unavailable(fmt::format("listing {} at {}", what, server), r);
         done = true;

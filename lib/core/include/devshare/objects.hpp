@@ -163,6 +163,18 @@ struct ResourceQuota {
   friend bool operator==(const ResourceQuota&, const ResourceQuota&) = default;
 };
 
+// A PodDisruptionBudget (policy/v1), as preemption reads it.
+struct PodDisruptionBudget {
+  std::string budget_namespace;  // metadata.namespace
+  std::string name;              // metadata.name
+  // spec.selector. kube-scheduler's preemption counts no pod against a
+  // budget whose selector is empty (or absent).
+  LabelSelector selector;
+  std::int64_t disruptions_allowed = 0;     // status.disruptionsAllowed
+  std::vector<std::string> disrupted_pods;  // status.disruptedPods' names: evictions under way
+  friend bool operator==(const PodDisruptionBudget&, const PodDisruptionBudget&) = default;
+};
+
 // Whether `node` is selected, as core/v1's NodeSelector semantics define
 // it. A requirement with an unknown operator, or Gt/Lt with a value that is
 // not an integer, selects nothing (the API server refuses both).
@@ -192,6 +204,9 @@ DEVSHARE_EXPORT Result<Node> DecodeNode(std::string_view json);
 // snapshot's to judge. Errors: kMalformed naming the JSON path; a quota
 // without metadata.namespace or metadata.name.
 DEVSHARE_EXPORT Result<ResourceQuota> DecodeResourceQuota(std::string_view json);
+// Decodes a PodDisruptionBudget object (JSON). Errors: kMalformed naming
+// the JSON path; a budget without metadata.namespace or metadata.name.
+DEVSHARE_EXPORT Result<PodDisruptionBudget> DecodePodDisruptionBudget(std::string_view json);
 
 // A Kubernetes resource quantity ("2", "16Gi", "1500m", "1e3") as an exact
 // int64 when it is a whole number that fits (Quantity.AsInt64 in Go);

@@ -1,5 +1,5 @@
-// devshare/objects_json.hpp — the Pod, Node and ResourceQuota decoders of objects.hpp and
-// the Lease decoder of lease_object.hpp on a JSON object already parsed with
+// devshare/objects_json.hpp — the Pod, Node, ResourceQuota and PodDisruptionBudget decoders of
+// objects.hpp and the Lease decoder of lease_object.hpp on a JSON object already parsed with
 // Boost.JSON (a watch event's object, an AdmissionReview's request.object, an
 // ExtenderArgs' Pod), so that the caller does not serialise it to text only
 // for it to be parsed again.
@@ -24,6 +24,8 @@ namespace devshare {
 DEVSHARE_EXPORT Result<Pod> DecodePod(const boost::json::object& root);
 DEVSHARE_EXPORT Result<Node> DecodeNode(const boost::json::object& root);
 DEVSHARE_EXPORT Result<ResourceQuota> DecodeResourceQuota(const boost::json::object& root);
+DEVSHARE_EXPORT Result<PodDisruptionBudget> DecodePodDisruptionBudget(
+    const boost::json::object& root);
 DEVSHARE_EXPORT Result<LeaseRecord> DecodeLease(const boost::json::object& root);
 
 }  // namespace devshare

@@ -33,16 +33,6 @@
 
 namespace devshare {
 
-// A PodDisruptionBudget as preemption reads it.
-struct PodDisruptionBudget {
-  std::string budget_namespace;
-  std::string name;
-  LabelSelector selector;                   // spec.selector; empty: selects no pod
-  std::int32_t disruptions_allowed = 0;     // status.disruptionsAllowed
-  std::vector<std::string> disrupted_pods;  // status.disruptedPods' names: not counted again
-  friend bool operator==(const PodDisruptionBudget&, const PodDisruptionBudget&) = default;
-};
-
 struct PreemptionVictim {
   std::string pod_namespace;
   std::string name;

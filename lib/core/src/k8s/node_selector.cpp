@@ -31,4 +31,15 @@ void ReadNodeSelector(JsonReader& r, const bj::object& selector, const std::stri
                });
 }
 
+void ReadLabelSelector(JsonReader& r, const bj::object& selector, const std::string& path,
+                       LabelSelector& out) {
+  r.Members(selector, "matchLabels", path + ".matchLabels",
+            [&](const std::string& name, const bj::value& v, const std::string& at) {
+              if (!v.is_string()) return r.Expect(at, "a string", v);
+              out.match_labels.Set(name, v.get_string());
+            });
+  ReadRequirements(r, selector, "matchExpressions", path + ".matchExpressions",
+                   out.match_expressions);
+}
+
 }  // namespace devshare::internal

@@ -1,5 +1,6 @@
 // Private: decoding a core/v1 NodeSelector (a pod's required node affinity,
-// a ResourceSlice's or device's node selection, an allocation's result).
+// a ResourceSlice's or device's node selection, an allocation's result) and
+// a metav1 LabelSelector (a PodDisruptionBudget's).
 #ifndef DEVSHARE_SRC_K8S_NODE_SELECTOR_HPP_
 #define DEVSHARE_SRC_K8S_NODE_SELECTOR_HPP_
 
@@ -19,6 +20,11 @@ namespace devshare::internal {
 // (NodeSelectorMatches matches none it does not know).
 void ReadNodeSelector(JsonReader& r, const boost::json::object& selector, const std::string& path,
                       NodeSelector& out);
+
+// Reads `selector`'s matchLabels (strings) and matchExpressions (key,
+// operator, values) into `out`; errors as ReadNodeSelector's.
+void ReadLabelSelector(JsonReader& r, const boost::json::object& selector, const std::string& path,
+                       LabelSelector& out);
 
 }  // namespace devshare::internal
 

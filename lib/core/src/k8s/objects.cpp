@@ -94,6 +94,7 @@ namespace {
 constexpr std::string_view kPodWhat = "pod";
 constexpr std::string_view kNodeWhat = "node";
 constexpr std::string_view kQuotaWhat = "resource quota";
+constexpr std::string_view kBudgetWhat = "pod disruption budget";
 namespace bj = boost::json;
 
 using internal::JsonReader;
@@ -359,6 +360,41 @@ Result<ResourceQuota> DecodeResourceQuota(const bj::object& root) {
       return Status::Malformed(fmt::format("{}: {} is missing", kQuotaWhat, path), path);
   }
   return quota;
+}
+
+Result<PodDisruptionBudget> DecodePodDisruptionBudget(std::string_view json) {
+  bj::monotonic_resource arena;
+  Result<bj::value> doc = ParseObject(json, kBudgetWhat, arena);
+  if (!doc.ok()) return doc.status();
+  return DecodePodDisruptionBudget(doc->get_object());
+}
+
+Result<PodDisruptionBudget> DecodePodDisruptionBudget(const bj::object& root) {
+  JsonReader r(kBudgetWhat);
+  PodDisruptionBudget budget;
+  if (const bj::object* metadata = r.Object(root, "metadata", "metadata")) {
+    ReadStrings(r, *metadata, "metadata",
+                {{"namespace", &budget.budget_namespace}, {"name", &budget.name}});
+  }
+  if (const bj::object* spec = r.Object(root, "spec", "spec")) {
+    if (const bj::object* selector = r.Object(*spec, "selector", "spec.selector"))
+      internal::ReadLabelSelector(r, *selector, "spec.selector", budget.selector);
+  }
+  if (const bj::object* status = r.Object(root, "status", "status")) {
+    r.Int(*status, "disruptionsAllowed", "status.disruptionsAllowed", budget.disruptions_allowed, 0,
+          std::numeric_limits<std::int32_t>::max());
+    r.Members(*status, "disruptedPods", "status.disruptedPods",
+              [&](const std::string& name, const bj::value&, const std::string&) {
+                budget.disrupted_pods.push_back(name);
+              });
+  }
+  if (!r.ok()) return r.status();
+  for (auto [value, path] : {std::pair{&budget.budget_namespace, "metadata.namespace"},
+                             std::pair{&budget.name, "metadata.name"}}) {
+    if (value->empty())
+      return Status::Malformed(fmt::format("{}: {} is missing", kBudgetWhat, path), path);
+  }
+  return budget;
 }
 
 namespace {

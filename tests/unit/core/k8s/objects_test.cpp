@@ -251,3 +251,45 @@ TEST_CASE("objects: a ResourceQuota as the API server serves it, and malformed o
   CHECK(DecodeResourceQuota("[]").status().code() == StatusCode::kMalformed);
   CHECK(DecodeResourceQuota("{").status().code() == StatusCode::kMalformed);
 }
+
+TEST_CASE("objects: a PodDisruptionBudget, its label selector, and malformed ones") {
+  Result<PodDisruptionBudget> budget = DecodePodDisruptionBudget(R"({
+    "metadata": {"namespace": "db", "name": "pg"},
+    "spec": {"selector": {"matchLabels": {"app": "pg"},
+                          "matchExpressions": [{"key": "tier", "operator": "In",
+                                                "values": ["primary", "replica"]}]}},
+    "status": {"disruptionsAllowed": 1, "disruptedPods": {"pg-0": "2026-11-28T10:00:00Z"}}})");
+  REQUIRE(budget.ok());
+  CHECK(budget->budget_namespace == "db");
+  CHECK(budget->disruptions_allowed == 1);
+  CHECK(budget->disrupted_pods == std::vector<std::string>{"pg-0"});
+  const StringMap primary{{"app", "pg"}, {"tier", "primary"}};
+  const StringMap other_tier{{"app", "pg"}, {"tier", "cache"}};
+  const StringMap other_app{{"app", "web"}, {"tier", "primary"}};
+  CHECK(LabelSelectorMatches(budget->selector, primary));
+  CHECK_FALSE(LabelSelectorMatches(budget->selector, other_tier));
+  CHECK_FALSE(LabelSelectorMatches(budget->selector, other_app));
+  CHECK(LabelSelectorMatches(LabelSelector{}, other_app));  // empty: everything
+  // Gt and Lt are node selector operators only: a label selector with them selects nothing.
+  CHECK_FALSE(LabelSelectorMatches(LabelSelector{{}, {{"tier", "Gt", {"1"}}}}, primary));
+  CHECK(DecodePodDisruptionBudget(R"({"metadata": {"name": "x"}})").status().field() ==
+        "metadata.namespace");
+  CHECK(DecodePodDisruptionBudget(R"({"metadata": {"namespace": "a", "name": "x"},
+                                      "status": {"disruptionsAllowed": -1}})")
+            .status()
+            .field() == "status.disruptionsAllowed");
+  CHECK(DecodePodDisruptionBudget(R"({"metadata": {"namespace": "a", "name": "x"},
+                                      "spec": {"selector": {"matchLabels": {"app": 1}}}})")
+            .status()
+            .field() == "spec.selector.matchLabels[\"app\"]");
+}
+
+TEST_CASE("objects: a Pod's preemption policy and start time") {
+  Result<Pod> pod = DecodePod(R"({"metadata": {"name": "p"},
+    "spec": {"priority": 1000, "preemptionPolicy": "Never"},
+    "status": {"startTime": "2026-11-28T10:00:00Z"}})");
+  REQUIRE(pod.ok());
+  CHECK(pod->priority == 1000);
+  CHECK(pod->preemption_policy == "Never");
+  CHECK(pod->start_time == "2026-11-28T10:00:00Z");
+}

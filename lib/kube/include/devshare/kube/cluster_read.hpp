@@ -29,6 +29,9 @@ struct ClusterObjects {
   std::vector<Node> nodes;
   std::vector<Pod> pods;  // every pod not Succeeded or Failed
   std::vector<ResourceQuota> quotas;
+  // policy/v1; empty where the reader may not list them (403) or the API
+  // server does not serve them.
+  std::vector<PodDisruptionBudget> budgets;
   // DRA (resource.k8s.io/v1); empty where the API server does not serve it.
   std::vector<dra::ResourceSlice> slices;
   std::vector<dra::DeviceClass> device_classes;
@@ -39,7 +42,8 @@ struct ClusterObjects {
 };
 
 // Called after each page of a list: what is being listed ("nodes", "pods",
-// "resourcequotas", "resourceslices", "deviceclasses", "resourceclaims") and
+// "resourcequotas", "poddisruptionbudgets", "resourceslices", "deviceclasses",
+// "resourceclaims") and
 // how many of them so far.
 using ReadProgress = std::function<void(std::string_view what, std::size_t so_far)>;
 
@@ -54,8 +58,8 @@ class ClusterReader {
 
   // Errors: ApiClient::Start's.
   Status Start();
-  // Lists the nodes, the pods that are not finished, the resource quotas and
-  // the DRA objects (500 a page). Errors: kUnavailable naming the list, the server and its
+  // Lists the nodes, the pods that are not finished, the resource quotas, the
+  // PodDisruptionBudgets and the DRA objects (500 a page). Errors: kUnavailable naming the list, the server and its
   // status or the transport error.
   Result<ClusterObjects> ReadCluster(const ReadProgress& progress);
   // One pod by namespace and name. Errors: kNotFound when the API server has
