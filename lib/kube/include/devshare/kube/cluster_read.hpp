@@ -59,8 +59,8 @@ class ClusterReader {
   // Errors: ApiClient::Start's.
   Status Start();
   // Lists the nodes, the pods that are not finished, the resource quotas, the
-  // PodDisruptionBudgets and the DRA objects (500 a page). Errors: kUnavailable naming the list, the server and its
-  // status or the transport error.
+  // PodDisruptionBudgets and the DRA objects (500 a page). Errors: kUnavailable naming the list,
+  // the server and its status or the transport error.
   Result<ClusterObjects> ReadCluster(const ReadProgress& progress);
   // One pod by namespace and name. Errors: kNotFound when the API server has
   // none; kUnavailable as ReadCluster; kInvalidArgument when it does not decode.
