@@ -74,6 +74,7 @@ void Warn(const SnapshotErrors& errors) {
 
 std::string VictimList(const PreemptionCandidate& c) {
   std::vector<std::string> names;
+  names.reserve(c.victims.size());
   for (const PreemptionVictim& v : c.victims) {
     names.push_back(fmt::format("{}/{} (priority {}{})", v.pod_namespace, v.name, v.priority,
                                 v.violates_budget ? ", against its disruption budget" : ""));

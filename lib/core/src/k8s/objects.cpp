@@ -441,10 +441,9 @@ bool LabelSelectorMatches(const LabelSelector& selector, const StringMap& labels
     const std::string* have = labels.Find(key);
     if (have == nullptr || *have != value) return false;
   }
-  for (const NodeSelectorRequirement& r : selector.match_expressions) {
-    if (r.op == "Gt" || r.op == "Lt" || !RequirementMatches(r, labels.Find(r.key))) return false;
-  }
-  return true;
+  return std::ranges::all_of(selector.match_expressions, [&](const NodeSelectorRequirement& r) {
+    return r.op != "Gt" && r.op != "Lt" && RequirementMatches(r, labels.Find(r.key));
+  });
 }
 
 bool Tolerates(const Toleration& toleration, const Taint& taint) {
