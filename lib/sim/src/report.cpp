@@ -58,8 +58,8 @@ void ReportBuilder::Hold(double delta) {
   held_ += delta;
 }
 
-void ReportBuilder::QuotasUsed(const ClusterSnapshot& truth) {
-  for (const QuotaUse& q : truth.Quotas()) {
+void ReportBuilder::QuotasUsed(std::span<const QuotaUse> in_force) {
+  for (const QuotaUse& q : in_force) {
     std::int64_t& peak = quota_peaks_[{q.pod_namespace, q.resource}];
     peak = std::max(peak, q.used);
   }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -72,9 +73,9 @@ class ReportBuilder {
 
   // A quota's device limit is ignored (ApiServer::AddQuota's error).
   void QuotaWarning(std::string_view warning) { report_.quota_warnings.emplace_back(warning); }
-  // The namespaces' quota usage on `truth` now (after a Binding): the peaks
-  // move up.
-  void QuotasUsed(const ClusterSnapshot& truth);
+  // The namespaces' quota usage now (the API objects' Quotas(), after a
+  // Binding): the peaks move up.
+  void QuotasUsed(std::span<const QuotaUse> in_force);
 
   // At the end, each arrived pod in the scenario's order.
   void CountPod(const PodSpec& spec, const PodOutcome& pod);

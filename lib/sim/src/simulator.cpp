@@ -374,8 +374,9 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     Status placement = CheckPlacement(api_.truth(), node, uid);
     if (!placement.ok()) return Violation(index, placement.message());
     if (!scenario_.quotas.empty()) {
-      report_.QuotasUsed(api_.truth());
-      for (const QuotaUse& q : api_.truth().Quotas()) {
+      const std::vector<QuotaUse> in_force = api_.truth().Quotas();
+      report_.QuotasUsed(in_force);
+      for (const QuotaUse& q : in_force) {
         if (q.used > q.limit) {
           return Violation(index, fmt::format("namespace {} uses {} {}, over its quota's {}",
                                               q.pod_namespace, q.used, q.resource, q.limit));

@@ -63,7 +63,7 @@ TEST_CASE("sim units: the report — a row per namespace and quota resource, and
   const Status set = truth.SetQuota("team-a", "gpu", hard);
   REQUIRE_FALSE(set.ok());
   report.QuotaWarning(set.message());
-  report.QuotasUsed(truth);
+  report.QuotasUsed(truth.Quotas());
   PodSpec a = PodOf("a", 1, 500), b = PodOf("b", 1, 500), c = PodOf("c", 1, 1000);
   a.pod_namespace = b.pod_namespace = "team-a";
   c.pod_namespace = "team-b";

@@ -154,37 +154,42 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
     }
     std::vector<const Pod*> violating, others;
     SplitByBudget(all, budgets, violating, others);
-    PreemptionCandidate candidate{node, {}, 0, {}};
-    std::vector<const Pod*> victims;
+    // Each pod given back in turn stays when the pod still fits; the devices
+    // are those of the last placement found (a victim's removal restores it).
+    PreemptionCandidate candidate{node, {}, 0, std::move(**fits)};
+    std::vector<std::pair<const Pod*, bool>> victims;  // and whether it violates a budget
     for (const auto* group : {&violating, &others}) {
       for (const Pod* p : *group) {
         give_back(p);
         Result<std::optional<PodDevices>> still = FitOn(work, pod, node, now, options, nullptr);
         if (!still.ok()) return still.status();
-        if (*still) continue;  // reprieved
+        if (*still) {  // reprieved
+          candidate.devices = std::move(**still);
+          continue;
+        }
         work.RemovePod(p->uid);
-        victims.push_back(p);
+        victims.emplace_back(p, group == &violating);
         if (group == &violating) ++candidate.budget_violations;
       }
     }
-    Result<std::optional<PodDevices>> taken = FitOn(work, pod, node, now, options, nullptr);
-    if (!taken.ok()) return taken.status();
-    if (!*taken)
-      return Status::Internal(fmt::format("{} fits without its victims, then not", node));
-    candidate.devices = std::move(**taken);
-    std::sort(victims.begin(), victims.end(), MoreImportant);
-    for (const Pod* p : victims) {
-      const bool violates = std::find(violating.begin(), violating.end(), p) != violating.end();
+    std::sort(victims.begin(), victims.end(),
+              [](const auto& a, const auto& b) { return MoreImportant(a.first, b.first); });
+    for (const auto& [p, violates] : victims) {
       candidate.victims.push_back(
           PreemptionVictim{p->pod_namespace, p->name, p->uid, p->priority, violates});
       give_back(p);
     }
     plan.candidates.push_back(std::move(candidate));
   }
-  std::sort(plan.candidates.begin(), plan.candidates.end(),
-            [&](const PreemptionCandidate& a, const PreemptionCandidate& b) {
-              return Better(RankOf(a, by_uid), RankOf(b, by_uid));
-            });
+  std::vector<std::pair<Rank, PreemptionCandidate>> ranked;
+  ranked.reserve(plan.candidates.size());
+  for (PreemptionCandidate& c : plan.candidates) {
+    Rank rank = RankOf(c, by_uid);
+    ranked.emplace_back(std::move(rank), std::move(c));
+  }
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return Better(a.first, b.first); });
+  for (std::size_t i = 0; i < ranked.size(); ++i) plan.candidates[i] = std::move(ranked[i].second);
   return plan;
 }
 
