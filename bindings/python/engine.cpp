@@ -87,6 +87,7 @@ py::dict FilterReplyDict(const FilterReply& c) {
   out["nodes"] = py::cast(c.nodes);
   out["failed"] = FailedDict(c.failed);
   out["error"] = c.error;
+  out["unresolvable"] = FailedDict(c.unresolvable);
   return out;
 }
 
@@ -303,13 +304,18 @@ void BindCommands(py::module_& m) {
           "failed", [](const FilterReply& c) { return FailedDict(c.failed); },
           "node -> reason, for every rejected node")
       .def_readonly("error", &FilterReply::error, "non-empty: the extender's Error field")
+      .def_property_readonly(
+          "unresolvable", [](const FilterReply& c) { return FailedDict(c.unresolvable); },
+          "node -> reason, for the nodes where no eviction of a lower-priority pod would help "
+          "(under preemption; `failed` then holds the others)")
       .def("__repr__", [](const FilterReply& c) {
         return Repr("FilterReply", {{"request", py::cast(c.request)},
                                     {"nodes", py::cast(c.nodes)},
                                     {"failed", FailedDict(c.failed)},
-                                    {"error", py::cast(c.error)}});
+                                    {"error", py::cast(c.error)},
+                                    {"unresolvable", FailedDict(c.unresolvable)}});
       });
-  ValueType(filter_reply, FilterReplyDict, "{request, nodes, failed, error}.");
+  ValueType(filter_reply, FilterReplyDict, "{request, nodes, failed, error, unresolvable}.");
 
   py::class_<BindReply> bind_reply(m, "BindReply", "Command: answer the bind request `request`.");
   bind_reply.def_readonly("request", &BindReply::request)

@@ -63,6 +63,7 @@ void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
     if (Leading() && lock != nullptr && *lock == r.release.lock)
       ReleaseLock(r.release.node, r.release.lock, r.release.attempt, out);
   }
+  PreemptionTick(now_ms);
   // Lock retries whose wait is over, in the order they were parked.
   auto due = [&](const Impl::LockWait& wait) { return wait.at_ms <= now_ms; };
   for (Impl::LockWait& w : impl_->Unpark(due)) TryLock(std::move(w.flow), now_ms, out);
@@ -75,7 +76,8 @@ void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
         {},
         fmt::format("busy: {} binds in flight need {} ms of the API client's writes at {} "
                     "requests/s; try again",
-                    impl_->binds_in_flight, options_.bind_budget_ms, options_.api_qps)});
+                    impl_->binds_in_flight, options_.bind_budget_ms, options_.api_qps),
+        {}});
     impl_->held.pop_front();
   }
   PlaceHeldFilters(now_ms, out);
@@ -103,6 +105,7 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
   if (DraPassDue(std::numeric_limits<std::int64_t>::max())) {
     earliest(impl_->dra.dirty ? 0 : *impl_->dra.retry_at_ms);
   }
+  if (std::optional<std::int64_t> preemption = PreemptionWakeMs()) earliest(*preemption);
   return wake;
 }
 
@@ -110,6 +113,8 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
 // Pods
 
 void Engine::PodObserved(const Pod& pod) {
+  // Bound by another hand while preempting: what was kept is released.
+  if (!pod.node_name.empty()) EndPreemption(pod.uid, false);
   impl_->pods[pod.uid] = pod;
   impl_->uid_of[Impl::NameKey(pod.pod_namespace, pod.name)] = pod.uid;
   if (!pod.node_name.empty()) impl_->Unreserve(pod.uid);  // bound: no longer about to lock
@@ -126,6 +131,8 @@ void Engine::PodObserved(const Pod& pod) {
 const std::map<std::string, std::string>& Engine::pod_errors() const { return impl_->pod_errors; }
 
 void Engine::PodDeleted(const std::string& uid) {
+  VictimGone(uid);
+  EndPreemption(uid, false);
   impl_->pod_errors.erase(uid);
   if (auto pod = impl_->pods.find(uid); pod != impl_->pods.end()) {
     auto name = impl_->uid_of.find(Impl::NameKey(pod->second.pod_namespace, pod->second.name));
@@ -169,6 +176,7 @@ std::size_t Engine::quota_count() const { return impl_->quota_versions.size(); }
 void Engine::ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
                        std::vector<Command>& out) {
   if (DraResult(id, succeeded, now_ms, out)) return;
+  if (EvictionResult(id, succeeded, now_ms)) return;
   auto it = impl_->pending.find(id);
   if (it == impl_->pending.end()) return;  // unknown, or reported already
   std::variant<FilterFlow, BindFlow, Release> flow = std::move(it->second);

@@ -153,6 +153,14 @@ struct Engine::Impl {
   std::optional<std::int64_t> last_pass_ms;
   std::mt19937_64 rng;
   Dra dra;
+  // Preemption (engine_preempt.cpp).
+  std::map<std::string, PodDisruptionBudget, std::less<>> budgets;  // "namespace/name"
+  std::map<std::string, Preemption> preemptions;                    // Engine::preemptions
+  std::unordered_map<std::string, std::string> victim_of;           // victim UID -> preemptor UID
+  std::unordered_map<std::uint64_t, std::string> eviction_of;       // EvictPod id -> victim UID
+  // Preemptors whose preemption was given up, until when they may not
+  // preempt again.
+  std::unordered_map<std::string, std::int64_t> preempt_backoff;
 
   void Reserve(const std::string& uid, StringMap annotations, const std::string& node) {
     Unreserve(uid);

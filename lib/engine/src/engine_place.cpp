@@ -17,7 +17,7 @@ void Engine::Filter(std::uint64_t request, const Pod& pod, const std::vector<std
   if (!Ready(now_ms)) {
     ++counters_.filters_refused;
     out.push_back(
-        FilterReply{request, {}, {}, "not ready: not the leader, or no registration pass yet"});
+        FilterReply{request, {}, {}, "not ready: not the leader, or no registration pass yet", {}});
     return;
   }
   if (!impl_->held.empty() || BindsBacklogged()) {
@@ -43,11 +43,11 @@ void Engine::PlaceHeldFilters(std::int64_t now_ms, std::vector<Command>& out) {
     Impl::HeldFilter held = std::move(impl_->held.front());
     impl_->held.pop_front();
     if (!Ready(now_ms)) {
-      out.push_back(FilterReply{held.request, {}, {}, "not ready: leadership lost while held"});
+      out.push_back(FilterReply{held.request, {}, {}, "not ready: leadership lost while held", {}});
       continue;
     }
     if (!impl_->pods.contains(held.pod.uid)) {
-      out.push_back(FilterReply{held.request, {}, {}, "the pod was deleted while held"});
+      out.push_back(FilterReply{held.request, {}, {}, "the pod was deleted while held", {}});
       continue;
     }
     Place(held.request, held.pod, held.nodes, now_ms, out);
@@ -56,26 +56,36 @@ void Engine::PlaceHeldFilters(std::int64_t now_ms, std::vector<Command>& out) {
 
 void Engine::Place(std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes,
                    std::int64_t now_ms, std::vector<Command>& out) {
-  // A node other binds hold or are about to lock is a last resort, the
-  // busier the later: placed there, the pod's bind waits for the lock.
-  std::optional<Result<FilterResult>> around = PlaceAroundBusyNodes(pod, nodes, now_ms);
+  // A pod preempting waits for the devices kept for it. A node other binds
+  // hold or are about to lock is a last resort, the busier the later:
+  // placed there, the pod's bind waits for the lock.
+  std::optional<Result<FilterResult>> nominated = PlaceOnNominatedNode(pod, nodes, now_ms);
+  std::optional<Result<FilterResult>> around =
+      nominated ? std::nullopt : PlaceAroundBusyNodes(pod, nodes, now_ms);
   if (around) ++counters_.filters_around_locks;
   Result<FilterResult> result =
-      around ? std::move(*around)
-             : devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
+      nominated ? std::move(*nominated)
+      : around  ? std::move(*around)
+                : devshare::Filter(snapshot_, pod, nodes, Seconds(now_ms), options_.filter);
   if (!result.ok()) {
-    out.push_back(FilterReply{request, {}, {}, std::string(result.status().message())});
+    out.push_back(FilterReply{request, {}, {}, std::string(result.status().message()), {}});
     return;
   }
   if (!result->has_requests) {  // every node passes; fgd still names the one it prefers
     out.push_back(FilterReply{
-        request, result->node ? std::vector<std::string>{*result->node} : nodes, {}, ""});
+        request, result->node ? std::vector<std::string>{*result->node} : nodes, {}, "", {}});
     return;
   }
   if (!result->node) {
     ++counters_.filters_unschedulable;
-    out.push_back(FilterReply{request, {}, std::move(result->failed), ""});
+    if (options_.preemption)
+      return Preempt(request, pod, nodes, std::move(result->failed), now_ms, out);
+    out.push_back(FilterReply{request, {}, std::move(result->failed), "", {}});
     return;
+  }
+  if (impl_->preemptions.contains(pod.uid)) {  // on what its victims freed, or better
+    ++counters_.preemptions_placed;
+    EndPreemption(pod.uid, true);
   }
   // Reserve, then PATCH the pod; the reply waits for the PATCH.
   Pod reserved = pod;
@@ -87,18 +97,19 @@ void Engine::Place(std::uint64_t request, const Pod& pod, const std::vector<std:
         FilterReply{request,
                     {},
                     {},
-                    fmt::format("internal: the placement does not decode: {}", added.message())});
+                    fmt::format("internal: the placement does not decode: {}", added.message()),
+                    {}});
     return;
   }
   impl_->Reserve(pod.uid, result->annotations, *result->node);
   if (options_.pod_writes == PodWrites::kWithBinding) {  // written by the Binding
     ++counters_.filters_placed;
-    out.push_back(FilterReply{request, {*result->node}, {}, ""});
+    out.push_back(FilterReply{request, {*result->node}, {}, "", {}});
     return;
   }
   const std::uint64_t id = NextId();
   impl_->pending.emplace(
-      id, FilterFlow{request, pod.uid, FilterReply{request, {*result->node}, {}, ""}});
+      id, FilterFlow{request, pod.uid, FilterReply{request, {*result->node}, {}, "", {}}});
   ++counters_.pod_patches;
   out.push_back(PatchPod{id, pod.pod_namespace, pod.name, result->annotations});
 }
@@ -178,7 +189,7 @@ void Engine::PlaceResult(FilterFlow flow, bool succeeded, std::vector<Command>& 
   }
   snapshot_.RemovePod(flow.uid);
   impl_->Unreserve(flow.uid);
-  out.push_back(FilterReply{flow.request, {}, {}, "patching the pod failed"});
+  out.push_back(FilterReply{flow.request, {}, {}, "patching the pod failed", {}});
 }
 
 }  // namespace devshare::engine

@@ -104,6 +104,7 @@ class FailedNodes {
       entries_[it->second].reason = reason;
     }
   }
+  bool Contains(std::string_view node) const { return index_.contains(node); }
   // Adds `node` with `reason` unless it is listed already.
   void Add(std::string_view node, std::string_view reason) {
     if (index_.try_emplace(node, entries_.size()).second) entries_.push_back({node, reason});
@@ -142,24 +143,32 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
   // Reasons escaped once: the shared one, then each failure's own.
   std::string does_not_fit;
   AppendJsonString(does_not_fit, "does not fit");
-  std::vector<std::string> reasons(reply.failed.size());
-  FailedNodes failed(args.nodes.size() + reply.failed.size());
-  for (std::size_t i = 0; i < reply.failed.size(); ++i) {
-    const NodeFailure& f = reply.failed[i];
-    if (f.reason.empty()) {
-      failed.Set(f.node, does_not_fit);
-      continue;
+  std::vector<std::string> reasons(reply.failed.size() + reply.unresolvable.size());
+  auto fill = [&](FailedNodes& map, const std::vector<NodeFailure>& failures, std::size_t first) {
+    for (std::size_t i = 0; i < failures.size(); ++i) {
+      const NodeFailure& f = failures[i];
+      if (f.reason.empty()) {
+        map.Set(f.node, does_not_fit);
+        continue;
+      }
+      AppendJsonString(reasons[first + i], f.reason);
+      map.Set(f.node, reasons[first + i]);
     }
-    AppendJsonString(reasons[i], f.reason);
-    failed.Set(f.node, reasons[i]);
-  }
-  // An unschedulable pod: every candidate has its reason (a node missing
-  // from both maps would count as UnschedulableAndUnresolvable, out of
-  // preemption's reach). A placed pod: only the failures the reply names;
-  // the candidates not chosen are dropped, which matters to nobody once the
-  // pod has a node, and spares kube-scheduler a status per node per pod.
+  };
+  FailedNodes failed(args.nodes.size() + reply.failed.size());
+  FailedNodes unresolvable(reply.unresolvable.size());
+  fill(failed, reply.failed, 0);
+  fill(unresolvable, reply.unresolvable, reply.failed.size());
+  // An unschedulable pod: every candidate has its reason, in FailedNodes
+  // unless the reply found it unresolvable (a node missing from both maps
+  // would count as UnschedulableAndUnresolvable, out of preemption's
+  // reach). A placed pod: only the failures the reply names; the candidates
+  // not chosen are dropped, which matters to nobody once the pod has a
+  // node, and spares kube-scheduler a status per node per pod.
   if (reply.error.empty() && reply.nodes.empty()) {
-    for (const std::string& node : args.nodes) failed.Add(node, does_not_fit);
+    for (const std::string& node : args.nodes) {
+      if (!unresolvable.Contains(node)) failed.Add(node, does_not_fit);
+    }
   }
 
   std::size_t size = 128 + reply.error.size();
@@ -191,7 +200,9 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
   }
   out += R"("FailedNodes":)";
   failed.AppendTo(out);
-  out += R"(,"FailedAndUnresolvableNodes":{},"Error":)";
+  out += R"(,"FailedAndUnresolvableNodes":)";
+  unresolvable.AppendTo(out);
+  out += R"(,"Error":)";
   AppendJsonString(out, reply.error);
   out += '}';
   return out;

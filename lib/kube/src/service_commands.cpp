@@ -211,6 +211,37 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::RemoveSc
                    kStrategicMergePatch, bj::serialize(patch), Reporting(sink, c.id));
 }
 
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::EvictPod& c) {
+  const bj::object eviction{
+      {"apiVersion", "policy/v1"},
+      {"kind", "Eviction"},
+      {"metadata", bj::object{{"name", c.name}, {"namespace", c.pod_namespace}}},
+      {"deleteOptions", bj::object{{"preconditions", bj::object{{"uid", c.uid}}}}}};
+  sink->api().Call("evict", "POST",
+                   fmt::format("/api/v1/namespaces/{}/pods/{}/eviction", c.pod_namespace, c.name),
+                   "application/json", bj::serialize(eviction), [sink, c](const ApiResponse& r) {
+                     const bool ok = r.status / 100 == 2 || r.status == 404;
+                     if (!ok) {
+                       std::cerr << fmt::format(
+                           "devshare serve: evicting pod {}/{} failed: HTTP {}: {}\n",
+                           c.pod_namespace, c.name, r.status, r.body.substr(0, 300));
+                     }
+                     sink->Outcome(c.id, ok);
+                   });
+}
+
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::NominatePod& c) {
+  const bj::object patch{{"status", bj::object{{"nominatedNodeName", c.node}}}};
+  sink->api().Call("nominate", "PATCH",
+                   fmt::format("/api/v1/namespaces/{}/pods/{}/status", c.pod_namespace, c.name),
+                   kMergePatch, bj::serialize(patch), [c](const ApiResponse& r) {
+                     if (r.status / 100 == 2) return;
+                     std::cerr << fmt::format(
+                         "devshare serve: nominating {} for pod {}/{} failed: HTTP {}\n", c.node,
+                         c.pod_namespace, c.name, r.status);
+                   });
+}
+
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PodEvent& c,
                 const std::string& reporting_instance) {
   const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -237,7 +268,7 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PodEvent
       {"reportingInstance", reporting_instance}};
   sink->api().Call("event", "POST", fmt::format("/api/v1/namespaces/{}/events", c.pod_namespace),
                    "application/json", bj::serialize(event), [](const ApiResponse&) {});
-  std::cerr << fmt::format("devshare serve: pod {}/{} stays gated: {}\n", c.pod_namespace, c.name,
+  std::cerr << fmt::format("devshare serve: pod {}/{}: {}: {}\n", c.pod_namespace, c.name, c.reason,
                            c.message);
 }
 

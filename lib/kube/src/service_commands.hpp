@@ -52,6 +52,11 @@ std::string ClaimPath(const std::string& claim_namespace, const std::string& nam
 //     otherwise the command fails, for the engine to judge the claim anew.
 //   RemoveSchedulingGate: a strategic merge PATCH deleting the gate, the
 //     pod's UID as precondition.
+//   EvictPod: a policy/v1 Eviction of the pod, its UID as precondition and
+//     its own grace period; a 404 (gone already) is a success, a 429 (a
+//     PodDisruptionBudget) a failure.
+//   NominatePod: a merge PATCH of the pod's status.nominatedNodeName; it
+//     has no outcome (a failure is logged).
 //   PodEvent: a Warning Event on the pod from `reporting_instance`, and a
 //     line on stderr; it has no outcome.
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchNode& c);
@@ -59,6 +64,8 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchPod
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PostBinding& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::WriteClaimStatus& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::RemoveSchedulingGate& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::EvictPod& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::NominatePod& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PodEvent& c,
                 const std::string& reporting_instance);
 

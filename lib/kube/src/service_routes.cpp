@@ -132,7 +132,7 @@ void Service::Impl::Handle(const HttpRequest& request, Responder respond, bool t
   }
   if (!synced()) {
     metrics.ObserveFilter("refused", 0);
-    engine::FilterReply refused{0, {}, {}, "not ready: the cluster cache is still syncing"};
+    engine::FilterReply refused{0, {}, {}, "not ready: the cluster cache is still syncing", {}};
     HttpResponse response = JsonResponse(200, EncodeFilterResult(*args, refused));
     response.close = true;
     return respond(std::move(response));

@@ -120,10 +120,12 @@ void KubeScheduler::FilterAnswered(int r, const engine::FilterReply& reply) {
   const bool give_up = !scenario_.scheduler.retry_unschedulable;
   if (!reply.error.empty()) return Unschedulable(index, "extender: " + reply.error, give_up);
   if (reply.nodes.empty()) {
+    auto over_quota = [](const NodeFailure& f) {
+      return f.reason.find("ResourceQuotaNotFit") != std::string::npos;
+    };
     const bool quota =
-        std::any_of(reply.failed.begin(), reply.failed.end(), [](const NodeFailure& f) {
-          return f.reason.find("ResourceQuotaNotFit") != std::string::npos;
-        });
+        std::any_of(reply.failed.begin(), reply.failed.end(), over_quota) ||
+        std::any_of(reply.unresolvable.begin(), reply.unresolvable.end(), over_quota);
     return Unschedulable(index, std::string(quota ? kQuotaReason : "no device fits"), give_up);
   }
   if (!cycle_ready_) {

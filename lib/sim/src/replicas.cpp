@@ -214,7 +214,9 @@ void Replicas::Dispatch(int r, std::vector<engine::Command> commands) {
           // with dra::Placer itself), so they issue no DRA command.
           if constexpr (!std::is_same_v<C, engine::WriteClaimStatus> &&
                         !std::is_same_v<C, engine::RemoveSchedulingGate> &&
-                        !std::is_same_v<C, engine::PodEvent>) {
+                        !std::is_same_v<C, engine::PodEvent> &&
+                        !std::is_same_v<C, engine::EvictPod> &&
+                        !std::is_same_v<C, engine::NominatePod>) {
             Handle(r, c);
           }
         },

@@ -681,8 +681,10 @@ TEST_CASE("engine: ResourceQuota events bind Filter; a limit that does not parse
       MakePod("a", "ml").Container(1, 3000).Holding("n1", "n1-gpu0,NVIDIA,3000,0:;"));
   FilterReply over = e.Place(MakePod("b", "ml").Container(1, 2000));  // 3000 + 2000 > 4000
   CHECK(over.nodes.empty());
-  REQUIRE(over.failed.size() == 1);
-  CHECK(over.failed[0].reason.find("ResourceQuotaNotFit") != std::string::npos);
+  // No pod of lower priority: no eviction helps.
+  CHECK(over.failed.empty());
+  REQUIRE(over.unresolvable.size() == 1);
+  CHECK(over.unresolvable[0].reason.find("ResourceQuotaNotFit") != std::string::npos);
   // Another quota that does not parse: recorded, and the first still binds.
   e.engine.ResourceQuotaObserved(quota("typo", "2.5"));
   REQUIRE(e.engine.quota_errors().size() == 1);

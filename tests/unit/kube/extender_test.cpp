@@ -27,16 +27,27 @@ TEST_CASE("kube: ExtenderArgs with NodeNames, and the filter result lists every 
   CHECK(args->pod.uid == "u1");
   CHECK(args->node_names);
   CHECK(args->nodes == std::vector<std::string>{"a", "b", "c", "d"});
-  engine::FilterReply reply{1, {"b"}, {NodeFailure{"a", "1/2 CardInsufficientMemory"}}, ""};
+  engine::FilterReply reply{1, {"b"}, {NodeFailure{"a", "1/2 CardInsufficientMemory"}}, "", {}};
   CHECK(EncodeFilterResult(*args, reply) ==
         R"({"Nodes":null,"NodeNames":["b"],"FailedNodes":{"a":"1/2 CardInsufficientMemory"},)"
         R"("FailedAndUnresolvableNodes":{},"Error":""})");
-  engine::FilterReply unschedulable{3, {}, {NodeFailure{"a", "1/2 CardInsufficientMemory"}}, ""};
+  engine::FilterReply unschedulable{
+      3, {}, {NodeFailure{"a", "1/2 CardInsufficientMemory"}}, "", {}};
   CHECK(EncodeFilterResult(*args, unschedulable) ==
         R"({"Nodes":null,"NodeNames":[],"FailedNodes":{"a":"1/2 CardInsufficientMemory",)"
         R"("b":"does not fit","c":"does not fit","d":"does not fit"},)"
         R"("FailedAndUnresolvableNodes":{},"Error":""})");
-  engine::FilterReply refused{2, {}, {}, "not ready"};
+  // Under preemption, the nodes no eviction helps are unresolvable.
+  engine::FilterReply preempting{4,
+                                 {},
+                                 {NodeFailure{"a", "preempting: evicting ns/x on a"}},
+                                 "",
+                                 {NodeFailure{"b", "1/1 CardInsufficientMemory"}}};
+  CHECK(EncodeFilterResult(*args, preempting) ==
+        R"({"Nodes":null,"NodeNames":[],"FailedNodes":{"a":"preempting: evicting ns/x on a",)"
+        R"("c":"does not fit","d":"does not fit"},)"
+        R"("FailedAndUnresolvableNodes":{"b":"1/1 CardInsufficientMemory"},"Error":""})");
+  engine::FilterReply refused{2, {}, {}, "not ready", {}};
   CHECK(
       EncodeFilterResult(*args, refused) ==
       R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"not ready"})");
@@ -49,7 +60,7 @@ TEST_CASE("kube: ExtenderArgs with full Nodes (nodeCacheCapable false) echo the 
   REQUIRE(args.ok());
   CHECK_FALSE(args->node_names);
   CHECK(args->nodes == std::vector<std::string>{"a", "b"});
-  const std::string out = EncodeFilterResult(*args, engine::FilterReply{1, {"b"}, {}, ""});
+  const std::string out = EncodeFilterResult(*args, engine::FilterReply{1, {"b"}, {}, "", {}});
   CHECK(out.starts_with(
       R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"b"},"spec":{}}]},"NodeNames":null,)"));
 }

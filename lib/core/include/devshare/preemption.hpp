@@ -48,8 +48,10 @@ struct PreemptionCandidate {
   // Most important first (higher priority, then earlier start, then name).
   std::vector<PreemptionVictim> victims;
   std::size_t budget_violations = 0;
-  // What the pod takes there once the victims are gone, as Filter gives it.
+  // What the pod takes there once the victims are gone, as Filter gives it:
+  // its devices and the annotations that record them.
   PodDevices devices;
+  StringMap annotations;
   friend bool operator==(const PreemptionCandidate&, const PreemptionCandidate&) = default;
 };
 

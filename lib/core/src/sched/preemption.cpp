@@ -78,17 +78,17 @@ bool Better(const Rank& a, const Rank& b) {
   return a.node < b.node;
 }
 
-// Where `pod` goes on `node` of `snapshot` alone: its devices, or nullopt
-// with the node's reasons in `reason`.
-Result<std::optional<PodDevices>> FitOn(const ClusterSnapshot& snapshot, const Pod& pod,
-                                        const std::string& node, std::int64_t now,
-                                        const FilterOptions& options, std::string* reason) {
+// Where `pod` goes on `node` of `snapshot` alone: Filter's answer, or
+// nullopt with the node's reasons in `reason`.
+Result<std::optional<FilterResult>> FitOn(const ClusterSnapshot& snapshot, const Pod& pod,
+                                          const std::string& node, std::int64_t now,
+                                          const FilterOptions& options, std::string* reason) {
   const std::string one[] = {node};
   Result<FilterResult> r = Filter(snapshot, pod, one, now, options);
   if (!r.ok()) return r.status();
-  if (r->node) return std::optional<PodDevices>(std::move(r->devices));
+  if (r->node) return std::optional<FilterResult>(std::move(*r));
   if (reason != nullptr && !r->failed.empty()) *reason = r->failed.front().reason;
-  return std::optional<PodDevices>();
+  return std::optional<FilterResult>();
 }
 
 }  // namespace
@@ -127,6 +127,11 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
   }
   for (auto& [node, list] : lower) std::sort(list.begin(), list.end(), MoreImportant);
 
+  if (lower.empty()) {  // no pod to evict anywhere: spare the snapshot's copy
+    for (const auto& [node, reason] : reasons)
+      plan.unresolvable.push_back(NodeFailure{node, reason});
+    return plan;
+  }
   ClusterSnapshot work = snapshot;
   // A pod given back is added as the snapshot was given it (one whose
   // device annotations do not decode holds its CPU and memory only, then
@@ -144,7 +149,7 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
       if (work.RemovePod(p->uid)) all.push_back(p);
     }
     std::string why = reason;
-    Result<std::optional<PodDevices>> fits = FitOn(work, pod, node, now, options, &why);
+    Result<std::optional<FilterResult>> fits = FitOn(work, pod, node, now, options, &why);
     if (!fits.ok()) return fits.status();
     if (!*fits) {
       plan.unresolvable.push_back(
@@ -156,15 +161,17 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
     SplitByBudget(all, budgets, violating, others);
     // Each pod given back in turn stays when the pod still fits; the devices
     // are those of the last placement found (a victim's removal restores it).
-    PreemptionCandidate candidate{node, {}, 0, std::move(**fits)};
+    PreemptionCandidate candidate{
+        node, {}, 0, std::move((*fits)->devices), std::move((*fits)->annotations)};
     std::vector<std::pair<const Pod*, bool>> victims;  // and whether it violates a budget
     for (const auto* group : {&violating, &others}) {
       for (const Pod* p : *group) {
         give_back(p);
-        Result<std::optional<PodDevices>> still = FitOn(work, pod, node, now, options, nullptr);
+        Result<std::optional<FilterResult>> still = FitOn(work, pod, node, now, options, nullptr);
         if (!still.ok()) return still.status();
         if (*still) {  // reprieved
-          candidate.devices = std::move(**still);
+          candidate.devices = std::move((*still)->devices);
+          candidate.annotations = std::move((*still)->annotations);
           continue;
         }
         work.RemovePod(p->uid);

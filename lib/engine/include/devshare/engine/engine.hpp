@@ -28,6 +28,24 @@
 //            first (Ready): a bind of a replica that stopped leading fails
 //            without another write, since the new leader places from a
 //            cache that never saw its reservation.
+//   Preempt  (EngineOptions::preemption) a pod Filter finds no room for
+//            evicts the lower-priority pods PlanPreemption chooses on the
+//            best node whose evictions violate no PodDisruptionBudget
+//            (devshare/preemption.hpp): an EvictPod per victim, the pod
+//            nominated there (NominatePod), and the devices it will take
+//            counted as used at once, so that no pod of lower priority
+//            takes them meanwhile. Its Filters fail, naming the victims,
+//            until they are all gone; the next places it on the devices kept
+//            (or anywhere better). A preemption ends when the pod is placed,
+//            bound, or deleted; it is given up (the devices released) when
+//            an eviction fails, when the victims are not all gone
+//            `preemption_timeout_ms` after the evictions, or when the pod is
+//            not placed `preemption_hold_ms` after they are. A pod preempts
+//            once at a time, and pods being evicted are no victims of
+//            another preemption, so no slice is freed twice.
+//            kube-scheduler v1.37 cannot preempt for a device it does not
+//            see; for the releases that ask an extender about nodes without
+//            victims of their own, ExtenderPreempt answers the preempt verb.
 //
 // Thread-safety: none; one engine is driven by one thread.
 #ifndef DEVSHARE_ENGINE_ENGINE_HPP_
@@ -144,6 +162,11 @@ struct EngineOptions {
   // filter.workload). kUpstream is refused: kube-scheduler chooses that way.
   dra::ServedClasses dra_device_classes;
   dra::Policy dra_policy = dra::Policy::kFgd;  // Default: fgd
+  // Preemption ("Preempt" above). Off: Filter's failures are all
+  // FailedNodes, as before, and nothing is evicted.
+  bool preemption = true;                       // Default: on
+  std::int64_t preemption_hold_ms = 60000;      // Default: 60 s after the victims are gone
+  std::int64_t preemption_timeout_ms = 300000;  // Default: 5 min for the victims to go
 };
 
 // Commands. `id` ties a command to the ApiResult that reports it.
@@ -187,6 +210,10 @@ struct FilterReply {
                                    // the one it prefers)
   std::vector<NodeFailure> failed;
   std::string error;  // non-empty: the extender's Error field
+  // Under preemption, the nodes where no eviction of a lower-priority pod
+  // would let the pod fit (FailedAndUnresolvableNodes: kube-scheduler
+  // leaves them out of its own preemption); `failed` then holds the others.
+  std::vector<NodeFailure> unresolvable;
 };
 struct BindReply {
   std::uint64_t request = 0;
@@ -220,7 +247,26 @@ struct RemoveSchedulingGate {
   std::string name;
   std::string uid;
 };
-// DRA: a Warning Event on the pod saying why it stays gated (no result).
+// Preemption: evict a victim through the Eviction API (policy/v1), which
+// honours its PodDisruptionBudgets and its grace period; the UID as a
+// precondition. A pod already gone (404) is a success; a refusal (429: a
+// budget) or any other failure fails it.
+struct EvictPod {
+  std::uint64_t id = 0;
+  std::string pod_namespace;
+  std::string name;
+  std::string uid;
+};
+// Preemption: set the preemptor's status.nominatedNodeName (no result;
+// the engine keeps the devices whether or not the write lands).
+struct NominatePod {
+  std::string pod_namespace;
+  std::string name;
+  std::string uid;
+  std::string node;
+};
+// A Warning Event on the pod (no result): why a gated pod stays gated (DRA),
+// or what its preemption evicts.
 struct PodEvent {
   std::string pod_namespace;
   std::string name;
@@ -228,8 +274,9 @@ struct PodEvent {
   std::string reason;  // CamelCase, e.g. DevshareNoFit
   std::string message;
 };
-using Command = std::variant<PatchNode, PatchPod, PostBinding, FilterReply, BindReply,
-                             WriteClaimStatus, RemoveSchedulingGate, PodEvent>;
+using Command =
+    std::variant<PatchNode, PatchPod, PostBinding, FilterReply, BindReply, WriteClaimStatus,
+                 RemoveSchedulingGate, PodEvent, EvictPod, NominatePod>;
 
 // Why a gated pod waits (Engine::dra_held).
 enum class DraHoldKind { kWaiting, kNoFit, kRefused };
@@ -257,6 +304,30 @@ struct Counters {
   // gates removed.
   std::uint64_t dra_claims_allocated = 0, dra_claim_writes_failed = 0, dra_claims_released = 0,
                 dra_gates_removed = 0;
+  // Preemption: pods that began one, victims evicted, evictions that
+  // failed, preemptors placed on what was freed, preemptions given up, and
+  // pods that found no room and could not preempt (no node where evictions
+  // help, every such node's victims protected by a budget, or a
+  // preemptionPolicy of Never).
+  std::uint64_t preemptions = 0, preemption_victims = 0, evictions_failed = 0,
+                preemptions_placed = 0, preemptions_abandoned = 0, preemptions_refused = 0;
+};
+
+// A preemption under way (Engine::preemptions).
+struct Preemption {
+  std::string pod_namespace, name;
+  std::string node;
+  std::vector<std::string> victims;  // "namespace/name" of those not yet gone
+  std::int64_t started_ms = 0;
+  std::optional<std::int64_t> victims_gone_ms;  // when the last one went (at the next Tick)
+};
+
+// The extender's preempt verb: per node, the victims (UIDs) and how many of
+// them violate a PodDisruptionBudget.
+struct NodeVictims {
+  std::vector<std::string> uids;
+  std::int64_t budget_violations = 0;
+  friend bool operator==(const NodeVictims&, const NodeVictims&) = default;
 };
 
 // Events and commands: the contract of every method taking `out`.
@@ -306,6 +377,11 @@ class Engine {
   void ResourceQuotaObserved(const ResourceQuota& quota);
   void ResourceQuotaDeleted(const std::string& quota_namespace, const std::string& name);
 
+  // PodDisruptionBudget watch events: preemption avoids the victims they
+  // protect.
+  void PodDisruptionBudgetObserved(const PodDisruptionBudget& budget);
+  void PodDisruptionBudgetDeleted(const std::string& budget_namespace, const std::string& name);
+
   // DRA watch events (EngineOptions::dra_device_classes). The engine
   // allocates nothing until DraSynced: the first listing of every DRA
   // object has been applied.
@@ -344,8 +420,21 @@ class Engine {
   Result<std::vector<NodeScore>> Prioritize(const Pod& pod, const std::vector<std::string>& nodes,
                                             std::int64_t now_ms) const;
 
+  // The extender's preempt verb (ExtenderPreemptionArgs): for each node
+  // kube-scheduler proposes, with the victims it chose there (UIDs; none
+  // for a node it saw no victims on), the victims that make the pod fit by
+  // devshare's Filter too: the proposal as it is when the pod fits once
+  // they are gone, with the lower-priority pods devshare's plan adds when
+  // not; a node where no eviction helps is left out. A pod preempting
+  // already gets its own node and victims alone; one whose preemptionPolicy
+  // is Never, nothing. No side effects. Errors: kUnavailable when not
+  // Ready, and Filter's errors.
+  Result<std::map<std::string, NodeVictims>> ExtenderPreempt(
+      const Pod& pod, const std::map<std::string, NodeVictims>& proposed,
+      std::int64_t now_ms) const;
+
   // The outcome of a PatchNode/PatchPod/PostBinding/WriteClaimStatus/
-  // RemoveSchedulingGate command.
+  // RemoveSchedulingGate/EvictPod command.
   void ApiResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
 
   // The drift auditor (devshare/engine/audit.hpp). Compares the engine's
@@ -393,6 +482,8 @@ class Engine {
   // are not).
   const std::map<std::string, DraHold>& dra_held() const;
   std::size_t dra_gated() const;  // gated pods this engine knows of
+  // The preemptions under way, by the preemptor's UID.
+  const std::map<std::string, Preemption>& preemptions() const;
 
  private:
   struct Impl;
@@ -426,6 +517,30 @@ class Engine {
   std::optional<Result<FilterResult>> PlaceAroundBusyNodes(const Pod& pod,
                                                            const std::vector<std::string>& nodes,
                                                            std::int64_t now_ms) const;
+  // Preemption (engine_preempt.cpp). Preempt: Filter found no room for
+  // `pod` (the nodes' reasons in `failed`); replies, preempting when it
+  // may. PlaceOnNominatedNode: a pod preempting goes to its node alone
+  // while its victims are still there (Filter's answer there; nullopt: no
+  // preemption, or its node is out of `nodes`, or the victims are gone and
+  // it does not fit there). EndPreemption: it ended (placed, bound,
+  // deleted), the devices kept released unless `keep_devices`;
+  // GiveUpPreemption: ended without the pod placed. EvictionResult: an
+  // EvictPod's ApiResult (false: not one).
+  void Preempt(std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes,
+               std::vector<NodeFailure> failed, std::int64_t now_ms, std::vector<Command>& out);
+  std::optional<Result<FilterResult>> PlaceOnNominatedNode(const Pod& pod,
+                                                           const std::vector<std::string>& nodes,
+                                                           std::int64_t now_ms) const;
+  // The pods `pod` may preempt: bound, of lower priority, not terminating
+  // nor another preemption's victim.
+  std::vector<Pod> PossibleVictims(const Pod& pod) const;
+  std::vector<PodDisruptionBudget> Budgets() const;
+  void EndPreemption(const std::string& uid, bool keep_devices);
+  void GiveUpPreemption(const std::string& uid, std::int64_t now_ms);
+  void VictimGone(const std::string& uid);  // a pod was deleted
+  bool EvictionResult(std::uint64_t id, bool succeeded, std::int64_t now_ms);
+  void PreemptionTick(std::int64_t now_ms);
+  std::optional<std::int64_t> PreemptionWakeMs() const;
   void TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,
                    std::vector<Command>& out);
