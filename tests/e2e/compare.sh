@@ -26,7 +26,14 @@
 #               fourth waits). A pod explain places nowhere must stay unbound
 #               with a FailedScheduling event naming ResourceQuotaNotFit. Each
 #               pod's outcome is in agreement.txt, for run-compare.sh to set
-#               the schedulers side by side.
+#               the schedulers side by side. Then, in the same control plane
+#               and with the same extender (COMPARE_PREEMPTION=0: not), what
+#               the scenario preemption does.
+#   preemption  compare-preemption.sh alone (NODES and PODS unused): on a
+#               full cluster of low-priority pods, a pending pod and the
+#               deletion of a bound one (HAMi #1368: seconds to its binding
+#               on the freed GPU), then a high-priority pod (bound in N s and
+#               the victims, or still pending and why).
 # SCHEDULER
 #   devshare, devshare-lock-free (devshare serve --bind lock-free), hami
 #   (HAMi's scheduler with its chart's flags and device config), or
@@ -88,7 +95,8 @@ case $scheduler in
       --leader-elect=false || fail "HAMi's scheduler did not start"
     ;;
   kube-scheduler)
-    [ "$scenario" != agreement ] || fail "agreement needs an extender that places devices"
+    [ "$scenario" != agreement ] && [ "$scenario" != preemption ] ||
+      fail "$scenario needs an extender that places devices"
     user=system:kube-scheduler pod_scheduler=default-scheduler
     ;;
   *) fail "unknown scheduler (want devshare, devshare-lock-free, hami or kube-scheduler)" ;;
@@ -109,10 +117,10 @@ if [ "$scenario" = storm ]; then
   fi
   bulk_nodes 2 "$E2E_DIR/compare-node.json" &&
     bulk_nodes $((nodes - 2)) "$E2E_DIR/compare-small-node.json" 2 || fail "creating the nodes"
-else
+elif [ "$scenario" != preemption ]; then
   bulk_nodes "$nodes" "$E2E_DIR/compare-node.json" || fail "creating the nodes"
 fi
-log "$nodes nodes created in $((SECONDS - t0)) s"
+[ "$scenario" = preemption ] || log "$nodes nodes created in $((SECONDS - t0)) s"
 if [ -n "$extender_pid" ]; then
   wait_until 120 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port/readyz" >/dev/null ||
     fail "the extender never became ready"
@@ -120,6 +128,7 @@ if [ -n "$extender_pid" ]; then
   pids+=($!)
   standin_pid=$!
 fi
+[ "$scenario" = preemption ] && { bash "$here/compare-preemption.sh" "$scheduler" "$pod_scheduler"; exit; }
 # The CPU each process spends while the pods are scheduled: where the time goes.
 cpu_of=(extender "$extender_pid" standin "${standin_pid:-}"
   kube_apiserver "$(cat "$E2E_DIR/run/kube-apiserver.pid")" etcd "$(cat "$E2E_DIR/run/etcd.pid")"
@@ -254,3 +263,6 @@ print(f"compare: result scenario={scenario} scheduler={scheduler} args={extra} n
       f"{cpu} extender_rss_mib={rss} api_requests={sum(verbs.values())}{agree} "
       + " ".join(f"{k}={v}" for k, v in sorted(verbs.items())))
 PY
+if [ "$scenario" = agreement ] && [ "${COMPARE_PREEMPTION:-1}" != 0 ]; then
+  bash "$here/compare-preemption.sh" "$scheduler" "$pod_scheduler"
+fi

@@ -130,7 +130,8 @@ keys = ["nodes", "pods", "qps", "burst", "bound", "pods_per_s", "p50_s", "p99_s"
         "lock_contention", "over_allocated", "extender_cpu_s", "extender_rss_mib", "api_requests",
         "standin_cpu_s", "kube_scheduler_cpu_s", "kube_apiserver_cpu_s", "etcd_cpu_s",
         "agree", "w10_node_tie", "hami_exact_row", "unexplained", "quota_pods", "pending_quota", "quota_mib",
-        "node_writes_per_min_leader",
+        "waiting_rounds", "waiting_s", "waiting_nudged", "waiting_on_freed", "preempt_s", "preempt_pending_s",
+        "preempt_node", "evicted", "gone", "planned", "node_writes_per_min_leader",
         "node_writes_per_min_follower", "follower_filter", "failover_resume_s", "leader_after"]
 order = ["kube-scheduler", "devshare", "devshare-lock-free", "hami"]
 for scenario in dict.fromkeys(r["scenario"] for r in rows):
@@ -179,6 +180,32 @@ if {"agreement/devshare", "agreement/hami"} <= set(runs) and all(
           f"(pending for the quota: {pending(d)} under devshare, {pending(h)} under HAMi)")
     for p in differ:
         print(f"  {p}: devshare {d.get(p, 'not run')}, HAMi {h.get(p, 'not run')}")
+# The waiting pod and the high-priority pod (compare-preemption.sh), scheduler by scheduler.
+preempt = {r["scheduler"]: r for r in rows if r["scenario"] == "preemption"}
+said = {}  # scheduler -> the high-priority pod's last FailedScheduling message
+for line in open(results_file):
+    if line.startswith("compare: preemption/") and ": high: FailedScheduling: " in line:
+        said[line.split("/", 1)[1].split(":", 1)[0]] = line.split(": high: FailedScheduling: ", 1)[1].strip()
+label = {"hami": "HAMi"}
+if preempt:
+    def waited(r):
+        took = [t for t in r["waiting_s"].split(",") if t != "-"]
+        pending = len(r["waiting_s"].split(",")) - len(took)
+        return ((", ".join(f"{float(t):.1f}" for t in took) + " s" if took else "")
+                + (f"{' (' if took else ''}{pending} of {r['waiting_rounds']} still pending after "
+                   f"{r['waiting_limit_s']} s{')' if took else ''}" if pending else ""))
+    print("\ncompare: waiting pod (HAMi #1368), from the deletion of a bound GPU pod to the pending pod "
+          "bound on the GPU it freed: " + ", ".join(f"{label.get(s, s)} {waited(r)}" for s, r in preempt.items()))
+    def outcome(r):
+        if "preempt_s" not in r:
+            return f"still pending after {r['preempt_pending_s']} s, evicted {r['evicted']}"
+        return (f"bound in {float(r['preempt_s']):.1f} s on {r['preempt_node']}, evicted {r['evicted']} "
+                f"(explain: {r['planned']} on {r['planned_node']})")
+    print("compare: preemption, a high-priority pod on the full cluster: "
+          + "; ".join(f"{label.get(s, s)} {outcome(r)}" for s, r in preempt.items()))
+    for s in preempt:
+        if s in said:
+            print(f"  {label.get(s, s)}'s last FailedScheduling: {said[s]}")
 if json_path:
     with open(json_path, "w") as f:
         json.dump({"machine": machine, "results": rows}, f, indent=1)
@@ -194,6 +221,19 @@ if check:
         verdict(run in done, f"{run}: ran to its result (else see build-e2e/compare/<run>.log)")
     for r in rows:
         what = f"{r['scenario']}/{r['scheduler']}"
+        if r["scenario"] == "preemption":
+            verdict(r["over_allocated"] == "0", f"{what}: {r['over_allocated']} devices over their memory or slots")
+            verdict(r["waiting_on_freed"] == r["waiting_rounds"],
+                    f"{what}: {r['waiting_on_freed']} of {r['waiting_rounds']} waiting pods bound on the GPU the deleted pod freed")
+            if r["scheduler"] == "hami":
+                verdict(r["evicted"] == r["gone"] == "none",
+                        f"{what}: the high-priority pod evicts nothing (evicted {r['evicted']}, gone {r['gone']})")
+                continue
+            verdict("preempt_s" in r and r["preempt_node"] == r["planned_node"],
+                    f"{what}: the high-priority pod bound on {r['preempt_node']}, where explain preempts: {r['planned_node']}")
+            verdict(r["evicted"] == r["gone"] == r["planned"] != "-",
+                    f"{what}: only explain's victims evicted and gone: {r['planned']} (evicted {r['evicted']}, gone {r['gone']})")
+            continue
         if "pending_quota" in r:
             verdict(int(r["bound"]) + int(r["pending_quota"]) == int(r["pods"]),
                     f"{what}: {r['bound']} of {r['pods']} pods bound, {r['pending_quota']} pending for the quota as explain says")
