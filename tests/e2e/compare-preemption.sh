@@ -66,6 +66,7 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 pods=/api/v1/namespaces/default/pods
 
 # --- a cluster of its own ----------------------------------------------------------------
+t0=$SECONDS
 kapi DELETE "$pods?gracePeriodSeconds=0" >/dev/null &&
   kapi DELETE /api/v1/nodes >/dev/null &&
   kapi DELETE /api/v1/namespaces/default/resourcequotas >/dev/null || fail "clearing the cluster"
@@ -173,7 +174,6 @@ allocated() {
 devices_of() { kapi GET "$pods/$1" | jfield 'metadata.annotations["hami.io/vgpu-devices-allocated"]'; }
 
 # --- the full cluster ---------------------------------------------------------------------
-t0=$SECONDS
 gpu_node_json NODE-NAME 2 10 40960 >"$E2E_DIR/preemption-node.json"
 bulk_nodes 2 "$E2E_DIR/preemption-node.json" 1000 || fail "creating the nodes"
 sleep 1  # the extender's first look at the new nodes
@@ -181,7 +181,7 @@ fill low-00:24000:GPU-node-01000-0 low-01:16000:GPU-node-01000-0 \
   low-02:24000:GPU-node-01000-1 low-03:16000:GPU-node-01000-1 \
   low-04:16000:GPU-node-01001-0 low-05:12000:GPU-node-01001-0 low-06:12000:GPU-node-01001-0 \
   low-07:24000:GPU-node-01001-1 low-08:16000:GPU-node-01001-1 || fail "filling the cluster"
-log "2 nodes, 4 GPUs full with 9 pods of priority 100 in $((SECONDS - t0)) s"
+log "cluster cleared, 2 nodes and 4 GPUs full with 9 pods of priority 100 in $((SECONDS - t0)) s"
 
 # --- the waiting pod, COMPARE_WAITING_ROUNDS times -------------------------------------------
 failed_scheduling() {  # failed_scheduling POD: its last FailedScheduling message
@@ -200,17 +200,17 @@ for ((round = 1; round <= rounds; round++)); do
   bound "$waiting" && fail "$waiting was bound on a full cluster"
   freed=$(devices_of "$holder" | cut -d, -f1)
   kapi DELETE "$pods/$holder" >/dev/null || fail "deleting $holder"
-  echo "$waiting $holder" >>"$E2E_DIR/waiting-rounds.txt"
-  t=$SECONDS
+  nudge=0
   if ! wait_until "$waiting_limit" bound "$waiting"; then
     log "$waiting still pending ${waiting_limit} s after $holder's deletion; annotating it (a pod update)"
-    nudged=$((nudged + 1))
+    nudged=$((nudged + 1)) nudge=1
     kapi PATCH "$pods/$waiting" '{"metadata":{"annotations":{"compare/nudge":"1"}}}' \
       application/merge-patch+json >/dev/null
     wait_until 30 bound "$waiting" || fail "$waiting not bound 30 s after the annotation"
   fi
   wait_until 30 allocated "$waiting" || fail "$waiting not allocated after 30 s"
   [ "$(devices_of "$waiting" | cut -d, -f1)" = "$freed" ] && on_freed=$((on_freed + 1))
+  echo "$waiting $holder $nudge" >>"$E2E_DIR/waiting-rounds.txt"
   holder=$waiting
 done
 
@@ -233,6 +233,7 @@ sleep 1  # an eviction that would come late
 message=$(failed_scheduling high)
 [ -n "$message" ] && log "high: FailedScheduling: $message"
 over=$(over_allocated)
+log "took $((SECONDS - t0)) s"
 
 sleep 3  # the audit log is written in batches, at least once a second
 python3 - "$here" "$AUDIT_LOG" "$scheduler" "$waiting_limit" "$preempt_wait" "$on_freed" "$planned" \
@@ -242,8 +243,8 @@ sys.path.insert(0, sys.argv[1])
 from audit_count import completed, resource_of, seconds, succeeded
 (log, scheduler, waiting_limit, preempt_wait, on_freed, planned, planned_node, node, over, rounds_file,
  nudged) = sys.argv[2:]
-rounds = [line.split() for line in open(rounds_file)]  # waiting pod, the pod deleted for it
-holders = {holder for _, holder in rounds}
+rounds = [line.split() for line in open(rounds_file)]  # waiting pod, the pod deleted for it, annotated
+holders = {holder for _, holder, _ in rounds}
 created, deleted, bound, evicted, gone = None, {}, {}, set(), set()
 for e in filter(succeeded, completed(log)):
     ref, resource, verb = e.get("objectRef") or {}, resource_of(e), e["verb"]
@@ -262,8 +263,8 @@ for e in filter(succeeded, completed(log)):
         gone.add(f"default/{name}")
 # Each round's seconds from the deletion to the binding; "-" when still
 # pending after the limit (bound once annotated).
-took = [bound[w] - deleted[h] if w in bound and h in deleted else None for w, h in rounds]
-waiting = ",".join(f"{t:.2f}" if t is not None and t <= float(waiting_limit) else "-" for t in took)
+waiting = ",".join(f"{bound[w] - deleted[h]:.2f}" if nudge == "0" and w in bound and h in deleted else "-"
+                   for w, h, nudge in rounds)
 preempt = (f"preempt_s={bound['high'] - created:.2f}" if "high" in bound and created
            else f"preempt_pending_s={preempt_wait}")
 print(f"compare: result scenario=preemption scheduler={scheduler} nodes=2 gpus=4 pods=9 "

@@ -16,7 +16,12 @@
 # empty: none) included.
 # storm runs use COMPARE_STORM_NODES (20) and COMPARE_STORM_PODS (100);
 # agreement runs COMPARE_AGREEMENT_PODS (30) and COMPARE_QUOTA_PODS (4) under a
-# gpumem quota (compare.sh); replicas runs
+# gpumem quota (compare.sh), then, in the same control plane (unless
+# COMPARE_PREEMPTION=0), what a preemption run does: compare-preemption.sh,
+# the waiting pod COMPARE_WAITING_ROUNDS (3) times with COMPARE_WAITING_LIMIT
+# (60) s each and a high-priority pod waited for COMPARE_PREEMPT_WAIT (60) s
+# (preemption/SCHEDULER names it alone, in a control plane of its own);
+# replicas runs
 # (compare-replicas.sh: seed 000) NODES and COMPARE_REPLICA_PODS (40). A run waits at most
 # COMPARE_TIMEOUT seconds (600) for its pods to be bound.
 #
@@ -27,7 +32,10 @@
 # placed), and, when both agreement/devshare and agreement/hami ran, that
 # each pod's outcome is the same under both (the node, up to the order in
 # which the nodes were first used, and the devices; or pending; a pod placed
-# apart on a W10 tie or a HAMi-exact row excused), prints
+# apart on a W10 tie or a HAMi-exact row excused), and of each preemption
+# run that every waiting pod was bound on the GPU the deletion freed, that
+# devshare bound the high-priority pod where explain preempts and evicted
+# only explain's victims, and that HAMi's scheduler evicted nothing; prints
 # "e2e-compare: N passed, N failed" last and exits 1 on a failure.
 #
 # DEVSHARE names the executable; DEVSHARE_SERVE_ARGS adds flags to devshare
@@ -56,7 +64,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 nodes=$1 pods=$2 qps=$3 burst=$4
 shift 4
 runs=("$@")
@@ -219,6 +227,9 @@ if check:
     done = {f"{r['scenario']}/{r['scheduler']}" for r in rows}
     for run in runs:
         verdict(run in done, f"{run}: ran to its result (else see build-e2e/compare/<run>.log)")
+        if run.startswith("agreement/") and os.environ.get("COMPARE_PREEMPTION", "1") != "0":
+            after = "preemption/" + run.split("/", 1)[1]
+            verdict(after in done, f"{after} after {run}: ran to its result (else see build-e2e/compare/<run>.log)")
     for r in rows:
         what = f"{r['scenario']}/{r['scheduler']}"
         if r["scenario"] == "preemption":

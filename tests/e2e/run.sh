@@ -29,7 +29,11 @@
 #                      quota): devshare and HAMi each bind every pod (or
 #                      leave it pending for the quota), no device over its
 #                      memory, every placement as devshare explain says or a
-#                      documented difference, the same outcome per pod
+#                      documented difference, the same outcome per pod; then
+#                      in each agreement run's control plane the waiting pod
+#                      (one round, 10 s at most) and a high-priority pod on a
+#                      full cluster (devshare binds it evicting only explain's
+#                      victims; HAMi's stays pending 10 s, evicting nothing)
 #   soak.sh            the soak and fault test, bounded: 5 minutes of pod churn
 #                      on 100 nodes (seed 1) with a watch cut, 429/500 answers,
 #                      the leader killed mid-bind and a node re-created
@@ -134,7 +138,8 @@ if [ -z "${HAMI_SCHEDULER:-}" ] && [ ! -d "$E2E_HAMI_CHART" ]; then
   echo "e2e-cluster: no shared HAMi source tree: the small compare runs devshare alone"
   compare_runs=(throughput/devshare agreement/devshare)
 fi
-E2E_BUILD=$out COMPARE_AGREEMENT_PODS=10 DEVSHARE=$DEVSHARE bash "$here/run-compare.sh" --check 50 100 50 100 \
+E2E_BUILD=$out COMPARE_AGREEMENT_PODS=10 COMPARE_WAITING_ROUNDS=1 COMPARE_WAITING_LIMIT=10 \
+  COMPARE_PREEMPT_WAIT=10 DEVSHARE=$DEVSHARE bash "$here/run-compare.sh" --check 50 100 50 100 \
   "${compare_runs[@]}" 2>&1 | tee "$out/compare.log"
 rc=${PIPESTATUS[0]}
 tally "$out/compare.log" "$rc"
