@@ -62,6 +62,7 @@ from ._devshare import (
     PostBinding,
     PreemptionCandidate,
     PreemptionPlan,
+    PreemptionReport,
     PreemptionVictim,
     QuotaReport,
     QuotaUse,
@@ -110,6 +111,7 @@ __all__ = [
     "PostBinding",
     "PreemptionCandidate",
     "PreemptionPlan",
+    "PreemptionReport",
     "PreemptionVictim",
     "QuotaReport",
     "QuotaUse",
@@ -639,7 +641,10 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
     fragmentation_curve (a FragmentationSample per 10 % of the GPUs asked),
     latency_p50_ms, latency_percentiles (0..100 %), api_calls by verb,
     pending and its reasons, quotas (a QuotaReport per namespace and quota
-    resource, when the scenario has quotas) and quota_warnings, and the
+    resource, when the scenario has quotas) and quota_warnings, preemption
+    (a PreemptionReport: the high-priority pods' time to bind, victims, GPU
+    memory freed beyond the request, evictions that did not help, work
+    lost), and the
     other figures of devshare simulate's table. As a dict (``results["variants"]``, ``to_dict()``): the JSON of
     ``devshare simulate --json``, {"name", "description", "variants":
     [{"name", "runs": [{"seed", "allocationPercent", ...}]}]}. The same seed
