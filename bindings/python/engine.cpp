@@ -1,7 +1,7 @@
 // The Engine (devshare/engine/engine.hpp): the sans-I/O scheduler service,
 // driven from Python. Events go in as method calls; the commands it emits
 // come back as lists of typed objects (PatchNode, PatchPod, PostBinding,
-// FilterReply, BindReply).
+// FilterReply, BindReply; under preemption EvictPod, NominatePod, PodEvent).
 #include "devshare/engine/engine.hpp"
 
 #include <fmt/format.h>
@@ -28,9 +28,12 @@ namespace {
 using engine::BindReply;
 using engine::Command;
 using engine::Counters;
+using engine::EvictPod;
 using engine::FilterReply;
+using engine::NominatePod;
 using engine::PatchNode;
 using engine::PatchPod;
+using engine::PodEvent;
 using engine::PostBinding;
 
 py::list WritesList(const std::vector<AnnotationWrite>& writes) {
@@ -91,6 +94,34 @@ py::dict FilterReplyDict(const FilterReply& c) {
   return out;
 }
 
+py::dict EvictPodDict(const EvictPod& c) {
+  py::dict out;
+  out["id"] = c.id;
+  out["pod_namespace"] = c.pod_namespace;
+  out["name"] = c.name;
+  out["uid"] = c.uid;
+  return out;
+}
+
+py::dict NominatePodDict(const NominatePod& c) {
+  py::dict out;
+  out["pod_namespace"] = c.pod_namespace;
+  out["name"] = c.name;
+  out["uid"] = c.uid;
+  out["node"] = c.node;
+  return out;
+}
+
+py::dict PodEventDict(const PodEvent& c) {
+  py::dict out;
+  out["pod_namespace"] = c.pod_namespace;
+  out["name"] = c.name;
+  out["uid"] = c.uid;
+  out["reason"] = c.reason;
+  out["message"] = c.message;
+  return out;
+}
+
 py::dict BindReplyDict(const BindReply& c) {
   py::dict out;
   out["request"] = c.request;
@@ -116,7 +147,13 @@ std::vector<std::pair<const char*, std::uint64_t>> CounterFields(const Counters&
           {"bindings", c.bindings},
           {"registration_passes", c.registration_passes},
           {"registration_writes", c.registration_writes},
-          {"nodes_dropped", c.nodes_dropped}};
+          {"nodes_dropped", c.nodes_dropped},
+          {"preemptions", c.preemptions},
+          {"preemption_victims", c.preemption_victims},
+          {"evictions_failed", c.evictions_failed},
+          {"preemptions_placed", c.preemptions_placed},
+          {"preemptions_abandoned", c.preemptions_abandoned},
+          {"preemptions_refused", c.preemptions_refused}};
 }
 
 py::dict CountersDict(const Counters& c) {
@@ -153,6 +190,42 @@ class PyEngine {
   }
   void QuotaDeleted(const std::string& quota_namespace, const std::string& name) {
     Run([&] { engine_.ResourceQuotaDeleted(quota_namespace, name); });
+  }
+  void BudgetObserved(const std::string& budget_json) {
+    const PodDisruptionBudget budget = Unwrap(DecodePodDisruptionBudget(budget_json));
+    Run([&] { engine_.PodDisruptionBudgetObserved(budget); });
+  }
+  void BudgetDeleted(const std::string& budget_namespace, const std::string& name) {
+    Run([&] { engine_.PodDisruptionBudgetDeleted(budget_namespace, name); });
+  }
+  // Per node: (victim UIDs, budget violations), both ways.
+  using Proposal = std::map<std::string, std::pair<std::vector<std::string>, std::int64_t>>;
+  Proposal ExtenderPreempt(const std::string& pod_json, const Proposal& proposed,
+                           std::int64_t now_ms) const {
+    const Pod pod = Unwrap(DecodePod(pod_json));
+    std::map<std::string, engine::NodeVictims> in;
+    for (const auto& [node, victims] : proposed) in[node] = {victims.first, victims.second};
+    const auto answer = Unwrap(Run([&] { return engine_.ExtenderPreempt(pod, in, now_ms); }));
+    Proposal out;
+    for (const auto& [node, victims] : answer)
+      out[node] = {victims.uids, victims.budget_violations};
+    return out;
+  }
+  py::dict Preemptions() const {
+    const std::map<std::string, engine::Preemption> all =
+        Run([&] { return engine_.preemptions(); });
+    py::dict out;
+    for (const auto& [uid, p] : all) {
+      py::dict d;
+      d["namespace"] = p.pod_namespace;
+      d["name"] = p.name;
+      d["node"] = p.node;
+      d["victims"] = py::cast(p.victims);
+      d["started_ms"] = p.started_ms;
+      d["victims_gone_ms"] = py::cast(p.victims_gone_ms);
+      out[py::str(uid)] = std::move(d);
+    }
+    return out;
   }
   std::vector<Command> LeaseObserved(const std::optional<std::string>& lease_json,
                                      std::int64_t now_ms) {
@@ -325,6 +398,49 @@ void BindCommands(py::module_& m) {
       });
   ValueType(bind_reply, BindReplyDict, "{request, error}.");
 
+  py::class_<EvictPod> evict(m, "EvictPod",
+                             "Command: evict a victim through the Eviction API, its UID as "
+                             "precondition (then report api_result; a 404 is a success).");
+  evict.def_readonly("id", &EvictPod::id, "ties the command to its api_result")
+      .def_readonly("pod_namespace", &EvictPod::pod_namespace)
+      .def_readonly("name", &EvictPod::name)
+      .def_readonly("uid", &EvictPod::uid)
+      .def("__repr__", [](const EvictPod& c) {
+        return Repr("EvictPod", {{"id", py::cast(c.id)},
+                                 {"pod_namespace", py::cast(c.pod_namespace)},
+                                 {"name", py::cast(c.name)},
+                                 {"uid", py::cast(c.uid)}});
+      });
+  ValueType(evict, EvictPodDict, "{id, pod_namespace, name, uid}.");
+
+  py::class_<NominatePod> nominate(
+      m, "NominatePod", "Command: set the preemptor's status.nominatedNodeName (no result).");
+  nominate.def_readonly("pod_namespace", &NominatePod::pod_namespace)
+      .def_readonly("name", &NominatePod::name)
+      .def_readonly("uid", &NominatePod::uid)
+      .def_readonly("node", &NominatePod::node)
+      .def("__repr__", [](const NominatePod& c) {
+        return Repr("NominatePod", {{"pod_namespace", py::cast(c.pod_namespace)},
+                                    {"name", py::cast(c.name)},
+                                    {"uid", py::cast(c.uid)},
+                                    {"node", py::cast(c.node)}});
+      });
+  ValueType(nominate, NominatePodDict, "{pod_namespace, name, uid, node}.");
+
+  py::class_<PodEvent> event(m, "PodEvent", "Command: a Warning Event on the pod (no result).");
+  event.def_readonly("pod_namespace", &PodEvent::pod_namespace)
+      .def_readonly("name", &PodEvent::name)
+      .def_readonly("uid", &PodEvent::uid)
+      .def_readonly("reason", &PodEvent::reason)
+      .def_readonly("message", &PodEvent::message)
+      .def("__repr__", [](const PodEvent& c) {
+        return Repr("PodEvent", {{"pod_namespace", py::cast(c.pod_namespace)},
+                                 {"name", py::cast(c.name)},
+                                 {"reason", py::cast(c.reason)},
+                                 {"message", py::cast(c.message)}});
+      });
+  ValueType(event, PodEventDict, "{pod_namespace, name, uid, reason, message}.");
+
   py::class_<Counters> counters(m, "Counters", "What an Engine did, counted since it started.");
   counters.def_readonly("filters", &Counters::filters)
       .def_readonly("filters_refused", &Counters::filters_refused, "not ready")
@@ -346,6 +462,14 @@ void BindCommands(py::module_& m) {
       .def_readonly("registration_passes", &Counters::registration_passes)
       .def_readonly("registration_writes", &Counters::registration_writes)
       .def_readonly("nodes_dropped", &Counters::nodes_dropped)
+      .def_readonly("preemptions", &Counters::preemptions, "pods that began a preemption")
+      .def_readonly("preemption_victims", &Counters::preemption_victims, "pods evicted")
+      .def_readonly("evictions_failed", &Counters::evictions_failed)
+      .def_readonly("preemptions_placed", &Counters::preemptions_placed,
+                    "preempting pods placed on what was freed")
+      .def_readonly("preemptions_abandoned", &Counters::preemptions_abandoned)
+      .def_readonly("preemptions_refused", &Counters::preemptions_refused,
+                    "Filters of pods that found no room and could not preempt")
       .def("__repr__", [](const Counters& c) {
         std::string out = "Counters(";
         bool first = true;
@@ -372,7 +496,9 @@ void BindEngine(py::module_& m) {
                        const std::string& pod_writes, double api_qps, std::int64_t bind_budget_ms,
                        std::int64_t filter_hold_ms, std::int64_t lock_timeout_seconds,
                        std::int64_t lock_grace_seconds, std::uint64_t seed,
-                       std::int64_t register_period_ms, std::int32_t zone_offset_seconds) {
+                       std::int64_t register_period_ms, std::int32_t zone_offset_seconds,
+                       bool preemption, std::int64_t preemption_hold_ms,
+                       std::int64_t preemption_timeout_ms) {
              engine::EngineOptions base;
              base.config = ConfigFrom(config);
              base.filter =
@@ -393,7 +519,10 @@ void BindEngine(py::module_& m) {
                  {"lock_grace_seconds", std::to_string(lock_grace_seconds)},
                  {"seed", std::to_string(seed)},
                  {"register_period_ms", std::to_string(register_period_ms)},
-                 {"zone_offset_seconds", std::to_string(zone_offset_seconds)}};
+                 {"zone_offset_seconds", std::to_string(zone_offset_seconds)},
+                 {"preemption", preemption ? "true" : "false"},
+                 {"preemption_hold_ms", std::to_string(preemption_hold_ms)},
+                 {"preemption_timeout_ms", std::to_string(preemption_timeout_ms)}};
              engine::EngineOptions o = Unwrap(engine::BuildEngineOptions(named, std::move(base)));
              return std::make_unique<PyEngine>(std::move(o));
            }),
@@ -403,13 +532,19 @@ void BindEngine(py::module_& m) {
            py::arg("lock_retry_timeout_ms"), py::arg("avoid_locked_nodes"), py::arg("pod_writes"),
            py::arg("api_qps"), py::arg("bind_budget_ms"), py::arg("filter_hold_ms"),
            py::arg("lock_timeout_seconds"), py::arg("lock_grace_seconds"), py::arg("seed"),
-           py::arg("register_period_ms"), py::arg("zone_offset_seconds"))
+           py::arg("register_period_ms"), py::arg("zone_offset_seconds"), py::arg("preemption"),
+           py::arg("preemption_hold_ms"), py::arg("preemption_timeout_ms"))
       .def("node_observed", &PyEngine::NodeObserved, py::arg("node_json"), py::arg("now_ms"))
       .def("node_deleted", &PyEngine::NodeDeleted, py::arg("name"))
       .def("pod_observed", &PyEngine::PodObserved, py::arg("pod_json"))
       .def("pod_deleted", &PyEngine::PodDeleted, py::arg("uid"))
       .def("quota_observed", &PyEngine::QuotaObserved, py::arg("quota_json"))
       .def("quota_deleted", &PyEngine::QuotaDeleted, py::arg("namespace"), py::arg("name"))
+      .def("budget_observed", &PyEngine::BudgetObserved, py::arg("budget_json"))
+      .def("budget_deleted", &PyEngine::BudgetDeleted, py::arg("namespace"), py::arg("name"))
+      .def("extender_preempt", &PyEngine::ExtenderPreempt, py::arg("pod_json"), py::arg("proposed"),
+           py::arg("now_ms"))
+      .def("preemptions", &PyEngine::Preemptions)
       .def("lease_observed", &PyEngine::LeaseObserved, py::arg("lease_json"), py::arg("now_ms"))
       .def("tick", &PyEngine::Tick, py::arg("now_ms"))
       .def("next_wake_ms", &PyEngine::NextWakeMs)

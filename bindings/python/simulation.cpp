@@ -44,6 +44,10 @@ py::dict SampleDict(const sim::FragmentationSample& f) {
 
 py::dict QuotaDict(const sim::QuotaReport& q) { return FromJson(sim::QuotaReportJson(q)); }
 
+py::dict PreemptionDict(const sim::PreemptionReport& p) {
+  return FromJson(sim::PreemptionReportJson(p));
+}
+
 // A report's fields under simulate's JSON names, after `out`'s own.
 py::dict ReportDict(const sim::Report& r, py::dict out = py::dict()) {
   out.attr("update")(FromJson(sim::ReportJson(r)));
@@ -108,6 +112,39 @@ void BindResults(py::module_& m) {
             "{namespace, resource, limit, peakUsed, bound, pending, pendingQuota} (simulate's "
             "JSON names).");
 
+  py::class_<sim::PreemptionReport> preemption(
+      m, "PreemptionReport",
+      "Preemption in a run: the high-priority pods (above the lowest priority) and what their "
+      "preemptions cost.");
+  preemption.def_readonly("high_priority_pods", &sim::PreemptionReport::high_priority_pods)
+      .def_readonly("high_priority_bound", &sim::PreemptionReport::high_priority_bound)
+      .def_readonly("high_priority_p50_ms", &sim::PreemptionReport::high_priority_p50_ms,
+                    "creation to bound (a pod still waiting: its wait so far)")
+      .def_readonly("high_priority_p99_ms", &sim::PreemptionReport::high_priority_p99_ms)
+      .def_readonly("preemptions", &sim::PreemptionReport::preemptions)
+      .def_readonly("victims", &sim::PreemptionReport::victims,
+                    "pods whose eviction the Eviction API accepted")
+      .def_readonly("evictions_refused", &sim::PreemptionReport::evictions_refused,
+                    "429: a budget allowed no disruption")
+      .def_readonly("preemptions_abandoned", &sim::PreemptionReport::preemptions_abandoned)
+      .def_readonly("memory_freed_beyond_mib", &sim::PreemptionReport::memory_freed_beyond_mib,
+                    "per preemption, the victims' GPU memory less the preemptor's, summed")
+      .def_readonly("evicted_not_helped", &sim::PreemptionReport::evicted_not_helped,
+                    "victims gone whose preemptor is not bound on their node")
+      .def_readonly("victims_terminating", &sim::PreemptionReport::victims_terminating)
+      .def_readonly("work_lost_gpu_seconds", &sim::PreemptionReport::work_lost_gpu_seconds,
+                    "the victims' GPUs times their time from binding to deletion")
+      .def("__repr__", [](const sim::PreemptionReport& p) {
+        return Repr("PreemptionReport", {{"high_priority_bound", py::cast(p.high_priority_bound)},
+                                         {"preemptions", py::cast(p.preemptions)},
+                                         {"victims", py::cast(p.victims)},
+                                         {"evicted_not_helped", py::cast(p.evicted_not_helped)}});
+      });
+  ValueType(preemption, PreemptionDict,
+            "{highPriorityPods, highPriorityBound, highPriorityP50Ms, highPriorityP99Ms, "
+            "preemptions, victims, evictionsRefused, preemptionsAbandoned, memoryFreedBeyondMib, "
+            "evictedNotHelped, victimsTerminating, workLostGpuSeconds} (simulate's JSON names).");
+
   py::class_<Report> report(m, "Report", "One simulated run: what happened, measured.");
   report.def_readonly("pods", &Report::pods, "arrived")
       .def_readonly("bound", &Report::bound, "bound at some point")
@@ -151,6 +188,8 @@ void BindResults(py::module_& m) {
                     "with quotas in the scenario: by namespace, then resource")
       .def_readonly("quota_warnings", &Report::quota_warnings,
                     "quota limits ignored (not whole numbers), in words")
+      .def_readonly("preemption", &Report::preemption,
+                    "preemption: high-priority pods' time to bind, victims, work lost")
       .def_readonly("end_ms", &Report::end_ms)
       .def("__repr__", [](const Report& r) {
         return Repr("Report", {{"pods", py::cast(r.pods)},

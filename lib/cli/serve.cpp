@@ -45,6 +45,7 @@ struct ServeOptions {
   std::string bind = "node-lock";
   std::string lock_retry = "release";
   bool avoid_locked_nodes = true;
+  bool preemption = true;
   std::string pod_writes = "binding";
   std::string device_config;
   HamiExact hami_exact;
@@ -115,6 +116,7 @@ Result<kube::ServiceOptions> Options(const ServeOptions& o) {
       {"--bind", o.bind},
       {"--lock-retry", o.lock_retry},
       {"--avoid-locked-nodes", o.avoid_locked_nodes ? "true" : "false"},
+      {"--preemption", o.preemption ? "true" : "false"},
       {"--pod-writes", o.pod_writes},
       {"--dra-policy", o.dra_policy},
       // Filter holds pods back while the binds in flight need more than
@@ -269,6 +271,10 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--avoid-locked-nodes", o->avoid_locked_nodes,
                   "place a pod on a node no other bind holds the lock of when one fits "
                   "(false: as HAMi, which ignores the locks)")
+      ->capture_default_str();
+  sub->add_option("--preemption", o->preemption,
+                  "a pod no node has room for evicts the fewest lower-priority pods it needs "
+                  "gone (Eviction API), and the devices they free are kept for it")
       ->capture_default_str();
   sub->add_option("--pod-writes", o->pod_writes,
                   "binding (the Binding carries the placement and the bind phase; Filter "

@@ -343,6 +343,35 @@ void PrintQuotas(const std::vector<sim::VariantResult>& results) {
   if (!warnings.empty()) std::cout << "\n" << warnings;
 }
 
+// With pods of several priorities: the high-priority pods bound (of those
+// arrived) and their time to bind, and what their preemptions cost: victims
+// and GPU memory freed beyond the preemptor's request per preemption, the
+// victims that did not help, evictions a budget refused, and the GPU-seconds
+// the victims had run (the first seed's run; PreemptionReport).
+void PrintPreemption(const std::vector<sim::VariantResult>& results) {
+  Table table({"VARIANT", "HIGH-PRI BOUND", "BIND P50", "BIND P99", "PREEMPTIONS", "VICTIMS/P",
+               "MiB BEYOND/P", "NOT HELPED", "PDB 429", "LOST GPU-s"});
+  bool rows = false;
+  for (const sim::VariantResult& v : results) {
+    if (v.reports.empty() || v.reports.front().preemption.high_priority_pods == 0) continue;
+    const sim::PreemptionReport& p = v.reports.front().preemption;
+    const auto per = [&](double total, int digits) {
+      return p.preemptions == 0
+                 ? std::string("-")
+                 : fmt::format("{:.{}f}", total / static_cast<double>(p.preemptions), digits);
+    };
+    table.AddRow({v.name, fmt::format("{}/{}", p.high_priority_bound, p.high_priority_pods),
+                  Millis(static_cast<double>(p.high_priority_p50_ms)),
+                  Millis(static_cast<double>(p.high_priority_p99_ms)),
+                  std::to_string(p.preemptions), per(static_cast<double>(p.victims), 2),
+                  per(static_cast<double>(p.memory_freed_beyond_mib), 0),
+                  std::to_string(p.evicted_not_helped), std::to_string(p.evictions_refused),
+                  fmt::format("{:.0f}", p.work_lost_gpu_seconds)});
+    rows = true;
+  }
+  if (rows) std::cout << "\n" << table.Render();
+}
+
 int Run(const SimulateOptions& o) {
   if (o.list) {
     for (std::string_view name : sim::BuiltinScenarioNames()) std::cout << name << "\n";
@@ -423,6 +452,7 @@ int Run(const SimulateOptions& o) {
   }
   PrintSummary(*experiment, results, seconds, o.wide);
   PrintQuotas(results);
+  PrintPreemption(results);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     out << sim::ResultsJson(*experiment, results) << "\n";

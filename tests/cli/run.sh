@@ -74,6 +74,9 @@ check "simulate says what a failure-looking figure means" 0 'BINDS FAILED \(hami
 check "simulate names an unknown scenario" 1 "no scenario named 'best'" -- simulate --scenario best
 check "simulate keeps team-a within its quota, its excess pending for it" 0 'default +team-a +nvidia.com/gpumem +65536 +65536 +8 +8 +8' -- simulate "$here/examples/scenarios/quota-teams.yaml"
 check "simulate binds team-b beside team-a's quota" 0 'default +team-b +nvidia.com/gpumem +327680 +262144 +16 +0 +0' -- simulate "$here/examples/scenarios/quota-teams.yaml"
+check "simulate preemption: HAMi v2.10 binds no inference pod" 0 'hami-v2.10 +0/60 +[0-9.]+ min +[0-9.]+ min +0 +- +- +0 +0 +0' -- simulate --scenario preemption
+check "simulate preemption: devshare binds them all, no eviction in vain" 0 'binpack +60/60 +[0-9]+ ms +3[0-9.]+ s +[0-9]+ +1.00 +[0-9]+ +0 +0 +[0-9]+' -- simulate --scenario preemption
+check "simulate writes the preemption figures as JSON" 0 '"preemption":\{"highPriorityPods":60,"highPriorityBound":60,' -- simulate --scenario preemption --json /dev/stdout
 check "simulate writes the quota rows as JSON" 0 '"quotas":\[\{"namespace":"team-a","resource":"nvidia.com/gpumem","limit":65536,"peakUsed":65536,"bound":8,"pending":8,"pendingQuota":8\}' -- simulate "$here/examples/scenarios/quota-teams.yaml" --json /dev/stdout
 check "explain --pod without --cluster wants NAMESPACE/NAME" 1 'name a pod of the cluster as NAMESPACE/NAME' -- explain --pod pod.yaml
 check "explain names the kubeconfig it cannot read" 1 'cannot read /nonexistent' -- explain --pod default/p --kubeconfig /nonexistent
@@ -124,7 +127,7 @@ fits_120() {  # fits_120 NAME COMMAND...
   fi
 }
 fits_120 "make demo" bash "$here/examples/demo.sh" "$devshare"
-for scenario in default lock-storm failover plugin-faults drift handshake-storm; do
+for scenario in default lock-storm failover plugin-faults drift handshake-storm preemption; do
   fits_120 "simulate --scenario $scenario" "$devshare" simulate --scenario "$scenario"
 done
 fits_120 "simulate quota-teams.yaml" "$devshare" simulate "$here/examples/scenarios/quota-teams.yaml"
@@ -137,6 +140,8 @@ printf 'nodes:\n  - {count: 1}\nquotas:\n  - {name: gpu, hard: {limits.nvidia.co
 check "simulate needs a quota's namespace" 1 'quotas\[0\]\.namespace: required \(line 4' -- simulate "$bad"
 printf 'nodes:\n  - {count: 1}\npods:\n  - {count: 1, namespace: a}\nquotas:\n  - {namespace: a, hard: {limits.nvidia.com/gpumem: "1.5"}}\n' >"$bad"
 check "simulate reports a quota limit that is not a whole number" 0 'quota ignored \(default\): resource quota a/quota0: spec.hard: limits.nvidia.com/gpumem is "1.5"' -- simulate "$bad"
+printf 'nodes:\n  - {count: 1}\npods:\n  - {name: a, priority_class: gold}\n' >"$bad"
+check "simulate refuses a PriorityClass that does not exist" 1 "pods\[0\]\.priority_class: no PriorityClass named 'gold' .*\(line 4" -- simulate "$bad"
 rm -f "$bad"
 check "simulate needs the traces it is pointed at" 1 'cannot read /nonexistent/openb_node_list_gpu_node.csv' -- simulate --scenario openb --openb /nonexistent
 

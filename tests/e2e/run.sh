@@ -17,6 +17,10 @@
 #   quota.sh           device ResourceQuotas with devshare serve: the quota
 #                      reason, the tightest of two, a raise, the API server's
 #                      requests.nvidia.com/gpu, metrics and top, a "1.5" limit
+#   preemption.sh      preemption on shared GPUs with devshare serve: the
+#                      fewest victims through the Eviction API and their
+#                      grace period, equal priority, preemptionPolicy Never,
+#                      a PodDisruptionBudget, two pods for one slice
 #   pairs.sh           two (kube-scheduler, devshare) pairs following the
 #                      Lease: the extender's routes on loopback only, the
 #                      leading kube-scheduler killed and the other pair binding
@@ -120,6 +124,10 @@ E2E_EXTENDER_URL=https://127.0.0.1:$proxy_port DEVSHARE_PROXY_PORT=$proxy_port D
 quota_port=$(free_port)
 E2E_EXTENDER_URL=https://127.0.0.1:$quota_port QUOTA_PORT=$quota_port DEVSHARE=$DEVSHARE \
   suite quota "$out/quota.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/quota.sh"
+
+preempt_port=$(free_port)
+E2E_EXTENDER_URL=https://127.0.0.1:$preempt_port PREEMPT_PORT=$preempt_port DEVSHARE=$DEVSHARE \
+  suite preemption "$out/preemption.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/preemption.sh"
 
 DEVSHARE=$DEVSHARE suite pairs "$out/pairs.log" -- bash "$here/pairs.sh"
 

@@ -184,8 +184,10 @@ def main() -> int:
         status, body = call("POST", "/filter",
                             json.dumps({"Pod": nine, "Nodes": None, "NodeNames": names}).encode())
         unplaced = json.loads(body) if status == 200 else {}
-        check("an unschedulable pod's result gives every candidate's reason in FailedNodes",
-              unplaced.get("NodeNames") == [] and sorted(unplaced.get("FailedNodes", {})) == names,
+        # No pod of lower priority to evict: no eviction helps on any node.
+        check("an unschedulable pod's result gives every candidate's reason, unresolvable",
+              unplaced.get("NodeNames") == [] and unplaced.get("FailedNodes") == {}
+              and sorted(unplaced.get("FailedAndUnresolvableNodes", {})) == names,
               body[:300])
         status, body = call("POST", "/bind", json.dumps(
             {"PodName": "a", "PodNamespace": "default", "PodUID": "uid-a", "Node": chosen}).encode())

@@ -262,3 +262,19 @@ def test_normalized_scores_prefer_what_the_policy_prefers():
         assert r.node == best
         assert r.normalized_scores[best] == 100
         assert min(r.normalized_scores.values()) == 0
+
+
+def test_simulate_preemption_binds_the_inference_pods():
+    results = devshare.simulate("preemption")
+    by_name = {v.name: v.reports[0].preemption for v in results.variants}
+    hami = by_name["hami-v2.10"]
+    assert hami.preemptions == 0 and hami.high_priority_bound == 0
+    for policy in ("binpack", "spread", "fgd"):
+        p = by_name[policy]
+        assert p.high_priority_bound == p.high_priority_pods == 60
+        assert p.preemptions > 0 and p.victims >= p.preemptions
+        assert p.evicted_not_helped == 0
+        assert p.work_lost_gpu_seconds > 0
+    assert by_name["fgd"].to_dict() == results.to_dict()["variants"][3]["runs"][0]["preemption"]
+    with pytest.raises(devshare.ConfigError, match=r"pods\[0\]\.priority_class: no PriorityClass"):
+        devshare.simulate({"nodes": [{"count": 1}], "pods": [{"priority_class": "gold"}]})

@@ -44,7 +44,8 @@ def test_filter_then_bind_through_the_node_lock(make_node, make_pod):
 
     # Filter reserves and replies at once: kube-scheduler's cycle waits for no write.
     [reply] = engine.filter(7, pod, ["n1", "n2"], T0)
-    assert reply.to_dict() == {"request": 7, "nodes": ["n1"], "failed": {}, "error": ""}
+    assert reply.to_dict() == {"request": 7, "nodes": ["n1"], "failed": {}, "error": "",
+                              "unresolvable": {}}
     used = {d.device.id: d.usedmem for d in engine.node_devices("n1")}
     assert sorted(used.values()) == [0, 1000]  # reserved
     cluster = devshare.Cluster()
@@ -93,7 +94,8 @@ def test_hami_pod_writes_patch_in_filter_and_before_the_binding(make_node, make_
     assert sorted(used.values()) == [0, 1000]  # reserved before the reply
     [reply] = engine.api_result(patch.id, True, T0)
     assert isinstance(reply, devshare.FilterReply)
-    assert reply.to_dict() == {"request": 7, "nodes": ["n1"], "failed": {}, "error": ""}
+    assert reply.to_dict() == {"request": 7, "nodes": ["n1"], "failed": {}, "error": "",
+                              "unresolvable": {}}
 
     # The watch brings the patched pod back; Bind takes the lock, marks the
     # bind phase, posts the Binding, then replies.
@@ -116,7 +118,9 @@ def test_hami_pod_writes_patch_in_filter_and_before_the_binding(make_node, make_
         "binds": 1, "binds_failed": 0, "lock_contention": 0, "lock_retries": 0,
         "filters_around_locks": 0, "filters_held": 0, "filters_hold_expired": 0,
         "node_patches": 1, "pod_patches": 2, "bindings": 1,
-        "registration_passes": 1, "registration_writes": 0, "nodes_dropped": 0}
+        "registration_passes": 1, "registration_writes": 0, "nodes_dropped": 0,
+        "preemptions": 0, "preemption_victims": 0, "evictions_failed": 0,
+        "preemptions_placed": 0, "preemptions_abandoned": 0, "preemptions_refused": 0}
     assert engine.counters.filters_placed == 1
     assert engine.node_errors() == {} and engine.pod_errors() == {}
 
@@ -125,7 +129,10 @@ def test_unschedulable_and_prioritize(make_node, make_pod):
     engine = registered_engine(make_node)
     [reply] = engine.filter(1, make_pod("big", mem=9000), [], T0)
     assert reply.nodes == [] and reply.error == ""
-    assert reply.failed == {"n1": "2/2 CardInsufficientMemory", "n2": "2/2 CardInsufficientMemory"}
+    # No pod of lower priority to evict: no eviction helps anywhere.
+    assert reply.failed == {}
+    assert reply.unresolvable == {"n1": "2/2 CardInsufficientMemory",
+                                  "n2": "2/2 CardInsufficientMemory"}
     assert engine.counters.filters_unschedulable == 1
     held = make_pod("held", mem=4000, cores=50, on="n2", devices=[[testing.use("n2", 0, 4000, 50)]])
     engine.pod_observed(held)
@@ -318,7 +325,7 @@ def test_resource_quotas_bind_filter(make_node, make_pod):
     assert [q.to_dict() for q in engine.quotas()] == [
         {"namespace": "default", "resource": "nvidia.com/gpumem", "limit": 1500, "used": 1000}]
     [refused] = engine.filter(2, make_pod("b", mem=1000), [], T0)
-    assert refused.nodes == [] and "ResourceQuotaNotFit" in " ".join(refused.failed.values())
+    assert refused.nodes == [] and "ResourceQuotaNotFit" in " ".join(refused.unresolvable.values())
     engine.quota_observed(quota("typo", "0.5"))  # not a whole number: recorded, "team" still binds
     assert list(engine.quota_errors()) == ["default/typo"]
     [still] = engine.filter(3, make_pod("b", mem=1000), [], T0)

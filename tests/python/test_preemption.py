@@ -65,3 +65,39 @@ def test_refusals():
     assert cluster.plan_preemption(urgent(20000, policy="Never"), pods).refused == \
         "its preemptionPolicy is Never"
     assert cluster.plan_preemption(urgent(1000), pods).refused == "it fits on n2 without preemption"
+
+
+def test_the_engine_evicts_keeps_the_slice_and_places_the_preemptor():
+    engine = devshare.Engine()
+    engine.node_observed(testing.node("n1", 1, memory=40000), 1787300439000)
+    for pod in (running("old", "n1", 20000, 0, started=1), running("new", "n1", 20000, 0, started=2)):
+        engine.pod_observed(pod)
+    pod = urgent(20000)
+    engine.pod_observed(pod)
+    assert engine.extender_preempt(pod, {"n1": []}, 1787300439000) == {"n1": ["uid-new"]}
+    commands = engine.filter(1, pod, ["n1"], 1787300439000)
+    evictions = [c for c in commands if isinstance(c, devshare.EvictPod)]
+    assert [c.name for c in evictions] == ["new"]
+    assert [c.node for c in commands if isinstance(c, devshare.NominatePod)] == ["n1"]
+    assert {c.reason for c in commands if isinstance(c, devshare.PodEvent)} == {
+        "Preempted", "Preempting"}
+    reply = next(c for c in commands if isinstance(c, devshare.FilterReply))
+    assert reply.nodes == [] and reply.failed["n1"].startswith("preempting: evicting default/new")
+    assert engine.preemptions()["uid-urgent"]["victims"] == ["default/new"]
+    assert engine.api_result(evictions[0].id, True, 1787300439000) == []
+    assert engine.counters.preemption_victims == 1
+    engine.pod_deleted("uid-new")
+    placed = engine.filter(2, pod, ["n1"], 1787300440000)
+    assert [c.nodes for c in placed if isinstance(c, devshare.FilterReply)] == [["n1"]]
+    assert engine.counters.preemptions_placed == 1
+    with pytest.raises(devshare.DecodeError):
+        engine.budget_observed({"metadata": {"name": "x"}})
+
+
+def test_an_engine_without_preemption_reports_plain_failures():
+    engine = devshare.Engine(preemption=False)
+    engine.node_observed(testing.node("n1", 1, memory=40000), 1787300439000)
+    engine.pod_observed(running("low", "n1", 40000, 0))
+    commands = engine.filter(1, urgent(20000), ["n1"], 1787300439000)
+    assert [type(c) for c in commands] == [devshare.FilterReply]
+    assert commands[0].failed and commands[0].unresolvable == {}

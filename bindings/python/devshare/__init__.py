@@ -44,6 +44,7 @@ from ._devshare import (
     DeviceView,
     ElectionDecision,
     Elector,
+    EvictPod,
     ExperimentResults,
     FilterReply,
     FilterResult,
@@ -54,11 +55,14 @@ from ._devshare import (
     NodeFragmentation,
     NodeLock,
     NodeScore,
+    NominatePod,
     PatchNode,
     PatchPod,
+    PodEvent,
     PostBinding,
     PreemptionCandidate,
     PreemptionPlan,
+    PreemptionReport,
     PreemptionVictim,
     QuotaReport,
     QuotaUse,
@@ -89,6 +93,7 @@ __all__ = [
     "ElectionDecision",
     "Elector",
     "Engine",
+    "EvictPod",
     "ExperimentResults",
     "FilterReply",
     "FilterResult",
@@ -99,11 +104,14 @@ __all__ = [
     "NodeFragmentation",
     "NodeLock",
     "NodeScore",
+    "NominatePod",
     "PatchNode",
     "PatchPod",
+    "PodEvent",
     "PostBinding",
     "PreemptionCandidate",
     "PreemptionPlan",
+    "PreemptionReport",
     "PreemptionVictim",
     "QuotaReport",
     "QuotaUse",
@@ -137,7 +145,8 @@ __all__ = [
 
 # A command the Engine emits; each names the API call to make, or the reply
 # to send, and the API calls report back through Engine.api_result(id, ...).
-Command = Union[PatchNode, PatchPod, PostBinding, FilterReply, BindReply]
+Command = Union[PatchNode, PatchPod, PostBinding, FilterReply, BindReply, EvictPod, NominatePod,
+                PodEvent]
 
 # Old names, kept working: each warns (DeprecationWarning), then is the new one.
 _DEPRECATED = {
@@ -435,7 +444,14 @@ class Engine:
     from a later call once a bind ends, while the binds in flight need
     ``bind_budget_ms`` of those writes, and refuses it after
     ``filter_hold_ms``;
-    ``zone_offset_seconds`` the zone handshake stamps are written in.
+    ``zone_offset_seconds`` the zone handshake stamps are written in;
+    ``preemption`` (default True): a pod ``filter`` finds no room for evicts
+    the fewest lower-priority pods it needs gone (EvictPod per victim, a
+    NominatePod, PodEvents), the devices they free are kept for it, and its
+    filters wait until they are gone; the preemption is given up when an
+    eviction fails, when the victims are not gone within
+    ``preemption_timeout_ms`` or the pod is not placed within
+    ``preemption_hold_ms`` after.
     Errors: ConfigError for an invalid config or option.
 
     Safe to share between threads (calls are serialised); calls run without
@@ -448,13 +464,17 @@ class Engine:
                  avoid_locked_nodes: bool = True, pod_writes: str = "binding",
                  api_qps: float = 0, bind_budget_ms: int = 10000, filter_hold_ms: int = 10000,
                  lock_timeout_seconds: int = 300,
-                 lock_grace_seconds: int = 300, seed: int = 0, register_period_ms: int = 15000, zone_offset_seconds: int = 0) -> None:
+                 lock_grace_seconds: int = 300, seed: int = 0, register_period_ms: int = 15000,
+                 zone_offset_seconds: int = 0, preemption: bool = True,
+                 preemption_hold_ms: int = 60000, preemption_timeout_ms: int = 300000) -> None:
         self._impl = _devshare._Engine(*_scheduler_args(config), registration, leadership, hostname,
                                        bind_mode, lock_retry, int(lock_retry_timeout_ms),
                                        bool(avoid_locked_nodes), pod_writes, float(api_qps),
                                        int(bind_budget_ms), int(filter_hold_ms),
                                        int(lock_timeout_seconds), int(lock_grace_seconds),
-                                       int(seed), int(register_period_ms), int(zone_offset_seconds))
+                                       int(seed), int(register_period_ms), int(zone_offset_seconds),
+                                       bool(preemption), int(preemption_hold_ms),
+                                       int(preemption_timeout_ms))
 
     def node_observed(self, node: Mapping[str, Any], now_ms: int) -> list[Command]:
         """A Node added or changed (the whole object). A new node is registered
@@ -547,6 +567,32 @@ class Engine:
         number, with why."""
         return self._impl.quota_errors()
 
+    def budget_observed(self, budget: Mapping[str, Any]) -> None:
+        """A PodDisruptionBudget added or changed: preemption spares the pods
+        whose eviction it does not allow. Errors: DecodeError."""
+        self._impl.budget_observed(_json(budget))
+
+    def budget_deleted(self, namespace: str, name: str) -> None:
+        """A PodDisruptionBudget deleted."""
+        self._impl.budget_deleted(namespace, name)
+
+    def preemptions(self) -> dict[str, dict[str, Any]]:
+        """The preemptions under way, by the preemptor's UID: {namespace,
+        name, node, victims ("namespace/name" not yet gone), started_ms,
+        victims_gone_ms}."""
+        return self._impl.preemptions()
+
+    def extender_preempt(self, pod: Mapping[str, Any],
+                         proposed: Mapping[str, Sequence[str]],
+                         now_ms: int) -> dict[str, list[str]]:
+        """The extender's preempt verb: for each node kube-scheduler proposes
+        with the victims it chose there (UIDs), the victims that make
+        ``pod`` fit by devshare's Filter too; a node where no eviction helps
+        is left out. Errors: RuntimeError when not ready."""
+        answer = self._impl.extender_preempt(
+            _json(pod), {node: (list(uids), 0) for node, uids in proposed.items()}, int(now_ms))
+        return {node: uids for node, (uids, _) in answer.items()}
+
     def quotas(self) -> list[QuotaUse]:
         """Every device quota in force: limit and use, by namespace then resource."""
         return self._impl.quotas()
@@ -595,7 +641,10 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
     fragmentation_curve (a FragmentationSample per 10 % of the GPUs asked),
     latency_p50_ms, latency_percentiles (0..100 %), api_calls by verb,
     pending and its reasons, quotas (a QuotaReport per namespace and quota
-    resource, when the scenario has quotas) and quota_warnings, and the
+    resource, when the scenario has quotas) and quota_warnings, preemption
+    (a PreemptionReport: the high-priority pods' time to bind, victims, GPU
+    memory freed beyond the request, evictions that did not help, work
+    lost), and the
     other figures of devshare simulate's table. As a dict (``results["variants"]``, ``to_dict()``): the JSON of
     ``devshare simulate --json``, {"name", "description", "variants":
     [{"name", "runs": [{"seed", "allocationPercent", ...}]}]}. The same seed

@@ -95,6 +95,8 @@ constexpr OptionSpec kOptions[] = {
        return ChooseName(v, kPodWritesNames, o.pod_writes); }},
     {"avoid_locked_nodes", [](EngineOptions& o, std::string_view v, bool) {
        return ReadBoolText(v, o.avoid_locked_nodes); }},
+    {"preemption", [](EngineOptions& o, std::string_view v, bool) {
+       return ReadBoolText(v, o.preemption); }},
     {"node_policy", [](EngineOptions& o, std::string_view v, bool) -> Why {
        o.filter.node_policy = std::string(v);
        return std::nullopt; }},
@@ -152,6 +154,10 @@ constexpr OptionSpec kOptions[] = {
        return ReadDuration(v, ms, 1, o.register_period_ms); }, true},
     {"bind_budget", [](EngineOptions& o, std::string_view v, bool ms) {
        return ReadDuration(v, ms, 1, o.bind_budget_ms); }, true},
+    {"preemption_hold", [](EngineOptions& o, std::string_view v, bool ms) {
+       return ReadDuration(v, ms, 1, o.preemption_hold_ms); }, true},
+    {"preemption_timeout", [](EngineOptions& o, std::string_view v, bool ms) {
+       return ReadDuration(v, ms, 1, o.preemption_timeout_ms); }, true},
 };
 // clang-format on
 

@@ -218,6 +218,57 @@ std::string EncodeHostPriorities(const std::vector<NodeScore>& scores) {
   return bj::serialize(out);
 }
 
+Result<PreemptionArgs> DecodePreemptionArgs(std::string_view json) {
+  Result<bj::value> doc = ParseJson(json);
+  if (!doc.ok()) return doc.status();
+  const bj::object& root = doc->get_object();
+  const bj::value* pod = root.if_contains("Pod");
+  if (pod == nullptr || !pod->is_object()) return Bad("Pod is missing or not an object");
+  Result<Pod> decoded = DecodePod(pod->get_object());
+  if (!decoded.ok()) return Bad(fmt::format("Pod: {}", decoded.status().message()));
+  PreemptionArgs args{std::move(*decoded), {}};
+  // Meta victims name pods by UID; full ones carry it in their metadata.
+  for (const auto& [key, meta] :
+       {std::pair{"NodeNameToMetaVictims", true}, std::pair{"NodeNameToVictims", false}}) {
+    const bj::value* map = root.if_contains(key);
+    if (map == nullptr || map->is_null()) continue;
+    if (!map->is_object()) return Bad(fmt::format("{} is not an object", key));
+    for (const auto& [node, entry] : map->get_object()) {
+      const std::string where = fmt::format("{}[{}]", key, std::string_view(node));
+      engine::NodeVictims& victims = args.victims[std::string(node)];
+      if (entry.is_null()) continue;
+      if (!entry.is_object()) return Bad(fmt::format("{} is not an object", where));
+      const bj::object& o = entry.get_object();
+      if (const bj::value* n = o.if_contains("NumPDBViolations"); n != nullptr && !n->is_null()) {
+        if (!n->is_int64() && !n->is_uint64())
+          return Bad(fmt::format("{}.NumPDBViolations is not a whole number", where));
+        victims.budget_violations = n->to_number<std::int64_t>();
+      }
+      const bj::value* pods = o.if_contains("Pods");
+      if (pods == nullptr || pods->is_null()) continue;
+      if (!pods->is_array()) return Bad(fmt::format("{}.Pods is not a list", where));
+      for (std::size_t i = 0; i < pods->get_array().size(); ++i) {
+        const bj::value& p = pods->get_array()[i];
+        std::string uid = meta ? (p.is_object() ? StringOrEmpty(p.get_object(), "UID") : "")
+                               : MetadataString(p, "uid");
+        if (uid.empty()) return Bad(fmt::format("{}.Pods[{}] has no UID", where, i));
+        victims.uids.push_back(std::move(uid));
+      }
+    }
+  }
+  return args;
+}
+
+std::string EncodePreemptionResult(const std::map<std::string, engine::NodeVictims>& victims) {
+  bj::object nodes;
+  for (const auto& [node, v] : victims) {
+    bj::array pods;
+    for (const std::string& uid : v.uids) pods.push_back(bj::object{{"UID", uid}});
+    nodes[node] = bj::object{{"Pods", std::move(pods)}, {"NumPDBViolations", v.budget_violations}};
+  }
+  return bj::serialize(bj::object{{"NodeNameToMetaVictims", std::move(nodes)}});
+}
+
 Result<BindArgs> DecodeBindArgs(std::string_view json) {
   Result<bj::value> doc = ParseJson(json);
   if (!doc.ok()) return doc.status();

@@ -239,6 +239,34 @@ std::string Metrics::Render() const {
   RenderGauge(out, "devshare_nodes_undecodable",
               "Nodes whose register annotation does not decode; their devices are left out.",
               undecodable_nodes_);
+  const engine::Counters& p = preemption_;
+  for (const auto& [name, help, value] :
+       {std::tuple{"devshare_preemptions_total",
+                   "Pods that found no room and began a preemption (evicting lower-priority pods).",
+                   p.preemptions},
+        std::tuple{"devshare_preemption_victims_total",
+                   "Pods evicted for a preemption (the Eviction API accepted).",
+                   p.preemption_victims},
+        std::tuple{"devshare_preemption_evictions_failed_total",
+                   "Evictions refused or failed (a PodDisruptionBudget: 429); the preemption is "
+                   "given up.",
+                   p.evictions_failed},
+        std::tuple{"devshare_preemptions_placed_total",
+                   "Preempting pods placed once their victims were gone.", p.preemptions_placed},
+        std::tuple{"devshare_preemptions_abandoned_total",
+                   "Preemptions given up (a failed eviction, victims that did not go, or a pod "
+                   "not placed in time); the devices kept are released.",
+                   p.preemptions_abandoned},
+        std::tuple{"devshare_preemptions_refused_total",
+                   "Filters of pods that found no room and could not preempt (no lower-priority "
+                   "pod whose eviction helps, victims protected by a budget, or "
+                   "preemptionPolicy Never).",
+                   p.preemptions_refused}}) {
+    RenderScalar(out, "counter", name, help, value);
+  }
+  RenderGauge(out, "devshare_preemptions_in_progress",
+              "Preemptions whose pod waits for its victims to go or to be placed.",
+              preemptions_in_progress_);
   RenderGauge(out, "devshare_quotas", "ResourceQuota objects in the cache.", quotas_);
   RenderGauge(out, "devshare_quotas_undecodable",
               "ResourceQuotas with a device limit that is not a whole number; that limit is left "

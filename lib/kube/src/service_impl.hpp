@@ -55,6 +55,9 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
   void OnNode(const WatchEvent& e);
   void ReportNodeError(const std::string& name);
   void OnQuota(const WatchEvent& e);
+  // PodDisruptionBudgets, for preemption; readiness does not wait for them
+  // (the Eviction API enforces them whatever devshare knows).
+  void OnBudget(const WatchEvent& e);
   // Quotas with a device limit that is not a whole number are said once on
   // stderr, and again when the reason changes (devshare_quotas_undecodable).
   void ReportQuotaErrors();

@@ -35,6 +35,7 @@ std::variant<ServiceRoute, HttpResponse> MatchRoute(const HttpRequest& request, 
       {"filter", ServiceRoute::kFilter, false, true},
       {"prioritize", ServiceRoute::kPrioritize, false, true},
       {"bind", ServiceRoute::kBind, false, true},
+      {"preempt", ServiceRoute::kPreempt, false, true},
       {"audit", ServiceRoute::kAudit, true, true},
       {"webhook", ServiceRoute::kWebhook, false, false},
       {"healthz", ServiceRoute::kHealthz, true, false},
@@ -92,6 +93,7 @@ void Service::Impl::Handle(const HttpRequest& request, Responder respond, bool t
       metrics.SetCluster(Ready(), engine->snapshot(), options.engine.filter.workload);
       metrics.SetUndecodableNodes(engine->node_errors().size());
       metrics.SetQuotaObjects(engine->quota_count(), engine->quota_errors().size());
+      metrics.SetPreemption(engine->counters(), engine->preemptions().size());
       metrics.SetApiConnections(client.connection_stats());
       metrics.SetAudit(engine->audit_totals(), last_suspected, last_audit_cost);
       if (!options.engine.dra_device_classes.empty()) metrics.SetDra(MeasureDra(*engine));
@@ -111,6 +113,19 @@ void Service::Impl::Handle(const HttpRequest& request, Responder respond, bool t
       engine->Bind(id, args->pod_namespace, args->pod_name, args->pod_uid, args->node, NowMs(),
                    out);
       return Execute(std::move(out));
+    }
+    case ServiceRoute::kPreempt: {
+      Result<PreemptionArgs> args = DecodePreemptionArgs(request.body);
+      if (!args.ok()) return respond(ErrorResponse(400, args.status().message()));
+      if (!synced())
+        return respond(ErrorResponse(503, "not ready: the cluster cache is still syncing"));
+      Result<std::map<std::string, engine::NodeVictims>> victims =
+          engine->ExtenderPreempt(args->pod, args->victims, NowMs());
+      if (!victims.ok()) {
+        const bool unavailable = victims.status().code() == StatusCode::kUnavailable;
+        return respond(ErrorResponse(unavailable ? 503 : 400, victims.status().message()));
+      }
+      return respond(JsonResponse(200, EncodePreemptionResult(*victims)));
     }
     case ServiceRoute::kPrioritize:
     case ServiceRoute::kFilter:

@@ -15,6 +15,7 @@ enum class ServiceRoute {
   kFilter,
   kPrioritize,
   kBind,
+  kPreempt,
   kWebhook,
   kAudit,  // GET .../audit (/debug/audit)
   kHealthz,
@@ -26,7 +27,7 @@ enum class ServiceRoute {
 // The route of `request`, matched on its path's last segment (so any
 // urlPrefix works; the query is ignored, and /readyz/admission is matched
 // whole), or the answer refusing it: 403 for an extender route (filter,
-// prioritize, bind, audit) on a listener whose callers are not `trusted`,
+// prioritize, bind, preempt, audit) on a listener whose callers are not `trusted`,
 // naming `extender_listener`; then 405 for a wrong method (GET for audit,
 // health, readiness and metrics, POST for the rest); 404 for any other path.
 std::variant<ServiceRoute, HttpResponse> MatchRoute(const HttpRequest& request, bool trusted,

@@ -1,5 +1,6 @@
-// `devshare serve`'s watches (Nodes, unfinished Pods, ResourceQuotas, the
-// DRA kinds, the leader Lease) into the engine, and client-go's leader election (kElect).
+// `devshare serve`'s watches (Nodes, unfinished Pods, ResourceQuotas,
+// PodDisruptionBudgets, the DRA kinds, the leader Lease) into the engine,
+// and client-go's leader election (kElect).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -94,6 +95,13 @@ void Service::Impl::StartWatches() {
           self->MaybeDraSynced();
         }
       });
+  if (options.engine.preemption) {
+    client.Watch("/apis/policy/v1/poddisruptionbudgets", "",
+                 [weak](const WatchEvent& e) {
+                   if (auto self = weak.lock()) self->OnBudget(e);
+                 },
+                 {});
+  }
   if (!options.engine.dra_device_classes.empty()) WatchDra();
   if (options.leader != ServiceOptions::Leader::kAlways) {
     client.Watch(LeasePath(false), "metadata.name=" + options.lease_name,
@@ -149,6 +157,22 @@ void Service::Impl::OnQuota(const WatchEvent& e) {
   }
   engine->ResourceQuotaObserved(*quota);
   ReportQuotaErrors();
+}
+
+void Service::Impl::OnBudget(const WatchEvent& e) {
+  if (e.type == "DELETED") {
+    if (std::string name = MetadataString(e.object, "name"); !name.empty())
+      engine->PodDisruptionBudgetDeleted(MetadataString(e.object, "namespace"), name);
+    return;
+  }
+  if (!e.object.is_object()) return;
+  Result<PodDisruptionBudget> budget = DecodePodDisruptionBudget(e.object.get_object());
+  if (!budget.ok()) {
+    std::cerr << fmt::format("devshare serve: disruption budget left out: {}\n",
+                             budget.status().message());
+    return;
+  }
+  engine->PodDisruptionBudgetObserved(*budget);
 }
 
 void Service::Impl::ReportQuotaErrors() {

@@ -6,12 +6,15 @@
 #include <cmath>
 #include <utility>
 
+#include "disruption.hpp"
+#include "scenario_objects.hpp"
+
 namespace devshare::sim::internal {
 
 std::string_view VerbName(Verb verb) {
   static constexpr std::string_view kNames[kVerbCount] = {
-      "patch-node",       "patch-pod",          "binding", "plugin-patch-node",
-      "plugin-patch-pod", "kubelet-patch-node", "lease"};
+      "patch-node",         "patch-pod", "binding",  "plugin-patch-node", "plugin-patch-pod",
+      "kubelet-patch-node", "lease",     "eviction", "patch-pod-status"};
   return kNames[static_cast<std::size_t>(verb)];
 }
 
@@ -51,6 +54,7 @@ void ApiServer::CreatePod(std::size_t index, Pod object) {
 
 void ApiServer::BindPod(std::size_t pod, const std::string& node) {
   pods_[pod].object.node_name = node;
+  pods_[pod].object.start_time = StartTime(events_.now());
   Record(truth_.AddPod(pods_[pod].object));  // devices, CPU and memory
 }
 
@@ -86,7 +90,8 @@ void ApiServer::Submit(Request request) {
 
 bool ApiServer::Throttled(const Request& request) {
   return request.verb == Verb::kPatchNode || request.verb == Verb::kPatchPod ||
-         request.verb == Verb::kBinding;
+         request.verb == Verb::kBinding || request.verb == Verb::kEviction ||
+         request.verb == Verb::kNominate;
 }
 
 // When the client may send a request it has at `from`: client-go's token
@@ -165,6 +170,7 @@ bool ApiServer::Apply(Completion& done, engine::PostBinding& c) {
   }
   for (const auto& [k, v] : c.annotations.entries()) pod.annotations.Set(k, v);
   pod.node_name = c.node;
+  pod.start_time = StartTime(events_.now());
   Record(truth_.AddPod(pod));  // devices, CPU and memory
   done.pod = *index;
   return true;
@@ -194,6 +200,55 @@ bool ApiServer::Apply(Completion& /*done*/, LeaseWrite& w) {
   lease_ = d.lease;
   lease_->resource_version = std::to_string(++lease_version_);
   return true;
+}
+
+// A pod gone, or another pod under the name (another UID), is a 404: a
+// success for the engine (EvictPod), with nothing evicted. A pod not bound
+// yet goes without a budget's say, as the Eviction API lets a pod that is
+// not running go.
+bool ApiServer::Apply(Completion& done, engine::EvictPod& c) {
+  const std::optional<std::size_t> index = PodIndex(c.name);
+  if (!index || !exists(*index) || pods_[*index].object.uid != c.uid) return true;
+  Pod& pod = pods_[*index].object;
+  done.pod = *index;
+  if (pod.terminating) return true;
+  if (!pod.node_name.empty() && EvictionRefused(pod)) {
+    ++evictions_refused_;
+    return false;
+  }
+  pod.terminating = true;
+  done.evicted = true;
+  return true;
+}
+
+bool ApiServer::EvictionRefused(const Pod& pod) const {
+  int covering = 0;
+  bool refused = false;
+  for (std::size_t b = 0; b < budgets_.size(); ++b) {
+    if (!Covers(budgets_[b], pod)) continue;
+    ++covering;
+    refused = refused || BudgetStatus(b).disruptions_allowed <= 0;
+  }
+  return refused || covering > 1;
+}
+
+bool ApiServer::Apply(Completion& done, engine::NominatePod& c) {
+  const std::optional<std::size_t> index = PodIndex(c.name);
+  if (!index || !exists(*index) || pods_[*index].object.uid != c.uid) return false;
+  pods_[*index].nominated_node = c.node;
+  done.pod = *index;
+  return true;
+}
+
+PodDisruptionBudget ApiServer::BudgetStatus(std::size_t index) const {
+  const DisruptionBudget& budget = budgets_[index];
+  std::int64_t expected = 0, healthy = 0;
+  for (const StoredPod& p : pods_) {
+    if (!p.created || p.deleted || !Covers(budget, p.object)) continue;
+    ++expected;
+    if (!p.object.node_name.empty() && !p.object.terminating) ++healthy;
+  }
+  return BudgetObject(budget, DisruptionsAllowed(budget, expected, healthy));
 }
 
 // The adapter's read-check-write of a precondition (GET, then PATCH with
@@ -228,6 +283,7 @@ void ApiServer::AddTo(Report& report) const {
   }
   report.rejected_429 += rejected_429_;
   report.conflicts_409 += conflicts_409_;
+  report.preemption.evictions_refused += evictions_refused_;
   report.throttled_ms += throttled_ms_;
 }
 

@@ -3,7 +3,7 @@
 //
 // Objects: the nodes (in name order; a node is named by its index), the
 // pods (by the scenario's index, once created), the ResourceQuotas, the
-// scheduler's Lease, and
+// PodDisruptionBudgets, the scheduler's Lease, and
 // `truth()`: the cluster as these objects say, independent of any engine
 // (a node's devices as registered, a pod's devices from its annotations
 // once it is bound).
@@ -14,7 +14,11 @@
 // never throttle. The server serves `max_inflight` requests at once and
 // answers 429 with Retry-After beyond that; a request takes the model's
 // latency with jitter. A node write with a stale precondition, a Binding
-// of a pod bound already and a Lease write from a stale read get 409.
+// of a pod bound already and a Lease write from a stale read get 409. An
+// eviction (policy/v1 Eviction) of a bound pod a budget covers is refused
+// with 429 when the budget allows no disruption (500 when two budgets cover
+// it, as the Eviction API does); otherwise the pod turns terminating: the
+// coordinator deletes it once its grace period is over.
 // Reads are free (watch caches), so the models read the objects directly.
 //
 // The server applies a request when it completes and says what it did
@@ -54,8 +58,10 @@ enum class Verb : std::uint8_t {
   kPluginPod,    // "plugin-patch-pod": a device plugin's pod write
   kKubeletNode,  // "kubelet-patch-node": the kubelet's node status
   kLease,        // "lease": a kube-scheduler's leader-election write
+  kEviction,     // "eviction": an engine's eviction of a preemption victim
+  kNominate,     // "patch-pod-status": an engine's nominatedNodeName
 };
-inline constexpr std::size_t kVerbCount = 7;
+inline constexpr std::size_t kVerbCount = 9;
 std::string_view VerbName(Verb verb);
 
 // A plugin's or kubelet's node write: annotations and, when set, the
@@ -81,16 +87,19 @@ struct Request {
   // whose token bucket the request waits for; -1: nobody waits.
   int client;
   std::variant<engine::PatchNode, engine::PatchPod, engine::PostBinding, NodeWrite, PodWrite,
-               LeaseWrite>
+               LeaseWrite, engine::EvictPod, engine::NominatePod>
       body;
 };
 
 // A request the server has applied, or refused.
 struct Completion {
   Request request;
-  bool ok = false;       // false: 404 (no such object) or 409
+  bool ok = false;       // false: 404 (no such object), 409, or an eviction refused
   std::size_t node = 0;  // the node written (a PatchNode that succeeded, a NodeWrite)
-  std::size_t pod = 0;   // the pod written (a PatchPod or Binding that succeeded, a PodWrite)
+  // The pod written (a PatchPod or Binding that succeeded, a PodWrite, a
+  // pod evicted or nominated).
+  std::size_t pod = 0;
+  bool evicted = false;  // an EvictPod turned the pod terminating
 };
 
 class ApiServer {
@@ -127,6 +136,11 @@ class ApiServer {
   void DeletePod(std::size_t pod);
   // Created and not deleted: what a LIST of the pods shows.
   bool exists(std::size_t pod) const { return pods_[pod].created && !pods_[pod].deleted; }
+  // The created pod named `name`: names are unique in a scenario, whatever
+  // the namespace (Run checks).
+  std::optional<std::size_t> PodIndex(const std::string& name) const;
+  // The node a NominatePod last set (empty: none).
+  const std::string& nominated_node(std::size_t pod) const { return pods_[pod].nominated_node; }
   // The node is deleted and created again under its name as `object`
   // (another UID): a new object at the next resourceVersion, its devices
   // registered afresh in `truth()`.
@@ -137,6 +151,12 @@ class ApiServer {
   // is not a whole number: the quota is kept, that limit ignored).
   Status AddQuota(ResourceQuota quota);
   const std::vector<ResourceQuota>& quotas() const { return quotas_; }
+
+  // Adds a PodDisruptionBudget. REQUIRES: CheckBudget(budget).ok().
+  void AddBudget(DisruptionBudget budget) { budgets_.push_back(std::move(budget)); }
+  std::size_t budget_count() const { return budgets_.size(); }
+  // Budget `index` with its status now (disruption.hpp).
+  PodDisruptionBudget BudgetStatus(std::size_t index) const;
 
   const std::optional<LeaseRecord>& lease() const { return lease_; }
   const ClusterSnapshot& truth() const { return truth_; }
@@ -155,8 +175,9 @@ class ApiServer {
   // kRequestDone: the request is applied (or refused) and handed back.
   Completion Complete(std::uint64_t id);
 
-  // What the report counts of the server: calls by verb, 429s, 409s and
-  // the time the replicas' writes waited for tokens.
+  // What the report counts of the server: calls by verb, 429s, 409s, the
+  // evictions budgets refused and the time the replicas' writes waited for
+  // tokens.
   void AddTo(Report& report) const;
 
  private:
@@ -168,6 +189,7 @@ class ApiServer {
     Pod object;
     bool created = false;
     bool deleted = false;
+    std::string nominated_node;
   };
   struct TokenBucket {
     double tokens = 0;
@@ -183,13 +205,15 @@ class ApiServer {
   bool Apply(Completion& done, NodeWrite& w);
   bool Apply(Completion& done, PodWrite& w);
   bool Apply(Completion& done, LeaseWrite& w);
+  bool Apply(Completion& done, engine::EvictPod& c);
+  bool Apply(Completion& done, engine::NominatePod& c);
+  // The eviction of `pod` would leave a budget covering it below 0
+  // disruptions (or two budgets cover it).
+  bool EvictionRefused(const Pod& pod) const;
 
   static bool Holds(const Node& node, const std::vector<AnnotationWrite>& preconditions);
   void WriteNode(std::size_t index, const std::vector<AnnotationWrite>& writes,
                  const std::optional<std::string>& gpu_allocatable);
-  // The created pod named `name`: names are unique in a scenario, whatever
-  // the namespace (Run checks).
-  std::optional<std::size_t> PodIndex(const std::string& name) const;
 
   const ApiModel& model_;
   const std::string register_key_;
@@ -201,6 +225,7 @@ class ApiServer {
   std::vector<StoredPod> pods_;  // by the scenario's index
   std::unordered_map<std::string, std::size_t> pod_by_name_;
   std::vector<ResourceQuota> quotas_;
+  std::vector<DisruptionBudget> budgets_;
   std::optional<LeaseRecord> lease_;
   std::uint64_t lease_version_ = 0;
   ClusterSnapshot truth_;
@@ -215,7 +240,7 @@ class ApiServer {
   std::int32_t inflight_ = 0;
 
   std::array<std::uint64_t, kVerbCount> calls_{};
-  std::uint64_t rejected_429_ = 0, conflicts_409_ = 0;
+  std::uint64_t rejected_429_ = 0, conflicts_409_ = 0, evictions_refused_ = 0;
   std::int64_t throttled_ms_ = 0;
 };
 

@@ -33,6 +33,7 @@ enum class EventKind : std::uint8_t {
   kFaultEnd,      // and ends (fault)
   kElect,         // a replica's leader-election retry period (replica)
   kAudit,         // the replicas' drift audits (Scenario::audit_period_ms)
+  kTerminate,     // an evicted pod's grace period ends (pod)
 };
 
 struct Event {

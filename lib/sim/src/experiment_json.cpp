@@ -21,6 +21,21 @@ boost::json::object QuotaObject(const QuotaReport& q) {
       {"pendingQuota", q.pending_quota}};
 }
 
+boost::json::object PreemptionObject(const PreemptionReport& p) {
+  return boost::json::object{{"highPriorityPods", p.high_priority_pods},
+                             {"highPriorityBound", p.high_priority_bound},
+                             {"highPriorityP50Ms", p.high_priority_p50_ms},
+                             {"highPriorityP99Ms", p.high_priority_p99_ms},
+                             {"preemptions", p.preemptions},
+                             {"victims", p.victims},
+                             {"evictionsRefused", p.evictions_refused},
+                             {"preemptionsAbandoned", p.preemptions_abandoned},
+                             {"memoryFreedBeyondMib", p.memory_freed_beyond_mib},
+                             {"evictedNotHelped", p.evicted_not_helped},
+                             {"victimsTerminating", p.victims_terminating},
+                             {"workLostGpuSeconds", p.work_lost_gpu_seconds}};
+}
+
 // The report's fields after `out`'s own.
 boost::json::object ReportObject(const Report& r, boost::json::object out = {}) {
   boost::json::object calls, reasons;
@@ -71,6 +86,7 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
                                    {"cacheMismatchedDevices", r.cache_mismatched_devices},
                                    {"quotas", std::move(quotas)},
                                    {"quotaWarnings", std::move(warnings)},
+                                   {"preemption", PreemptionObject(r.preemption)},
                                    {"endMs", r.end_ms}};
   for (const auto& field : fields) out.insert(field);
   return out;
@@ -88,6 +104,10 @@ std::string FragmentationSampleJson(const FragmentationSample& sample) {
 
 std::string QuotaReportJson(const QuotaReport& quota) {
   return boost::json::serialize(QuotaObject(quota));
+}
+
+std::string PreemptionReportJson(const PreemptionReport& preemption) {
+  return boost::json::serialize(PreemptionObject(preemption));
 }
 
 std::string ResultsJson(const Experiment& experiment, const std::vector<VariantResult>& results) {

@@ -8,6 +8,7 @@
 #include "builtin_scenarios.hpp"
 #include "devshare/engine/engine_options.hpp"
 #include "devshare/sim/experiment.hpp"
+#include "experiment_priority.hpp"
 #include "yaml_fields.hpp"
 
 namespace devshare::sim {
@@ -124,7 +125,12 @@ FieldReader EngineField(engine::EngineOptions& e, std::string_view option) {
 }
 
 Status ReadEngine(const YAML::Node& node, const std::string& path, engine::EngineOptions& e) {
-  std::map<std::string, FieldReader, std::less<>> fields{{"policy", PolicyField(e.filter)}};
+  // Preemption is the engine's own option (EngineOptions::preemption).
+  std::map<std::string, FieldReader, std::less<>> fields{
+      {"policy", PolicyField(e.filter)},
+      {"preemption", Bool(e.preemption)},
+      {"preemption_hold", Duration(e.preemption_hold_ms)},
+      {"preemption_timeout", Duration(e.preemption_timeout_ms)}};
   for (std::string_view option :
        {"registration", "hami_exact", "bind", "lock_retry", "lock_retry_timeout",
         "avoid_locked_nodes", "pod_writes", "register_period"})
@@ -224,7 +230,12 @@ Status ReadPodClass(const YAML::Node& node, const std::string& path, std::size_t
                       {"gpu_spec", String(c.shape.gpu_spec)},
                       {"cpu", NonNegative(c.shape.cpu_milli)},
                       {"memory", NonNegative(c.shape.memory_mib)},
-                      {"duration", Duration(c.shape.duration_ms)}});
+                      {"duration", Duration(c.shape.duration_ms)},
+                      {"priority_class", String(c.shape.priority_class)},
+                      {"termination_grace_seconds", NonNegative(c.shape.termination_grace_seconds)},
+                      {"labels", [&c](const YAML::Node& n, const std::string& p) {
+                         return internal::ReadLabels(n, p, c.shape.labels);
+                       }}});
   if (!s.ok()) return s;
   if (c.shape.name.empty()) c.shape.name = fmt::format("class{}", index);
   if (c.shape.pod_namespace.empty())
@@ -357,8 +368,8 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
                     std::string& description, std::vector<std::uint64_t>& seeds, Summary& summary,
                     ScenarioTemplate& t) {
   Scenario& s = t.settings;
-  std::vector<std::string> seed_texts;
-  return ReadMap(
+  internal::PriorityClasses classes;
+  Status read = ReadMap(
       root, "",
       {{"name", String(name)},
        {"description", String(description)},
@@ -427,7 +438,17 @@ Status ReadTemplate(const YAML::Node& root, const LoadOptions& options, std::str
         }},
        {"summary", [&summary](const YAML::Node& n,
                               const std::string& p) { return ReadSummary(n, p, summary); }},
+       {"priority_classes",
+        [&classes](const YAML::Node& n, const std::string& p) {
+          return internal::ReadPriorityClasses(n, p, classes);
+        }},
+       {"budgets",
+        [&s](const YAML::Node& n, const std::string& p) {
+          return ReadList(n, p, DisruptionBudget{}, internal::ReadBudget, s.budgets);
+        }},
        {"variants", [](const YAML::Node&, const std::string&) { return Status(); }}});
+  if (!read.ok()) return read;
+  return internal::ApplyPriorities(root, classes, t);
 }
 
 // `base` with the keys of `over`: mappings merge key by key, anything else

@@ -32,8 +32,12 @@ bool KubeScheduler::Volcano() const {
 }
 
 void KubeScheduler::Enqueue(std::size_t pod) {
-  queue_.push_back(pod);
+  Queue(pod, next_queued_++);
   Kick();
+}
+
+void KubeScheduler::Queue(std::size_t pod, std::int64_t order) {
+  queue_.insert(Queued{-scenario_.pods[pod].priority, order, pod});
 }
 
 void KubeScheduler::Kick() {
@@ -61,8 +65,8 @@ void KubeScheduler::Cycle() {
   if (queue_.empty()) return;
   const int r = replicas_.Leader();
   if (r < 0) return;  // resumes when a replica starts leading
-  const std::size_t index = queue_.front();
-  queue_.pop_front();
+  const std::size_t index = queue_.begin()->pod;
+  queue_.erase(queue_.begin());
   PodState& pod = pods_[index];
   const PodSpec& spec = scenario_.pods[index];
   if (pod.bound || pod.given_up) return Kick();
@@ -242,13 +246,13 @@ void KubeScheduler::ReplicaCrashed(int r) {
   if (cycle_busy_) {
     cycle_busy_ = false;
     Unassume(cycle_pod_);
-    queue_.push_front(cycle_pod_);
+    Queue(cycle_pod_, --first_queued_);  // at the head of its priority
   }
   for (auto it = bindings_.begin(); it != bindings_.end();) {
     if (it->second.replica == r) {
       if (!pods_[it->second.pod].bound) {
         Unassume(it->second.pod);
-        queue_.push_back(it->second.pod);
+        Queue(it->second.pod, next_queued_++);
       }
       it = bindings_.erase(it);
     } else {

@@ -1,7 +1,8 @@
 // Private: the kube-scheduler model (and Volcano's session loop in its
 // place under Volcano's protocol).
 //
-// One scheduling cycle at a time, in queue order: NodeResourcesFit on CPU
+// One scheduling cycle at a time, in queue order (kube-scheduler's activeQ:
+// the highest priority first, then the earliest queued): NodeResourcesFit on CPU
 // and memory (as assumed by kube-scheduler's cache: bound pods and pods
 // assumed on a node, until they leave), then the extender's Filter with a
 // timeout; the Bind runs asynchronously while the next cycle starts. A pod
@@ -22,9 +23,14 @@
 // with an extender has no such coupling: node events reach the engines at
 // once.
 //
-// Not modelled: preemption, scoring plugins other than the extender's
-// choice, the unschedulable queue's event-driven moves (the backoff stands
-// in for them), a Bind timeout.
+// Not modelled: kube-scheduler's own preemption (the engines preempt; v1.37
+// finds no victims for devices it does not see), scoring plugins other than
+// the extender's choice, the unschedulable queue's event-driven moves, a
+// Bind timeout. The backoff stands in for those moves: a pod deletion moves
+// an unschedulable pod to the backoffQ, from which it leaves when its
+// backoff (1 s doubling to 10 s since its last attempt) is over, which is
+// when the backoff here requeues it anyway; without such an event
+// kube-scheduler would wait longer (up to 5 min).
 //
 // Thread-safety: none; a run is single-threaded.
 #ifndef DEVSHARE_SIM_SRC_KUBE_SCHEDULER_HPP_
@@ -32,7 +38,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <set>
 #include <string>
@@ -150,7 +155,16 @@ class KubeScheduler {
 
   std::vector<NodeRoom> rooms_;  // by node
   std::vector<PodState> pods_;   // by the scenario's index
-  std::deque<std::size_t> queue_;
+  // The activeQ: the highest priority first, then the earliest queued.
+  struct Queued {
+    std::int64_t minus_priority;
+    std::int64_t order;
+    std::size_t pod;
+    auto operator<=>(const Queued&) const = default;
+  };
+  void Queue(std::size_t pod, std::int64_t order);
+  std::set<Queued> queue_;
+  std::int64_t next_queued_ = 0, first_queued_ = 0;
   std::vector<std::string> candidates_;
   bool cycle_kicked_ = false, cycle_busy_ = false, cycle_ready_ = false;
   std::size_t cycle_pod_ = 0;

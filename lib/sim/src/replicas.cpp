@@ -73,6 +73,8 @@ void Replicas::Start(int r) {
   for (std::size_t n = 0; n < api_.node_count(); ++n)
     rep.engine->NodeObserved(api_.node(n), now, out);
   for (const ResourceQuota& quota : api_.quotas()) rep.engine->ResourceQuotaObserved(quota);
+  for (std::size_t b = 0; b < api_.budget_count(); ++b)
+    rep.engine->PodDisruptionBudgetObserved(api_.BudgetStatus(b));
   for (std::size_t p = 0; p < api_.pod_count(); ++p) {
     if (api_.exists(p)) rep.engine->PodObserved(api_.pod(p));
   }
@@ -87,6 +89,7 @@ void Replicas::Crash(int r) {
   rep.registration_order.clear();
   rep.registration_queued.clear();
   AddCounters(rep.retired, rep.engine->counters());
+  rep.retired.preemptions_abandoned += rep.engine->counters().preemptions_abandoned;
   AddAudits(rep.retired_audits, rep.engine->audit_totals());
 }
 
@@ -122,6 +125,12 @@ void Replicas::PodDeleted(const std::string& uid) {
   if (deaf_) return;
   for (Replica& rep : replicas_) {
     if (rep.alive) rep.engine->PodDeleted(uid);
+  }
+}
+
+void Replicas::BudgetObserved(const PodDisruptionBudget& budget) {
+  for (Replica& rep : replicas_) {
+    if (rep.alive) rep.engine->PodDisruptionBudgetObserved(budget);
   }
 }
 
@@ -211,12 +220,11 @@ void Replicas::Dispatch(int r, std::vector<engine::Command> commands) {
         [&](auto& c) {
           using C = std::decay_t<decltype(c)>;
           // The simulated engines serve no DeviceClass (DRA mode places
-          // with dra::Placer itself), so they issue no DRA command.
+          // with dra::Placer itself), so they issue no DRA command; Events
+          // are not modelled.
           if constexpr (!std::is_same_v<C, engine::WriteClaimStatus> &&
                         !std::is_same_v<C, engine::RemoveSchedulingGate> &&
-                        !std::is_same_v<C, engine::PodEvent> &&
-                        !std::is_same_v<C, engine::EvictPod> &&
-                        !std::is_same_v<C, engine::NominatePod>) {
+                        !std::is_same_v<C, engine::PodEvent>) {
             Handle(r, c);
           }
         },
@@ -268,6 +276,13 @@ void Replicas::Handle(int r, engine::PatchPod& c) {
 void Replicas::Handle(int r, engine::PostBinding& c) {
   api_.Submit(Request{Verb::kBinding, r, std::move(c)});
 }
+void Replicas::Handle(int r, engine::EvictPod& c) {
+  api_.Submit(Request{Verb::kEviction, r, std::move(c)});
+}
+void Replicas::Handle(int r, engine::NominatePod& c) {
+  listener_.Preempting(r, c);
+  api_.Submit(Request{Verb::kNominate, r, std::move(c)});
+}
 void Replicas::Handle(int r, engine::FilterReply& reply) { listener_.FilterAnswered(r, reply); }
 void Replicas::Handle(int /*r*/, engine::BindReply& reply) { listener_.BindAnswered(reply); }
 
@@ -294,9 +309,11 @@ void Replicas::AddTo(Report& report) const {
   engine::AuditTotals audits;
   for (const Replica& rep : replicas_) {
     AddCounters(report, rep.retired);
+    report.preemption.preemptions_abandoned += rep.retired.preemptions_abandoned;
     AddAudits(audits, rep.retired_audits);
     if (rep.alive) {
       AddCounters(report, rep.engine->counters());
+      report.preemption.preemptions_abandoned += rep.engine->counters().preemptions_abandoned;
       AddAudits(audits, rep.engine->audit_totals());
     }
   }

@@ -11,6 +11,8 @@
 //
 // A crashed replica's engine hears nothing more and its queued
 // registration writes are dropped; the writes it had sent still land. Its
+// evictions and nominations go as requests too (verbs eviction and
+// patch-pod-status), a nomination told to the Listener as it is sent. Its
 // counters are kept for the report; a restart starts a new engine.
 //
 // Thread-safety: none; a run is single-threaded.
@@ -20,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +48,9 @@ class Replicas {
     virtual void BindAnswered(const engine::BindReply& reply) = 0;
     // One more registration write is done (registration_done() moved).
     virtual void RegistrationWritten() = 0;
+    // The engine of replica r began a preemption: it nominates the pod
+    // (its preemptions() say where, and which victims it evicts).
+    virtual void Preempting(int r, const engine::NominatePod& nomination) = 0;
   };
 
   // `count` replicas named scheduler-<r>; replica r's engine runs `options`
@@ -65,7 +71,8 @@ class Replicas {
   int Leader() const;
 
   // Replica r's process starts (again): a new engine lists the cluster
-  // (nodes, quotas, created pods and, with several replicas, the Lease).
+  // (nodes, quotas, budgets, created pods and, with several replicas, the
+  // Lease).
   void Start(int r);
   // Replica r's process dies.
   void Crash(int r);
@@ -85,6 +92,7 @@ class Replicas {
   void PodObserved(const Pod& pod);
   void PodDeleted(const std::string& uid);
   void LeaseObserved();
+  void BudgetObserved(const PodDisruptionBudget& budget);
   // The outcome of one of replica r's requests, told to its engine if it
   // still lives.
   void Tell(int r, std::uint64_t id, bool succeeded);
@@ -102,6 +110,10 @@ class Replicas {
                                            const std::vector<std::string>& nodes);
   // What replica r's engine holds (the invariant checker compares it).
   const ClusterSnapshot& cache(int r) const { return replica(r).engine->snapshot(); }
+  // Replica r's preemptions under way (Engine::preemptions).
+  const std::map<std::string, engine::Preemption>& preemptions(int r) const {
+    return replica(r).engine->preemptions();
+  }
 
   // A registration write of replica r completed: the next queued one goes.
   void RegistrationWritten(int r);
@@ -137,6 +149,8 @@ class Replicas {
   void Handle(int r, engine::PostBinding& c);
   void Handle(int r, engine::FilterReply& reply);
   void Handle(int r, engine::BindReply& reply);
+  void Handle(int r, engine::EvictPod& c);
+  void Handle(int r, engine::NominatePod& c);
   void SendRegistration(int r);
 
   const engine::EngineOptions& options_;

@@ -8,15 +8,10 @@
 
 namespace devshare::sim::internal {
 
-namespace {
-
-// Percentile p (0..100) of sorted values, nearest rank.
 std::int64_t Percentile(const std::vector<std::int64_t>& sorted, std::size_t p) {
   if (sorted.empty()) return 0;
   return sorted[std::min(sorted.size() - 1, sorted.size() * p / 100)];
 }
-
-}  // namespace
 
 ReportBuilder::ReportBuilder(const EventQueue& events, std::vector<WorkloadClass> workload)
     : ReportBuilder(events, [workload = std::move(workload)](const ClusterSnapshot& truth) {

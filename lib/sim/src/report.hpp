@@ -46,6 +46,9 @@ struct PodOutcome {
   std::string_view reason;  // why it is not bound, the last time it was tried
 };
 
+// Percentile p (0..100) of sorted values, nearest rank; 0 when empty.
+std::int64_t Percentile(const std::vector<std::int64_t>& sorted, std::size_t p);
+
 class ReportBuilder {
  public:
   // How the cluster's fragmentation is measured.

@@ -1,8 +1,10 @@
 #include "scenario_objects.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -71,7 +73,17 @@ Pod MakePod(const PodSpec& spec, std::size_t index) {
   }
   pod.cpu_milli = spec.cpu_milli;
   pod.memory_bytes = spec.memory_mib * 1024 * 1024;
+  pod.labels = spec.labels;
+  pod.priority = spec.priority;
+  pod.preemption_policy = spec.preemption_policy;
   return pod;
+}
+
+std::string StartTime(std::int64_t now_ms) {
+  using std::chrono::seconds;
+  constexpr std::chrono::sys_days kRunStart{std::chrono::year{2026} / 1 / 1};
+  const std::chrono::sys_seconds at = kRunStart + seconds(now_ms / 1000);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", at);
 }
 
 double GpusOf(const PodSpec& spec) {

@@ -40,8 +40,14 @@ Node MakeNode(const NodeSpec& spec, const std::string& register_key, const std::
 // The scenario's pod `index` as it is created: pending, in its namespace, one container
 // asking HAMi's resources (a share of one GPU as gpucores and
 // gpumem-percentage, or whole GPUs), the GPU models it allows as
-// `nvidia.com/use-gputype`, and its CPU and memory.
+// `nvidia.com/use-gputype`, its CPU and memory, its labels, priority and
+// preemption policy.
 Pod MakePod(const PodSpec& spec, std::size_t index);
+
+// status.startTime of a pod started at `now_ms` of the run: RFC 3339, the
+// run beginning at 2026-01-01T00:00:00Z (whole seconds, as the API server
+// keeps them).
+std::string StartTime(std::int64_t now_ms);
 
 // GPUs the pod asks: its share of one device, or its whole devices.
 double GpusOf(const PodSpec& spec);

@@ -19,11 +19,13 @@
 
 #include "api_server.hpp"
 #include "devshare/annotations.hpp"
+#include "disruption.hpp"
 #include "dra_run.hpp"
 #include "event_queue.hpp"
 #include "kube_scheduler.hpp"
 #include "kubelets.hpp"
 #include "leader_election.hpp"
+#include "preemption_ledger.hpp"
 #include "replicas.hpp"
 #include "report.hpp"
 #include "scenario_objects.hpp"
@@ -81,7 +83,8 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
         scheduler_(scenario, nodes_, events_, api_, replicas_, *this),
         kubelets_(scenario, nodes_, RegisterKey(scenario.engine), HandshakeKey(scenario.engine),
                   events_, api_),
-        report_(events_, options_.filter.workload) {}
+        report_(events_, options_.filter.workload),
+        ledger_(scenario.pods) {}
 
   Result<Report> Run() {
     const std::int64_t end = scenario_.end_ms;
@@ -89,6 +92,9 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     progress_step_ = std::max<std::uint64_t>(1, progress_total_ / 100);
     SetUpNodes();
     SetUpQuotas();
+    for (const DisruptionBudget& budget : scenario_.budgets) api_.AddBudget(budget);
+    for (std::size_t b = 0; b < api_.budget_count(); ++b)
+      budgets_sent_.push_back(api_.BudgetStatus(b));
     SetUpReplicas();
     for (std::size_t i = 0; i < scenario_.faults.size(); ++i) {
       events_.At(scenario_.faults[i].at_ms, EventKind::kFault, i);
@@ -185,6 +191,8 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
         return election_.Elect(static_cast<int>(e.arg));
       case EventKind::kAudit:
         return Audit();
+      case EventKind::kTerminate:
+        return Terminate(e.arg);
     }
   }
 
@@ -220,14 +228,41 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     Status sampled = report_.Arrived(GpusOf(spec), api_.truth());
     if (!sampled.ok()) return Fail(std::move(sampled));
     replicas_.PodObserved(api_.pod(index));
+    SendBudgets();
     scheduler_.Enqueue(index);
   }
 
+  // The pod's run ends (an evicted pod's too, if it ends in its grace
+  // period: nothing of it is lost).
   void Depart(std::size_t index) {
     if (!scheduler_.Depart(index)) return;
+    ledger_.Deleted(index, events_.now(), events_.now());
+    Delete(index);
+  }
+
+  // An evicted pod's grace period is over: it is deleted, its run lost.
+  void Terminate(std::size_t index) {
+    if (!scheduler_.Depart(index)) return;  // its run ended meanwhile
+    ledger_.Deleted(index, scheduler_.pod(index).bound_at, events_.now());
+    Delete(index);
+  }
+
+  void Delete(std::size_t index) {
     report_.Departed(GpusOf(scenario_.pods[index]));
     api_.DeletePod(index);
     replicas_.PodDeleted(api_.pod(index).uid);
+    SendBudgets();
+  }
+
+  // The disruption controller: each budget's status, to the engines'
+  // watches when it changed.
+  void SendBudgets() {
+    for (std::size_t b = 0; b < budgets_sent_.size(); ++b) {
+      PodDisruptionBudget status = api_.BudgetStatus(b);
+      if (status == budgets_sent_[b]) continue;
+      replicas_.BudgetObserved(status);
+      budgets_sent_[b] = std::move(status);
+    }
   }
 
   // ---- completed requests: the engine that sent one hears its outcome;
@@ -264,6 +299,21 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
   void Completed(const Completion& /*done*/, PodWrite& w) {
     replicas_.PodObserved(api_.pod(w.pod));
   }
+
+  // An accepted eviction: the pod is terminating (the watches say so) and
+  // goes when its grace period is over.
+  void Completed(const Completion& done, engine::EvictPod& c) {
+    replicas_.Tell(done.request.client, c.id, done.ok);
+    if (!done.evicted) return;
+    if (std::optional<std::string> wrong = ledger_.Evicted(done.pod))
+      return Violation(done.pod, *wrong);
+    replicas_.PodObserved(api_.pod(done.pod));
+    SendBudgets();
+    const std::int64_t grace = scenario_.pods[done.pod].termination_grace_seconds * 1000;
+    events_.At(events_.now() + grace, EventKind::kTerminate, done.pod);
+  }
+
+  void Completed(const Completion& /*done*/, engine::NominatePod& /*c*/) {}
 
   void Completed(const Completion& done, LeaseWrite& w) {
     if (election_.WriteResult(done.request.client, w.decision, done.ok)) scheduler_.Kick();
@@ -365,6 +415,7 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     if (!scheduler_.Bound(index, node)) return Violation(index, "allocated twice");
     const PodSpec& spec = scenario_.pods[index];
     report_.Bound(GpusOf(spec));
+    SendBudgets();
     if (!scheduler_.pod(index).given_up) Handled();
     if (spec.duration_ms > 0)
       events_.At(events_.now() + spec.duration_ms, EventKind::kDepart, index);
@@ -392,6 +443,33 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
   }
 
   void GaveUp(std::size_t /*pod*/) override { Handled(); }
+
+  // A preemption begins: its victims (by name, as the engine keeps them)
+  // and the GPU memory they hold, against what the preemptor takes.
+  void Preempting(int r, const engine::NominatePod& nomination) override {
+    auto preemption = replicas_.preemptions(r).find(nomination.uid);
+    const std::optional<std::size_t> preemptor = api_.PodIndex(nomination.name);
+    if (preemption == replicas_.preemptions(r).end() || !preemptor) return;
+    auto memory = [](const Result<std::vector<PodUsage>>& usage) {
+      std::int64_t mib = 0;
+      if (usage.ok()) {
+        for (const PodUsage& u : *usage) mib += u.usedmem;
+      }
+      return mib;
+    };
+    std::vector<std::size_t> victims;
+    std::int64_t victims_mib = 0;
+    for (const std::string& key : preemption->second.victims) {
+      const std::optional<std::size_t> victim = api_.PodIndex(key.substr(key.find('/') + 1));
+      if (!victim) continue;
+      victims.push_back(*victim);
+      victims_mib += memory(api_.truth().PodUsageOf(api_.pod(*victim).uid));
+    }
+    const std::int64_t needed_mib = memory(replicas_.cache(r).PodUsageOf(nomination.uid));
+    if (std::optional<std::string> wrong =
+            ledger_.Preempting(*preemptor, nomination.node, victims, victims_mib, needed_mib))
+      Violation(*preemptor, *wrong);
+  }
   void Placed() override { report_.Placed(); }
 
   void Violation(std::size_t index, std::string_view what) override {
@@ -436,6 +514,14 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
     api_.AddTo(*report);
     scheduler_.AddTo(*report);
     replicas_.AddTo(*report);
+    ledger_.AddTo(
+        *report,
+        [&](std::size_t i) {
+          const PodState& pod = scheduler_.pod(i);
+          return PodEnd{api_.created(i), pod.bound, !pod.bound && !pod.given_up, pod.bound_at,
+                        pod.node};
+        },
+        events_.now());
     report->drift_injected = drift_injected_;
     const int leader = replicas_.Leader();
     if (leader >= 0) report->cache_mismatched_devices = MismatchedDevices(replicas_.cache(leader));
@@ -477,6 +563,8 @@ class Simulation final : private Replicas::Listener, private KubeScheduler::List
   KubeScheduler scheduler_;
   Kubelets kubelets_;
   ReportBuilder report_;
+  PreemptionLedger ledger_;
+  std::vector<PodDisruptionBudget> budgets_sent_;  // each budget as the engines last heard it
 
   std::uint64_t progress_total_ = 0, progress_step_ = 1, progress_next_ = 0;
   std::size_t handled_ = 0;
@@ -508,6 +596,8 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     if (p.pod_namespace.empty()) return invalid(fmt::format("pod {} has no namespace", p.name));
     if (p.arrive_ms < 0 || p.duration_ms < 0)
       return invalid(fmt::format("pod {} has a negative time", p.name));
+    if (p.termination_grace_seconds < 0)
+      return invalid(fmt::format("pod {} has a negative grace period", p.name));
     if (p.gpu_milli < 0 || p.cpu_milli < 0 || p.memory_mib < 0) {
       return invalid(fmt::format("pod {} has a negative size", p.name));
     }
@@ -536,9 +626,19 @@ Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress&
     if (!quotas.emplace(q.quota_namespace, q.name).second)
       return invalid(fmt::format("quota {}/{} is named twice", q.quota_namespace, q.name));
   }
+  std::set<std::pair<std::string_view, std::string_view>> budgets;
+  for (const DisruptionBudget& b : scenario.budgets) {
+    if (Status s = internal::CheckBudget(b); !s.ok()) return invalid(std::string(s.message()));
+    if (!budgets.emplace(b.budget_namespace, b.name).second)
+      return invalid(fmt::format("budget {}/{} is named twice", b.budget_namespace, b.name));
+  }
+  const bool priorities = std::any_of(scenario.pods.begin(), scenario.pods.end(),
+                                      [](const PodSpec& p) { return p.priority != 0; });
   if (scenario.dra.enabled) {
     if (!scenario.faults.empty()) return invalid("DRA mode models no faults");
     if (!scenario.quotas.empty()) return invalid("DRA mode models no quotas");
+    if (!scenario.budgets.empty() || priorities)
+      return invalid("DRA mode models no priorities or budgets");
     return internal::RunDra(scenario, seed, progress);
   }
   internal::Simulation simulation(scenario, seed, progress);

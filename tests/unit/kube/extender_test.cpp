@@ -178,3 +178,34 @@ TEST_CASE("kube: binding args and results, priorities on 0..10") {
                             NodeScore{"d", 1, 44.9}}) ==
       R"([{"Host":"a","Score":10},{"Host":"b","Score":5},{"Host":"c","Score":0},{"Host":"d","Score":4}])");
 }
+
+TEST_CASE("kube: preemption args by UID, full victims or none; the result as meta victims") {
+  Result<PreemptionArgs> meta = DecodePreemptionArgs(fmt::format(
+      R"({{"Pod":{},"NodeNameToMetaVictims":{{"n1":{{"Pods":[{{"UID":"u1"}},{{"UID":"u2"}}],)"
+      R"("NumPDBViolations":1}},"n2":{{"Pods":null,"NumPDBViolations":0}}}}}})",
+      kPod));
+  REQUIRE(meta.ok());
+  CHECK(meta->victims.size() == 2);
+  CHECK(meta->victims.at("n1") == engine::NodeVictims{{"u1", "u2"}, 1});
+  CHECK(meta->victims.at("n2") == engine::NodeVictims{});
+  Result<PreemptionArgs> full = DecodePreemptionArgs(fmt::format(
+      R"({{"Pod":{},"NodeNameToVictims":{{"n1":{{"Pods":[{{"metadata":{{"uid":"u3"}}}}]}}}},)"
+      R"("NodeNameToMetaVictims":null}})",
+      kPod));
+  REQUIRE(full.ok());
+  CHECK(full->victims.at("n1").uids == std::vector<std::string>{"u3"});
+  auto error = [](const std::string& json) {
+    return std::string(DecodePreemptionArgs(json).status().message());
+  };
+  CHECK(error(R"({"NodeNameToMetaVictims":{}})") ==
+        "extender request: Pod is missing or not an object");
+  CHECK(error(fmt::format(R"({{"Pod":{},"NodeNameToMetaVictims":{{"n1":{{"Pods":[{{}}]}}}}}})",
+                          kPod)) ==
+        "extender request: NodeNameToMetaVictims[n1].Pods[0] has no UID");
+  CHECK(error(fmt::format(
+            R"({{"Pod":{},"NodeNameToMetaVictims":{{"n1":{{"NumPDBViolations":"x"}}}}}})", kPod)) ==
+        "extender request: NodeNameToMetaVictims[n1].NumPDBViolations is not a whole number");
+  CHECK(EncodePreemptionResult({{"n1", {{"u1"}, 0}}, {"n2", {}}}) ==
+        R"({"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u1"}],"NumPDBViolations":0},)"
+        R"("n2":{"Pods":[],"NumPDBViolations":0}}})");
+}

@@ -110,7 +110,14 @@ TEST_CASE("kube: metrics of device quotas: objects, unreadable ones, limit and u
   CHECK(m.Render().find("devshare_quota_limit") == std::string::npos);  // no quota: no series
   m.SetCluster(true, s);
   m.SetQuotaObjects(3, 1);
+  engine::Counters preemption;
+  preemption.preemptions = 2;
+  preemption.preemption_victims = 5;
+  m.SetPreemption(preemption, 1);
   const std::string text = m.Render();
+  CHECK(text.find("devshare_preemptions_total 2\n") != std::string::npos);
+  CHECK(text.find("devshare_preemption_victims_total 5\n") != std::string::npos);
+  CHECK(text.find("devshare_preemptions_in_progress 1\n") != std::string::npos);
   CHECK(text.find("devshare_quotas 3\n") != std::string::npos);
   CHECK(text.find("devshare_quotas_undecodable 1\n") != std::string::npos);
   CHECK(text.find("# TYPE devshare_quota_limit gauge\n"

@@ -36,6 +36,8 @@ std::string Match(std::string method, std::string target, bool trusted = true) {
       return "prioritize";
     case ServiceRoute::kBind:
       return "bind";
+    case ServiceRoute::kPreempt:
+      return "preempt";
     case ServiceRoute::kWebhook:
       return "webhook";
     case ServiceRoute::kAudit:
@@ -60,6 +62,7 @@ TEST_CASE("kube routes: the path's last segment names the route, under any prefi
   CHECK(Match("POST", "/scheduler/filter/") == "filter");
   CHECK(Match("POST", "/x/prioritize?debug=1") == "prioritize");
   CHECK(Match("POST", "/bind") == "bind");
+  CHECK(Match("POST", "/scheduler/preempt") == "preempt");
   CHECK(Match("POST", "/webhook") == "webhook");
   CHECK(Match("GET", "/debug/audit") == "audit");
   CHECK(Match("GET", "/healthz") == "healthz");
@@ -80,7 +83,7 @@ TEST_CASE(
   CHECK(Match("POST", "/healthz") == R"(405 {"error":"use GET"})");
   CHECK(Match("POST", "/debug/audit") == R"(405 {"error":"use GET"})");
   CHECK(Match("DELETE", "/readyz/admission") == R"(405 {"error":"use GET"})");
-  for (const char* route : {"/filter", "/prioritize", "/bind"}) {
+  for (const char* route : {"/filter", "/prioritize", "/bind", "/preempt"}) {
     CHECK(Match("POST", route, false) ==
           fmt::format(R"(403 {{"error":"{} is served only on the extender listener ([::1]:9), not )"
                       R"(on one the network reaches"}})",

@@ -87,3 +87,62 @@ TEST_CASE(
   CHECK(a.api.lease()->resource_version == "2");
   CHECK(a.Counted().conflicts_409 == 4);
 }
+
+TEST_CASE("sim units: API server — evictions honour a budget (429) and turn the pod terminating") {
+  Api a(Exact(), {Spec("n1", 2)}, 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    PodSpec spec = PodOf("p" + std::to_string(i), 1, 1000);
+    spec.labels.Set("app", i < 2 ? "train" : "other");
+    a.api.CreatePod(i, MakePod(spec, i));
+  }
+  a.api.BindPod(0, "n1");
+  a.api.BindPod(1, "n1");
+  DisruptionBudget budget;
+  budget.name = "train";
+  budget.selector.match_labels.Set("app", "train");
+  budget.min_available = "1";
+  a.api.AddBudget(budget);
+  CHECK(a.api.BudgetStatus(0).disruptions_allowed == 1);  // 2 healthy, 1 desired
+  auto evict = [&](std::uint64_t id, std::size_t pod) {
+    a.api.Submit(Request{Verb::kEviction, 0,
+                         engine::EvictPod{id, "sim", a.api.pod(pod).name, a.api.pod(pod).uid}});
+  };
+  evict(1, 0);
+  std::vector<std::pair<std::int64_t, Completion>> done = a.Serve();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].second.ok);
+  CHECK(done[0].second.evicted);
+  CHECK(a.api.pod(0).terminating);
+  CHECK(a.api.exists(0));  // deleted after its grace period, by the coordinator
+  CHECK(a.api.BudgetStatus(0).disruptions_allowed == 0);
+  // The second trainer: the budget allows no more; a pod not bound, and one
+  // no budget covers, go; one evicted already is a success, as a pod gone is.
+  evict(2, 1);
+  done = a.Serve();
+  REQUIRE(done.size() == 1);
+  CHECK_FALSE(done[0].second.ok);
+  CHECK_FALSE(a.api.pod(1).terminating);
+  CHECK(a.Counted().preemption.evictions_refused == 1);
+  evict(3, 2);
+  evict(4, 0);
+  a.api.Submit(Request{Verb::kEviction, 0, engine::EvictPod{5, "sim", "ghost", "uid-9"}});
+  done = a.Serve();
+  REQUIRE(done.size() == 3);
+  CHECK((done[0].second.ok && done[0].second.evicted));
+  CHECK((done[1].second.ok && !done[1].second.evicted));
+  CHECK((done[2].second.ok && !done[2].second.evicted));
+  CHECK(a.Counted().api_calls.at("eviction") == 5);
+}
+
+TEST_CASE("sim units: API server — a nomination is kept on the pod") {
+  Api a;
+  a.api.CreatePod(0, MakePod(PodOf("p0", 1, 250), 0));
+  a.api.Submit(Request{Verb::kNominate, 0, engine::NominatePod{"sim", "p0", "uid-0", "n1"}});
+  a.api.Submit(Request{Verb::kNominate, 0, engine::NominatePod{"sim", "p0", "uid-other", "n2"}});
+  const auto done = a.Serve();
+  REQUIRE(done.size() == 2);
+  CHECK(done[0].second.ok);
+  CHECK_FALSE(done[1].second.ok);  // another pod under the name
+  CHECK(a.api.nominated_node(0) == "n1");
+  CHECK(a.Counted().api_calls.at("patch-pod-status") == 2);
+}

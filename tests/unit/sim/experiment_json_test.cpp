@@ -23,6 +23,7 @@ Report SomeReport() {
   r.drift_found = {{"pod-gone", 1}};
   r.quotas = {QuotaReport{"team-a", "nvidia.com/gpumem", 8192, 4096, 2, 3, 1}};
   r.quota_warnings = {"resource quota team-b/gpu: ..."};
+  r.preemption = PreemptionReport{30, 29, 52, 35600, 15, 15, 1, 2, 378880, 0, 1, 3302.5};
   r.end_ms = 60000;
   return r;
 }
@@ -65,6 +66,13 @@ TEST_CASE("ReportJson: every field in camelCase, no seed; the curve's samples as
       "pending": 3, "pendingQuota": 1}])"));
   CHECK(report.at("quotaWarnings").as_array().at(0).as_string() ==
         "resource quota team-b/gpu: ...");
+  CHECK(report.at("preemption") == boost::json::parse(R"({"highPriorityPods": 30,
+      "highPriorityBound": 29, "highPriorityP50Ms": 52, "highPriorityP99Ms": 35600,
+      "preemptions": 15, "victims": 15, "evictionsRefused": 1, "preemptionsAbandoned": 2,
+      "memoryFreedBeyondMib": 378880, "evictedNotHelped": 0, "victimsTerminating": 1,
+      "workLostGpuSeconds": 3302.5})"));
+  CHECK(boost::json::parse(PreemptionReportJson(SomeReport().preemption)) ==
+        report.at("preemption"));
   const boost::json::value sample =
       boost::json::parse(FragmentationSampleJson(SomeReport().fragmentation_curve[0]));
   CHECK(report.at("fragmentationCurve").as_array().at(0) == sample);

@@ -142,3 +142,91 @@ TEST_CASE("experiment schema: quota errors name the key and the line") {
   CHECK(ErrorOf("nodes: [{count: 1}]\npods: [{namespace: ''}]\n") ==
         "scenario: pods[0].namespace: must not be empty (line 2, column 20)");
 }
+
+TEST_CASE("experiment schema: PriorityClasses set the pods' priorities, the global default too") {
+  Result<Experiment> e = Parse(R"(
+nodes: [{count: 1}]
+priority_classes:
+  low: {value: 10, global_default: true}
+  high: {value: 1000, preemption_policy: Never}
+  mid: {value: 500, preemption_policy: PreemptLowerPriority}
+pods:
+  - {name: a, priority_class: high, termination_grace_seconds: 5, labels: {team: x}}
+  - {name: b}
+  - {name: c, priority_class: mid}
+)");
+  REQUIRE(e.ok());
+  const std::vector<PodClass>& c = e->variants.at(0).scenario.pod_classes;
+  CHECK(c.at(0).shape.priority == 1000);
+  CHECK(c.at(0).shape.preemption_policy == "Never");
+  CHECK(c.at(0).shape.priority_class == "high");
+  CHECK(c.at(0).shape.termination_grace_seconds == 5);
+  CHECK(*c.at(0).shape.labels.Find("team") == "x");
+  CHECK(*c.at(0).shape.labels.Find(kPodClassLabel) == "a");
+  CHECK(c.at(1).shape.priority == 10);  // the global default
+  CHECK(c.at(1).shape.termination_grace_seconds == 30);
+  CHECK(c.at(2).shape.priority == 500);
+  CHECK(c.at(2).shape.preemption_policy.empty());
+  // Without a global default, a pod naming no class has priority 0.
+  Result<Experiment> none = Parse("nodes: [{count: 1}]\npods: [{name: a}]\n");
+  REQUIRE(none.ok());
+  CHECK(none->variants.at(0).scenario.pod_classes.at(0).shape.priority == 0);
+}
+
+TEST_CASE("experiment schema: priority errors name the key and the line") {
+  CHECK(ErrorOf("nodes: [{count: 1}]\npods:\n  - {name: a, priority_class: gold}\n") ==
+        "scenario: pods[0].priority_class: no PriorityClass named 'gold' (the Priority admission "
+        "refuses the pod) (line 3, column 31)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\npriority_classes:\n  a: {value: 1, global_default: true}\n"
+                "  b: {value: 2, global_default: true}\n") ==
+        "scenario: priority_classes.b.global_default: a is the global default already (line 4, "
+        "column 33)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\npriority_classes:\n  a: {preemption_policy: Never}\n") ==
+        "scenario: priority_classes.a.value: required (line 3, column 6)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\npriority_classes:\n  a: {value: 2000000000}\n") ==
+        "scenario: priority_classes.a.value: expected an integer in [-2147483648, 1000000000], "
+        "got \"2000000000\" (line 3, column 14)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\npriority_classes:\n  a: {value: 1, preemption_policy: "
+                "Sometimes}\n") ==
+        "scenario: priority_classes.a.preemption_policy: 'Sometimes' is not one of "
+        "PreemptLowerPriority, Never (line 3, column 36)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\npods: [{termination_grace_seconds: -1}]\n") ==
+        "scenario: pods[0].termination_grace_seconds: expected an integer in [0, "
+        "9223372036854775807], got \"-1\" (line 2, column 36)");
+}
+
+TEST_CASE("experiment schema: budgets select labels or a pod class") {
+  Result<Experiment> e = Parse(R"(
+nodes: [{count: 1}]
+pods: [{name: train}]
+budgets:
+  - {name: t, pod_class: train, min_available: 2}
+  - {namespace: team, selector: {app: x}, max_unavailable: "25%"}
+)");
+  REQUIRE(e.ok());
+  const std::vector<DisruptionBudget>& b = e->variants.at(0).scenario.settings.budgets;
+  REQUIRE(b.size() == 2);
+  CHECK(b[0].budget_namespace == "sim");
+  CHECK(*b[0].selector.match_labels.Find(kPodClassLabel) == "train");
+  CHECK(b[0].min_available == "2");
+  CHECK(b[1].name == "budget1");
+  CHECK(b[1].budget_namespace == "team");
+  CHECK(*b[1].selector.match_labels.Find("app") == "x");
+  CHECK(b[1].max_unavailable == "25%");
+}
+
+TEST_CASE("experiment schema: budget errors name the key and the line") {
+  CHECK(ErrorOf("nodes: [{count: 1}]\nbudgets:\n  - {pod_class: train, min_available: 1}\n") ==
+        "scenario: budgets[0].pod_class: no pod class named 'train' (line 3, column 17)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nbudgets:\n  - {selector: {a: b}}\n") ==
+        "scenario: budgets[0]: give exactly one of min_available and max_unavailable (line 3, "
+        "column 5)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nbudgets:\n  - {min_available: 1}\n") ==
+        "scenario: budgets[0]: give exactly one of selector and pod_class (line 3, column 5)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nbudgets:\n  - {selector: {a: b}, max_unavailable: 150%}\n") ==
+        "scenario: budgets[0].max_unavailable: '150%' is neither a whole number nor a percentage "
+        "(0%..100%) (line 3, column 41)");
+  CHECK(ErrorOf("nodes: [{count: 1}]\nbudgets:\n  - {name: x, selector: {a: b}, min_available: 1}\n"
+                "  - {name: x, selector: {a: c}, min_available: 1}\n") ==
+        "scenario: budgets[1].name: budget sim/x is named twice (line 4, column 5)");
+}

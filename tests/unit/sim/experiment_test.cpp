@@ -190,7 +190,7 @@ TEST_CASE("experiment: openb files are read from the directory given, the file's
 
 TEST_CASE("experiment: the shipped scenarios parse and expand") {
   const std::vector<std::string_view> names = BuiltinScenarioNames();
-  CHECK(names.size() == 9);
+  CHECK(names.size() == 10);
   for (std::string_view name : names) {
     CAPTURE(name);
     FakeFiles files;
@@ -204,7 +204,7 @@ TEST_CASE("experiment: the shipped scenarios parse and expand") {
   }
   CHECK(BuiltinScenario("best").status().message() ==
         "no scenario named 'best' (shipped: default, handshake-storm, lock-storm, failover, "
-        "plugin-faults, drift, openb, openb-replay, openb-dra)");
+        "plugin-faults, drift, openb, openb-replay, openb-dra, preemption)");
 }
 
 TEST_CASE("experiment: audits and the drift faults read from a scenario file") {

@@ -131,6 +131,9 @@ struct Recorder : Replicas::Listener, KubeScheduler::Listener {
     if (scheduler != nullptr) scheduler->BindAnswered(reply);
   }
   void RegistrationWritten() override { ++registrations; }
+  void Preempting(int /*r*/, const engine::NominatePod& nomination) override {
+    nominations.push_back(nomination);
+  }
   void Bound(std::size_t pod, const std::string& node, int /*replica*/) override {
     bound.emplace_back(pod, node);
     scheduler->Bound(pod, node);
@@ -143,6 +146,7 @@ struct Recorder : Replicas::Listener, KubeScheduler::Listener {
 
   KubeScheduler* scheduler = nullptr;
   std::vector<engine::FilterReply> filters;
+  std::vector<engine::NominatePod> nominations;
   int registrations = 0, placed = 0;
   std::vector<std::pair<std::size_t, std::string>> bound;
   std::vector<std::size_t> given_up;

@@ -603,3 +603,123 @@ TEST_CASE("sim: quotas without a namespace, named twice or in DRA mode are refus
   s.dra.enabled = true;
   CHECK(Run(s, 0).status().message() == "scenario: DRA mode models no quotas");
 }
+
+namespace {
+// One T4 held by a low-priority pod from the start, and a high-priority pod
+// asking a quarter of it 10 s in.
+Scenario PreemptionScenario() {
+  Scenario s;
+  s.nodes = {NodeSpec{"n1", 1, 16384, "T4", 0, 0}};
+  PodSpec low{"low", 1, 1000, "", 0, 0, 0, 0};
+  low.labels.Set("app", "train");
+  PodSpec high{"high", 1, 250, "", 0, 0, 10000, 0};
+  high.priority = 100;
+  s.pods = {low, high};
+  s.scheduler.retry_unschedulable = true;
+  s.end_ms = 120000;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("sim preemption: the victim keeps its GPU for its grace period, then the pod binds") {
+  Result<Report> r = Run(PreemptionScenario(), 1);
+  REQUIRE(r.ok());
+  const PreemptionReport& p = r->preemption;
+  CHECK(r->bound == 2);
+  CHECK(r->pending == 0);
+  CHECK(p.high_priority_pods == 1);
+  CHECK(p.high_priority_bound == 1);
+  CHECK(p.preemptions == 1);
+  CHECK(p.victims == 1);
+  CHECK(p.victims_terminating == 0);
+  CHECK(p.evicted_not_helped == 0);
+  CHECK(p.evictions_refused == 0);
+  CHECK(p.memory_freed_beyond_mib == 16384 - 4096);  // a whole T4 freed for a quarter of one
+  // Not before the 30 s of grace; then kube-scheduler's backoff (at most 10 s).
+  CHECK(p.high_priority_p50_ms >= 30000);
+  CHECK(p.high_priority_p50_ms < 42000);
+  // The victim ran from its binding (its writes' latency in) to its
+  // deletion, 30 s after its eviction (10 s in, and the API's latency):
+  // about 40 GPU-seconds.
+  CHECK(p.work_lost_gpu_seconds > 39.5);
+  CHECK(p.work_lost_gpu_seconds < 40.5);
+  CHECK(r->api_calls.at("eviction") == 1);
+  CHECK(r->api_calls.at("patch-pod-status") == 1);
+  // A shorter grace period, a shorter wait.
+  Scenario s = PreemptionScenario();
+  s.pods[0].termination_grace_seconds = 5;
+  Result<Report> quick = Run(s, 1);
+  REQUIRE(quick.ok());
+  CHECK(quick->preemption.high_priority_p50_ms >= 5000);
+  CHECK(quick->preemption.high_priority_p50_ms < 17000);
+  CHECK(quick->preemption.work_lost_gpu_seconds < 16);
+}
+
+TEST_CASE("sim preemption: a budget that allows no disruption protects the victim") {
+  Scenario s = PreemptionScenario();
+  DisruptionBudget budget;
+  budget.name = "train";
+  budget.selector.match_labels.Set("app", "train");
+  budget.min_available = "1";
+  s.budgets = {budget};
+  Result<Report> r = Run(s, 1);
+  REQUIRE(r.ok());
+  CHECK(r->preemption.preemptions == 0);
+  CHECK(r->preemption.victims == 0);
+  CHECK(r->preemption.high_priority_bound == 0);
+  CHECK(r->pending == 1);
+  // maxUnavailable 1: the budget allows it.
+  s.budgets[0].min_available.clear();
+  s.budgets[0].max_unavailable = "1";
+  Result<Report> allowed = Run(s, 1);
+  REQUIRE(allowed.ok());
+  CHECK(allowed->preemption.victims == 1);
+  CHECK(allowed->preemption.high_priority_bound == 1);
+}
+
+TEST_CASE("sim preemption: no victim of equal priority, none for Never, none with preemption off") {
+  Scenario equal = PreemptionScenario();
+  equal.pods[0].priority = 100;
+  Scenario never = PreemptionScenario();
+  never.pods[1].preemption_policy = "Never";
+  Scenario off = PreemptionScenario();
+  off.engine.preemption = false;
+  for (const Scenario& s : {equal, never, off}) {
+    Result<Report> r = Run(s, 1);
+    REQUIRE(r.ok());
+    CHECK(r->preemption.preemptions == 0);
+    CHECK(r->pending == 1);
+    CHECK(r->api_calls.count("eviction") == 0);
+  }
+}
+
+TEST_CASE("sim preemption: the queue takes the higher priority first") {
+  // Both arrive at once: the high-priority pod is scheduled first and takes
+  // the GPU; the low one waits, and nothing is evicted.
+  Scenario s = PreemptionScenario();
+  s.pods[1].arrive_ms = 0;
+  s.pods[1].gpu_milli = 1000;
+  Result<Report> r = Run(s, 1);
+  REQUIRE(r.ok());
+  CHECK(r->preemption.high_priority_bound == 1);
+  CHECK(r->preemption.preemptions == 0);
+  CHECK(r->pending == 1);
+  CHECK(r->pending_reasons.at("no device fits") == 1);
+}
+
+TEST_CASE("sim preemption: refused scenarios") {
+  Scenario s = PreemptionScenario();
+  s.budgets = {DisruptionBudget{}};
+  CHECK(Run(s, 1).status().message() == "scenario: a budget has no name");
+  s.budgets[0].name = "b";
+  s.budgets[0].min_available = "1";
+  s.budgets.push_back(s.budgets[0]);
+  CHECK(Run(s, 1).status().message() == "scenario: budget sim/b is named twice");
+  s = PreemptionScenario();
+  s.pods[0].termination_grace_seconds = -1;
+  CHECK(Run(s, 1).status().message() == "scenario: pod low has a negative grace period");
+  s = PreemptionScenario();
+  s.dra.enabled = true;
+  s.scheduler.retry_unschedulable = false;
+  CHECK(Run(s, 1).status().message() == "scenario: DRA mode models no priorities or budgets");
+}

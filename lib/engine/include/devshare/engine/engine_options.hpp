@@ -13,7 +13,7 @@
 //   bind, bind_mode     node-lock | lock-free              (kBindModeNames)
 //   lock_retry          release | once | fixed | backoff   (kLockRetryNames)
 //   pod_writes          binding | hami                     (kPodWritesNames)
-//   avoid_locked_nodes  true | false
+//   avoid_locked_nodes, preemption   true | false
 //   node_policy, gpu_policy   a policy name, kept as given (Filter refuses an
 //                       unknown one: FilterOptions)
 //   hami_exact          all | none | rows such as W1,W2    (ParseHamiExact)
@@ -25,7 +25,8 @@
 //   zone_offset_seconds a whole number of seconds (may be negative)
 //   lock_timeout_seconds, lock_grace_seconds   whole seconds, 0 or more (lock)
 //   lock_retry_timeout, filter_hold, audit_grace   durations, 0 or more
-//   register_period, bind_budget                   durations, above 0
+//   register_period, bind_budget, preemption_hold, preemption_timeout
+//                                                  durations, above 0
 //
 // A duration is "500ms", "30s", "10m", "1h" or a bare number of
 // milliseconds (ParseDurationMs); each duration option X may also be given

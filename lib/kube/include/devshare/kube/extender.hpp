@@ -14,6 +14,7 @@
 #ifndef DEVSHARE_KUBE_EXTENDER_HPP_
 #define DEVSHARE_KUBE_EXTENDER_HPP_
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,22 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const engine::FilterRep
 // HostPriorityList: every scored node with its normalized score (0..100)
 // mapped to the extender's 0..10, rounded.
 std::string EncodeHostPriorities(const std::vector<NodeScore>& scores);
+
+// ExtenderPreemptionArgs of /preempt: the pod and, per node, the victims
+// kube-scheduler chose there (their UIDs: NodeNameToMetaVictims with
+// nodeCacheCapable, else the Pods of NodeNameToVictims; a node may have
+// none) and their budget violations.
+struct PreemptionArgs {
+  Pod pod;
+  std::map<std::string, engine::NodeVictims> victims;
+};
+
+// Errors: kMalformed naming what is wrong (not JSON, no Pod, a node's
+// entry or a victim without a UID, a count that is not a whole number).
+Result<PreemptionArgs> DecodePreemptionArgs(std::string_view json);
+
+// ExtenderPreemptionResult: NodeNameToMetaVictims, by node name.
+std::string EncodePreemptionResult(const std::map<std::string, engine::NodeVictims>& victims);
 
 struct BindArgs {
   std::string pod_name, pod_namespace, pod_uid, node;

@@ -194,6 +194,13 @@ class Metrics {
   void SetCluster(bool leader, const ClusterSnapshot& snapshot,
                   std::span<const WorkloadClass> workload = {});
 
+  // Preemption: the engine's counters (engine::Counters, "Preemption")
+  // and the preemptions under way.
+  void SetPreemption(const engine::Counters& counters, std::uint64_t in_progress) {
+    preemption_ = counters;
+    preemptions_in_progress_ = in_progress;
+  }
+
   // With served DeviceClasses: the DRA series (none rendered otherwise).
   void SetDra(DraGauges dra) { dra_ = std::move(dra); }
 
@@ -218,6 +225,8 @@ class Metrics {
   std::uint64_t audit_suspected_ = 0;
   AuditListCost audit_list_;
   std::optional<DraGauges> dra_;
+  engine::Counters preemption_;
+  std::uint64_t preemptions_in_progress_ = 0;
 };
 
 }  // namespace devshare::kube

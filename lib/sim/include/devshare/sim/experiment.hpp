@@ -15,7 +15,21 @@
 //   pods:                           # classes of pods arriving over time
 //     - {name: infer, every: 2s, count: 1800, start: 0s, arrival: steady|poisson,
 //        gpus: 1, gpu_milli: 500, gpu_spec: "A100", cpu: 4000, memory: 16384,
-//        duration: 10m, namespace: sim}          # namespace: Default "sim"
+//        duration: 10m, namespace: sim,          # namespace: Default "sim"
+//        priority_class: high, termination_grace_seconds: 30, labels: {team: a}}
+//       # priority_class: one of priority_classes (else an error naming the
+//       # line, as the Priority admission refuses the pod); without it the
+//       # global default class's priority, else 0. Every pod is labelled
+//       # sim.devshare.io/class: <name> (kPodClassLabel). Grace Default: 30
+//   priority_classes:               # PriorityClasses, by name
+//     high: {value: 1000, preemption_policy: Never, global_default: false}
+//       # value required (at most 1000000000); preemption_policy
+//       # PreemptLowerPriority (Default) or Never; one global default at most
+//   budgets:                        # PodDisruptionBudgets (not in DRA mode)
+//     - {namespace: sim, name: train, pod_class: train, min_available: 2}
+//       # selector: {label: value} or pod_class (exactly one); min_available
+//       # or max_unavailable (exactly one): a whole number or "50%";
+//       # name Default budget<index>; namespace Default "sim"
 //   quotas:                         # ResourceQuotas, held from time 0 (not in DRA mode)
 //     - {namespace: team-a, name: gpu, hard: {limits.nvidia.com/gpumem: "65536",
 //                                             limits.nvidia.com/gpucores: 400}}
@@ -27,12 +41,14 @@
 //   openb:                          # or the openb traces (nodes and pods)
 //     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3}
 //   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
+//            preemption: true|false, preemption_hold: 60s, preemption_timeout: 5m,
 //            bind: node-lock|lock-free, lock_retry: release|once|fixed|backoff,
 //            avoid_locked_nodes: true|false, pod_writes: binding|hami,
 //            hami_exact: none|all|W1,W2,W4,W10, lock_retry_timeout: 28s,
 //            register_period: 15s}
-//            # each but policy read by engine::SetEngineOption, as the CLI
-//            # and Python options are (devshare/engine/engine_options.hpp)
+//            # each but policy and the preemption keys read by
+//            # engine::SetEngineOption, as the CLI and Python options are
+//            # (devshare/engine/engine_options.hpp)
 //   api: {qps: 5, burst: 10, latency: 20ms, jitter: 10ms, max_inflight: 400,
 //         retry_after: 1s, allocate: 500ms}
 //   plugins: {mode: change-only|legacy, heartbeat: 30s}
@@ -97,7 +113,8 @@ struct ScenarioTemplate {
   std::vector<NodeGroup> node_groups;
   std::vector<PodClass> pod_classes;
   std::optional<OpenbWorkload> openb;
-  Scenario settings;  // engine, api, plugins, scheduler, faults, quotas, end_ms; no nodes or pods
+  Scenario settings;  // engine, api, plugins, scheduler, faults, quotas, budgets, end_ms; no
+                      // nodes or pods
 };
 
 struct Variant {
@@ -171,7 +188,8 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
 Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed);
 
 // The scenarios shipped with devshare, by name: default, handshake-storm,
-// lock-storm, failover, openb, openb-replay.
+// lock-storm, failover, plugin-faults, drift, openb, openb-replay,
+// openb-dra, preemption.
 std::vector<std::string_view> BuiltinScenarioNames();
 // The YAML text of a shipped scenario; kNotFound lists the names.
 Result<std::string_view> BuiltinScenario(std::string_view name);
@@ -197,10 +215,15 @@ std::string ResultsJson(const Experiment& experiment, const std::vector<VariantR
 
 // One report as ResultsJson writes it in a run, without the seed; one sample
 // of its fragmentation curve; one of its quota rows ({"namespace",
-// "resource", "limit", "peakUsed", "bound", "pending", "pendingQuota"}).
+// "resource", "limit", "peakUsed", "bound", "pending", "pendingQuota"});
+// its preemption figures ({"highPriorityPods", "highPriorityBound",
+// "highPriorityP50Ms", "highPriorityP99Ms", "preemptions", "victims",
+// "evictionsRefused", "preemptionsAbandoned", "memoryFreedBeyondMib",
+// "evictedNotHelped", "victimsTerminating", "workLostGpuSeconds"}).
 std::string ReportJson(const Report& report);
 std::string FragmentationSampleJson(const FragmentationSample& sample);
 std::string QuotaReportJson(const QuotaReport& quota);
+std::string PreemptionReportJson(const PreemptionReport& preemption);
 
 }  // namespace devshare::sim
 

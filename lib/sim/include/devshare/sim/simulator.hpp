@@ -48,6 +48,20 @@
 //                device limits (HAMi's `limits.<memory or core resource>`)
 //                in Filter, and a pod no device fits within its namespace's
 //                quota is pending for ResourceQuotaNotFit.
+//   preemption   pods carry a priority (and preemptionPolicy); the
+//                scheduling queue takes the highest priority first, then
+//                the earliest queued. The engines preempt (EngineOptions::
+//                preemption): an EvictPod is the Eviction API — refused
+//                with 429 when a PodDisruptionBudget of the pod allows no
+//                disruption, else the pod turns terminating (the watches
+//                say so), keeps its devices, CPU and memory for its
+//                termination grace period and is deleted; a NominatePod
+//                sets the pod's nominated node. An evicted pod is not
+//                created again (its controller is not modelled): its run
+//                is lost. Budgets' status is recomputed as pods bind, turn
+//                terminating and go, and sent to the engines when it
+//                changes. kube-scheduler's own preemption is not modelled
+//                (v1.37 finds no victims for a device it does not see).
 //
 // An invariant checker runs throughout: after every Binding the pod must not
 // be bound already, its devices must be on its node, no device may exceed
@@ -56,8 +70,10 @@
 // resource than its quotas allow (on the same objects), and the leading
 // engine's cache must hold the same devices for the pod as its
 // annotations; a placement may come only from an engine that had completed
-// a registration pass. The first violation ends the run with an error
-// naming the time and the pod.
+// a registration pass. A preemption's victims must all be of lower
+// priority than its preemptor, and every eviction must be a preemption's.
+// The first violation ends the run with an error naming the time and the
+// pod.
 //
 // Thread-safety: none; a run is single-threaded.
 #ifndef DEVSHARE_SIM_SIMULATOR_HPP_
@@ -96,6 +112,35 @@ struct PodSpec {
   std::int64_t arrive_ms = 0;
   std::int64_t duration_ms = 0;       // from bound to deleted; 0: runs to the end
   std::string pod_namespace = "sim";  // metadata.namespace
+  StringMap labels{};                 // metadata.labels (a scenario file's: kPodClassLabel)
+  // spec.priority and spec.preemptionPolicy ("" or "Never"), as the API
+  // server's Priority admission sets them from spec.priorityClassName.
+  std::int64_t priority = 0;
+  std::string preemption_policy{};
+  std::string priority_class{};                 // spec.priorityClassName (empty: none)
+  std::int64_t termination_grace_seconds = 30;  // Default: Kubernetes' 30 s
+};
+
+// The label a scenario file gives each pod: the name of its pod class (a
+// budget's `pod_class:` selects it).
+inline constexpr std::string_view kPodClassLabel = "sim.devshare.io/class";
+
+// A PodDisruptionBudget (policy/v1) the API server holds from time 0: the
+// pods of its namespace its selector matches (an empty selector: none, as
+// kube-scheduler reads it), and exactly one of min_available and
+// max_unavailable, each a whole number or a percentage ("50%") of the
+// budget's pods. Its status is the disruption controller's: the pods it
+// expects are the matching pods that exist (created, not yet deleted); the
+// healthy ones are those bound and not terminating; disruptionsAllowed =
+// max(0, healthy - desired), desired being min_available (a percentage of
+// the expected, rounded up), or the expected less max_unavailable (a
+// percentage rounded up).
+struct DisruptionBudget {
+  std::string budget_namespace = "sim";
+  std::string name;
+  LabelSelector selector;
+  std::string min_available;    // empty: not set
+  std::string max_unavailable;  // empty: not set
 };
 
 struct ApiModel {
@@ -196,6 +241,9 @@ struct Scenario {
   // limit that is not a whole number limits nothing and is reported
   // (Report::quota_warnings). Not modelled in DRA mode (refused).
   std::vector<ResourceQuota> quotas;
+  // PodDisruptionBudgets (not in DRA mode). The Eviction API honours them
+  // and every engine watches them with their status.
+  std::vector<DisruptionBudget> budgets;
 };
 
 // The cluster when the GPUs asked by the arrived pods first reach
@@ -222,6 +270,34 @@ struct QuotaReport {
   std::uint64_t pending = 0;        // arrived, not bound at the end
   std::uint64_t pending_quota = 0;  // of those, refused last for the quota (ResourceQuotaNotFit)
   friend bool operator==(const QuotaReport&, const QuotaReport&) = default;
+};
+
+// Preemption, with pods of several priorities. "High-priority" pods are
+// those of a priority above the lowest among the scenario's pods. A
+// preemption is an engine nominating a pod to a node after evicting pods of
+// lower priority there; its victims are the pods the Eviction API accepted.
+struct PreemptionReport {
+  std::uint64_t high_priority_pods = 0;  // arrived
+  std::uint64_t high_priority_bound = 0;
+  // Creation to bound, nearest rank; a pod still waiting at the end counts
+  // with its wait so far (as Report's latencies).
+  std::int64_t high_priority_p50_ms = 0;
+  std::int64_t high_priority_p99_ms = 0;
+  std::uint64_t preemptions = 0;
+  std::uint64_t victims = 0;
+  std::uint64_t evictions_refused = 0;      // 429: a budget allowed no disruption
+  std::uint64_t preemptions_abandoned = 0;  // given up by the engines (Counters)
+  // Per preemption, the GPU memory its victims held less the memory the
+  // preemptor takes (0 when the victims held less), in MiB, summed.
+  std::int64_t memory_freed_beyond_mib = 0;
+  // Victims deleted whose preemptor is not bound on their node at the end
+  // (bound elsewhere, given up, or still waiting).
+  std::uint64_t evicted_not_helped = 0;
+  std::uint64_t victims_terminating = 0;  // evicted, in their grace period at the end
+  // Per victim, its GPUs (a share of one, or whole devices) times the time
+  // from its binding to its deletion: the run an evicted pod loses.
+  double work_lost_gpu_seconds = 0;
+  friend bool operator==(const PreemptionReport&, const PreemptionReport&) = default;
 };
 
 struct Report {
@@ -266,6 +342,7 @@ struct Report {
   // quota's device limit that is not a whole number (ignored), in words.
   std::vector<QuotaReport> quotas;
   std::vector<std::string> quota_warnings;
+  PreemptionReport preemption;
   std::int64_t end_ms = 0;
   friend bool operator==(const Report&, const Report&) = default;
 };
@@ -278,8 +355,10 @@ using Progress = std::function<void(std::uint64_t handled, std::uint64_t total)>
 // Runs a scenario. Errors: kInvalidArgument for a scenario that cannot run
 // (a pod asking more than 8 devices, a node without a name or named twice,
 // a fault on an unknown node, retries without an end time, a quota without
-// a namespace or name or named twice, quotas in DRA mode); kInternal for
-// a violated invariant, naming the time and the pod.
+// a namespace or name or named twice, quotas in DRA mode, a budget without
+// a name, named twice, or without exactly one valid min_available or
+// max_unavailable, budgets or priorities in DRA mode, a negative grace
+// period); kInternal for a violated invariant, naming the time and the pod.
 Result<Report> Run(const Scenario& scenario, std::uint64_t seed, const Progress& progress = {});
 
 // The placement invariant the simulator checks after every bind: the pod
