@@ -233,7 +233,6 @@ sleep 1  # an eviction that would come late
 message=$(failed_scheduling high)
 [ -n "$message" ] && log "high: FailedScheduling: $message"
 over=$(over_allocated)
-log "took $((SECONDS - t0)) s"
 
 sleep 3  # the audit log is written in batches, at least once a second
 python3 - "$here" "$AUDIT_LOG" "$scheduler" "$waiting_limit" "$preempt_wait" "$on_freed" "$planned" \
@@ -273,3 +272,4 @@ print(f"compare: result scenario=preemption scheduler={scheduler} nodes=2 gpus=4
       f"evicted={','.join(sorted(evicted)) or 'none'} gone={','.join(sorted(gone)) or 'none'} "
       f"planned={planned} planned_node={planned_node} over_allocated={over}")
 PY
+log "took $((SECONDS - t0)) s"
