@@ -30,8 +30,8 @@
 # tries it again), so that the cluster is full for what follows. The
 # binding races kube-scheduler's retry on the deletion event against the
 # extender's own watch seeing the pod gone: when the retry is first and is
-# refused, nothing else makes kube-scheduler try the pod again before its
-# 5-minute flush (HAMi #1368).
+# refused, on a cluster where nothing else changes nothing makes
+# kube-scheduler try the pod again before its 5-minute flush (HAMi #1368).
 #
 # Preemption: `high` (PriorityClass compare-high, 1000, 20,000 MiB) fits
 # nowhere; `devshare explain` on the cluster just before names the node and
