@@ -27,8 +27,13 @@ void Engine::DraPreempt(const Pod& pod, const std::vector<dra::ResourceClaim>& c
   Impl& s = *impl_;
   Impl::Dra& d = s.dra;
   if (auto backoff = s.preempt_backoff.find(pod.uid);
-      backoff != s.preempt_backoff.end() && backoff->second > now_ms)
-    return DraHoldPod(pod, DraHoldKind::kNoFit, std::move(no_fit), now_ms, out);
+      backoff != s.preempt_backoff.end() && backoff->second > now_ms) {
+    // A preemption given up: it may preempt again after the backoff.
+    d.retry_at_ms = d.retry_at_ms ? std::min(*d.retry_at_ms, backoff->second) : backoff->second;
+    return DraHoldPod(pod, DraHoldKind::kNoFit,
+                      fmt::format("{}; no preemption: its last one was given up", no_fit), now_ms,
+                      out);
+  }
   const std::vector<Pod> victims = PossibleVictims(pod);
   const bool never = pod.preemption_policy == "Never";
   Result<PreemptionPlan> plan =

@@ -159,9 +159,13 @@ void Engine::EndPreemption(const std::string& uid, bool keep_devices) {
   std::erase_if(s.victim_of, [&](const auto& entry) { return entry.second == uid; });
   // A DRA preemptor's kept allocations are claims, not the pod's devices.
   const bool dra = s.dra.kept.contains(uid);
-  DraDropKept(uid);
-  s.dra.kept.erase(uid);
-  if (!keep_devices && !dra) snapshot_.RemovePod(uid);
+  if (dra) {
+    DraDropKept(uid);
+    s.dra.kept.erase(uid);
+    s.dra.dirty = true;  // judged again: placed, or held saying why
+  } else if (!keep_devices) {
+    snapshot_.RemovePod(uid);
+  }
 }
 
 void Engine::GiveUpPreemption(const std::string& uid, std::int64_t now_ms) {

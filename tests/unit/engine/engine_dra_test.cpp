@@ -667,3 +667,31 @@ TEST_CASE(
   CHECK(evictions[0].name == "guarded");
   CHECK(f.engine.preemptions().at("uid-urgent").node == "n2");
 }
+
+TEST_CASE(
+    "engine dra: a preemption whose eviction fails is given up, what it kept released, and "
+    "tried again after the hold") {
+  Fixture f;
+  f.engine.DraSynced();
+  REQUIRE(RunningPod(f, "low", "a", 60, 0) == "n1");
+  REQUIRE(RunningPod(f, "other", "b", 60, 0) == "n2");
+  GatedAt(f, "urgent", "u", 60, 100);
+  auto evictions = Of<EvictPod>(f.Tick());
+  REQUIRE(evictions.size() == 1);
+  CHECK(f.Claimed("u").allocation);                 // kept, unwritten
+  CHECK(f.Result(evictions[0].id, false).empty());  // a 429: a budget
+  CHECK(f.engine.counters().evictions_failed == 1);
+  CHECK(f.engine.counters().preemptions_abandoned == 1);
+  CHECK(f.engine.preemptions().empty());
+  CHECK_FALSE(f.Claimed("u").allocation);
+  auto out = f.Tick();
+  CHECK(Of<EvictPod>(out).empty());
+  const DraHold& hold = f.engine.dra_held().at("uid-urgent");
+  CHECK(hold.kind == DraHoldKind::kNoFit);
+  CHECK(hold.reason.ends_with("; no preemption: its last one was given up"));
+  const std::int64_t again = kNowMs + EngineOptions{}.preemption_hold_ms;
+  CHECK(f.engine.NextWakeMs() == again);
+  evictions = Of<EvictPod>(f.Tick(again));
+  REQUIRE(evictions.size() == 1);
+  CHECK(f.engine.counters().preemptions == 2);
+}
