@@ -50,6 +50,8 @@ class ClaimJudge final : public core::VictimJudge {
     for (const ResourceClaim* c : HeldBy(pod)) {
       if (Released(*c)) took = Work().RemoveResourceClaim(c->claim_namespace, c->name) || took;
     }
+    // Holding nothing here, it is no victim, and frees no claim it shares.
+    if (!took) aside_.erase(pod.uid);
     return took;
   }
 
