@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "devshare/dra.hpp"
 #include "devshare/export.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/objects.hpp"
@@ -52,6 +53,9 @@ struct PreemptionCandidate {
   // its devices and the annotations that record them.
   PodDevices devices;
   StringMap annotations;
+  // A DRA preemptor (dra::PlanClaimPreemption): its claims' allocations
+  // there, one per claim in order; the two above are then empty.
+  std::vector<dra::Allocation> allocations;
   friend bool operator==(const PreemptionCandidate&, const PreemptionCandidate&) = default;
 };
 
