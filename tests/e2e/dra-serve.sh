@@ -298,12 +298,7 @@ check "m1's first claim is on m1's node ($m1_node) too" placed_on "$m1_node" m1 
 # lower-priority pods on the best node — big3 on dra-b (the pods are never
 # started, so the later by name goes; dra-a would need two or three) — and
 # is allocated what it freed once the resourceclaim controller has released
-# big3's claim. The chart's ClusterRole does not grant evictions yet: a role
-# of the test's own does.
-check "grant devshare evictions and nominations" kapi POST /apis/rbac.authorization.k8s.io/v1/clusterroles \
-  '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"devshare-dra-preempt"},"rules":[{"apiGroups":[""],"resources":["pods/eviction"],"verbs":["create"]},{"apiGroups":[""],"resources":["pods/status"],"verbs":["patch"]}]}'
-check "bind it to devshare" kapi POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
-  '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"devshare-dra-preempt"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"devshare-dra-preempt"},"subjects":[{"kind":"User","name":"devshare-dra"}]}'
+# big3's claim, with the evictions and nominations the chart's ClusterRole grants.
 priority_class_json() {  # priority_class_json NAME VALUE PREEMPTION_POLICY
   printf '{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"%s"},"value":%s,"preemptionPolicy":"%s"}' "$@"
 }
@@ -311,7 +306,7 @@ check "create the PriorityClass e2e-urgent (1000)" kapi POST /apis/scheduling.k8
   "$(priority_class_json e2e-urgent 1000 PreemptLowerPriority)"
 check "create the PriorityClass e2e-patient (1000, preemptionPolicy Never)" \
   kapi POST /apis/scheduling.k8s.io/v1/priorityclasses "$(priority_class_json e2e-patient 1000 Never)"
-sleep 2  # the role and the classes reach the API server's authorizer and admission
+sleep 2  # the classes reach the API server's admission
 create_gated_in() {  # create_gated_in CLASS NAME CLAIM=TEMPLATE...: of that PriorityClass, gated
   local class=$1; shift
   kapi POST "$ns/pods" "$(pod_json_from "$@" | sed "s/\"spec\":{/\"spec\":{\"priorityClassName\":\"$class\",/")" |
