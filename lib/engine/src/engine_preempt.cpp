@@ -96,13 +96,16 @@ void Engine::Preempt(std::uint64_t request, const Pod& pod, const std::vector<st
     return;
   }
   const std::vector<PodDisruptionBudget> budgets = Budgets();
+  // As kube-scheduler's dry run: enough candidates, not every node.
+  const std::size_t considered = nodes.empty() ? impl_->nodes.size() : nodes.size();
   Result<PreemptionPlan> plan =
-      PlanPreemption(snapshot_, pod, victims, budgets, nodes, Seconds(now_ms), options_.filter);
+      PlanPreemption(snapshot_, pod, victims, budgets, nodes, Seconds(now_ms), options_.filter,
+                     std::max<std::size_t>(100, considered / 10));
   if (!plan.ok() || !plan->refused.empty()) {
     out.push_back(FilterReply{request, {}, std::move(failed), "", {}});
     return;
   }
-  FilterReply reply{request, {}, {}, "", std::move(plan->unresolvable)};
+  FilterReply reply{request, {}, std::move(plan->unexamined), "", std::move(plan->unresolvable)};
   const PreemptionCandidate* chosen = WithinBudgets(*plan);
   std::map<std::string, std::string> reasons;
   for (NodeFailure& f : failed) reasons[f.node] = std::move(f.reason);

@@ -46,7 +46,7 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
                                       std::span<const Pod> pods,
                                       std::span<const PodDisruptionBudget> budgets,
                                       std::span<const std::string> candidates, std::int64_t now,
-                                      const FilterOptions& options) {
+                                      const FilterOptions& options, std::size_t max_candidates) {
   PreemptionPlan plan;
   if (pod.preemption_policy == "Never") {
     plan.refused = "its preemptionPolicy is Never";
@@ -68,7 +68,7 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
   // device annotations do not decode holds its CPU and memory only, then
   // as now).
   FilterJudge judge(snapshot, pod, now, options);
-  return internal::PlanVictims(pod, pods, budgets, reasons, judge);
+  return internal::PlanVictims(pod, pods, budgets, reasons, judge, max_candidates);
 }
 
 }  // namespace devshare

@@ -79,12 +79,20 @@ bool Better(const Rank& a, const Rank& b) {
   return a.node < b.node;
 }
 
+// FNV-1a: where a pod's examination of the nodes starts, the same on
+// every run and platform.
+std::size_t StartOf(std::string_view uid, std::size_t nodes) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : uid) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<std::size_t>(h % nodes);
+}
+
 }  // namespace
 
 Result<PreemptionPlan> PlanVictims(const Pod& pod, std::span<const Pod> pods,
                                    std::span<const PodDisruptionBudget> budgets,
                                    const std::map<std::string, std::string>& reasons,
-                                   VictimJudge& judge) {
+                                   VictimJudge& judge, std::size_t enough) {
   PreemptionPlan plan;
   // The lower-priority pods on each candidate node, most important first.
   std::map<std::string, std::vector<const Pod*>> lower;
@@ -97,7 +105,16 @@ Result<PreemptionPlan> PlanVictims(const Pod& pod, std::span<const Pod> pods,
   }
   for (auto& [node, list] : lower) std::sort(list.begin(), list.end(), MoreImportant);
 
-  for (const auto& [node, reason] : reasons) {
+  auto next = reasons.begin();
+  if (enough > 0 && !reasons.empty()) std::advance(next, StartOf(pod.uid, reasons.size()));
+  std::size_t within_budgets = 0;  // candidates without a violation
+  for (std::size_t k = 0; k < reasons.size(); ++k, ++next) {
+    if (next == reasons.end()) next = reasons.begin();
+    const auto& [node, reason] = *next;
+    if (enough > 0 && within_budgets > 0 && plan.candidates.size() >= enough) {
+      plan.unexamined.push_back(NodeFailure{node, reason});
+      continue;
+    }
     auto on_node = lower.find(node);
     if (on_node == lower.end()) {
       plan.unresolvable.push_back(NodeFailure{node, reason});
@@ -142,8 +159,12 @@ Result<PreemptionPlan> PlanVictims(const Pod& pod, std::span<const Pod> pods,
           PreemptionVictim{p->pod_namespace, p->name, p->uid, p->priority, violates});
       judge.GiveBack(*p);
     }
+    if (candidate.budget_violations == 0) ++within_budgets;
     plan.candidates.push_back(std::move(candidate));
   }
+  auto by_node = [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; };
+  std::sort(plan.unresolvable.begin(), plan.unresolvable.end(), by_node);
+  std::sort(plan.unexamined.begin(), plan.unexamined.end(), by_node);
   std::vector<std::pair<Rank, PreemptionCandidate>> ranked;
   ranked.reserve(plan.candidates.size());
   for (PreemptionCandidate& c : plan.candidates) {

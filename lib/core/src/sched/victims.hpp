@@ -57,11 +57,15 @@ class VictimJudge {
 // given back one by one (those whose eviction violates one of `budgets`
 // first, each group most important first) and a pod stays a victim only
 // when `pod` no longer fits with it; the candidates ranked as
-// kube-scheduler ranks them. `refused` is left empty. Errors: the judge's.
+// kube-scheduler ranks them. With `enough` above 0, as kube-scheduler's
+// DryRunPreemption: the nodes are examined from one chosen by the pod's
+// UID on (in name order, wrapping), until `enough` candidates including
+// one without a budget violation are found; the others are `unexamined`.
+// `refused` is left empty. Errors: the judge's.
 Result<PreemptionPlan> PlanVictims(const Pod& pod, std::span<const Pod> pods,
                                    std::span<const PodDisruptionBudget> budgets,
                                    const std::map<std::string, std::string>& reasons,
-                                   VictimJudge& judge);
+                                   VictimJudge& judge, std::size_t enough = 0);
 
 }  // namespace devshare::internal
 
