@@ -15,6 +15,7 @@
 #include "devshare/filter.hpp"
 #include "devshare/kube/extender.hpp"
 #include "devshare/node_codec.hpp"
+#include "devshare/preemption.hpp"
 #include "devshare/snapshot.hpp"
 
 namespace {
@@ -77,6 +78,7 @@ ClusterObjects MakeObjects(int nodes, unsigned busy = 4) {
       const int cores = 10 * static_cast<int>(1 + rng() % 6);
       Pod pod = MakeRequest(fmt::format("load-{}-{}", n, g), 1, mem, cores, 0);
       pod.annotations.Set("hami.io/vgpu-node", c.nodes.back().name);
+      pod.node_name = c.nodes.back().name;  // bound: priority 0, a preemption's possible victim
       pod.annotations.Set(
           "hami.io/vgpu-devices-allocated",
           fmt::format("GPU-{:05}-{}-7c3b1f52-0b1e-4a49-9e1f,NVIDIA,{},{}:;", n, g, mem, cores));
@@ -175,6 +177,31 @@ void BM_Fragmentation_5000Nodes(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Fragmentation_5000Nodes)->Unit(benchmark::kMicrosecond);
+
+// PlanPreemption for a pod of higher priority asking a whole GPU on a
+// cluster where every GPU carries a pod of priority 0: on every node (or,
+// `limited`, on as many as the engine asks: max(100, 10 %), as
+// kube-scheduler) the victims are chosen (8 pods set aside, given back one
+// by one) and the nodes ranked.
+void BM_Preempt(benchmark::State& state, bool limited) {
+  const int nodes = static_cast<int>(state.range(0));
+  ClusterObjects objects = MakeObjects(nodes, 8);
+  ClusterSnapshot snapshot = MakeCluster(nodes, 8);
+  Pod urgent = MakeRequest("urgent", 1, 0, 0, 100);
+  urgent.priority = 1000;
+  for (auto _ : state) {
+    Result<PreemptionPlan> plan = PlanPreemption(
+        snapshot, urgent, objects.pods, {}, {}, 1787300439, {},
+        limited ? std::max<std::size_t>(100, static_cast<std::size_t>(nodes) / 10) : 0);
+    if (!plan.ok() || plan->chosen() == nullptr) std::abort();
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["nodes"] = nodes;
+}
+void BM_Preempt_FullNodes(benchmark::State& s) { BM_Preempt(s, false); }
+void BM_Preempt_FullNodesLimited(benchmark::State& s) { BM_Preempt(s, true); }
+BENCHMARK(BM_Preempt_FullNodes)->Arg(1000)->Arg(5000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Preempt_FullNodesLimited)->Arg(1000)->Arg(5000)->Unit(benchmark::kMillisecond);
 // The same on a snapshot that keeps each node's measure: O(nodes).
 void BM_Fragmentation_5000NodesKept(benchmark::State& state) {
   ClusterSnapshot snapshot = MakeCluster(5000);

@@ -15,6 +15,9 @@
 #   - devshare killed between two claims of one pod (an admission policy
 #     holds the second claim's write back) and restarted: the first claim's
 #     allocation is kept, the second goes to its node, the pod is bound;
+#   - a pod of higher priority whose claim fits nowhere evicts the one pod
+#     whose claim frees a GPU, and is allocated it once the claim is
+#     released; a pod whose preemptionPolicy is Never waits;
 #   - no device is ever allocated beyond its capacity.
 # devshare runs as a user of its own with only the chart's ClusterRole (the
 # Helm chart with devshare.dra.deviceClasses), so the RBAC the chart ships is
@@ -288,6 +291,54 @@ check "m1's first claim kept its allocation" \
   diff "$work/first-before" <(kapi GET "$resource/namespaces/default/resourceclaims/$first" | jfield status.allocation)
 m1_node=$(placed m1 held | cut -d' ' -f1)
 check "m1's first claim is on m1's node ($m1_node) too" placed_on "$m1_node" m1 first
+
+# Preemption. The cluster is full for an 80 % share (dra-a's GPUs hold the
+# 30 % shares, dra-b's big2 and big3). A pod of a PriorityClass whose
+# preemptionPolicy is Never waits; one that may preempt evicts the fewest
+# lower-priority pods on the best node — big3 on dra-b (the pods are never
+# started, so the later by name goes; dra-a would need two or three) — and
+# is allocated what it freed once the resourceclaim controller has released
+# big3's claim, with the evictions and nominations the chart's ClusterRole grants.
+priority_class_json() {  # priority_class_json NAME VALUE PREEMPTION_POLICY
+  printf '{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"%s"},"value":%s,"preemptionPolicy":"%s"}' "$@"
+}
+check "create the PriorityClass e2e-urgent (1000)" kapi POST /apis/scheduling.k8s.io/v1/priorityclasses \
+  "$(priority_class_json e2e-urgent 1000 PreemptLowerPriority)"
+check "create the PriorityClass e2e-patient (1000, preemptionPolicy Never)" \
+  kapi POST /apis/scheduling.k8s.io/v1/priorityclasses "$(priority_class_json e2e-patient 1000 Never)"
+sleep 2  # the classes reach the API server's admission
+create_gated_in() {  # create_gated_in CLASS NAME CLAIM=TEMPLATE...: of that PriorityClass, gated
+  local class=$1; shift
+  kapi POST "$ns/pods" "$(pod_json_from "$@" | sed "s/\"spec\":{/\"spec\":{\"priorityClassName\":\"$class\",/")" |
+    jfield spec.schedulingGates | grep -q "\"$gate\""
+}
+event_says() {  # event_says POD TEXT: an Event on the pod whose message has TEXT
+  kapi GET "$ns/events?fieldSelector=involvedObject.name=$1" | grep -q "$2"
+}
+pod_gone() {
+  local err
+  err=$(kapi GET "$ns/pods/$1" 2>&1 >/dev/null)
+  [[ $err == *"HTTP 404"* ]]
+}
+pods_left() {  # the pods left, by name
+  kapi GET "$ns/pods" | python3 -c '
+import json, sys
+print(" ".join(sorted(p["metadata"]["name"] for p in json.load(sys.stdin)["items"])))'
+}
+check "create pod patient from share-80 (preemptionPolicy Never)" create_gated_in e2e-patient patient gpu=share-80
+check "patient waits, saying it may not preempt" \
+  wait_until 30 event_says patient "no preemption: its preemptionPolicy is Never"
+before=$(pods_left)
+check "create pod urgent from share-80 (priority 1000)" create_gated_in e2e-urgent urgent gpu=share-80
+check "urgent preempts: its Event names big3 on dra-b" \
+  wait_until 30 event_says urgent "evicting default/big3 (priority 0) on dra-b"
+check "big3 is evicted" wait_until 30 pod_gone big3
+check "urgent is allocated what big3 freed and bound on dra-b" wait_until 60 placed_on dra-b urgent gpu
+placed urgent gpu
+check "only big3 was evicted" \
+  diff <({ tr ' ' '\n' <<<"$before" | grep -vx big3; echo urgent; } | LC_ALL=C sort) \
+  <(pods_left | tr ' ' '\n' | LC_ALL=C sort)
+check "patient is still gated" still_gated patient
 check "no device is allocated beyond its capacity" within_capacity
 audit_agrees() {  # a drift audit lists the claims and finds the cache as the API server has it
   curl -sfk "https://127.0.0.1:$port/debug/audit" >"$work/audit.json" &&

@@ -25,13 +25,11 @@ std::string_view HoldEventReason(DraHoldKind kind) {
       return "DevshareNoFit";
     case DraHoldKind::kRefused:
       return "DevshareCannotAllocate";
+    case DraHoldKind::kPreempting:
+      return "DevsharePreempting";
   }
   return "";
 }
-
-using ClaimKey = std::pair<std::string, std::string>;
-
-ClaimKey KeyOf(const dra::ResourceClaim& claim) { return {claim.claim_namespace, claim.name}; }
 
 bool ReservedOnlyFor(const dra::ResourceClaim& claim, const std::string& uid) {
   return claim.reserved_for.size() == 1 && claim.reserved_for[0].uid == uid;
@@ -174,6 +172,8 @@ void Engine::DraPass(std::int64_t now_ms, std::vector<Command>& out) {
     }
     auto pod = impl_->pods.find(uid);
     if (pod == impl_->pods.end()) continue;
+    // A pod preempting is placed once its victims and their claims are gone.
+    if (impl_->preemptions.contains(uid) && !DraVictimsGone(pod->second, now_ms, out)) continue;
     DraPlacePod(pod->second, now_ms, out);
   }
 }
@@ -240,23 +240,38 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
   }
   const dra::PodResources resources{pod.cpu_milli, pod.memory_bytes};
   std::optional<dra::NodeFit> fit;
-  if (allocated.empty()) {
+  auto preemption = impl_->preemptions.find(pod.uid);
+  if (allocated.empty() && preemption != impl_->preemptions.end()) {
+    // Its victims are gone: on what they freed, else anywhere.
+    Result<std::optional<dra::NodeFit>> freed =
+        d.placer->Fit(snapshot_, to_allocate, resources, preemption->second.node);
+    if (freed.ok() && *freed) fit = std::move(**freed);
+  }
+  if (allocated.empty() && !fit) {
     Result<dra::Placement> placement = d.placer->Place(snapshot_, to_allocate, resources, &pod);
     if (!placement.ok()) {
       return DraHoldPod(pod, DraHoldKind::kRefused, std::string(placement.status().message()),
                         now_ms, out);
     }
     if (!placement->chosen) {
-      return DraHoldPod(
-          pod, DraHoldKind::kNoFit,
-          fmt::format("no node fits its claims: {} of {} nodes short of devices, {} short of CPU "
-                      "or memory, {} excluded by its node selector, affinity or tolerations",
-                      placement->short_of_devices, snapshot_.node_count(),
-                      placement->short_of_cpu_or_memory, placement->excluded),
-          now_ms, out);
+      if (preemption != impl_->preemptions.end()) {
+        return DraHoldPod(pod, DraHoldKind::kPreempting,
+                          fmt::format("preempting on {}: its victims are gone; its claims do not "
+                                      "fit yet",
+                                      preemption->second.node),
+                          now_ms, out);
+      }
+      std::string no_fit = fmt::format(
+          "no node fits its claims: {} of {} nodes short of devices, {} short of CPU "
+          "or memory, {} excluded by its node selector, affinity or tolerations",
+          placement->short_of_devices, snapshot_.node_count(), placement->short_of_cpu_or_memory,
+          placement->excluded);
+      if (options_.preemption)
+        return DraPreempt(pod, to_allocate, resources, std::move(no_fit), now_ms, out);
+      return DraHoldPod(pod, DraHoldKind::kNoFit, std::move(no_fit), now_ms, out);
     }
     fit = std::move(placement->chosen);
-  } else {
+  } else if (!allocated.empty()) {
     // Some claims are allocated already (a restart between writes, or a
     // claim shared with another pod): the rest must go to their node.
     for (const auto& [name, memory] : impl_->nodes) {
@@ -295,6 +310,10 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
     }
   }
 
+  if (preemption != impl_->preemptions.end()) {
+    ++counters_.preemptions_placed;
+    EndPreemption(pod.uid, true);
+  }
   d.held.erase(pod.uid);
   d.waiting_since.erase(pod.uid);
   DraWrite& w = d.writing[pod.uid];

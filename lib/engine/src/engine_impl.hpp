@@ -1,6 +1,7 @@
 // The engine's private state, shared by its source files (engine.cpp: time
 // and the result router; engine_register.cpp, engine_place.cpp,
-// engine_bind.cpp, dra.cpp: the flows; audit.cpp: the drift auditor).
+// engine_bind.cpp, engine_preempt.cpp, dra.cpp, dra_preempt.cpp: the flows;
+// audit.cpp: the drift auditor).
 #ifndef DEVSHARE_ENGINE_SRC_ENGINE_IMPL_HPP_
 #define DEVSHARE_ENGINE_SRC_ENGINE_IMPL_HPP_
 
@@ -16,8 +17,24 @@
 #include <utility>
 
 #include "devshare/engine/engine.hpp"
+#include "devshare/preemption.hpp"
 
 namespace devshare::engine {
+
+// The candidate a preemption goes for: the best whose evictions violate no
+// PodDisruptionBudget; nullptr when there is none.
+inline const PreemptionCandidate* WithinBudgets(const PreemptionPlan& plan) {
+  for (const PreemptionCandidate& c : plan.candidates) {
+    if (c.budget_violations == 0) return &c;
+  }
+  return nullptr;
+}
+
+// A ResourceClaim's namespace and name.
+using ClaimKey = std::pair<std::string, std::string>;
+inline ClaimKey KeyOf(const dra::ResourceClaim& claim) {
+  return {claim.claim_namespace, claim.name};
+}
 
 // The time handshakes, node locks and bind phases stamp: whole seconds.
 inline std::int64_t Seconds(std::int64_t now_ms) { return now_ms / 1000; }
@@ -95,11 +112,16 @@ struct Engine::Impl {
     std::unordered_map<std::uint64_t, std::string> write_of;      // command id -> UID
     // The claims with a write in flight, as last observed (restored when
     // the write fails).
-    std::map<std::pair<std::string, std::string>, dra::ResourceClaim> before;
+    std::map<ClaimKey, dra::ResourceClaim> before;
     std::set<std::string> released;  // UIDs whose gate is removed; the watch has yet to show it
     // UIDs whose write failed, until when they are left alone (the watch
     // brings the claims as they are now meanwhile).
     std::unordered_map<std::string, std::int64_t> backoff_until;
+    // Preemptors (UIDs) -> their claims whose allocation is kept for them
+    // in the snapshot, unwritten, while their victims go (the observed
+    // claims are in `before`); an entry stays, emptied, until the
+    // preemption ends.
+    std::unordered_map<std::string, std::vector<ClaimKey>> kept;
   };
 
   struct ReleaseRetry {

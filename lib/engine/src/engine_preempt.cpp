@@ -96,17 +96,17 @@ void Engine::Preempt(std::uint64_t request, const Pod& pod, const std::vector<st
     return;
   }
   const std::vector<PodDisruptionBudget> budgets = Budgets();
+  // As kube-scheduler's dry run: enough candidates, not every node.
+  const std::size_t considered = nodes.empty() ? impl_->nodes.size() : nodes.size();
   Result<PreemptionPlan> plan =
-      PlanPreemption(snapshot_, pod, victims, budgets, nodes, Seconds(now_ms), options_.filter);
+      PlanPreemption(snapshot_, pod, victims, budgets, nodes, Seconds(now_ms), options_.filter,
+                     std::max<std::size_t>(100, considered / 10));
   if (!plan.ok() || !plan->refused.empty()) {
     out.push_back(FilterReply{request, {}, std::move(failed), "", {}});
     return;
   }
-  FilterReply reply{request, {}, {}, "", std::move(plan->unresolvable)};
-  const PreemptionCandidate* chosen = nullptr;
-  for (const PreemptionCandidate& c : plan->candidates) {
-    if (chosen == nullptr && c.budget_violations == 0) chosen = &c;
-  }
+  FilterReply reply{request, {}, std::move(plan->unexamined), "", std::move(plan->unresolvable)};
+  const PreemptionCandidate* chosen = WithinBudgets(*plan);
   std::map<std::string, std::string> reasons;
   for (NodeFailure& f : failed) reasons[f.node] = std::move(f.reason);
   for (const PreemptionCandidate& c : plan->candidates) {
@@ -120,10 +120,25 @@ void Engine::Preempt(std::uint64_t request, const Pod& pod, const std::vector<st
     out.push_back(std::move(reply));
     return;
   }
+  const std::string message = BeginPreemption(pod, *chosen, now_ms, out);
+  // The devices it will take count as used from now on (over the victims'
+  // until they go), so no pod of lower priority takes them in between.
+  Pod kept = pod;
+  for (const auto& [key, value] : chosen->annotations.entries()) kept.annotations.Set(key, value);
+  static_cast<void>(snapshot_.AddPod(kept));  // Filter's own annotations decode
+  reply.failed.push_back(NodeFailure{chosen->node, fmt::format("preempting: {}", message)});
+  std::sort(reply.failed.begin(), reply.failed.end(),
+            [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; });
+  out.push_back(std::move(reply));
+}
+
+std::string Engine::BeginPreemption(const Pod& pod, const PreemptionCandidate& chosen,
+                                    std::int64_t now_ms, std::vector<Command>& out) {
+  Impl& s = *impl_;
   ++counters_.preemptions;
-  Preemption p{pod.pod_namespace, pod.name, chosen->node, {}, now_ms, std::nullopt};
+  Preemption p{pod.pod_namespace, pod.name, chosen.node, {}, {}, now_ms, std::nullopt};
   std::vector<std::string> named;
-  for (const PreemptionVictim& v : chosen->victims) {
+  for (const PreemptionVictim& v : chosen.victims) {
     const std::uint64_t id = NextId();
     s.eviction_of[id] = v.uid;
     s.victim_of[v.uid] = pod.uid;
@@ -132,29 +147,28 @@ void Engine::Preempt(std::uint64_t request, const Pod& pod, const std::vector<st
     out.push_back(EvictPod{id, v.pod_namespace, v.name, v.uid});
     out.push_back(PodEvent{v.pod_namespace, v.name, v.uid, "Preempted",
                            fmt::format("Preempted by {}/{} (priority {}) on node {}",
-                                       pod.pod_namespace, pod.name, pod.priority, chosen->node)});
+                                       pod.pod_namespace, pod.name, pod.priority, chosen.node)});
   }
-  // The devices it will take count as used from now on (over the victims'
-  // until they go), so no pod of lower priority takes them in between.
-  Pod kept = pod;
-  for (const auto& [key, value] : chosen->annotations.entries()) kept.annotations.Set(key, value);
-  static_cast<void>(snapshot_.AddPod(kept));  // Filter's own annotations decode
-  const std::string message =
-      fmt::format("evicting {} on {}", fmt::join(named, ", "), chosen->node);
-  reply.failed.push_back(NodeFailure{chosen->node, fmt::format("preempting: {}", message)});
-  std::sort(reply.failed.begin(), reply.failed.end(),
-            [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; });
-  out.push_back(NominatePod{pod.pod_namespace, pod.name, pod.uid, chosen->node});
+  std::string message = fmt::format("evicting {} on {}", fmt::join(named, ", "), chosen.node);
+  out.push_back(NominatePod{pod.pod_namespace, pod.name, pod.uid, chosen.node});
   out.push_back(PodEvent{pod.pod_namespace, pod.name, pod.uid, "Preempting", message});
-  s.preemptions.emplace(pod.uid, std::move(p));
-  out.push_back(std::move(reply));
+  s.preemptions.insert_or_assign(pod.uid, std::move(p));
+  return message;
 }
 
 void Engine::EndPreemption(const std::string& uid, bool keep_devices) {
   Impl& s = *impl_;
   if (s.preemptions.erase(uid) == 0) return;
   std::erase_if(s.victim_of, [&](const auto& entry) { return entry.second == uid; });
-  if (!keep_devices) snapshot_.RemovePod(uid);
+  // A DRA preemptor's kept allocations are claims, not the pod's devices.
+  const bool dra = s.dra.kept.contains(uid);
+  if (dra) {
+    DraDropKept(uid);
+    s.dra.kept.erase(uid);
+    s.dra.dirty = true;  // judged again: placed, or held saying why
+  } else if (!keep_devices) {
+    snapshot_.RemovePod(uid);
+  }
 }
 
 void Engine::GiveUpPreemption(const std::string& uid, std::int64_t now_ms) {
@@ -195,7 +209,7 @@ void Engine::PreemptionTick(std::int64_t now_ms) {
   Impl& s = *impl_;
   std::vector<std::string> given_up;
   for (auto& [uid, p] : s.preemptions) {
-    if (p.victims.empty() && !p.victims_gone_ms) p.victims_gone_ms = now_ms;
+    if (p.victims.empty() && p.claims.empty() && !p.victims_gone_ms) p.victims_gone_ms = now_ms;
     const std::int64_t due = p.victims_gone_ms ? *p.victims_gone_ms + options_.preemption_hold_ms
                                                : p.started_ms + options_.preemption_timeout_ms;
     if (due <= now_ms) given_up.push_back(uid);
@@ -208,7 +222,7 @@ std::optional<std::int64_t> Engine::PreemptionWakeMs() const {
   std::optional<std::int64_t> wake;
   auto earliest = [&](std::int64_t at) { wake = wake ? std::min(*wake, at) : at; };
   for (const auto& [uid, p] : impl_->preemptions) {
-    if (p.victims.empty() && !p.victims_gone_ms) earliest(0);
+    if (p.victims.empty() && p.claims.empty() && !p.victims_gone_ms) earliest(0);
     earliest(p.victims_gone_ms ? *p.victims_gone_ms + options_.preemption_hold_ms
                                : p.started_ms + options_.preemption_timeout_ms);
   }

@@ -125,15 +125,11 @@ FieldReader EngineField(engine::EngineOptions& e, std::string_view option) {
 }
 
 Status ReadEngine(const YAML::Node& node, const std::string& path, engine::EngineOptions& e) {
-  // Preemption is the engine's own option (EngineOptions::preemption).
-  std::map<std::string, FieldReader, std::less<>> fields{
-      {"policy", PolicyField(e.filter)},
-      {"preemption", Bool(e.preemption)},
-      {"preemption_hold", Duration(e.preemption_hold_ms)},
-      {"preemption_timeout", Duration(e.preemption_timeout_ms)}};
+  std::map<std::string, FieldReader, std::less<>> fields{{"policy", PolicyField(e.filter)}};
   for (std::string_view option :
        {"registration", "hami_exact", "bind", "lock_retry", "lock_retry_timeout",
-        "avoid_locked_nodes", "pod_writes", "register_period"})
+        "avoid_locked_nodes", "pod_writes", "register_period", "preemption", "preemption_hold",
+        "preemption_timeout"})
     fields.emplace(option, EngineField(e, option));
   return ReadMap(node, path, fields);
 }

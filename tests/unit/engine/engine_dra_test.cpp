@@ -471,3 +471,227 @@ TEST_CASE("engine dra: a released claim is written next at the version its relea
     CHECK(w.resource_version == (w.name == "a" ? "11" : Share("b", 30).resource_version));
   }
 }
+
+namespace {
+
+// Pod `name` of `priority` whose claim `claim` (`cores` percent of a GPU)
+// the engine allocates; then, ungated, bound where the allocation says and
+// its claim observed as written. Returns the node.
+std::string RunningPod(Fixture& f, const std::string& name, const std::string& claim,
+                       std::int64_t cores, std::int64_t priority, StringMap labels = {}) {
+  f.engine.ResourceClaimObserved(Share(claim, cores));
+  Pod p = Gated(name, {claim});
+  p.priority = priority;
+  p.labels = std::move(labels);
+  f.engine.PodObserved(p);
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  auto gates = Of<RemoveSchedulingGate>(f.Result(writes[0].id, true));
+  REQUIRE(gates.size() == 1);
+  f.Result(gates[0].id, true);
+  dra::ResourceClaim written = Share(claim, cores);
+  written.allocation = writes[0].allocation;
+  written.reserved_for = writes[0].reserved_for;
+  f.engine.ResourceClaimObserved(written);
+  p.scheduling_gates.clear();
+  p.node_name = NodeOf(*writes[0].allocation);
+  f.engine.PodObserved(p);
+  return p.node_name;
+}
+
+// A gated pod of `priority` with claim `claim` of `cores` percent.
+Pod GatedAt(Fixture& f, const std::string& name, const std::string& claim, std::int64_t cores,
+            std::int64_t priority) {
+  f.engine.ResourceClaimObserved(Share(claim, cores));
+  Pod p = Gated(name, {claim});
+  p.priority = priority;
+  f.engine.PodObserved(p);
+  return p;
+}
+
+std::vector<std::string> EventsOf(const std::vector<Command>& out) {
+  std::vector<std::string> events;
+  for (const PodEvent& e : Of<PodEvent>(out)) events.push_back(e.name + " " + e.reason);
+  return events;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "engine dra: a pod whose claims fit nowhere evicts a lower-priority holder, keeps what it "
+    "frees, and is allocated once the victim and its claim are gone") {
+  Fixture f;
+  f.engine.DraSynced();
+  REQUIRE(RunningPod(f, "low", "a", 60, 0) == "n1");
+  REQUIRE(RunningPod(f, "mid", "b", 60, 10) == "n2");
+  // A pod of the lowest priority, before it in the queue, fits nowhere.
+  GatedAt(f, "late", "l", 50, 0);
+  GatedAt(f, "urgent", "u", 60, 100);
+  auto out = f.Tick();
+  CHECK(Of<WriteClaimStatus>(out).empty());
+  auto evictions = Of<EvictPod>(out);
+  REQUIRE(evictions.size() == 1);
+  CHECK(evictions[0].name == "low");
+  CHECK(evictions[0].uid == "uid-low");
+  auto nominations = Of<NominatePod>(out);
+  REQUIRE(nominations.size() == 1);
+  CHECK(nominations[0].node == "n1");
+  CHECK(EventsOf(out) ==
+        std::vector<std::string>{"late DevshareNoFit", "low Preempted", "urgent Preempting"});
+  CHECK(Of<PodEvent>(out)[2].message == "evicting default/low (priority 0) on n1");
+  CHECK(f.engine.dra_held().at("uid-urgent").kind == DraHoldKind::kPreempting);
+  const Preemption& p = f.engine.preemptions().at("uid-urgent");
+  CHECK(p.node == "n1");
+  CHECK(p.victims == std::vector<std::string>{"default/low"});
+  CHECK(p.claims == std::vector<std::string>{"default/a"});
+  CHECK(f.engine.counters().preemptions == 1);
+
+  CHECK(f.engine.dra_held().at("uid-late").kind == DraHoldKind::kNoFit);
+
+  CHECK(f.Result(evictions[0].id, true).empty());
+  CHECK(f.engine.counters().preemption_victims == 1);
+  // Terminating for its grace period: the preemptor waits, and does not
+  // preempt again.
+  Pod low = Gated("low", {"a"});
+  low.scheduling_gates.clear();
+  low.node_name = "n1";
+  low.terminating = true;
+  f.engine.PodObserved(low);
+  out = f.Tick();
+  CHECK(Of<EvictPod>(out).empty());
+  CHECK(Of<WriteClaimStatus>(out).empty());
+  CHECK(f.engine.dra_held().at("uid-urgent").reason ==
+        "preempting on n1: waiting for default/low to go");
+  CHECK(f.engine.counters().preemptions == 1);
+
+  // Gone; its claim is still reserved for it until the resourceclaim
+  // controller sees the deletion.
+  f.engine.PodDeleted("uid-low");
+  CHECK(Of<WriteClaimStatus>(f.Tick()).empty());
+  CHECK(f.engine.dra_held().at("uid-urgent").reason ==
+        "preempting on n1: its victims are gone; waiting for their claims default/a to be "
+        "released");
+  // The controller takes it out of reservedFor and deallocates the claim.
+  // What low freed is kept for urgent: late, judged first, does not get it.
+  f.engine.ResourceClaimObserved(Share("a", 60));
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].name == "u");
+  REQUIRE(writes[0].allocation);
+  CHECK(NodeOf(*writes[0].allocation) == "n1");
+  CHECK(writes[0].reserved_for ==
+        std::vector<dra::ClaimConsumer>{{"", "pods", "urgent", "uid-urgent"}});
+  CHECK(f.engine.preemptions().empty());
+  CHECK(f.engine.counters().preemptions_placed == 1);
+  auto gates = Of<RemoveSchedulingGate>(f.Result(writes[0].id, true));
+  REQUIRE(gates.size() == 1);
+  CHECK(gates[0].name == "urgent");
+  CHECK(f.engine.dra_held().at("uid-late").kind == DraHoldKind::kNoFit);
+}
+
+TEST_CASE(
+    "engine dra: a victim's claim left allocated for no one is released by devshare; one from "
+    "a template goes with its pod") {
+  for (const bool from_template : {false, true}) {
+    CAPTURE(from_template);
+    Fixture f;
+    f.engine.DraSynced();
+    REQUIRE(RunningPod(f, "low", "a", 60, 0) == "n1");
+    REQUIRE(RunningPod(f, "other", "b", 60, 0) == "n2");
+    GatedAt(f, "urgent", "u", 60, 100);
+    auto evictions = Of<EvictPod>(f.Tick());
+    REQUIRE(evictions.size() == 1);
+    REQUIRE(evictions[0].name == "low");  // equal ranks: the first node by name
+    f.Result(evictions[0].id, true);
+    f.engine.PodDeleted("uid-low");
+    if (from_template) {
+      f.engine.ResourceClaimDeleted("default", "a");
+    } else {
+      // Out of reservedFor, still allocated (a claim without the
+      // controller's finalizer).
+      dra::ResourceClaim left = *f.engine.snapshot().FindResourceClaim("default", "a");
+      left.reserved_for.clear();
+      f.engine.ResourceClaimObserved(left);
+      auto releases = Of<WriteClaimStatus>(f.Tick());
+      REQUIRE(releases.size() == 1);
+      CHECK(releases[0].name == "a");
+      CHECK_FALSE(releases[0].allocation);
+      CHECK(releases[0].reserved_for.empty());
+      CHECK(f.Result(releases[0].id, true).empty());
+      CHECK(f.engine.counters().dra_claims_released == 1);
+    }
+    auto writes = Of<WriteClaimStatus>(f.Tick());
+    REQUIRE(writes.size() == 1);
+    CHECK(writes[0].name == "u");
+    CHECK(NodeOf(*writes[0].allocation) == "n1");
+  }
+}
+
+TEST_CASE(
+    "engine dra: equal priority is never evicted, a PodDisruptionBudget is honoured, "
+    "preemptionPolicy Never waits") {
+  Fixture f;
+  f.engine.DraSynced();
+  REQUIRE(RunningPod(f, "peer", "a", 60, 100) == "n1");
+  REQUIRE(RunningPod(f, "guarded", "b", 60, 0, StringMap{{"app", "train"}}) == "n2");
+  PodDisruptionBudget budget{"default", "train", LabelSelector{{{"app", "train"}}, {}}, 0, {}};
+  f.engine.PodDisruptionBudgetObserved(budget);
+  const Pod urgent = GatedAt(f, "urgent", "u", 60, 100);
+  auto out = f.Tick();
+  CHECK(Of<EvictPod>(out).empty());
+  const std::string no_fit =
+      "no node fits its claims: 2 of 2 nodes short of devices, 0 short of CPU or memory, 0 "
+      "excluded by its node selector, affinity or tolerations; no preemption: ";
+  auto events = Of<PodEvent>(out);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].reason == "DevshareNoFit");
+  CHECK(events[0].message == no_fit + "a PodDisruptionBudget protects every node's victims");
+  CHECK(f.engine.counters().preemptions_refused == 1);
+  f.engine.PodObserved(urgent);  // judged again: counted once
+  CHECK(Of<EvictPod>(f.Tick()).empty());
+  CHECK(f.engine.counters().preemptions_refused == 1);
+
+  Pod patient = GatedAt(f, "patient", "v", 60, 100);
+  patient.preemption_policy = "Never";
+  f.engine.PodObserved(patient);
+  out = f.Tick();
+  CHECK(Of<EvictPod>(out).empty());
+  CHECK(f.engine.dra_held().at("uid-patient").reason == no_fit + "its preemptionPolicy is Never");
+
+  // The budget allows one disruption: guarded goes, peer never.
+  budget.disruptions_allowed = 1;
+  f.engine.PodDisruptionBudgetObserved(budget);
+  f.engine.PodObserved(urgent);
+  auto evictions = Of<EvictPod>(f.Tick());
+  REQUIRE(evictions.size() == 1);
+  CHECK(evictions[0].name == "guarded");
+  CHECK(f.engine.preemptions().at("uid-urgent").node == "n2");
+}
+
+TEST_CASE(
+    "engine dra: a preemption whose eviction fails is given up, what it kept released, and "
+    "tried again after the hold") {
+  Fixture f;
+  f.engine.DraSynced();
+  REQUIRE(RunningPod(f, "low", "a", 60, 0) == "n1");
+  REQUIRE(RunningPod(f, "other", "b", 60, 0) == "n2");
+  GatedAt(f, "urgent", "u", 60, 100);
+  auto evictions = Of<EvictPod>(f.Tick());
+  REQUIRE(evictions.size() == 1);
+  CHECK(f.Claimed("u").allocation);                 // kept, unwritten
+  CHECK(f.Result(evictions[0].id, false).empty());  // a 429: a budget
+  CHECK(f.engine.counters().evictions_failed == 1);
+  CHECK(f.engine.counters().preemptions_abandoned == 1);
+  CHECK(f.engine.preemptions().empty());
+  CHECK_FALSE(f.Claimed("u").allocation);
+  auto out = f.Tick();
+  CHECK(Of<EvictPod>(out).empty());
+  const DraHold& hold = f.engine.dra_held().at("uid-urgent");
+  CHECK(hold.kind == DraHoldKind::kNoFit);
+  CHECK(hold.reason.ends_with("; no preemption: its last one was given up"));
+  const std::int64_t again = kNowMs + EngineOptions{}.preemption_hold_ms;
+  CHECK(f.engine.NextWakeMs() == again);
+  evictions = Of<EvictPod>(f.Tick(again));
+  REQUIRE(evictions.size() == 1);
+  CHECK(f.engine.counters().preemptions == 2);
+}

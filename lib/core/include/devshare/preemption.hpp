@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "devshare/dra.hpp"
 #include "devshare/export.hpp"
 #include "devshare/filter.hpp"
 #include "devshare/objects.hpp"
@@ -52,6 +53,9 @@ struct PreemptionCandidate {
   // its devices and the annotations that record them.
   PodDevices devices;
   StringMap annotations;
+  // A DRA preemptor (dra::PlanClaimPreemption): its claims' allocations
+  // there, one per claim in order; the two above are then empty.
+  std::vector<dra::Allocation> allocations;
   friend bool operator==(const PreemptionCandidate&, const PreemptionCandidate&) = default;
 };
 
@@ -62,12 +66,16 @@ struct PreemptionPlan {
   // pod of lower priority is set aside (a node without such a pod: its
   // reasons as they are), by node name.
   std::vector<NodeFailure> unresolvable;
+  // With `max_candidates`: the nodes left unexamined once enough candidates
+  // were found, with Filter's reasons as things are, by node name.
+  std::vector<NodeFailure> unexamined;
   // Why the pod may not preempt at all, or empty: its preemptionPolicy is
   // Never, or it fits somewhere already.
   std::string refused;
   const PreemptionCandidate* chosen() const {
     return candidates.empty() ? nullptr : &candidates.front();
   }
+  friend bool operator==(const PreemptionPlan&, const PreemptionPlan&) = default;
 };
 
 // The preemption plan for `pod` over `candidates` (every node of the
@@ -75,14 +83,16 @@ struct PreemptionPlan {
 // API server has them: those bound to a node (spec.nodeName) with a lower
 // priority than `pod` are considered there, if the snapshot holds them
 // (their devices, CPU or memory). `budgets` are the cluster's
-// PodDisruptionBudgets. `now` and `options` as Filter takes them. Errors:
-// Filter's.
-DEVSHARE_EXPORT Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot,
-                                                      const Pod& pod, std::span<const Pod> pods,
-                                                      std::span<const PodDisruptionBudget> budgets,
-                                                      std::span<const std::string> candidates,
-                                                      std::int64_t now,
-                                                      const FilterOptions& options = {});
+// PodDisruptionBudgets. `now` and `options` as Filter takes them. With
+// `max_candidates` above 0, as kube-scheduler limits its dry run
+// (max(100, 10 % of the nodes)): the nodes are examined from one the pod's
+// UID chooses on, in name order and wrapping, until that many candidates,
+// one of them without a budget violation, are found; the rest are
+// `unexamined`. Errors: Filter's.
+DEVSHARE_EXPORT Result<PreemptionPlan> PlanPreemption(
+    const ClusterSnapshot& snapshot, const Pod& pod, std::span<const Pod> pods,
+    std::span<const PodDisruptionBudget> budgets, std::span<const std::string> candidates,
+    std::int64_t now, const FilterOptions& options = {}, std::size_t max_candidates = 0);
 
 }  // namespace devshare
 

@@ -64,13 +64,23 @@ Result<FilterResult> Filter(const ClusterSnapshot& snapshot, const Pod& pod,
       names.erase(std::unique(names.begin(), names.end()), names.end());
     }
     // Both ascend: one merge walk with the snapshot's nodes by name, one
-    // comparison per step.
+    // comparison per step; a few candidates among many nodes (a preemption
+    // judging one node) are looked up instead.
     nodes.reserve(names.size());
     auto known = s.by_name.begin();
+    const bool few = names.size() * 16 < s.by_name.size();
+    auto before = [&s](std::uint32_t i, std::string_view name) {
+      return CompareNames(s.nodes[i].name, name) < 0;
+    };
     for (std::string_view name : names) {
       int order = 1;
-      while (known != s.by_name.end() && (order = CompareNames(s.nodes[*known].name, name)) < 0)
-        ++known;
+      if (few) {
+        known = std::lower_bound(known, s.by_name.end(), name, before);
+        if (known != s.by_name.end()) order = CompareNames(s.nodes[*known].name, name);
+      } else {
+        while (known != s.by_name.end() && (order = CompareNames(s.nodes[*known].name, name)) < 0)
+          ++known;
+      }
       const bool found = known != s.by_name.end() && order == 0 && s.nodes[*known].present;
       if (found) {
         nodes.push_back(&s.nodes[*known]);

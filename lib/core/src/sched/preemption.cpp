@@ -1,95 +1,44 @@
 // PlanPreemption (devshare/preemption.hpp): kube-scheduler's victim
-// selection and node ranking, with devshare's Filter as the judge of fit.
+// selection and node ranking (sched/victims.hpp), with devshare's Filter as
+// the judge of fit.
 #include "devshare/preemption.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
-#include <tuple>
+
+#include "sched/victims.hpp"
 
 namespace devshare {
 
 namespace {
 
-// kube-scheduler's MoreImportantPod: higher priority, then earlier start (a
-// pod not started counts as started last); then by namespace and name, so
-// that equal pods come in one order.
-bool MoreImportant(const Pod* a, const Pod* b) {
-  if (a->priority != b->priority) return a->priority > b->priority;
-  const bool a_started = !a->start_time.empty(), b_started = !b->start_time.empty();
-  if (a_started != b_started) return a_started;
-  if (a->start_time != b->start_time) return a->start_time < b->start_time;
-  return std::tie(a->pod_namespace, a->name) < std::tie(b->pod_namespace, b->name);
-}
+// Filter on one node of the working snapshot.
+class FilterJudge final : public internal::VictimJudge {
+ public:
+  FilterJudge(const ClusterSnapshot& snapshot, const Pod& pod, std::int64_t now,
+              const FilterOptions& options)
+      : VictimJudge(snapshot), pod_(pod), now_(now), options_(options) {}
 
-// kube-scheduler's filterPodsWithPDBViolation: `pods` (most important
-// first) split into those whose eviction would exceed a budget and the
-// others; each budget's allowance is spent in that order.
-void SplitByBudget(const std::vector<const Pod*>& pods,
-                   std::span<const PodDisruptionBudget> budgets, std::vector<const Pod*>& violating,
-                   std::vector<const Pod*>& others) {
-  std::vector<std::int64_t> allowed;
-  for (const PodDisruptionBudget& b : budgets) allowed.push_back(b.disruptions_allowed);
-  for (const Pod* pod : pods) {
-    bool violates = false;
-    for (std::size_t i = 0; i < budgets.size() && !pod->labels.empty(); ++i) {
-      const PodDisruptionBudget& b = budgets[i];
-      if (b.budget_namespace != pod->pod_namespace || b.selector == LabelSelector{} ||
-          !LabelSelectorMatches(b.selector, pod->labels))
-        continue;
-      const auto& disrupted = b.disrupted_pods;
-      if (std::find(disrupted.begin(), disrupted.end(), pod->name) != disrupted.end()) continue;
-      if (--allowed[i] < 0) violates = true;
+  Result<bool> Fits(const std::string& node, PreemptionCandidate& candidate,
+                    std::string* reason) override {
+    const std::string one[] = {node};
+    Result<FilterResult> r = Filter(Work(), pod_, one, now_, options_);
+    if (!r.ok()) return r.status();
+    if (!r->node) {
+      if (reason != nullptr && !r->failed.empty()) *reason = r->failed.front().reason;
+      return false;
     }
-    (violates ? violating : others).push_back(pod);
+    candidate.devices = std::move(r->devices);
+    candidate.annotations = std::move(r->annotations);
+    return true;
   }
-}
 
-// The ranking of pickOneNodeForPreemption; the node name last.
-struct Rank {
-  std::size_t budget_violations;
-  std::int64_t highest_priority;
-  std::int64_t priority_sum;
-  std::size_t victims;
-  std::string latest_start;  // of the most important victims; later is better
-  std::string node;
+ private:
+  const Pod& pod_;
+  std::int64_t now_;
+  const FilterOptions& options_;
 };
-
-Rank RankOf(const PreemptionCandidate& c, const std::map<std::string, const Pod*>& by_uid) {
-  Rank r{c.budget_violations, c.victims.front().priority, 0, c.victims.size(), "", c.node};
-  for (const PreemptionVictim& v : c.victims) {
-    r.priority_sum += v.priority;
-    if (v.priority != r.highest_priority) continue;
-    // The earliest start among the most important victims.
-    const std::string& start = by_uid.at(v.uid)->start_time;
-    if (r.latest_start.empty() || (!start.empty() && start < r.latest_start))
-      r.latest_start = start;
-  }
-  return r;
-}
-
-bool Better(const Rank& a, const Rank& b) {
-  if (a.budget_violations != b.budget_violations) return a.budget_violations < b.budget_violations;
-  if (a.highest_priority != b.highest_priority) return a.highest_priority < b.highest_priority;
-  if (a.priority_sum != b.priority_sum) return a.priority_sum < b.priority_sum;
-  if (a.victims != b.victims) return a.victims < b.victims;
-  if (a.latest_start != b.latest_start) return a.latest_start > b.latest_start;
-  return a.node < b.node;
-}
-
-// Where `pod` goes on `node` of `snapshot` alone: Filter's answer, or
-// nullopt with the node's reasons in `reason`.
-Result<std::optional<FilterResult>> FitOn(const ClusterSnapshot& snapshot, const Pod& pod,
-                                          const std::string& node, std::int64_t now,
-                                          const FilterOptions& options, std::string* reason) {
-  const std::string one[] = {node};
-  Result<FilterResult> r = Filter(snapshot, pod, one, now, options);
-  if (!r.ok()) return r.status();
-  if (r->node) return std::optional<FilterResult>(std::move(*r));
-  if (reason != nullptr && !r->failed.empty()) *reason = r->failed.front().reason;
-  return std::optional<FilterResult>();
-}
 
 }  // namespace
 
@@ -97,7 +46,7 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
                                       std::span<const Pod> pods,
                                       std::span<const PodDisruptionBudget> budgets,
                                       std::span<const std::string> candidates, std::int64_t now,
-                                      const FilterOptions& options) {
+                                      const FilterOptions& options, std::size_t max_candidates) {
   PreemptionPlan plan;
   if (pod.preemption_policy == "Never") {
     plan.refused = "its preemptionPolicy is Never";
@@ -115,89 +64,11 @@ Result<PreemptionPlan> PlanPreemption(const ClusterSnapshot& snapshot, const Pod
   }
   std::map<std::string, std::string> reasons;
   for (const NodeFailure& f : first->failed) reasons[f.node] = f.reason;
-
-  // The lower-priority pods on each candidate node, most important first.
-  std::map<std::string, std::vector<const Pod*>> lower;
-  std::map<std::string, const Pod*> by_uid;
-  for (const Pod& p : pods) {
-    if (p.node_name.empty() || p.uid == pod.uid || p.priority >= pod.priority) continue;
-    if (!reasons.contains(p.node_name)) continue;
-    lower[p.node_name].push_back(&p);
-    by_uid[p.uid] = &p;
-  }
-  for (auto& [node, list] : lower) std::sort(list.begin(), list.end(), MoreImportant);
-
-  if (lower.empty()) {  // no pod to evict anywhere: spare the snapshot's copy
-    for (const auto& [node, reason] : reasons)
-      plan.unresolvable.push_back(NodeFailure{node, reason});
-    return plan;
-  }
-  ClusterSnapshot work = snapshot;
   // A pod given back is added as the snapshot was given it (one whose
   // device annotations do not decode holds its CPU and memory only, then
   // as now).
-  auto give_back = [&](const Pod* p) { static_cast<void>(work.AddPod(*p)); };
-  for (const auto& [node, reason] : reasons) {
-    auto on_node = lower.find(node);
-    if (on_node == lower.end() || on_node->second.empty()) {
-      plan.unresolvable.push_back(NodeFailure{node, reason});
-      continue;
-    }
-    // Those the snapshot holds (devices, CPU or memory) are set aside.
-    std::vector<const Pod*> all;
-    for (const Pod* p : on_node->second) {
-      if (work.RemovePod(p->uid)) all.push_back(p);
-    }
-    std::string why = reason;
-    Result<std::optional<FilterResult>> fits = FitOn(work, pod, node, now, options, &why);
-    if (!fits.ok()) return fits.status();
-    if (!*fits) {
-      plan.unresolvable.push_back(
-          NodeFailure{node, fmt::format("{} (with every pod of lower priority gone)", why)});
-      for (const Pod* p : all) give_back(p);
-      continue;
-    }
-    std::vector<const Pod*> violating, others;
-    SplitByBudget(all, budgets, violating, others);
-    // Each pod given back in turn stays when the pod still fits; the devices
-    // are those of the last placement found (a victim's removal restores it).
-    PreemptionCandidate candidate{
-        node, {}, 0, std::move((*fits)->devices), std::move((*fits)->annotations)};
-    std::vector<std::pair<const Pod*, bool>> victims;  // and whether it violates a budget
-    for (const auto* group : {&violating, &others}) {
-      for (const Pod* p : *group) {
-        give_back(p);
-        Result<std::optional<FilterResult>> still = FitOn(work, pod, node, now, options, nullptr);
-        if (!still.ok()) return still.status();
-        if (*still) {  // reprieved
-          candidate.devices = std::move((*still)->devices);
-          candidate.annotations = std::move((*still)->annotations);
-          continue;
-        }
-        work.RemovePod(p->uid);
-        victims.emplace_back(p, group == &violating);
-        if (group == &violating) ++candidate.budget_violations;
-      }
-    }
-    std::sort(victims.begin(), victims.end(),
-              [](const auto& a, const auto& b) { return MoreImportant(a.first, b.first); });
-    for (const auto& [p, violates] : victims) {
-      candidate.victims.push_back(
-          PreemptionVictim{p->pod_namespace, p->name, p->uid, p->priority, violates});
-      give_back(p);
-    }
-    plan.candidates.push_back(std::move(candidate));
-  }
-  std::vector<std::pair<Rank, PreemptionCandidate>> ranked;
-  ranked.reserve(plan.candidates.size());
-  for (PreemptionCandidate& c : plan.candidates) {
-    Rank rank = RankOf(c, by_uid);
-    ranked.emplace_back(std::move(rank), std::move(c));
-  }
-  std::sort(ranked.begin(), ranked.end(),
-            [](const auto& a, const auto& b) { return Better(a.first, b.first); });
-  for (std::size_t i = 0; i < ranked.size(); ++i) plan.candidates[i] = std::move(ranked[i].second);
-  return plan;
+  FilterJudge judge(snapshot, pod, now, options);
+  return internal::PlanVictims(pod, pods, budgets, reasons, judge, max_candidates);
 }
 
 }  // namespace devshare

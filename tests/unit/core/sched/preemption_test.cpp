@@ -106,6 +106,44 @@ TEST_CASE("preemption: nodes no eviction can help are unresolvable, with why") {
   CHECK(plan.unresolvable[1].reason.find("CardInsufficientMemory") != std::string::npos);
 }
 
+TEST_CASE("preemption: with a limit, enough candidates, one within the budgets, then no more") {
+  Cluster c;
+  for (int n = 0; n < 6; ++n) {
+    const std::string node = fmt::format("n{}", n);
+    c.Node(node, 1, 40000);
+    Pod low = Running(fmt::format("low{}", n), node, 0, 40000, 0);
+    low.labels.Set("app", n % 2 == 0 ? "kept" : "free");
+    c.Add(std::move(low));
+  }
+  PodDisruptionBudget kept{"default", "kept", {}, 0, {}};
+  kept.selector.match_labels.Set("app", "kept");
+  const PodDisruptionBudget budgets[] = {kept};
+  const Pod urgent = Preemptor(1, 20000, 100);
+  auto plan = [&](std::size_t limit) {
+    Result<PreemptionPlan> r =
+        PlanPreemption(c.snapshot, urgent, c.pods, budgets, {}, kNow, {}, limit);
+    REQUIRE(r.ok());
+    return std::move(*r);
+  };
+  const PreemptionPlan all = plan(0);
+  CHECK(all.candidates.size() == 6);
+  CHECK(all.unexamined.empty());
+  for (const std::size_t limit : {1, 2, 4}) {
+    CAPTURE(limit);
+    const PreemptionPlan some = plan(limit);
+    // At least `limit`, more only until one violates no budget.
+    CHECK(some.candidates.size() >= limit);
+    CHECK(some.candidates.size() <= limit + 1);
+    REQUIRE(some.chosen() != nullptr);
+    CHECK(some.chosen()->budget_violations == 0);
+    CHECK(some.candidates.size() + some.unexamined.size() == 6);
+    CHECK(
+        std::is_sorted(some.unexamined.begin(), some.unexamined.end(),
+                       [](const NodeFailure& a, const NodeFailure& b) { return a.node < b.node; }));
+    CHECK(plan(limit) == some);  // the same nodes on every run
+  }
+}
+
 TEST_CASE("preemption: a pod that may not or need not preempt is refused, and why") {
   Cluster c;
   c.Node("n1", 1, 40000);

@@ -46,6 +46,17 @@
 //            kube-scheduler v1.37 cannot preempt for a device it does not
 //            see; for the releases that ask an extender about nodes without
 //            victims of their own, ExtenderPreempt answers the preempt verb.
+//            DRA: a gated pod whose claims fit nowhere preempts the same way
+//            the pods holding claims of the served classes that
+//            dra::PlanClaimPreemption chooses (devshare/dra_preemption.hpp);
+//            the allocations it will get are counted at once (not written),
+//            it is held (kPreempting) until its victims are gone and their
+//            claims released — by the resourceclaim controller, which
+//            deallocates a claim once no pod it is reserved for is left and
+//            deletes one made from a template with its pod; devshare itself
+//            releases a victim's claim left allocated for no one — then its
+//            claims are allocated, on that node if they fit there, and its
+//            gate removed.
 //
 // Thread-safety: none; one engine is driven by one thread.
 #ifndef DEVSHARE_ENGINE_ENGINE_HPP_
@@ -72,6 +83,10 @@
 #include "devshare/objects.hpp"
 #include "devshare/snapshot.hpp"
 #include "devshare/vendor.hpp"
+
+namespace devshare {
+struct PreemptionCandidate;  // devshare/preemption.hpp
+}  // namespace devshare
 
 namespace devshare::engine {
 
@@ -279,9 +294,11 @@ using Command =
                  RemoveSchedulingGate, PodEvent, EvictPod, NominatePod>;
 
 // Why a gated pod waits (Engine::dra_held).
-enum class DraHoldKind { kWaiting, kNoFit, kRefused };
+// kPreempting: its victims are being evicted, or their claims released.
+enum class DraHoldKind { kWaiting, kNoFit, kRefused, kPreempting };
 // Their names in metrics, in DraHoldKind's order.
-inline constexpr std::string_view kDraHoldKindNames[] = {"waiting", "no-fit", "refused"};
+inline constexpr std::string_view kDraHoldKindNames[] = {"waiting", "no-fit", "refused",
+                                                         "preempting"};
 struct DraHold {
   DraHoldKind kind = DraHoldKind::kWaiting;
   std::string reason;
@@ -318,8 +335,12 @@ struct Preemption {
   std::string pod_namespace, name;
   std::string node;
   std::vector<std::string> victims;  // "namespace/name" of those not yet gone
+  // DRA: "namespace/name" of the victims' claims not yet seen released.
+  std::vector<std::string> claims;
   std::int64_t started_ms = 0;
-  std::optional<std::int64_t> victims_gone_ms;  // when the last one went (at the next Tick)
+  // When the last one went, and (DRA) the last of their claims was
+  // released (at the next Tick).
+  std::optional<std::int64_t> victims_gone_ms;
 };
 
 // The extender's preempt verb: per node, the victims (UIDs) and how many of
@@ -525,7 +546,9 @@ class Engine {
   // it does not fit there). EndPreemption: it ended (placed, bound,
   // deleted), the devices kept released unless `keep_devices`;
   // GiveUpPreemption: ended without the pod placed. EvictionResult: an
-  // EvictPod's ApiResult (false: not one).
+  // EvictPod's ApiResult (false: not one). BeginPreemption: evicts
+  // `chosen`'s victims for `pod`, nominates it there and records the
+  // preemption; returns the message naming the victims.
   void Preempt(std::uint64_t request, const Pod& pod, const std::vector<std::string>& nodes,
                std::vector<NodeFailure> failed, std::int64_t now_ms, std::vector<Command>& out);
   std::optional<Result<FilterResult>> PlaceOnNominatedNode(const Pod& pod,
@@ -535,6 +558,8 @@ class Engine {
   // nor another preemption's victim.
   std::vector<Pod> PossibleVictims(const Pod& pod) const;
   std::vector<PodDisruptionBudget> Budgets() const;
+  std::string BeginPreemption(const Pod& pod, const PreemptionCandidate& chosen,
+                              std::int64_t now_ms, std::vector<Command>& out);
   void EndPreemption(const std::string& uid, bool keep_devices);
   void GiveUpPreemption(const std::string& uid, std::int64_t now_ms);
   void VictimGone(const std::string& uid);  // a pod was deleted
@@ -579,6 +604,17 @@ class Engine {
   bool DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
   void DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed, dra::ResourceClaim assumed,
                      std::vector<Command>& out);
+  // DRA preemption (dra_preempt.cpp). DraPreempt: `pod`'s `claims` fit
+  // nowhere (`no_fit` says why): preempts when it may, else holds it saying
+  // why not. DraVictimsGone: for a pod preempting, whether its victims are
+  // gone and their claims released, its kept allocations then taken back
+  // (DraDropKept) for it to be placed anew; otherwise it holds the pod,
+  // releasing a victim's claim left allocated for no one, and is false.
+  void DraPreempt(const Pod& pod, const std::vector<dra::ResourceClaim>& claims,
+                  const dra::PodResources& resources, std::string no_fit, std::int64_t now_ms,
+                  std::vector<Command>& out);
+  bool DraVictimsGone(const Pod& pod, std::int64_t now_ms, std::vector<Command>& out);
+  void DraDropKept(const std::string& uid);
 
   EngineOptions options_;
   ClusterSnapshot snapshot_;
