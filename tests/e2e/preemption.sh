@@ -25,9 +25,11 @@
 #      other waits without a second eviction for the same slice.
 # kube-scheduler tries a pod an extender refused again at the next pod or
 # node event; a deletion reaches kube-scheduler and devshare's watch at the
-# same time, so after each change the test waits PREEMPT_RETRY_WAIT seconds
-# (default 3) for kube-scheduler's own retry, then annotates the waiting pod
-# (an event on it), and prints which it took.
+# same time, so a pod that must bind gets PREEMPT_RETRY_WAIT seconds (default
+# 3) of kube-scheduler's own retries, then is annotated (an event on it), and
+# the test prints which it took. A pod that must keep waiting is annotated
+# and checked once devshare has answered one more unschedulable Filter (it
+# is then the only pod waiting).
 # Prints "e2e-preemption: N passed, N failed" last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -102,10 +104,19 @@ wait_bound() {
   wait_until 30 bound "$1" || return 1
   echo "preemption: $1 still waiting $waited s after $2; bound $(since "$t") s after an annotation" >&2
 }
-# still_pending POD: POD waits a retry later too (nudged, so its Filter ran again).
+# still_pending POD: POD waits a retry later too: nudged, devshare answers
+# one more unschedulable Filter (kube-scheduler's retry after its backoff)
+# and the pod is still not bound.
+unschedulable_filters() {
+  local n
+  n=$(metric 'devshare_filter_duration_seconds_count{outcome="unschedulable"}')
+  echo "${n:-0}"
+}
+filters_above() { [ "$(unschedulable_filters)" -gt "$1" ]; }
 still_pending() {
-  sleep "$retry_wait"
-  nudge "$1" && sleep 2 && pending "$1"
+  local before
+  before=$(unschedulable_filters)
+  nudge "$1" && wait_until 15 filters_above "$before" && sleep 0.5 && pending "$1"
 }
 
 # --- a. the fewest victims, through the Eviction API ---------------------------------------
@@ -140,13 +151,14 @@ check "e1 (low, 8000 MiB: gpu-a holds l1 and h1) created" create e1 gpu-a low 80
 check "e1 waits: equal priority evicts nobody" still_pending e1
 check "l1 is still bound" bound_on l1 gpu-a
 check "devshare_preemption_victims_total is still 2" metric_is devshare_preemption_victims_total 2
+check "delete e1 (the next pod waits alone: its retries are the only ones counted)" \
+  kapi DELETE "$ns/pods/e1?gracePeriodSeconds=0"
 
 # --- c. preemptionPolicy Never ---------------------------------------------------------------
 check "n1 (high-never, 8000 MiB) created" create n1 gpu-a high-never 8000
 check "n1 waits: preemptionPolicy Never" still_pending n1
 check "l1 is still bound" bound_on l1 gpu-a
-check "delete e1 and n1" kapi DELETE "$ns/pods/e1?gracePeriodSeconds=0"
-kapi DELETE "$ns/pods/n1?gracePeriodSeconds=0" >/dev/null
+check "delete n1" kapi DELETE "$ns/pods/n1?gracePeriodSeconds=0"
 
 # --- d. a PodDisruptionBudget ------------------------------------------------------------------
 pdb='{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"train"},"spec":{"maxUnavailable":0,"selector":{"matchLabels":{"app":"l"}}}}'
@@ -187,10 +199,10 @@ one_bound() {
   [ "$n" = 1 ]
 }
 check "one of x1 and x2 binds" wait_until 30 one_bound
-sleep "$retry_wait"
-for p in x1 x2; do nudge "$p"; done
-sleep 2
-check "the other still waits" one_bound
+waiting=x1
+bound x1 && waiting=x2
+check "the other ($waiting) still waits, a retry later" still_pending "$waiting"
+check "one of them is bound still" one_bound
 check "m2 is still bound" bound_on m2 gpu-b
 check "one eviction only (devshare_preemption_victims_total +1)" \
   metric_is devshare_preemption_victims_total "$((victims_before + 1))"

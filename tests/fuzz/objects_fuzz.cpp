@@ -1,8 +1,10 @@
-// Fuzzes DecodePod and DecodeNode (Kubernetes objects as JSON), the request
-// rules applied to the decoded containers, and quantity parsing.
+// Fuzzes DecodePod, DecodeNode and DecodePodDisruptionBudget (Kubernetes
+// objects as JSON), the request rules applied to the decoded containers, a
+// budget's selector applied to the pod's labels, and quantity parsing.
 //
 // Properties: no crash; NodeExcludes of the input read as a pod and as a
-// node gives a reason when it excludes; for every container quantity that is a whole number,
+// node gives a reason when it excludes; a decoded budget names its
+// namespace and name; for every container quantity that is a whole number,
 // QuantityValue equals it and QuantityMilliValue is 1000 times it (when that
 // fits); a generated request never asks for a negative count or memory.
 #include <cstddef>
@@ -37,8 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   CheckQuantity(input);
   const devshare::Result<devshare::Node> node = devshare::DecodeNode(input);
+  const devshare::Result<devshare::PodDisruptionBudget> budget =
+      devshare::DecodePodDisruptionBudget(input);
+  if (budget.ok() && (budget->budget_namespace.empty() || budget->name.empty()))
+    Fail("a budget without its namespace or name", input);
   auto pod = devshare::DecodePod(input);
   if (!pod.ok()) return 0;
+  if (budget.ok()) static_cast<void>(devshare::LabelSelectorMatches(budget->selector, pod->labels));
   // A pod that may go to no node says why; one that may, nothing.
   if (node.ok()) {
     const std::optional<std::string> why = devshare::NodeExcludes(*pod, *node);
