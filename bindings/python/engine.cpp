@@ -153,7 +153,8 @@ std::vector<std::pair<const char*, std::uint64_t>> CounterFields(const Counters&
           {"evictions_failed", c.evictions_failed},
           {"preemptions_placed", c.preemptions_placed},
           {"preemptions_abandoned", c.preemptions_abandoned},
-          {"preemptions_refused", c.preemptions_refused}};
+          {"preemptions_refused", c.preemptions_refused},
+          {"retries_requested", c.retries_requested}};
 }
 
 py::dict CountersDict(const Counters& c) {
@@ -470,6 +471,8 @@ void BindCommands(py::module_& m) {
       .def_readonly("preemptions_abandoned", &Counters::preemptions_abandoned)
       .def_readonly("preemptions_refused", &Counters::preemptions_refused,
                     "Filters of pods that found no room and could not preempt")
+      .def_readonly("retries_requested", &Counters::retries_requested,
+                    "pods annotated to be tried again after a deletion freed devices")
       .def("__repr__", [](const Counters& c) {
         std::string out = "Counters(";
         bool first = true;

@@ -120,7 +120,8 @@ def test_hami_pod_writes_patch_in_filter_and_before_the_binding(make_node, make_
         "node_patches": 1, "pod_patches": 2, "bindings": 1,
         "registration_passes": 1, "registration_writes": 0, "nodes_dropped": 0,
         "preemptions": 0, "preemption_victims": 0, "evictions_failed": 0,
-        "preemptions_placed": 0, "preemptions_abandoned": 0, "preemptions_refused": 0}
+        "preemptions_placed": 0, "preemptions_abandoned": 0, "preemptions_refused": 0,
+        "retries_requested": 0}
     assert engine.counters.filters_placed == 1
     assert engine.node_errors() == {} and engine.pod_errors() == {}
 

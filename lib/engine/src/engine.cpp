@@ -64,6 +64,7 @@ void Engine::Tick(std::int64_t now_ms, std::vector<Command>& out) {
       ReleaseLock(r.release.node, r.release.lock, r.release.attempt, out);
   }
   PreemptionTick(now_ms);
+  RequestRetries(now_ms, out);
   // Lock retries whose wait is over, in the order they were parked.
   auto due = [&](const Impl::LockWait& wait) { return wait.at_ms <= now_ms; };
   for (Impl::LockWait& w : impl_->Unpark(due)) TryLock(std::move(w.flow), now_ms, out);
@@ -106,6 +107,7 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
     earliest(impl_->dra.dirty ? 0 : *impl_->dra.retry_at_ms);
   }
   if (std::optional<std::int64_t> preemption = PreemptionWakeMs()) earliest(*preemption);
+  if (impl_->devices_freed) earliest(0);
   return wake;
 }
 
@@ -133,6 +135,7 @@ const std::map<std::string, std::string>& Engine::pod_errors() const { return im
 void Engine::PodDeleted(const std::string& uid) {
   VictimGone(uid);
   EndPreemption(uid, false);
+  impl_->refused.erase(uid);
   impl_->pod_errors.erase(uid);
   if (auto pod = impl_->pods.find(uid); pod != impl_->pods.end()) {
     auto name = impl_->uid_of.find(Impl::NameKey(pod->second.pod_namespace, pod->second.name));
@@ -140,7 +143,8 @@ void Engine::PodDeleted(const std::string& uid) {
     impl_->pods.erase(pod);
   }
   impl_->Unreserve(uid);
-  snapshot_.RemovePod(uid);
+  // Devices freed: the pods just refused are asked to be tried again (Tick).
+  if (snapshot_.RemovePod(uid) && !impl_->refused.empty()) impl_->devices_freed = true;
   DraPodChanged(nullptr, uid);
 }
 

@@ -175,6 +175,14 @@ struct Engine::Impl {
   std::optional<std::int64_t> last_pass_ms;
   std::mt19937_64 rng;
   Dra dra;
+  // Retry (engine_place.cpp): the pods Filter last refused, by UID, with
+  // when; and whether a deletion freed devices since the last Tick.
+  struct Refused {
+    std::string pod_namespace, name;
+    std::int64_t at_ms = 0;
+  };
+  std::unordered_map<std::string, Refused> refused;
+  bool devices_freed = false;
   // Preemption (engine_preempt.cpp).
   std::map<std::string, PodDisruptionBudget, std::less<>> budgets;  // "namespace/name"
   std::map<std::string, Preemption> preemptions;                    // Engine::preemptions

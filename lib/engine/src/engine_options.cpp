@@ -158,6 +158,8 @@ constexpr OptionSpec kOptions[] = {
        return ReadDuration(v, ms, 1, o.preemption_hold_ms); }, true},
     {"preemption_timeout", [](EngineOptions& o, std::string_view v, bool ms) {
        return ReadDuration(v, ms, 1, o.preemption_timeout_ms); }, true},
+    {"retry_window", [](EngineOptions& o, std::string_view v, bool ms) {
+       return ReadDuration(v, ms, 0, o.retry_window_ms); }, true},
 };
 // clang-format on
 

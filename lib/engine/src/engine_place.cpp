@@ -78,11 +78,14 @@ void Engine::Place(std::uint64_t request, const Pod& pod, const std::vector<std:
   }
   if (!result->node) {
     ++counters_.filters_unschedulable;
+    if (options_.retry_window_ms > 0)
+      impl_->refused[pod.uid] = Impl::Refused{pod.pod_namespace, pod.name, now_ms};
     if (options_.preemption)
       return Preempt(request, pod, nodes, std::move(result->failed), now_ms, out);
     out.push_back(FilterReply{request, {}, std::move(result->failed), "", {}});
     return;
   }
+  impl_->refused.erase(pod.uid);
   if (impl_->preemptions.contains(pod.uid)) {  // on what its victims freed, or better
     ++counters_.preemptions_placed;
     EndPreemption(pod.uid, true);
@@ -167,6 +170,29 @@ std::optional<Result<FilterResult>> Engine::PlaceAroundBusyNodes(
     if (r.ok() && r->has_requests && r->node) return r;
   }
   return std::nullopt;
+}
+
+void Engine::RequestRetries(std::int64_t now_ms, std::vector<Command>& out) {
+  Impl& s = *impl_;
+  const std::int64_t since = now_ms - options_.retry_window_ms;
+  std::erase_if(s.refused, [&](const auto& entry) { return entry.second.at_ms < since; });
+  if (!s.devices_freed) return;
+  s.devices_freed = false;
+  if (!Leading()) return;
+  // In UID order: the same writes on every run.
+  std::vector<const std::pair<const std::string, Impl::Refused>*> due;
+  for (const auto& entry : s.refused) due.push_back(&entry);
+  std::sort(due.begin(), due.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (const auto* entry : due) {
+    const std::uint64_t id = NextId();
+    s.pending.emplace(id, Release{});
+    ++counters_.retries_requested;
+    ++counters_.pod_patches;
+    out.push_back(PatchPod{id, entry->second.pod_namespace, entry->second.name,
+                           StringMap{{std::string(kRetryAnnotation), std::to_string(now_ms)}}});
+  }
+  s.refused.clear();
 }
 
 Result<std::vector<NodeScore>> Engine::Prioritize(const Pod& pod,

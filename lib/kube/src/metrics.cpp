@@ -264,6 +264,10 @@ std::string Metrics::Render() const {
                    p.preemptions_refused}}) {
     RenderScalar(out, "counter", name, help, value);
   }
+  RenderScalar(out, "counter", "devshare_retries_requested_total",
+               "Pods Filter had just refused, annotated for kube-scheduler to try again once a "
+               "deletion freed devices.",
+               p.retries_requested);
   RenderGauge(out, "devshare_preemptions_in_progress",
               "Preemptions whose pod waits for its victims to go or to be placed.",
               preemptions_in_progress_);

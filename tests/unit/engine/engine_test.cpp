@@ -699,3 +699,33 @@ TEST_CASE("engine: ResourceQuota events bind Filter; a limit that does not parse
   e.engine.ResourceQuotaDeleted("ml", "typo");
   CHECK(e.engine.quota_count() == 0);
 }
+
+TEST_CASE("engine: a deletion that frees devices asks the pods just refused to be tried again") {
+  OneNodeEngine e;  // n1: two GPUs
+  e.engine.PodObserved(MakePod("a").Container(1, 8000).Holding("n1", "n1-gpu0,NVIDIA,8000,0:;"));
+  e.engine.PodObserved(MakePod("b").Container(1, 8000).Holding("n1", "n1-gpu1,NVIDIA,8000,0:;"));
+  std::vector<Command> out;
+  e.engine.Filter(1, MakePod("early").Container(1, 8000), {}, kNowMs - 5000, out);
+  e.engine.Filter(2, MakePod("late").Container(1, 8000), {}, kNowMs - 100, out);
+  REQUIRE(Of<FilterReply>(out).size() == 2);
+  CHECK(Of<FilterReply>(out)[1].nodes.empty());
+  out.clear();
+  e.engine.Tick(kNowMs, out);
+  CHECK(Of<PatchPod>(out).empty());  // nothing freed yet
+  e.engine.PodDeleted("uid-a");
+  REQUIRE(e.engine.NextWakeMs().has_value());
+  CHECK(*e.engine.NextWakeMs() <= kNowMs);
+  e.engine.Tick(kNowMs, out);
+  // Only the pod refused within the window (2 s) before: the other was
+  // refused before any retry of kube-scheduler's could race the deletion.
+  auto patches = Of<PatchPod>(out);
+  REQUIRE(patches.size() == 1);
+  CHECK(patches[0].name == "late");
+  CHECK(*patches[0].annotations.Find(kRetryAnnotation) == std::to_string(kNowMs));
+  CHECK(e.engine.counters().retries_requested == 1);
+  e.engine.ApiResult(patches[0].id, true, kNowMs, out);  // nothing follows
+  out.clear();
+  e.engine.PodDeleted("uid-b");
+  e.engine.Tick(kNowMs + 10, out);
+  CHECK(Of<PatchPod>(out).empty());  // asked once; refused again, it would be asked again
+}

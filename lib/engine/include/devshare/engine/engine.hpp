@@ -43,6 +43,14 @@
 //            not placed `preemption_hold_ms` after they are. A pod preempts
 //            once at a time, and pods being evicted are no victims of
 //            another preemption, so no slice is freed twice.
+//   Retry    kube-scheduler retries a waiting pod when another pod is
+//            deleted, at once, and its Filter may come before the engine
+//            has seen the deletion: refused, the pod would then wait for an
+//            unrelated event or kube-scheduler's 5-minute flush (HAMi
+//            #1368). So when a deletion frees devices, the pods Filter
+//            refused in the `retry_window_ms` before are annotated
+//            (kRetryAnnotation, a PatchPod): an update of the pod, which
+//            kube-scheduler retries it on.
 //            kube-scheduler v1.37 cannot preempt for a device it does not
 //            see; for the releases that ask an extender about nodes without
 //            victims of their own, ExtenderPreempt answers the preempt verb.
@@ -182,7 +190,14 @@ struct EngineOptions {
   bool preemption = true;                       // Default: on
   std::int64_t preemption_hold_ms = 60000;      // Default: 60 s after the victims are gone
   std::int64_t preemption_timeout_ms = 300000;  // Default: 5 min for the victims to go
+  // Retry ("Retry" above): the pods refused this long before a deletion
+  // that frees devices are annotated for kube-scheduler to try again (0:
+  // none).
+  std::int64_t retry_window_ms = 2000;  // Default: 2 s
 };
+
+// The annotation a Retry writes (the time of the deletion, in ms).
+inline constexpr std::string_view kRetryAnnotation = "devshare.dev/retry-after-release";
 
 // Commands. `id` ties a command to the ApiResult that reports it.
 struct PatchNode {
@@ -328,6 +343,8 @@ struct Counters {
   // preemptionPolicy of Never).
   std::uint64_t preemptions = 0, preemption_victims = 0, evictions_failed = 0,
                 preemptions_placed = 0, preemptions_abandoned = 0, preemptions_refused = 0;
+  // Pods annotated to be tried again after a deletion freed devices.
+  std::uint64_t retries_requested = 0;
 };
 
 // A preemption under way (Engine::preemptions).
@@ -565,6 +582,9 @@ class Engine {
   void VictimGone(const std::string& uid);  // a pod was deleted
   bool EvictionResult(std::uint64_t id, bool succeeded, std::int64_t now_ms);
   void PreemptionTick(std::int64_t now_ms);
+  // Retry: annotates the pods refused within the window before now, once a
+  // deletion freed devices.
+  void RequestRetries(std::int64_t now_ms, std::vector<Command>& out);
   std::optional<std::int64_t> PreemptionWakeMs() const;
   void TryLock(BindFlow flow, std::int64_t now_ms, std::vector<Command>& out);
   void LockBlocked(BindFlow flow, std::string reason, std::int64_t now_ms,

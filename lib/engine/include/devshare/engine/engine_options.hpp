@@ -24,7 +24,8 @@
 //   seed                a whole number, 0 or more
 //   zone_offset_seconds a whole number of seconds (may be negative)
 //   lock_timeout_seconds, lock_grace_seconds   whole seconds, 0 or more (lock)
-//   lock_retry_timeout, filter_hold, audit_grace   durations, 0 or more
+//   lock_retry_timeout, filter_hold, audit_grace, retry_window
+//                                                  durations, 0 or more
 //   register_period, bind_budget, preemption_hold, preemption_timeout
 //                                                  durations, above 0
 //
