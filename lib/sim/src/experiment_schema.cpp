@@ -129,7 +129,7 @@ Status ReadEngine(const YAML::Node& node, const std::string& path, engine::Engin
   for (std::string_view option :
        {"registration", "hami_exact", "bind", "lock_retry", "lock_retry_timeout",
         "avoid_locked_nodes", "pod_writes", "register_period", "preemption", "preemption_hold",
-        "preemption_timeout"})
+        "preemption_timeout", "retry_window"})
     fields.emplace(option, EngineField(e, option));
   return ReadMap(node, path, fields);
 }

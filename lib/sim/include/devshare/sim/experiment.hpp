@@ -42,6 +42,7 @@
 //     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3}
 //   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
 //            preemption: true|false, preemption_hold: 60s, preemption_timeout: 5m,
+//            retry_window: 2s,
 //            bind: node-lock|lock-free, lock_retry: release|once|fixed|backoff,
 //            avoid_locked_nodes: true|false, pod_writes: binding|hami,
 //            hami_exact: none|all|W1,W2,W4,W10, lock_retry_timeout: 28s,
