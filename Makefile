@@ -303,7 +303,7 @@ e2e: build
 # node re-created, clock step, API server and etcd restarts), the cluster
 # recounted from the API objects every minute:
 #   make soak SOAK_MINUTES=120 SOAK_NODES=300 [SOAK_SEED=1] [SOAK_FAULTS=a,b]
-# The summary is in $(E2E_BUILD)/soak.json (SOAK_JSON). `make e2e` runs a 5-minute one.
+# The summary is in $(E2E_BUILD)/soak.json (SOAK_JSON). `make e2e` runs a 4-minute one.
 SOAK_MINUTES ?= 120
 SOAK_NODES   ?= 300
 soak: build

@@ -31,7 +31,6 @@ log() { echo "compare: replicas/$scheduler: $*"; }
 fail() { echo "compare: replicas/$scheduler: FAILED: $*"; exit 1; }
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
-now() { date +%s.%N; }
 
 # identity NAME: a client certificate of its own (system:masters) and a
 # kubeconfig for it, $E2E_DIR/NAME.kubeconfig.

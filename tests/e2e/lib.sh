@@ -117,6 +117,26 @@ check() {
   else failed=$((failed + 1)); echo "FAILED: $what"; fi
 }
 
+# now: the wall clock in seconds (fractional); since T: seconds from T, to 0.1.
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
+# wait_bound_or_nudge LABEL WAIT POD WHAT: waits WAIT seconds for POD's
+# binding by kube-scheduler's own retry, then annotates it with the caller's
+# `nudge` (a pod update kube-scheduler tries it again on) and waits 30 s
+# more; says on stderr which it took (LABEL: the suite's name). Uses the
+# caller's `bound POD`.
+wait_bound_or_nudge() {
+  local label=$1 wait=$2 pod=$3 what=$4 t waited
+  t=$(now)
+  if wait_until "$wait" bound "$pod"; then
+    echo "$label: $pod bound $(since "$t") s after $what, by kube-scheduler's own retry" >&2
+    return 0
+  fi
+  waited=$(since "$t") t=$(now)
+  nudge "$pod"
+  wait_until 30 bound "$pod" || return 1
+  echo "$label: $pod still waiting $waited s after $what; bound $(since "$t") s after an annotation" >&2
+}
 # predict POD_JSON: the node explain_json chooses.
 predict() { explain_json "$1" | jfield chosen; }
 

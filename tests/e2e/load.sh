@@ -130,7 +130,6 @@ hz=$(getconf CLK_TCK)
 # short bursts of work badly in the busy columns, but measures idle time).
 idle_ticks() { awk '$1=="cpu"{print $5+$6}' /proc/stat; }
 rss_mib() { awk -v k="$2:" '$1==k{printf "%.0f", $2/1024}' "/proc/$1/status"; }
-now() { date +%s.%N; }
 
 # run_generator NAME CMD...: runs CMD in a shell that records, once CMD is
 # waited for, its CPU time (the shell's cutime+cstime) in $work/NAME.ticks.

@@ -88,22 +88,7 @@ has_event() {  # has_event POD REASON TEXT
 }
 metric() { curl -sf --cacert "$KUBE_CA" "$serve/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
-# wait_bound POD WHAT: waits for the pod's binding (PREEMPT_RETRY_WAIT
-# seconds of kube-scheduler's own retries, then a nudge) and says which it took.
-wait_bound() {
-  local t waited
-  t=$(now)
-  if wait_until "$retry_wait" bound "$1"; then
-    echo "preemption: $1 bound $(since "$t") s after $2, by kube-scheduler's own retry" >&2
-    return 0
-  fi
-  waited=$(since "$t") t=$(now)
-  nudge "$1"
-  wait_until 30 bound "$1" || return 1
-  echo "preemption: $1 still waiting $waited s after $2; bound $(since "$t") s after an annotation" >&2
-}
+wait_bound() { wait_bound_or_nudge preemption "$retry_wait" "$1" "$2"; }  # (PREEMPT_RETRY_WAIT)
 # still_pending POD: POD waits a retry later too: nudged, devshare answers
 # one more unschedulable Filter (kube-scheduler's retry after its backoff)
 # and the pod is still not bound.

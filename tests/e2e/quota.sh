@@ -108,22 +108,7 @@ metric() { curl -sf --cacert "$KUBE_CA" "$serve/metrics" | awk -v m="$1" '$1 == 
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 limit_is() { metric_is "devshare_quota_limit{namespace=\"quota\",resource=\"nvidia.com/gpumem\"}" "$1"; }
 used_is() { metric_is "devshare_quota_used{namespace=\"quota\",resource=\"nvidia.com/gpumem\"}" "$1"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
-# wait_bound POD WHAT: waits for the pod's binding (QUOTA_RETRY_WAIT seconds
-# of kube-scheduler's own retries, then a nudge) and says which it took.
-wait_bound() {
-  local t waited
-  t=$(now)
-  if wait_until "$retry_wait" bound "$1"; then
-    echo "quota: $1 bound $(since "$t") s after $2, by kube-scheduler's own retry" >&2
-    return 0
-  fi
-  waited=$(since "$t") t=$(now)
-  nudge "$1"
-  wait_until 30 bound "$1" || return 1
-  echo "quota: $1 still waiting $waited s after $2; bound $(since "$t") s after an annotation" >&2
-}
+wait_bound() { wait_bound_or_nudge quota "$retry_wait" "$1" "$2"; }  # (QUOTA_RETRY_WAIT)
 
 # --- a. limits.nvidia.com/gpumem ---------------------------------------------------------
 check "the API server takes quota mem (limits.nvidia.com/gpumem: 20000)" \

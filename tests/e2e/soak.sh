@@ -5,7 +5,7 @@
 #
 #   SOAK_MINUTES=120 SOAK_NODES=300 tests/e2e/control-plane.sh run \
 #     --scheduler-config tests/e2e/scheduler-devshare.yaml -- bash tests/e2e/soak.sh
-#   (make soak does this; run.sh runs a 5-minute one)
+#   (make soak does this; run.sh runs a 4-minute one)
 #
 # SOAK_NODES GPU nodes (default 200; 1-8 GPUs of 16-80 GiB), two devshare
 # serve replicas electing a leader (under libfaketime, a clock file each, when
