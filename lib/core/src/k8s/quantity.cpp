@@ -41,6 +41,7 @@ std::optional<i128> NanoOf(std::int64_t value, std::int32_t scale) {
 
 // positiveScaleInt64 (math.go): value * 10^scale when it fits int64.
 std::optional<std::int64_t> PositiveScale(std::int64_t value, std::int32_t scale) {
+  if (value == 0) return 0;  // at any scale; other values overflow within 19 steps
   std::int64_t r = value;
   for (std::int32_t i = 0; i < scale; ++i) {
     if (__builtin_mul_overflow(r, std::int64_t{10}, &r)) return std::nullopt;

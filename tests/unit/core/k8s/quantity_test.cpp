@@ -124,6 +124,9 @@ TEST_CASE("quantity: AsInt64 depends on how Go holds the value") {
       {"9e18", 9000000000000000000},          // int64Amount{9, 18}
       {"1e19", std::nullopt},                 // int64Amount{1, 19}: beyond int64
       {"9223372036854775807", std::nullopt},  // 19 digits: an inf.Dec
+      // Zero at an exponent of int32(10643437028) = 2053502436: zero at
+      // once, not after two billion multiplications.
+      {"0000000e10643437028", 0},
   };
   for (const Row& row : rows) {
     CAPTURE(row.text);
