@@ -189,6 +189,21 @@ def main() -> int:
               unplaced.get("NodeNames") == [] and unplaced.get("FailedNodes") == {}
               and sorted(unplaced.get("FailedAndUnresolvableNodes", {})) == names,
               body[:300])
+        # The preempt verb: a node no eviction helps is left out; one the pod
+        # fits once the proposed victims are gone passes as proposed.
+        proposal = {names[0]: {"Pods": [], "NumPDBViolations": 0}}
+        status, body = call("POST", "/preempt",
+                            json.dumps({"Pod": nine, "NodeNameToMetaVictims": proposal}).encode())
+        check("preempt leaves out a node no eviction helps",
+              status == 200 and json.loads(body) == {"NodeNameToMetaVictims": {}}, body[:200])
+        status, body = call("POST", "/preempt",
+                            json.dumps({"Pod": pod("c", 10), "NodeNameToMetaVictims": proposal}).encode())
+        check("preempt passes a node the pod fits on as proposed",
+              status == 200 and json.loads(body) == {"NodeNameToMetaVictims": proposal}, body[:200])
+        status, body = call("POST", "/preempt", json.dumps(
+            {"Pod": nine, "NodeNameToMetaVictims": {names[0]: {"Pods": [{}]}}}).encode())
+        check("preempt names what is wrong in a request (400)",
+              status == 400 and b"has no UID" in body, body[:200])
         status, body = call("POST", "/bind", json.dumps(
             {"PodName": "a", "PodNamespace": "default", "PodUID": "uid-a", "Node": chosen}).encode())
         check("bind locks the node, marks the pod and posts the Binding",
