@@ -181,6 +181,7 @@ void Engine::RequestRetries(std::int64_t now_ms, std::vector<Command>& out) {
   if (!Leading()) return;
   // In UID order: the same writes on every run.
   std::vector<const std::pair<const std::string, Impl::Refused>*> due;
+  due.reserve(s.refused.size());
   for (const auto& entry : s.refused) due.push_back(&entry);
   std::sort(due.begin(), due.end(),
             [](const auto* a, const auto* b) { return a->first < b->first; });

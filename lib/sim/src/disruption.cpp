@@ -14,8 +14,9 @@ std::optional<IntOrPercent> ParseIntOrPercent(std::string_view text) {
     text.remove_suffix(1);
   }
   if (text.empty()) return std::nullopt;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out.value);
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  auto [ptr, ec] = std::from_chars(begin, end, out.value);
   if (ec != std::errc() || ptr != end || out.value < 0) return std::nullopt;
   if (out.percent && out.value > 100) return std::nullopt;
   return out;

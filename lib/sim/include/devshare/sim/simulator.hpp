@@ -112,12 +112,16 @@ struct PodSpec {
   std::int64_t arrive_ms = 0;
   std::int64_t duration_ms = 0;       // from bound to deleted; 0: runs to the end
   std::string pod_namespace = "sim";  // metadata.namespace
-  StringMap labels{};                 // metadata.labels (a scenario file's: kPodClassLabel)
+  // The `{}` let aggregate initializers leave these out without
+  // -Wmissing-field-initializers.
+  // NOLINTBEGIN(readability-redundant-member-init)
+  StringMap labels{};  // metadata.labels (a scenario file's: kPodClassLabel)
   // spec.priority and spec.preemptionPolicy ("" or "Never"), as the API
   // server's Priority admission sets them from spec.priorityClassName.
   std::int64_t priority = 0;
   std::string preemption_policy{};
-  std::string priority_class{};                 // spec.priorityClassName (empty: none)
+  std::string priority_class{};  // spec.priorityClassName (empty: none)
+  // NOLINTEND(readability-redundant-member-init)
   std::int64_t termination_grace_seconds = 30;  // Default: Kubernetes' 30 s
 };
 
