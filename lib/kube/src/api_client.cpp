@@ -65,6 +65,7 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     std::string version;                     // resourceVersion to watch from; empty: relist
     int failures = 0;
     std::shared_ptr<Exchange> exchange;
+    std::shared_ptr<asio::steady_timer> retry;  // the backoff before the next try
     bj::stream_parser parser;
   };
 
@@ -328,10 +329,12 @@ struct ApiClient::Impl : std::enable_shared_from_this<ApiClient::Impl> {
     if (stopped) return;
     const int doublings = std::min(w->failures++, 6);
     const auto delay = std::min<std::int64_t>(30000, 800LL << doublings);
-    auto timer = std::make_shared<asio::steady_timer>(io);
-    timer->expires_after(std::chrono::milliseconds(delay));
+    w->retry = std::make_shared<asio::steady_timer>(io);
+    w->retry->expires_after(std::chrono::milliseconds(delay));
     auto self = shared_from_this();
-    timer->async_wait([self, w, timer](beast::error_code) {
+    w->retry->async_wait([self, w, timer = w->retry](beast::error_code ec) {
+      if (w->retry == timer) w->retry.reset();
+      if (ec || self->stopped) return;  // cancelled by Stop
       if (w->version.empty()) return self->Relist(w);
       self->StartWatch(w);
     });
@@ -411,6 +414,7 @@ void ApiClient::Stop() {
   for (const auto& w : impl_->watches) {
     if (w->exchange) w->exchange->Cancel();
     w->exchange.reset();
+    if (w->retry) w->retry->cancel();  // else the loop would wait out the backoff
   }
   impl_->queue.clear();
   impl_->watches.clear();
