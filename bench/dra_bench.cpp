@@ -4,8 +4,10 @@
 // snapshot's pools against gathering them from the cluster's slice list
 // on each call (as dra::Allocate over a slice list does); a placement over
 // every node by policy, with Score's memory cold and warm; replacing one
-// node's slice; and the engine serving DRA, a gated pod at a time: judged,
-// placed by fgd, its claim written and its gate removed.
+// node's slice; the engine serving DRA, a gated pod at a time: judged,
+// placed by fgd, its claim written and its gate removed; and the engine's
+// cost per node heartbeat, and per room given on one node, while pods that
+// fit nowhere are held.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -224,6 +226,107 @@ void BM_EngineDraPod(benchmark::State& state) {
   if (placed != static_cast<std::uint64_t>(n)) state.SkipWithError("a pod was not placed");
 }
 BENCHMARK(BM_EngineDraPod)->Arg(1000)->Unit(benchmark::kMicrosecond);
+
+// An engine serving DRA on the cluster of `nodes` nodes with `held` gated
+// pods that fit nowhere (each asks 9 GPUs; a node has 8) and a bound pod of
+// one CPU on every node.
+struct HeldEngine {
+  HeldEngine(int nodes, int held) : c(MakeCluster(nodes)), engine(Options()) {
+    std::vector<devshare::engine::Command> out;
+    for (const Node& node : c.nodes) engine.NodeObserved(node, 0, out);
+    for (const ResourceSlice& slice : c.slices) engine.ResourceSliceObserved(slice);
+    for (const auto& [name, device_class] : c.classes) engine.DeviceClassObserved(device_class);
+    for (const ResourceClaim* claim : c.snapshot.ResourceClaims())
+      engine.ResourceClaimObserved(*claim);
+    for (const Node& node : c.nodes) engine.PodObserved(BoundPod(node.name));
+    engine.DraSynced();
+    for (int i = 0; i < held; ++i) {
+      const std::string name = fmt::format("wide-{}", i);
+      ResourceClaim claim = ShareClaim(name, 100, false);
+      claim.spec.requests[0].exactly->count = 9;
+      claim.spec.requests[0].exactly->capacity_requests.clear();
+      devshare::Pod pod;
+      pod.pod_namespace = "bench";
+      pod.name = name;
+      pod.uid = "uid-pod-" + name;
+      pod.resource_claims.push_back(devshare::PodResourceClaim{"gpu", name, "", ""});
+      pod.scheduling_gates = {std::string(kSchedulingGate)};
+      engine.ResourceClaimObserved(std::move(claim));
+      engine.PodObserved(pod);
+    }
+    engine.Tick(0, out);
+  }
+  static devshare::engine::EngineOptions Options() {
+    devshare::engine::EngineOptions options;
+    options.dra_device_classes = {"hami-gpu"};
+    options.dra_policy = Policy::kFgd;
+    return options;
+  }
+  static devshare::Pod BoundPod(const std::string& node) {
+    devshare::Pod pod;
+    pod.pod_namespace = "bench";
+    pod.name = "bound-" + node;
+    pod.uid = "uid-bound-" + node;
+    pod.node_name = node;
+    pod.cpu_milli = 1000;
+    return pod;
+  }
+  const Cluster& c;
+  devshare::engine::Engine engine;
+};
+
+// Node heartbeats while pods are held: a node's object observed anew (its
+// status and annotations changed, nothing the placement reads) and the
+// engine's next pass. No held pod is concerned, whatever their number.
+void BM_EngineDraHeldHeartbeat(benchmark::State& state) {
+  HeldEngine h(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  std::vector<devshare::engine::Command> out;
+  std::vector<Node> nodes = h.c.nodes;
+  std::size_t n = 0;
+  std::uint64_t beat = 0;
+  const std::uint64_t judged = h.engine.counters().dra_pods_judged;
+  for (auto _ : state) {
+    Node& node = nodes[n];
+    node.annotations.Set("bench/heartbeat", std::to_string(beat++));
+    h.engine.NodeObserved(node, 0, out);
+    h.engine.Tick(0, out);
+    out.clear();
+    n = (n + 1) % nodes.size();
+  }
+  state.counters["judged_per_event"] =
+      static_cast<double>(h.engine.counters().dra_pods_judged - judged) /
+      static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_EngineDraHeldHeartbeat)
+    ->Args({5000, 1000})
+    ->Args({5000, 100})
+    ->Unit(benchmark::kMicrosecond);
+
+// Room on one node while pods are held: a bound pod there goes (and comes
+// back, which takes room and concerns nobody); each held pod that may go
+// there is judged there alone.
+void BM_EngineDraHeldRoomOnOneNode(benchmark::State& state) {
+  HeldEngine h(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  std::vector<devshare::engine::Command> out;
+  std::size_t n = 0;
+  const std::uint64_t judged = h.engine.counters().dra_pods_judged;
+  for (auto _ : state) {
+    const devshare::Pod pod = HeldEngine::BoundPod(h.c.nodes[n].name);
+    h.engine.PodDeleted(pod.uid);
+    h.engine.Tick(0, out);
+    h.engine.PodObserved(pod);
+    h.engine.Tick(0, out);
+    out.clear();
+    n = (n + 1) % h.c.nodes.size();
+  }
+  state.counters["judged_per_event"] =
+      static_cast<double>(h.engine.counters().dra_pods_judged - judged) /
+      static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_EngineDraHeldRoomOnOneNode)
+    ->Args({5000, 1000})
+    ->Args({5000, 100})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -11,6 +11,10 @@ namespace {
 
 // A failed write is tried again from what the watch brings, after this.
 constexpr std::int64_t kDraRetryMs = 1000;
+// Every held pod is judged again on every node this often, for what no
+// event says (a pod of lower priority to preempt, a change the watch
+// missed): kube-scheduler's own flush of its unschedulable pods.
+constexpr std::int64_t kDraSweepMs = 5 * 60 * 1000;
 // A gated pod gets another Event for a new reason of the same kind no
 // sooner than this.
 constexpr std::int64_t kDraEventPeriodMs = 60000;
@@ -54,127 +58,65 @@ void Engine::MakeDraPlacer() {
   }
 }
 
-// ---------------------------------------------------------------------------
-// Watch events
-
-void Engine::ResourceSliceObserved(dra::ResourceSlice slice) {
-  snapshot_.AddResourceSlice(std::move(slice));
-  impl_->dra.dirty = true;
-}
-
-void Engine::ResourceSliceDeleted(const std::string& name) {
-  snapshot_.RemoveResourceSlice(name);
-  impl_->dra.dirty = true;
-}
-
-void Engine::DeviceClassObserved(dra::DeviceClass device_class) {
-  snapshot_.AddDeviceClass(std::move(device_class));
-  impl_->dra.dirty = true;
-}
-
-void Engine::DeviceClassDeleted(const std::string& name) {
-  snapshot_.RemoveDeviceClass(name);
-  impl_->dra.dirty = true;
-}
-
-void Engine::ResourceClaimObserved(dra::ResourceClaim claim) {
-  impl_->dra.dirty = true;
-  // While a write of ours is in flight the snapshot keeps what it assumed,
-  // unless the claim shows an allocation (ours, come back, or another's).
-  if (auto before = impl_->dra.before.find(KeyOf(claim)); before != impl_->dra.before.end()) {
-    if (!claim.allocation) {
-      before->second = std::move(claim);
-      return;
-    }
-    before->second = claim;
-  }
-  snapshot_.AddResourceClaim(std::move(claim));
-}
-
-void Engine::ResourceClaimDeleted(const std::string& claim_namespace, const std::string& name) {
-  impl_->dra.before.erase({claim_namespace, name});
-  snapshot_.RemoveResourceClaim(claim_namespace, name);
-  impl_->dra.dirty = true;
-}
-
-void Engine::ResourceClaimTemplateObserved(dra::ResourceClaimTemplate claim_template) {
-  snapshot_.AddResourceClaimTemplate(std::move(claim_template));
-}
-
-void Engine::ResourceClaimTemplateDeleted(const std::string& template_namespace,
-                                          const std::string& name) {
-  snapshot_.RemoveResourceClaimTemplate(template_namespace, name);
-}
-
-void Engine::DraSynced() {
-  impl_->dra.synced = true;
-  impl_->dra.dirty = true;
-}
-
 const std::map<std::string, DraHold>& Engine::dra_held() const { return impl_->dra.held; }
 
 std::size_t Engine::dra_gated() const { return impl_->dra.queue.size(); }
 
-// A pod observed (`pod`) or deleted (nullptr): gated pods join the queue in
-// the order first seen and leave it when ungated, bound, finishing or gone.
-void Engine::DraPodChanged(const Pod* pod, const std::string& uid) {
-  Impl::Dra& d = impl_->dra;
-  if (options_.dra_device_classes.empty()) return;
-  const bool gated =
-      pod != nullptr && dra::HasSchedulingGate(*pod) && pod->node_name.empty() && !pod->terminating;
-  auto seq = d.seq_of.find(uid);
-  if (gated && seq == d.seq_of.end()) {
-    d.seq_of.emplace(uid, d.next_seq);
-    d.queue.emplace(d.next_seq++, uid);
-  } else if (!gated && seq != d.seq_of.end()) {
-    d.queue.erase(seq->second);
-    d.seq_of.erase(seq);
-    d.held.erase(uid);
-    d.evented.erase(uid);
-    d.waiting_since.erase(uid);
-    d.released.erase(uid);
-    d.backoff_until.erase(uid);
-  }
-  // Any pod change may free CPU or memory a held pod waits for.
-  if (gated || !d.held.empty()) d.dirty = true;
-}
-
 // ---------------------------------------------------------------------------
 // The pass
 
-bool Engine::DraPassDue(std::int64_t now_ms) const {
+std::optional<std::int64_t> Engine::DraNextPassMs() const {
   const Impl::Dra& d = impl_->dra;
   if (options_.dra_device_classes.empty() || !d.synced || d.queue.empty() || !Leading())
-    return false;
-  return d.dirty || (d.retry_at_ms && *d.retry_at_ms <= now_ms);
+    return std::nullopt;
+  if (d.retry_at_ms) return d.retry_at_ms;
+  if (d.all_due || !d.due.empty()) return 0;
+  std::optional<std::int64_t> at;
+  if (!d.timers.empty()) at = d.timers.begin()->first;
+  if (!d.held.empty()) at = at ? std::min(*at, d.sweep_at_ms) : d.sweep_at_ms;
+  return at;
+}
+
+bool Engine::DraPassDue(std::int64_t now_ms) const {
+  const std::optional<std::int64_t> at = DraNextPassMs();
+  return at && *at <= now_ms;
 }
 
 void Engine::DraPass(std::int64_t now_ms, std::vector<Command>& out) {
   if (!DraPassDue(now_ms)) return;
   Impl::Dra& d = impl_->dra;
-  d.dirty = false;
-  d.retry_at_ms.reset();
   if (!Ready(now_ms)) {  // not registered yet, or leadership too fresh
     d.retry_at_ms = now_ms + kDraRetryMs;
     return;
   }
-  std::vector<std::string> order;
-  order.reserve(d.queue.size());
-  for (const auto& [seq, uid] : d.queue) order.push_back(uid);
-  for (const std::string& uid : order) {
+  d.retry_at_ms.reset();
+  while (!d.timers.empty() && d.timers.begin()->first <= now_ms) {
+    const std::uint64_t seq = d.timers.begin()->second;
+    d.timers.erase(d.timers.begin());
+    if (auto uid = d.queue.find(seq); uid != d.queue.end()) DraDue(uid->second);
+  }
+  if (!d.held.empty() && d.sweep_at_ms <= now_ms) d.all_due = true;
+  if (d.all_due) {
+    d.all_due = false;
+    d.sweep_at_ms = now_ms + kDraSweepMs;
+    for (const auto& [seq, uid] : d.queue) d.due[seq] = Impl::Dra::Due{true, {}};
+  }
+  std::map<std::uint64_t, Impl::Dra::Due> due;
+  std::swap(due, d.due);
+  for (auto& [seq, why] : due) {
+    auto queued = d.queue.find(seq);
+    if (queued == d.queue.end()) continue;
+    const std::string& uid = queued->second;
     if (d.writing.contains(uid) || d.released.contains(uid)) continue;
     if (auto backoff = d.backoff_until.find(uid); backoff != d.backoff_until.end()) {
-      if (backoff->second > now_ms) {
-        d.retry_at_ms = d.retry_at_ms ? std::min(*d.retry_at_ms, backoff->second) : backoff->second;
-        continue;
-      }
+      if (backoff->second > now_ms) continue;  // judged when it ends (DraDueAt)
       d.backoff_until.erase(backoff);
     }
     auto pod = impl_->pods.find(uid);
     if (pod == impl_->pods.end()) continue;
     // A pod preempting is placed once its victims and their claims are gone.
     if (impl_->preemptions.contains(uid) && !DraVictimsGone(pod->second, now_ms, out)) continue;
-    DraPlacePod(pod->second, now_ms, out);
+    DraPlacePod(pod->second, why.anywhere ? nullptr : &why.gained, now_ms, out);
   }
 }
 
@@ -182,13 +124,19 @@ void Engine::DraHoldPod(const Pod& pod, DraHoldKind kind, std::string reason, st
                         std::vector<Command>& out) {
   Impl::Dra& d = impl_->dra;
   d.held[pod.uid] = DraHold{kind, reason};
+  if (auto seq = d.seq_of.find(pod.uid); seq != d.seq_of.end()) {
+    if (kind == DraHoldKind::kNoFit) {
+      d.no_fit.insert(seq->second);
+    } else {
+      d.no_fit.erase(seq->second);
+    }
+  }
   // A claim still to be made is the usual first moment of a pod from a
   // template: said only when it lasts.
   if (kind == DraHoldKind::kWaiting) {
     const std::int64_t since = d.waiting_since.try_emplace(pod.uid, now_ms).first->second;
     if (now_ms - since < kDraWaitingEventMs) {
-      const std::int64_t at = since + kDraWaitingEventMs;
-      d.retry_at_ms = d.retry_at_ms ? std::min(*d.retry_at_ms, at) : at;
+      DraDueAt(pod.uid, since + kDraWaitingEventMs);
       return;
     }
   } else {
@@ -207,8 +155,10 @@ void Engine::DraHoldPod(const Pod& pod, DraHoldKind kind, std::string reason, st
                          std::move(reason)});
 }
 
-void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Command>& out) {
+void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
+                         std::int64_t now_ms, std::vector<Command>& out) {
   Impl::Dra& d = impl_->dra;
+  ++counters_.dra_pods_judged;
   dra::ClaimsVerdict verdict =
       dra::JudgePodClaims(pod, snapshot_, options_.dra_device_classes, /*at_admission=*/false);
   switch (verdict.kind) {
@@ -248,11 +198,18 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
     if (freed.ok() && *freed) fit = std::move(**freed);
   }
   if (allocated.empty() && !fit) {
-    Result<dra::Placement> placement = d.placer->Place(snapshot_, to_allocate, resources, &pod);
+    // Held for want of room and judged for room given since: looked for on
+    // those nodes alone (it fits nowhere else), kept as it was otherwise.
+    auto held = d.held.find(pod.uid);
+    const bool only_gained = gained != nullptr && preemption == impl_->preemptions.end() &&
+                             held != d.held.end() && held->second.kind == DraHoldKind::kNoFit;
+    Result<dra::Placement> placement =
+        d.placer->Place(snapshot_, to_allocate, resources, &pod, only_gained ? gained : nullptr);
     if (!placement.ok()) {
       return DraHoldPod(pod, DraHoldKind::kRefused, std::string(placement.status().message()),
                         now_ms, out);
     }
+    if (!placement->chosen && only_gained) return;
     if (!placement->chosen) {
       if (preemption != impl_->preemptions.end()) {
         return DraHoldPod(pod, DraHoldKind::kPreempting,
@@ -314,7 +271,7 @@ void Engine::DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Comman
     ++counters_.preemptions_placed;
     EndPreemption(pod.uid, true);
   }
-  d.held.erase(pod.uid);
+  DraUnhold(pod.uid);
   d.waiting_since.erase(pod.uid);
   DraWrite& w = d.writing[pod.uid];
   w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, 0};
@@ -359,10 +316,10 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
     if (succeeded) {
       ++counters_.dra_gates_removed;
       if (d.seq_of.contains(uid)) d.released.insert(uid);
-      d.held.erase(uid);
+      DraUnhold(uid);
     } else if (d.seq_of.contains(uid)) {  // (a pod gone meanwhile needs nothing)
       d.backoff_until[uid] = now_ms + kDraRetryMs;
-      d.dirty = true;
+      DraDueAt(uid, now_ms + kDraRetryMs);
     }
     d.writing.erase(it);
     return true;
@@ -375,17 +332,26 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
   } else {
     ++counters_.dra_claim_writes_failed;
     w.failed = true;
-    // The assumption is taken back: the claim as last observed.
-    if (before != d.before.end()) snapshot_.AddResourceClaim(before->second);
+    // The assumption is taken back: the claim as last observed, and the
+    // room it took given back.
+    if (before != d.before.end()) {
+      snapshot_.AddResourceClaim(before->second);
+      DraRoomAnywhere();
+    }
   }
   if (before != d.before.end()) d.before.erase(before);
   w.claim_writes.erase(claim);
   if (!w.claim_writes.empty()) return true;
   if (w.failed || w.releasing) {
     // Judged again: from what the watch brings after a failure, or placed
-    // anew once released.
-    if (w.failed && d.seq_of.contains(uid)) d.backoff_until[uid] = now_ms + kDraRetryMs;
-    d.dirty = true;
+    // anew once released (what it held is room for others too).
+    if (w.failed && d.seq_of.contains(uid)) {
+      d.backoff_until[uid] = now_ms + kDraRetryMs;
+      DraDueAt(uid, now_ms + kDraRetryMs);
+    } else {
+      DraDue(uid);
+    }
+    if (w.releasing) DraRoomAnywhere();
     d.writing.erase(it);
     return true;
   }

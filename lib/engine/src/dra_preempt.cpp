@@ -29,7 +29,7 @@ void Engine::DraPreempt(const Pod& pod, const std::vector<dra::ResourceClaim>& c
   if (auto backoff = s.preempt_backoff.find(pod.uid);
       backoff != s.preempt_backoff.end() && backoff->second > now_ms) {
     // A preemption given up: it may preempt again after the backoff.
-    d.retry_at_ms = d.retry_at_ms ? std::min(*d.retry_at_ms, backoff->second) : backoff->second;
+    DraDueAt(pod.uid, backoff->second);
     return DraHoldPod(pod, DraHoldKind::kNoFit,
                       fmt::format("{}; no preemption: its last one was given up", no_fit), now_ms,
                       out);

@@ -103,9 +103,7 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
   for (const Impl::LockWait& w : impl_->lock_waits) earliest(w.at_ms);
   for (const Impl::ReleaseRetry& r : impl_->release_retries) earliest(r.at_ms);
   if (!impl_->held.empty()) earliest(BindsBacklogged() ? impl_->held.front().until_ms : 0);
-  if (DraPassDue(std::numeric_limits<std::int64_t>::max())) {
-    earliest(impl_->dra.dirty ? 0 : *impl_->dra.retry_at_ms);
-  }
+  if (std::optional<std::int64_t> dra = DraNextPassMs()) earliest(*dra);
   if (std::optional<std::int64_t> preemption = PreemptionWakeMs()) earliest(*preemption);
   if (impl_->devices_freed) earliest(0);
   return wake;
@@ -117,7 +115,13 @@ std::optional<std::int64_t> Engine::NextWakeMs() const {
 void Engine::PodObserved(const Pod& pod) {
   // Bound by another hand while preempting: what was kept is released.
   if (!pod.node_name.empty()) EndPreemption(pod.uid, false);
-  impl_->pods[pod.uid] = pod;
+  std::optional<Pod> before;
+  if (auto known = impl_->pods.find(pod.uid); known != impl_->pods.end()) {
+    if (!options_.dra_device_classes.empty()) before = std::move(known->second);
+    known->second = pod;
+  } else {
+    impl_->pods.emplace(pod.uid, pod);
+  }
   impl_->uid_of[Impl::NameKey(pod.pod_namespace, pod.name)] = pod.uid;
   if (!pod.node_name.empty()) impl_->Unreserve(pod.uid);  // bound: no longer about to lock
   // A pod whose annotations do not decode holds nothing, as in HAMi; why is kept.
@@ -127,7 +131,7 @@ void Engine::PodObserved(const Pod& pod) {
   } else {
     impl_->pod_errors[pod.uid] = std::string(status.message());
   }
-  DraPodChanged(&pod, pod.uid);
+  DraPodChanged(before ? &*before : nullptr, &pod, pod.uid);
 }
 
 const std::map<std::string, std::string>& Engine::pod_errors() const { return impl_->pod_errors; }
@@ -137,15 +141,17 @@ void Engine::PodDeleted(const std::string& uid) {
   EndPreemption(uid, false);
   impl_->refused.erase(uid);
   impl_->pod_errors.erase(uid);
+  std::optional<Pod> before;
   if (auto pod = impl_->pods.find(uid); pod != impl_->pods.end()) {
     auto name = impl_->uid_of.find(Impl::NameKey(pod->second.pod_namespace, pod->second.name));
     if (name != impl_->uid_of.end() && name->second == uid) impl_->uid_of.erase(name);
+    before = std::move(pod->second);
     impl_->pods.erase(pod);
   }
   impl_->Unreserve(uid);
   // Devices freed: the pods just refused are asked to be tried again (Tick).
   if (snapshot_.RemovePod(uid) && !impl_->refused.empty()) impl_->devices_freed = true;
-  DraPodChanged(nullptr, uid);
+  DraPodChanged(before ? &*before : nullptr, nullptr, uid);
 }
 
 // ---------------------------------------------------------------------------

@@ -95,13 +95,32 @@ struct Engine::Impl {
     std::optional<dra::Placer> placer;
     std::string placer_error;  // why there is no placer
     bool synced = false;
-    bool dirty = true;  // something changed since the last pass
-    std::optional<std::int64_t> retry_at_ms;
     std::uint64_t next_seq = 0;
     std::map<std::uint64_t, std::string> queue;             // gated pods in arrival order: UIDs
     std::unordered_map<std::string, std::uint64_t> seq_of;  // UID -> its key in queue
     std::map<std::string, DraHold> held;                    // UID -> why it waits
-    struct Evented {                                        // a pod's last PodEvent
+    // What the next pass judges (dra_due.cpp): the queued pods something
+    // concerning them changed for, by queue key, each on every node or only
+    // on the nodes that gained room since it fitted nowhere; or, with
+    // `all_due`, every queued pod on every node.
+    struct Due {
+      bool anywhere = false;
+      std::vector<std::string> gained;  // ascending; empty when anywhere
+    };
+    std::map<std::uint64_t, Due> due;
+    bool all_due = true;
+    std::set<std::uint64_t> no_fit;  // queue keys of the pods held for want of room (kNoFit)
+    // (when, queue key): a pod judged again then (a backoff's end, an Event
+    // that waited); and when every held pod is judged again anyway.
+    std::set<std::pair<std::int64_t, std::uint64_t>> timers;
+    std::int64_t sweep_at_ms = 0;
+    std::optional<std::int64_t> retry_at_ms;  // not ready for a pass: the next try
+    // (driver, pool) -> the node whose slices publish it (node-local pools):
+    // where a released claim's devices give room.
+    std::map<std::pair<std::string, std::string>, std::string> pool_node;
+    std::map<ClaimKey, std::set<std::string>> claim_users;  // a claim -> the gated pods naming it
+    std::unordered_map<std::string, std::vector<ClaimKey>> claims_of;  // UID -> the claims it names
+    struct Evented {                                                   // a pod's last PodEvent
       DraHoldKind kind;
       std::string reason;
       std::int64_t at_ms;

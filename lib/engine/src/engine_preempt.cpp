@@ -165,7 +165,8 @@ void Engine::EndPreemption(const std::string& uid, bool keep_devices) {
   if (dra) {
     DraDropKept(uid);
     s.dra.kept.erase(uid);
-    s.dra.dirty = true;  // judged again: placed, or held saying why
+    DraDue(uid);  // judged again: placed, or held saying why
+    DraRoomAnywhere();
   } else if (!keep_devices) {
     snapshot_.RemovePod(uid);
   }

@@ -31,7 +31,6 @@ void Engine::NodeObserved(const Node& node, std::int64_t now_ms, std::vector<Com
     memory.registered.resize(vendors);
   }
   if (options_.lock_retry == LockRetry::kRelease) WakeLockWaiters(node.name, now_ms, out);
-  impl_->dra.dirty = true;
   if (!Leading()) return;
   // Event-driven protocols look at the node now; under HAMi's a new node is
   // registered at once and a usable node's new object (devices, cordons,
@@ -52,12 +51,12 @@ void Engine::NodeDeleted(const std::string& name) {
   impl_->locked.erase(name);
   impl_->node_errors.erase(name);
   snapshot_.RemoveNode(name);
-  impl_->dra.dirty = true;
 }
 
 const std::map<std::string, std::string>& Engine::node_errors() const { return impl_->node_errors; }
 
 void Engine::CacheNode(const Node& node) {
+  DraNodeCached(node);
   const Status status = snapshot_.AddNode(node);
   if (status.ok()) {
     impl_->node_errors.erase(node.name);
@@ -149,6 +148,7 @@ void Engine::LeaseObserved(const std::optional<LeaseRecord>& lease, std::int64_t
                            std::vector<Command>& out) {
   if (ObserveLease(impl_->follower, lease, now_ms) == LeaderEvent::kStartedLeading) {
     RegistrationPass(now_ms, out);  // leadership gained: register at once
+    impl_->dra.all_due = true;      // and judge every gated pod
   }
 }
 

@@ -6,85 +6,26 @@
 
 #include "devshare/engine/engine.hpp"
 #include "devshare/kube/metrics.hpp"
-#include "dra_fixtures.hpp"
+#include "dra_engine_fixture.hpp"
 #include "engine_commands.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
 using namespace devshare::engine;
 using namespace devshare::dra::testing;
+using devshare::engine::testing::DraEngine;
+using devshare::engine::testing::Gated;
 using devshare::engine::testing::kNowMs;
+using devshare::engine::testing::NodeOf;
 using devshare::engine::testing::Of;
+using devshare::engine::testing::Share;
 using devshare::testing::MakeNode;
 using devshare::testing::MakePod;
-
-namespace {
-
-// A claim of class gpu asking `cores` percent of one shared GPU's cores and
-// 400 MiB of its 40 GiB per percent.
-dra::ResourceClaim Share(std::string name, std::int64_t cores) {
-  dra::DeviceSelection s = Select("gpu");
-  s.capacity_requests["cores"] = Q(cores);
-  s.capacity_requests["memory"] = Q(cores * 400 * kMi);
-  return Claim(std::move(name), {Exactly("gpu", s)});
-}
-
-Pod Gated(std::string name, std::vector<std::string> claims) {
-  Pod p = MakePod(name);
-  for (std::size_t i = 0; i < claims.size(); ++i) {
-    p.resource_claims.push_back(PodResourceClaim{"c" + std::to_string(i), claims[i], "", ""});
-  }
-  p.scheduling_gates = {std::string(dra::kSchedulingGate)};
-  return p;
-}
-
-// Nodes n1 and n2, each with one shared GPU, serving class gpu by binpack.
-struct Fixture {
-  explicit Fixture(dra::Policy policy = dra::Policy::kBinpack) : engine(Options(policy)) {
-    for (const char* node : {"n1", "n2"}) {
-      engine.NodeObserved(MakeNode(node), kNowMs, out);
-      engine.ResourceSliceObserved(NodeSlice(node, {SharedGpu(0)}));
-    }
-    for (auto& [name, c] : Classes()) engine.DeviceClassObserved(c);
-    engine.Tick(kNowMs, out);
-    out.clear();
-  }
-  static EngineOptions Options(dra::Policy policy) {
-    EngineOptions o;
-    o.dra_device_classes = {"gpu"};
-    o.dra_policy = policy;
-    return o;
-  }
-  std::vector<Command> Tick(std::int64_t now_ms = kNowMs) {
-    out.clear();
-    engine.Tick(now_ms, out);
-    return out;
-  }
-  std::vector<Command> Result(std::uint64_t id, bool ok, std::int64_t now_ms = kNowMs) {
-    out.clear();
-    engine.ApiResult(id, ok, now_ms, out);
-    return out;
-  }
-  const dra::ResourceClaim& Claimed(const std::string& name) const {
-    const dra::ResourceClaim* c = engine.snapshot().FindResourceClaim("default", name);
-    REQUIRE(c != nullptr);
-    return *c;
-  }
-  Engine engine;
-  std::vector<Command> out;
-};
-
-std::string NodeOf(const dra::Allocation& a) {
-  REQUIRE(a.node_selector);
-  return a.node_selector->terms.at(0).match_fields.at(0).values.at(0);
-}
-
-}  // namespace
 
 TEST_CASE(
     "engine dra: a gated pod's claim is allocated, written with the pod reserved, then the "
     "gate removed") {
-  Fixture f;
+  DraEngine f;
   f.engine.ResourceClaimObserved(Share("a", 60));
   f.engine.PodObserved(Gated("p", {"a"}));
   CHECK(f.Tick().empty());  // nothing before the DRA objects are synced
@@ -118,7 +59,7 @@ TEST_CASE(
 }
 
 TEST_CASE("engine dra: pods are placed in arrival order, each seeing the ones before") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   for (const char* name : {"a", "b", "c"}) f.engine.ResourceClaimObserved(Share(name, 60));
   for (const char* pod : {"a", "b", "c"}) f.engine.PodObserved(Gated(pod, {pod}));
@@ -147,7 +88,7 @@ TEST_CASE("engine dra: pods are placed in arrival order, each seeing the ones be
 }
 
 TEST_CASE("engine dra: a failed claim write takes the assumption back and is tried again") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   f.engine.ResourceClaimObserved(Share("a", 60));
   f.engine.PodObserved(Gated("p", {"a"}));
@@ -165,7 +106,7 @@ TEST_CASE("engine dra: a failed claim write takes the assumption back and is tri
 }
 
 TEST_CASE("engine dra: waiting for the claim made from a template; refusal; not served") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   dra::ResourceClaimTemplate t;
   t.template_namespace = "default";
@@ -214,7 +155,7 @@ TEST_CASE("engine dra: waiting for the claim made from a template; refusal; not 
 
 // `claim` as the engine writes it for pod `pod` on n2 (n1 left out).
 dra::ResourceClaim WrittenOnN2(dra::ResourceClaim claim, const std::string& pod) {
-  Fixture probe;
+  DraEngine probe;
   probe.engine.DraSynced();
   probe.engine.ResourceClaimObserved(claim);
   probe.engine.ResourceSliceDeleted("n1-slice");
@@ -231,7 +172,7 @@ dra::ResourceClaim WrittenOnN2(dra::ResourceClaim claim, const std::string& pod)
 // beside another pod's half of n2's GPU, and p's claim b asking 30 more, so
 // b no longer fits beside a. Returns the WriteClaimStatus commands of the
 // Tick that judges p on `f`.
-std::vector<WriteClaimStatus> CrowdedN2Writes(Fixture& f, const dra::ResourceClaim& written) {
+std::vector<WriteClaimStatus> CrowdedN2Writes(DraEngine& f, const dra::ResourceClaim& written) {
   f.engine.DraSynced();
   f.engine.ResourceClaimObserved(written);
   f.engine.ResourceClaimObserved(WrittenOnN2(Share("o", 50), "other"));
@@ -245,7 +186,7 @@ TEST_CASE(
     "their node or they are released") {
   // Claim a was written for p on n2 before the restart; b was not.
   const dra::ResourceClaim written = WrittenOnN2(Share("a", 30), "p");
-  Fixture restarted;
+  DraEngine restarted;
   restarted.engine.DraSynced();
   restarted.engine.ResourceClaimObserved(written);
   restarted.engine.ResourceClaimObserved(Share("b", 30));
@@ -256,7 +197,7 @@ TEST_CASE(
   CHECK(NodeOf(*writes[0].allocation) == "n2");
 
   // All written: only the gate is left.
-  Fixture done;
+  DraEngine done;
   done.engine.DraSynced();
   done.engine.ResourceClaimObserved(written);
   done.engine.PodObserved(Gated("p", {"a"}));
@@ -266,7 +207,7 @@ TEST_CASE(
 
   // Another pod took half of n2's GPU meanwhile, so b no longer fits beside
   // a: a is released, and the pod placed anew, on n1.
-  Fixture full;
+  DraEngine full;
   auto releases = CrowdedN2Writes(full, written);
   REQUIRE(releases.size() == 1);
   CHECK(releases[0].name == "a");
@@ -281,7 +222,7 @@ TEST_CASE(
   CHECK(NodeOf(*placed[1].allocation) == "n1");
 
   // A claim shared with another pod on a full node: the pod waits.
-  Fixture shared;
+  DraEngine shared;
   shared.engine.DraSynced();
   dra::ResourceClaim theirs = WrittenOnN2(Share("o", 90), "other");
   shared.engine.ResourceClaimObserved(theirs);
@@ -293,7 +234,7 @@ TEST_CASE(
 }
 
 TEST_CASE("engine dra: a follower allocates nothing") {
-  EngineOptions o = Fixture::Options(dra::Policy::kBinpack);
+  EngineOptions o = DraEngine::Options(dra::Policy::kBinpack);
   o.leadership = Leadership::kFollowLease;
   o.hostname = "me";
   Engine engine(o);
@@ -312,7 +253,7 @@ TEST_CASE("engine dra: a follower allocates nothing") {
 TEST_CASE(
     "engine dra: the auditor reads claims again that changed, went or came without an "
     "event, never one with a write in flight") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   auto claim = [](std::string name, std::string version) {
     dra::ResourceClaim c = Share(std::move(name), 10);
@@ -355,7 +296,7 @@ TEST_CASE(
 }
 
 TEST_CASE("engine dra: only the nodes a pod may go to: node selector, taints, cordons") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   Node n1 = MakeNode("n1");
   n1.taints = {Taint{"dedicated", "infer", "NoSchedule"}};
@@ -452,7 +393,7 @@ TEST_CASE("engine dra: a released claim is written next at the version its relea
   // claim the write's answer carries.
   dra::ResourceClaim written = WrittenOnN2(Share("a", 30), "p");
   written.resource_version = "10";
-  Fixture full;
+  DraEngine full;
   auto releases = CrowdedN2Writes(full, written);
   REQUIRE(releases.size() == 1);
   CHECK(releases[0].resource_version == "10");
@@ -477,7 +418,7 @@ namespace {
 // Pod `name` of `priority` whose claim `claim` (`cores` percent of a GPU)
 // the engine allocates; then, ungated, bound where the allocation says and
 // its claim observed as written. Returns the node.
-std::string RunningPod(Fixture& f, const std::string& name, const std::string& claim,
+std::string RunningPod(DraEngine& f, const std::string& name, const std::string& claim,
                        std::int64_t cores, std::int64_t priority, StringMap labels = {}) {
   f.engine.ResourceClaimObserved(Share(claim, cores));
   Pod p = Gated(name, {claim});
@@ -500,7 +441,7 @@ std::string RunningPod(Fixture& f, const std::string& name, const std::string& c
 }
 
 // A gated pod of `priority` with claim `claim` of `cores` percent.
-Pod GatedAt(Fixture& f, const std::string& name, const std::string& claim, std::int64_t cores,
+Pod GatedAt(DraEngine& f, const std::string& name, const std::string& claim, std::int64_t cores,
             std::int64_t priority) {
   f.engine.ResourceClaimObserved(Share(claim, cores));
   Pod p = Gated(name, {claim});
@@ -520,7 +461,7 @@ std::vector<std::string> EventsOf(const std::vector<Command>& out) {
 TEST_CASE(
     "engine dra: a pod whose claims fit nowhere evicts a lower-priority holder, keeps what it "
     "frees, and is allocated once the victim and its claim are gone") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   REQUIRE(RunningPod(f, "low", "a", 60, 0) == "n1");
   REQUIRE(RunningPod(f, "mid", "b", 60, 10) == "n2");
@@ -594,7 +535,7 @@ TEST_CASE(
     "a template goes with its pod") {
   for (const bool from_template : {false, true}) {
     CAPTURE(from_template);
-    Fixture f;
+    DraEngine f;
     f.engine.DraSynced();
     REQUIRE(RunningPod(f, "low", "a", 60, 0) == "n1");
     REQUIRE(RunningPod(f, "other", "b", 60, 0) == "n2");
@@ -630,7 +571,7 @@ TEST_CASE(
 TEST_CASE(
     "engine dra: equal priority is never evicted, a PodDisruptionBudget is honoured, "
     "preemptionPolicy Never waits") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   REQUIRE(RunningPod(f, "peer", "a", 60, 100) == "n1");
   REQUIRE(RunningPod(f, "guarded", "b", 60, 0, StringMap{{"app", "train"}}) == "n2");
@@ -671,7 +612,7 @@ TEST_CASE(
 TEST_CASE(
     "engine dra: a preemption whose eviction fails is given up, what it kept released, and "
     "tried again after the hold") {
-  Fixture f;
+  DraEngine f;
   f.engine.DraSynced();
   REQUIRE(RunningPod(f, "low", "a", 60, 0) == "n1");
   REQUIRE(RunningPod(f, "other", "b", 60, 0) == "n2");

@@ -147,9 +147,14 @@ class DEVSHARE_EXPORT Placer {
   // claims goes, among equal scores, to the node with the fewest free GPUs
   // (where its CPU and memory strand the least later, as Filter places such
   // a pod). Errors: Fit's, the first by node name; kInvalidArgument under
-  // kUpstream.
+  // kUpstream. `among` (ascending names, nullptr: every node) limits the
+  // nodes looked at, as though the others did not fit: the engine judges a
+  // pod that fitted nowhere again only on the nodes that gained room since,
+  // for the same answer in O(those nodes); unknown names are passed over and
+  // the counts are of the nodes looked at.
   Result<Placement> Place(const ClusterSnapshot& snapshot, const std::vector<ResourceClaim>& claims,
-                          const PodResources& pod, const Pod* constraints = nullptr);
+                          const PodResources& pod, const Pod* constraints = nullptr,
+                          const std::vector<std::string>* among = nullptr);
   // fgd's measure of every node's DRA devices for the placer's workload,
   // with each node's free CPU and memory deciding which classes fit it.
   ClusterFragmentation MeasureFragmentation(const ClusterSnapshot& snapshot);

@@ -198,6 +198,8 @@ class DEVSHARE_EXPORT ClusterSnapshot {
   Result<std::vector<PodUsage>> PodUsageOf(std::string_view uid) const;
   // The CPU and memory of `node`, or NotFound.
   Result<NodeCpuMemory> NodeCpuMemoryOf(std::string_view node) const;
+  // The node as cached (AddNode's object), or nullptr when it is not.
+  const Node* FindNode(std::string_view name) const;
   // Quota: the effective limit (or -1 when unset) and usage of `resource`
   // (for example "nvidia.com/gpumem") in `pod_namespace`.
   std::int64_t QuotaLimit(std::string_view pod_namespace, std::string_view resource) const;

@@ -302,7 +302,7 @@ Result<std::optional<FitScore>> Placer::Score(const ClusterSnapshot& snapshot,
 
 Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
                                 const std::vector<ResourceClaim>& claims, const PodResources& pod,
-                                const Pod* constraints) {
+                                const Pod* constraints, const std::vector<std::string>* among) {
   if (impl_->options.policy == Policy::kUpstream)
     return Status::InvalidArgument(
         "policy upstream: kube-scheduler chooses the node; use Fit on each node");
@@ -310,22 +310,21 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
   Placement placement;
   const core::NodeState* best = nullptr;
   FitScore best_score;
-  for (std::uint32_t i : s.by_name) {
-    const core::NodeState& node = s.nodes[i];
-    if (!node.present) continue;
+  auto consider = [&](const core::NodeState& node) -> Status {
+    if (!node.present) return {};
     if (constraints != nullptr && NodeExcludes(*constraints, node.object)) {
       ++placement.excluded;
-      continue;
+      return {};
     }
     if (!Fits(core::FreeRoom(node), pod)) {
       ++placement.short_of_cpu_or_memory;
-      continue;
+      return {};
     }
     Result<std::optional<FitScore>> score = Score(snapshot, claims, pod, node.name);
     if (!score.ok()) return score.status();
     if (!*score) {
       ++placement.short_of_devices;
-      continue;
+      return {};
     }
     ++placement.feasible;
     const bool better = best == nullptr || (*score)->score > best_score.score ||
@@ -334,6 +333,18 @@ Result<Placement> Placer::Place(const ClusterSnapshot& snapshot,
     if (better) {
       best = &node;
       best_score = **score;
+    }
+    return {};
+  };
+  if (among != nullptr) {
+    for (const std::string& name : *among) {
+      const core::NodeState* node = s.FindNode(name);
+      if (node == nullptr) continue;
+      if (Status status = consider(*node); !status.ok()) return status;
+    }
+  } else {
+    for (std::uint32_t i : s.by_name) {
+      if (Status status = consider(s.nodes[i]); !status.ok()) return status;
     }
   }
   if (best != nullptr) {

@@ -644,6 +644,11 @@ Result<NodeCpuMemory> ClusterSnapshot::NodeCpuMemoryOf(std::string_view node) co
                        state->memory_requested};
 }
 
+const Node* ClusterSnapshot::FindNode(std::string_view name) const {
+  const NodeState* state = state_->FindNode(name);
+  return state != nullptr && state->present ? &state->object : nullptr;
+}
+
 std::int64_t ClusterSnapshot::QuotaLimit(std::string_view pod_namespace,
                                          std::string_view resource) const {
   const internal::QuotaEntry* q = state_->FindQuota(pod_namespace, resource);

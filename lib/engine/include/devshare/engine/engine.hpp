@@ -333,9 +333,9 @@ struct Counters {
   std::uint64_t registration_passes = 0, registration_writes = 0, nodes_dropped = 0;
   // DRA: claims allocated (written), claim writes that failed, claims
   // released after a restart left them on a node the rest no longer fits,
-  // gates removed.
+  // gates removed; gated pods judged (each pod each pass that looked at it).
   std::uint64_t dra_claims_allocated = 0, dra_claim_writes_failed = 0, dra_claims_released = 0,
-                dra_gates_removed = 0;
+                dra_gates_removed = 0, dra_pods_judged = 0;
   // Preemption: pods that began one, victims evicted, evictions that
   // failed, preemptors placed on what was freed, preemptions given up, and
   // pods that found no room and could not preempt (no node where evictions
@@ -611,16 +611,37 @@ class Engine {
   void BindResult(BindFlow flow, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
   void ReleaseResult(const Release& release, bool succeeded, std::int64_t now_ms);
   std::uint64_t NextId() { return next_id_++; }
-  // DRA (dra.cpp): whether a pass is due, the pass, one pod of it, and the
-  // result of one of its writes (false: not a DRA write).
+  // DRA (dra.cpp): when a pass is next due (0: now; nullopt: not until an
+  // event), whether it is, the pass, one pod of it — on every node, or on
+  // the nodes `gained` alone — and the result of one of its writes (false:
+  // not a DRA write).
   struct DraWrite;
   void MakeDraPlacer();  // the constructor's: the placer, or why there is none
+  std::optional<std::int64_t> DraNextPassMs() const;
   bool DraPassDue(std::int64_t now_ms) const;
   void DraPass(std::int64_t now_ms, std::vector<Command>& out);
-  void DraPlacePod(const Pod& pod, std::int64_t now_ms, std::vector<Command>& out);
+  void DraPlacePod(const Pod& pod, const std::vector<std::string>* gained, std::int64_t now_ms,
+                   std::vector<Command>& out);
   void DraHoldPod(const Pod& pod, DraHoldKind kind, std::string reason, std::int64_t now_ms,
                   std::vector<Command>& out);
-  void DraPodChanged(const Pod* pod, const std::string& uid);
+  // What concerns a gated pod (dra_due.cpp). DraDue: `uid` is judged at the
+  // next pass, on every node; DraDueAt: at `at_ms`. DraRoomOn: room may have
+  // grown on `node`: the pods held for want of room that may go there are
+  // judged there; DraRoomAnywhere: on every node. DraPreemptorsDue: the
+  // pods preempting (their victims or claims changed). DraUnhold: no longer
+  // held. DraClaimChanged: the snapshot's claim `before` (nullptr: new)
+  // becomes `after` (nullptr: deleted). DraPodChanged: a pod observed
+  // (`after`) or deleted (nullptr), `before` as last known (nullptr: new).
+  // DraNodeCached: the snapshot is about to cache `node` anew.
+  void DraDue(const std::string& uid);
+  void DraDueAt(const std::string& uid, std::int64_t at_ms);
+  void DraRoomOn(const std::string& node);
+  void DraRoomAnywhere();
+  void DraPreemptorsDue();
+  void DraUnhold(const std::string& uid);
+  void DraClaimChanged(const dra::ResourceClaim* before, const dra::ResourceClaim* after);
+  void DraPodChanged(const Pod* before, const Pod* after, const std::string& uid);
+  void DraNodeCached(const Node& node);
   bool DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
   void DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed, dra::ResourceClaim assumed,
                      std::vector<Command>& out);
