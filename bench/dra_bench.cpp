@@ -11,11 +11,13 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "devshare/dra_allocate.hpp"
+#include "devshare/dra_json.hpp"
 #include "devshare/dra_place.hpp"
 #include "devshare/engine/engine.hpp"
 #include "devshare/snapshot.hpp"
@@ -163,6 +165,23 @@ void BM_DraPlace_FgdWarm(benchmark::State& state) { Place(state, Policy::kFgd, t
 BENCHMARK(BM_DraPlace_BinpackCold)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DraPlace_FgdCold)->Arg(1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DraPlace_FgdWarm)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+// A watch event's ResourceSlice (8 GPUs), already parsed: serialised again
+// and decoded from the text, as the watch did, against decoded from the
+// parsed object.
+void DecodeWatchedSlice(benchmark::State& state, bool reserialize) {
+  const boost::json::object object = boost::json::parse(EncodeResourceSlice(Slice(0))).as_object();
+  for (auto _ : state) {
+    Result<ResourceSlice> slice = reserialize ? DecodeResourceSlice(boost::json::serialize(object))
+                                              : DecodeResourceSlice(object);
+    if (!slice.ok()) state.SkipWithError("the slice did not decode");
+    benchmark::DoNotOptimize(slice);
+  }
+}
+void BM_DraDecodeSlice_Reserialized(benchmark::State& state) { DecodeWatchedSlice(state, true); }
+void BM_DraDecodeSlice_Parsed(benchmark::State& state) { DecodeWatchedSlice(state, false); }
+BENCHMARK(BM_DraDecodeSlice_Reserialized);
+BENCHMARK(BM_DraDecodeSlice_Parsed);
 
 // Replacing one node's slice (a driver publishing it anew) in the snapshot.
 void BM_DraReplaceSlice(benchmark::State& state) {

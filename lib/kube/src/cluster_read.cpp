@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <memory>
 
+#include "devshare/dra_json.hpp"
 #include "devshare/kube/api_client.hpp"
 #include "devshare/objects_json.hpp"
 #include "json_member.hpp"
@@ -47,18 +48,17 @@ void Add(std::string_view kind, const bj::object& item, ClusterObjects& out) {
         fmt::format("pod {}: {}", NameOf(item), pod.status().message()));
   }
   if (kind == "resourceslices" || kind == "deviceclasses" || kind == "resourceclaims") {
-    const std::string text = bj::serialize(item);
     Status failed;
     if (kind == "resourceslices") {
-      Result<dra::ResourceSlice> slice = dra::DecodeResourceSlice(text);
+      Result<dra::ResourceSlice> slice = dra::DecodeResourceSlice(item);
       if (slice.ok()) return out.slices.push_back(std::move(*slice));
       failed = slice.status();
     } else if (kind == "deviceclasses") {
-      Result<dra::DeviceClass> device_class = dra::DecodeDeviceClass(text);
+      Result<dra::DeviceClass> device_class = dra::DecodeDeviceClass(item);
       if (device_class.ok()) return out.device_classes.push_back(std::move(*device_class));
       failed = device_class.status();
     } else {
-      Result<dra::ResourceClaim> claim = dra::DecodeResourceClaim(text);
+      Result<dra::ResourceClaim> claim = dra::DecodeResourceClaim(item);
       if (claim.ok()) return out.claims.push_back(std::move(*claim));
       failed = claim.status();
     }

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "devshare/dra.hpp"
+#include "devshare/dra_json.hpp"
 #include "devshare/kube/cluster_read.hpp"
 #include "devshare/lease.hpp"
 #include "devshare/objects_json.hpp"
@@ -25,7 +26,7 @@ namespace {
 // nodes' and pods'), the engine may allocate.
 template <typename T>
 void WatchDraKind(const std::shared_ptr<Service::Impl>& impl, const std::string& resource,
-                  Result<T> (*decode)(std::string_view), void (*apply)(engine::Engine&, T),
+                  Result<T> (*decode)(const bj::object&), void (*apply)(engine::Engine&, T),
                   void (*remove)(engine::Engine&, const std::string&, const std::string&)) {
   const std::size_t index = impl->dra_synced.size();
   impl->dra_synced.push_back(false);
@@ -40,7 +41,7 @@ void WatchDraKind(const std::shared_ptr<Service::Impl>& impl, const std::string&
           if (name.empty()) return;
           remove(*self->engine, MetadataString(e.object, "namespace"), name);
         } else {
-          Result<T> decoded = decode(bj::serialize(e.object));
+          Result<T> decoded = decode(e.object.get_object());
           if (!decoded.ok()) {
             std::cerr << fmt::format("devshare serve: {} left out: {}\n", e.type,
                                      decoded.status().message());

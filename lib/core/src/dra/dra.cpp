@@ -11,6 +11,7 @@
 #include "base/json.hpp"
 #include "base/json_reader.hpp"
 #include "base/text.hpp"
+#include "devshare/dra_json.hpp"
 #include "k8s/node_selector.hpp"
 
 namespace devshare::dra {
@@ -94,16 +95,23 @@ void ReadMetadata(Reader& r, const bj::object& root, std::string* object_namespa
 }
 
 template <typename T, typename Fill>
-Result<T> Decode(std::string_view json, std::string_view what, Fill&& fill) {
+Result<T> Decode(const bj::object& root, std::string_view what, Fill&& fill) {
+  Reader r(what);
+  T out;
+  fill(r, root, out);
+  if (!r.ok()) return r.status();
+  return out;
+}
+
+// `json` parsed, then decoded by `decode` (the object overload).
+template <typename T>
+Result<T> DecodeText(std::string_view json, std::string_view what,
+                     Result<T> (*decode)(const bj::object&)) {
   bj::monotonic_resource arena;
   Result<bj::value> doc = internal::ParseJson(json, what, bj::storage_ptr(&arena));
   if (!doc.ok()) return doc.status();
   if (!doc->is_object()) return internal::TypeError(what, "value", "an object", *doc);
-  Reader r(what);
-  T out;
-  fill(r, doc->get_object(), out);
-  if (!r.ok()) return r.status();
-  return out;
+  return decode(doc->get_object());
 }
 
 // Exactly one of the attribute value's fields.
@@ -341,8 +349,12 @@ constexpr std::string_view kTemplateWhat = "ResourceClaimTemplate";
 }  // namespace
 
 Result<ResourceSlice> DecodeResourceSlice(std::string_view json) {
+  return DecodeText<ResourceSlice>(json, kSliceWhat, DecodeResourceSlice);
+}
+
+Result<ResourceSlice> DecodeResourceSlice(const bj::object& root) {
   return Decode<ResourceSlice>(
-      json, kSliceWhat, [](Reader& r, const bj::object& root, ResourceSlice& s) {
+      root, kSliceWhat, [](Reader& r, const bj::object& root, ResourceSlice& s) {
         ReadMetadata(r, root, nullptr, s.name, nullptr, &s.resource_version);
         const bj::object* spec = r.Object(root, "spec", "spec");
         if (spec == nullptr) return r.Fail("spec", "missing");
@@ -374,7 +386,11 @@ Result<ResourceSlice> DecodeResourceSlice(std::string_view json) {
 }
 
 Result<DeviceClass> DecodeDeviceClass(std::string_view json) {
-  return Decode<DeviceClass>(json, kClassWhat,
+  return DecodeText<DeviceClass>(json, kClassWhat, DecodeDeviceClass);
+}
+
+Result<DeviceClass> DecodeDeviceClass(const bj::object& root) {
+  return Decode<DeviceClass>(root, kClassWhat,
                              [](Reader& r, const bj::object& root, DeviceClass& c) {
                                ReadMetadata(r, root, nullptr, c.name, nullptr, &c.resource_version);
                                const bj::object* spec = r.Object(root, "spec", "spec");
@@ -386,8 +402,12 @@ Result<DeviceClass> DecodeDeviceClass(std::string_view json) {
 }
 
 Result<ResourceClaim> DecodeResourceClaim(std::string_view json) {
+  return DecodeText<ResourceClaim>(json, kClaimWhat, DecodeResourceClaim);
+}
+
+Result<ResourceClaim> DecodeResourceClaim(const bj::object& root) {
   return Decode<ResourceClaim>(
-      json, kClaimWhat, [](Reader& r, const bj::object& root, ResourceClaim& c) {
+      root, kClaimWhat, [](Reader& r, const bj::object& root, ResourceClaim& c) {
         ReadMetadata(r, root, &c.claim_namespace, c.name, &c.uid, &c.resource_version);
         const bj::object* spec = r.Object(root, "spec", "spec");
         if (spec == nullptr) return r.Fail("spec", "missing");
@@ -408,8 +428,12 @@ Result<ResourceClaim> DecodeResourceClaim(std::string_view json) {
 }
 
 Result<ResourceClaimTemplate> DecodeResourceClaimTemplate(std::string_view json) {
+  return DecodeText<ResourceClaimTemplate>(json, kTemplateWhat, DecodeResourceClaimTemplate);
+}
+
+Result<ResourceClaimTemplate> DecodeResourceClaimTemplate(const bj::object& root) {
   return Decode<ResourceClaimTemplate>(
-      json, kTemplateWhat, [](Reader& r, const bj::object& root, ResourceClaimTemplate& t) {
+      root, kTemplateWhat, [](Reader& r, const bj::object& root, ResourceClaimTemplate& t) {
         ReadMetadata(r, root, &t.template_namespace, t.name, nullptr, nullptr);
         const bj::object* spec = r.Object(root, "spec", "spec");
         if (spec == nullptr) return r.Fail("spec", "missing");

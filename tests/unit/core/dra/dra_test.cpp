@@ -8,6 +8,8 @@
 #include <boost/json.hpp>
 #include <string>
 
+#include "devshare/dra_json.hpp"
+
 using namespace devshare;
 using namespace devshare::dra;
 
@@ -109,6 +111,32 @@ TEST_CASE("dra: a ResourceSlice as HAMi's DRA driver publishes it") {
   auto again = DecodeResourceSlice(EncodeResourceSlice(*slice));
   REQUIRE(again.ok());
   CHECK(*again == *slice);
+}
+
+TEST_CASE("dra: each kind decodes from a value already parsed as from its text") {
+  namespace bj = boost::json;
+  const ResourceClaim claim = SampleClaim();
+  const std::string claim_json = EncodeResourceClaim(claim);
+  auto claim_from_value = DecodeResourceClaim(bj::parse(claim_json).get_object());
+  REQUIRE(claim_from_value.ok());
+  CHECK(*claim_from_value == claim);
+  auto slice = DecodeResourceSlice(bj::parse(kHamiSlice).get_object());
+  REQUIRE(slice.ok());
+  CHECK(*slice == *DecodeResourceSlice(kHamiSlice));
+  const DeviceClass device_class{"gpu", "7", {"device.driver == 'd'"}, "nvidia.com/gpu"};
+  auto class_from_value =
+      DecodeDeviceClass(bj::parse(EncodeDeviceClass(device_class)).get_object());
+  REQUIRE(class_from_value.ok());
+  CHECK(*class_from_value == device_class);
+  const ResourceClaimTemplate t{"team-a", "trainer", claim.spec};
+  auto template_from_value =
+      DecodeResourceClaimTemplate(bj::parse(EncodeResourceClaimTemplate(t)).get_object());
+  REQUIRE(template_from_value.ok());
+  CHECK(*template_from_value == t);
+  // Errors name the field as the text overload's do.
+  auto bad = DecodeResourceSlice(bj::parse(R"({"metadata":{"name":"s"}})").get_object());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().field() == "spec");
 }
 
 TEST_CASE("dra: qualified names split as CEL sees them") {
