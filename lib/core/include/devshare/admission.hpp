@@ -19,7 +19,8 @@
 // claims devshare allocates, or that names a claim or template not seen yet,
 // gets dra::kSchedulingGate (whatever its scheduler); one whose claims
 // devshare cannot allocate is denied with the reason, as is one bound to a
-// node already.
+// node already, and one asking an extended resource a served class backs
+// (dra::ServedExtendedResource).
 //
 // Differences (docs/compatibility.md): W12 — the core-policy env goes only to
 // containers that ask for a GPU; a memory percentage outside 0..100 is a

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <optional>
+#include <set>
 
 #include "base/json.hpp"
 #include "base/json_reader.hpp"
@@ -254,6 +256,19 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
   if (pod.containers.empty()) return Deny(d, kDenied, "pod has no containers");
   const bj::object* spec = internal::ObjectMember(*object, "spec");
   PatchBuilder patch;
+  if (!options.dra_device_classes.empty() && state != nullptr) {
+    std::set<std::string, std::less<>> device_plugin_resources;
+    for (const VendorSpec& v : config.vendors) {
+      for (const std::string* r : {&v.count_resource, &v.memory_resource,
+                                   &v.memory_percentage_resource, &v.core_resource}) {
+        if (!r->empty()) device_plugin_resources.insert(*r);
+      }
+    }
+    if (std::optional<std::string> why = dra::ServedExtendedResource(
+            pod, state->device_classes(), options.dra_device_classes, device_plugin_resources)) {
+      return Deny(d, kDenied, fmt::format("devshare cannot allocate this pod's devices: {}", *why));
+    }
+  }
   if (!options.dra_device_classes.empty() && !pod.resource_claims.empty() && state != nullptr) {
     const dra::ClaimsVerdict claims =
         dra::JudgePodClaims(pod, *state, options.dra_device_classes, /*at_admission=*/true);

@@ -3,6 +3,7 @@
 #include "devshare/admission.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <boost/json.hpp>
 
@@ -387,4 +388,50 @@ TEST_CASE(
     CHECK(o.decision.code == 403);
     CHECK(o.decision.message.find(r.says) != std::string::npos);
   }
+}
+
+TEST_CASE(
+    "admission: a pod asking an extended resource that a served class backs is refused, saying "
+    "to use a claim") {
+  AdmissionOptions options;
+  options.dra_device_classes = {"hami-gpu"};
+  ClusterSnapshot snapshot = DraObjects();
+  snapshot.AddDeviceClass(
+      dra::DeviceClass{"hami-gpu", "", {"device.driver == 'hami'"}, "example.com/shared-gpu"});
+  snapshot.AddDeviceClass(dra::DeviceClass{"nic", "", {}, "example.com/nic"});
+  snapshot.AddDeviceClass(dra::DeviceClass{"plugin", "", {}, "nvidia.com/gpu"});
+  auto asking = [](std::string_view where, std::string resource) {
+    bj::object container{{"name", "main"}};
+    container["resources"] = bj::object{{where, bj::object{{resource, "1"}}}};
+    return PodWith(bj::array{container});
+  };
+  struct Row {
+    std::string_view where;
+    std::string resource;
+    bool refused;
+  };
+  const Row rows[] = {
+      {"limits", "deviceclass.resource.kubernetes.io/hami-gpu", true},  // the implicit name
+      {"requests", "example.com/shared-gpu", true},                     // its extendedResourceName
+      {"limits", "deviceclass.resource.kubernetes.io/nic", false},      // a class not served
+      {"limits", "example.com/nic", false},
+      {"limits", "nvidia.com/gpu", false},  // HAMi's own resource: the device plugin's
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.resource);
+    Outcome o = Admit(asking(row.where, row.resource), options, DefaultDeviceConfig(), &snapshot);
+    CHECK(o.decision.allowed != row.refused);
+    if (row.refused) {
+      CHECK(o.decision.code == 403);
+      CHECK(o.decision.message ==
+            fmt::format("devshare cannot allocate this pod's devices: container main asks {}, "
+                        "which DeviceClass hami-gpu backs: kube-scheduler would allocate it from "
+                        "the devices devshare allocates; ask for them with a ResourceClaim "
+                        "(spec.resourceClaims) of class hami-gpu instead",
+                        row.resource));
+    }
+  }
+  // Not serving DRA: nothing is refused.
+  CHECK(Admit(asking("limits", "example.com/shared-gpu"), {}, DefaultDeviceConfig(), &snapshot)
+            .decision.allowed);
 }
