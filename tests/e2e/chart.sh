@@ -104,7 +104,7 @@ import json, sys
 hooks = json.load(sys.stdin)["webhooks"]
 dra = [h for h in hooks if h["name"].startswith("dra.")]
 sys.exit(not (len(hooks) == 2 and dra and dra[0]["failurePolicy"] == "Fail"
-              and dra[0]["matchConditions"][0]["expression"] == "has(object.spec.resourceClaims)"))'
+              and dra[0]["matchConditions"][0]["expression"].startswith("has(object.spec.resourceClaims) || ")))'
 }
 check "the DRA webhook entry fails closed, only for pods with claims" dra_webhook_entry
 check "the API server accepts the DRA ClusterRole (dry run)" \
