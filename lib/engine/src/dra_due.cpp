@@ -65,7 +65,9 @@ void Engine::DraRoomOn(const std::string& node) {
   auto memory = impl_->nodes.find(node);
   if (memory == impl_->nodes.end()) return;
   for (std::uint64_t seq : d.no_fit) {
-    const auto pod = impl_->pods.find(d.queue.at(seq));
+    const auto uid = d.queue.find(seq);
+    if (uid == d.queue.end()) continue;
+    const auto pod = impl_->pods.find(uid->second);
     if (pod == impl_->pods.end() || NodeExcludes(pod->second, memory->second.object)) continue;
     Impl::Dra::Due& due = d.due[seq];
     if (due.anywhere) continue;
