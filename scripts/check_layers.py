@@ -38,7 +38,7 @@ PUBLIC_HEADER_LAYERS = {
     "dra": "dra", "dra_json": "dra", "dra_cel": "dra", "dra_pools": "dra", "dra_allocate": "dra",
     "snapshot": "state",
     "filter": "sched", "dra_place": "sched", "dra_gate": "sched", "preemption": "sched",
-    "dra_preemption": "sched",
+    "dra_preemption": "sched", "dra_extended": "sched",
     "admission": "admission",
     "testing": "testing",
 }

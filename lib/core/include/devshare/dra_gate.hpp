@@ -24,7 +24,6 @@
 #ifndef DEVSHARE_DRA_GATE_HPP_
 #define DEVSHARE_DRA_GATE_HPP_
 
-#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -76,18 +75,6 @@ DEVSHARE_EXPORT Status CheckAllocatable(const ClaimSpec& spec, const DeviceClass
 // (afterwards, the claim the resourceclaim controller made is awaited).
 DEVSHARE_EXPORT ClaimsVerdict JudgePodClaims(const Pod& pod, const ClusterSnapshot& snapshot,
                                              const ServedClasses& served, bool at_admission);
-
-// A container of `pod` asking an extended resource that a served class
-// backs (KEP-5004: `deviceclass.resource.kubernetes.io/<class>`, or the
-// class's spec.extendedResourceName unless it is among
-// `device_plugin_resources`, which nodes with a device plugin serve):
-// kube-scheduler would make and allocate that claim itself, from devshare's
-// devices, and deletes one made for it by another hand — so devshare
-// refuses such a pod. The reason names the container, the resource and the
-// class and says to ask with a ResourceClaim; nullopt when there is none.
-DEVSHARE_EXPORT std::optional<std::string> ServedExtendedResource(
-    const Pod& pod, const DeviceClasses& classes, const ServedClasses& served,
-    const std::set<std::string, std::less<>>& device_plugin_resources);
 
 // Whether `pod` carries kSchedulingGate.
 DEVSHARE_EXPORT bool HasSchedulingGate(const Pod& pod);

@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <optional>
+#include <cctype>
 #include <set>
 
 #include "base/json.hpp"
 #include "base/json_reader.hpp"
 #include "base/text.hpp"
+#include "devshare/dra_extended.hpp"
 #include "devshare/objects.hpp"
 #include "devshare/objects_json.hpp"
 #include "devshare/request.hpp"
@@ -37,12 +38,16 @@ std::string Escape(std::string_view key) {
   return out;
 }
 
-// RFC 6902 operations, all "add" (which also replaces an existing member).
+// RFC 6902 operations: "add" (which also replaces an existing member) and
+// "remove".
 class PatchBuilder {
  public:
   void Add(std::string path, bj::value value) {
     ops_.push_back(
         bj::object{{"op", "add"}, {"path", std::move(path)}, {"value", std::move(value)}});
+  }
+  void Remove(std::string path) {
+    ops_.push_back(bj::object{{"op", "remove"}, {"path", std::move(path)}});
   }
   bool empty() const { return ops_.empty(); }
   std::string Serialize() const { return ops_.empty() ? "" : bj::serialize(ops_); }
@@ -188,6 +193,75 @@ bool QuotaAdmits(const Pod& pod, const DeviceConfig& config, const ClusterSnapsh
   return true;
 }
 
+// The claim names of one admission: from its request's UID, unique to it
+// (a pod's name may be empty yet, and a name used again may still have the
+// claim of the pod before).
+std::string ExtendedClaimName(std::string_view request_uid, std::size_t k) {
+  std::string name = "devshare-ext-";
+  for (const char c : request_uid) {
+    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    name += (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9') ? lower : '-';
+  }
+  return fmt::format("{}-{}", name, k);
+}
+
+// Each ask for an extended resource a served class backs becomes a claim
+// of that class (devshare/dra_extended.hpp): the resource taken out of the
+// container's limits and requests, the claim named in spec.resourceClaims
+// and in the container's resources.claims, the claims listed in the pod's
+// annotation; `pod` is changed the same way.
+void ConvertExtendedResources(const std::vector<dra::ExtendedResourceAsk>& asks,
+                              std::string_view request_uid, const bj::object& object, Pod& pod,
+                              PatchBuilder& patch) {
+  const bj::object* spec = internal::ObjectMember(object, "spec");
+  const bj::object* metadata = internal::ObjectMember(object, "metadata");
+  // (asks come from containers, so the spec is there)
+  bool pod_claims =
+      spec->if_contains("resourceClaims") != nullptr && spec->at("resourceClaims").is_array();
+  std::set<std::pair<bool, std::size_t>> with_claims;  // containers given resources.claims
+  std::vector<dra::ExtendedClaim> claims;
+  for (std::size_t k = 0; k < asks.size(); ++k) {
+    const dra::ExtendedResourceAsk& ask = asks[k];
+    const char* list = ask.init ? "initContainers" : "containers";
+    const std::string at = fmt::format("/spec/{}/{}/resources", list, ask.container);
+    const bj::object& resources =
+        *internal::ObjectMember(spec->at(list).as_array()[ask.container].as_object(), "resources");
+    patch.Remove(at + "/limits/" + Escape(ask.resource));
+    if (ask.in_requests) patch.Remove(at + "/requests/" + Escape(ask.resource));
+    const std::string pod_claim = fmt::format("devshare-ext-{}", k);
+    const bj::object entry{{"name", pod_claim}};
+    const bool has =
+        resources.if_contains("claims") != nullptr && resources.at("claims").is_array();
+    if (has || !with_claims.insert({ask.init, ask.container}).second) {
+      patch.Add(at + "/claims/-", entry);
+    } else {
+      patch.Add(at + "/claims", bj::array{entry});
+    }
+    dra::ExtendedClaim& claim = claims.emplace_back();
+    claim = dra::ExtendedClaim{ExtendedClaimName(request_uid, k), ask.device_class, ask.count};
+    const bj::object pod_entry{{"name", pod_claim}, {"resourceClaimName", claim.claim}};
+    if (pod_claims) {
+      patch.Add("/spec/resourceClaims/-", pod_entry);
+    } else {
+      patch.Add("/spec/resourceClaims", bj::array{pod_entry});
+      pod_claims = true;
+    }
+    pod.resource_claims.push_back(PodResourceClaim{pod_claim, claim.claim, "", ""});
+    Container& c = (ask.init ? pod.init_containers : pod.containers)[ask.container];
+    c.limits.Erase(ask.resource);
+    c.requests.Erase(ask.resource);
+  }
+  const std::string listed = dra::EncodeExtendedClaims(claims);
+  if (metadata != nullptr && internal::ObjectMember(*metadata, "annotations") != nullptr) {
+    patch.Add("/metadata/annotations/" + Escape(dra::kExtendedClaimsAnnotation),
+              bj::string(listed));
+  } else {
+    patch.Add("/metadata/annotations",
+              bj::object{{dra::kExtendedClaimsAnnotation, bj::string(listed)}});
+  }
+  pod.annotations.Set(dra::kExtendedClaimsAnnotation, listed);
+}
+
 AdmissionDecision Deny(AdmissionDecision d, int code, std::string message) {
   d.allowed = false;
   d.code = code;
@@ -264,10 +338,14 @@ Result<AdmissionDecision> DecideAdmission(std::string_view review_json, const De
         if (!r->empty()) device_plugin_resources.insert(*r);
       }
     }
-    if (std::optional<std::string> why = dra::ServedExtendedResource(
-            pod, state->device_classes(), options.dra_device_classes, device_plugin_resources)) {
-      return Deny(d, kDenied, fmt::format("devshare cannot allocate this pod's devices: {}", *why));
+    Result<std::vector<dra::ExtendedResourceAsk>> asks = dra::ServedExtendedResources(
+        pod, state->device_classes(), options.dra_device_classes, device_plugin_resources);
+    if (!asks.ok()) {
+      return Deny(
+          d, kDenied,
+          fmt::format("devshare cannot allocate this pod's devices: {}", asks.status().message()));
     }
+    if (!asks->empty()) ConvertExtendedResources(*asks, d.uid, *object, pod, patch);
   }
   if (!options.dra_device_classes.empty() && !pod.resource_claims.empty() && state != nullptr) {
     const dra::ClaimsVerdict claims =

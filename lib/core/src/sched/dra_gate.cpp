@@ -84,40 +84,6 @@ Status CheckAllocatable(const ClaimSpec& spec, const DeviceClasses& classes) {
   return problem;
 }
 
-std::optional<std::string> ServedExtendedResource(
-    const Pod& pod, const DeviceClasses& classes, const ServedClasses& served,
-    const std::set<std::string, std::less<>>& device_plugin_resources) {
-  constexpr std::string_view kImplicitPrefix = "deviceclass.resource.kubernetes.io/";
-  auto backing = [&](std::string_view resource) -> const std::string* {
-    if (resource.starts_with(kImplicitPrefix)) {
-      auto it = served.find(resource.substr(kImplicitPrefix.size()));
-      return it != served.end() ? &*it : nullptr;
-    }
-    if (device_plugin_resources.contains(resource)) return nullptr;
-    for (const std::string& name : served) {
-      auto c = classes.find(name);
-      if (c != classes.end() && c->second.extended_resource_name == resource) return &name;
-    }
-    return nullptr;
-  };
-  for (const auto* list : {&pod.init_containers, &pod.containers}) {
-    for (const Container& c : *list) {
-      for (const StringMap* resources : {&c.requests, &c.limits}) {
-        for (const auto& [resource, quantity] : resources->entries()) {
-          if (const std::string* device_class = backing(resource)) {
-            return fmt::format(
-                "container {} asks {}, which DeviceClass {} backs: kube-scheduler would allocate "
-                "it from the devices devshare allocates; ask for them with a ResourceClaim "
-                "(spec.resourceClaims) of class {} instead",
-                c.name, resource, *device_class, *device_class);
-          }
-        }
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 ClaimsVerdict JudgePodClaims(const Pod& pod, const ClusterSnapshot& snapshot,
                              const ServedClasses& served, bool at_admission) {
   std::vector<ResolvedClaim> resolved;

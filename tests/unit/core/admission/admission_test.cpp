@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include "devshare/dra_extended.hpp"
 #include "testutil.hpp"
 
 using namespace devshare;
@@ -14,13 +15,14 @@ namespace bj = boost::json;
 
 namespace {
 
-// A minimal RFC 6902 "add" applier (all the webhook emits); fails the test
-// on a path whose parent does not exist.
+// A minimal RFC 6902 "add" and "remove" applier (all the webhook emits);
+// fails the test on a path whose parent, or removed member, does not exist.
 bj::value ApplyPatch(bj::value doc, std::string_view patch) {
   if (patch.empty()) return doc;
   const bj::value ops = bj::parse(patch);
   for (const bj::value& op : ops.as_array()) {
-    REQUIRE(op.at("op").as_string() == "add");
+    const bool remove = op.at("op").as_string() == "remove";
+    REQUIRE((remove || op.at("op").as_string() == "add"));
     std::string path(op.at("path").as_string());
     std::vector<std::string> tokens;
     std::size_t start = 1;
@@ -44,7 +46,11 @@ bj::value ApplyPatch(bj::value doc, std::string_view patch) {
         at = &at->as_array().at(std::stoul(tokens[i]));
       }
     }
-    if (at->is_array()) {
+    if (remove) {
+      REQUIRE(at->is_object());
+      INFO("nothing to remove at ", path);
+      REQUIRE(at->as_object().erase(tokens.back()) == 1);
+    } else if (at->is_array()) {
       REQUIRE(tokens.back() == "-");
       at->as_array().push_back(op.at("value"));
     } else {
@@ -391,8 +397,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "admission: a pod asking an extended resource that a served class backs is refused, saying "
-    "to use a claim") {
+    "admission: a pod asking an extended resource that a served class backs gets a claim of "
+    "that class instead, gated") {
   AdmissionOptions options;
   options.dra_device_classes = {"hami-gpu"};
   ClusterSnapshot snapshot = DraObjects();
@@ -400,38 +406,64 @@ TEST_CASE(
       dra::DeviceClass{"hami-gpu", "", {"device.driver == 'hami'"}, "example.com/shared-gpu"});
   snapshot.AddDeviceClass(dra::DeviceClass{"nic", "", {}, "example.com/nic"});
   snapshot.AddDeviceClass(dra::DeviceClass{"plugin", "", {}, "nvidia.com/gpu"});
-  auto asking = [](std::string_view where, std::string resource) {
-    bj::object container{{"name", "main"}};
-    container["resources"] = bj::object{{where, bj::object{{resource, "1"}}}};
-    return PodWith(bj::array{container});
+  auto asking = [](std::string resource, std::string quantity, bool in_requests) {
+    bj::object limits{{resource, quantity}, {"cpu", "1"}};
+    bj::object resources{{"limits", limits}};
+    if (in_requests) resources["requests"] = limits;
+    return PodWith(bj::array{bj::object{{"name", "side"}},
+                             bj::object{{"name", "main"}, {"resources", resources}}});
   };
   struct Row {
-    std::string_view where;
     std::string resource;
-    bool refused;
+    bool in_requests;
+    bool converted;
   };
   const Row rows[] = {
-      {"limits", "deviceclass.resource.kubernetes.io/hami-gpu", true},  // the implicit name
-      {"requests", "example.com/shared-gpu", true},                     // its extendedResourceName
-      {"limits", "deviceclass.resource.kubernetes.io/nic", false},      // a class not served
-      {"limits", "example.com/nic", false},
-      {"limits", "nvidia.com/gpu", false},  // HAMi's own resource: the device plugin's
+      {"deviceclass.resource.kubernetes.io/hami-gpu", false, true},  // the implicit name
+      {"example.com/shared-gpu", true, true},                        // its extendedResourceName
+      {"deviceclass.resource.kubernetes.io/nic", false, false},      // a class not served
+      {"example.com/nic", false, false},
+      {"nvidia.com/gpu", false, false},  // HAMi's own resource: the device plugin's
   };
   for (const Row& row : rows) {
     CAPTURE(row.resource);
-    Outcome o = Admit(asking(row.where, row.resource), options, DefaultDeviceConfig(), &snapshot);
-    CHECK(o.decision.allowed != row.refused);
-    if (row.refused) {
-      CHECK(o.decision.code == 403);
-      CHECK(o.decision.message ==
-            fmt::format("devshare cannot allocate this pod's devices: container main asks {}, "
-                        "which DeviceClass hami-gpu backs: kube-scheduler would allocate it from "
-                        "the devices devshare allocates; ask for them with a ResourceClaim "
-                        "(spec.resourceClaims) of class hami-gpu instead",
-                        row.resource));
+    Outcome o = Admit(asking(row.resource, "2", row.in_requests), options, DefaultDeviceConfig(),
+                      &snapshot);
+    REQUIRE(o.decision.allowed);
+    const bj::value& main = o.patched.at("spec").at("containers").at(1);
+    const bool kept = main.at("resources").at("limits").as_object().contains(row.resource);
+    CHECK(kept != row.converted);
+    if (!row.converted) continue;
+    CHECK(main.at("resources").at("limits").at("cpu") == "1");
+    if (row.in_requests) {
+      CHECK_FALSE(main.at("resources").at("requests").as_object().contains(row.resource));
     }
+    CHECK(main.at("resources").at("claims") == bj::parse(R"([{"name":"devshare-ext-0"}])"));
+    CHECK(o.patched.at("spec").at("containers").at(0).as_object().size() == 1);  // untouched
+    CHECK(
+        o.patched.at("spec").at("resourceClaims") ==
+        bj::parse(R"([{"name":"devshare-ext-0","resourceClaimName":"devshare-ext-705ab4f5-0"}])"));
+    CHECK(o.patched.at("spec").at("schedulingGates") ==
+          bj::parse(R"([{"name":"devshare.dev/dra-allocation"}])"));
+    const std::string listed(o.patched.at("metadata")
+                                 .at("annotations")
+                                 .at("devshare.dev/extended-resource-claims")
+                                 .as_string());
+    CHECK(listed ==
+          R"([{"claim":"devshare-ext-705ab4f5-0","deviceClassName":"hami-gpu","count":2}])");
+    auto decoded = dra::DecodeExtendedClaims(listed);
+    REQUIRE(decoded.ok());
+    CHECK(*decoded == std::vector<dra::ExtendedClaim>{{"devshare-ext-705ab4f5-0", "hami-gpu", 2}});
   }
-  // Not serving DRA: nothing is refused.
-  CHECK(Admit(asking("limits", "example.com/shared-gpu"), {}, DefaultDeviceConfig(), &snapshot)
-            .decision.allowed);
+  // Not a whole number of devices: refused, naming the container.
+  Outcome half = Admit(asking("example.com/shared-gpu", "500m", false), options,
+                       DefaultDeviceConfig(), &snapshot);
+  CHECK_FALSE(half.decision.allowed);
+  CHECK(half.decision.message ==
+        "devshare cannot allocate this pod's devices: container main asks 500m "
+        "example.com/shared-gpu: a whole number of devices, at least 1, is needed");
+  // Not serving DRA: left alone.
+  Outcome off =
+      Admit(asking("example.com/shared-gpu", "1", false), {}, DefaultDeviceConfig(), &snapshot);
+  CHECK(off.decision.patch.empty());
 }
