@@ -3,6 +3,7 @@
 // (engine.hpp, "DRA").
 #include <fmt/format.h>
 
+#include "devshare/dra_extended.hpp"
 #include "engine_impl.hpp"
 
 namespace devshare::engine {
@@ -162,8 +163,12 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
   dra::ClaimsVerdict verdict =
       dra::JudgePodClaims(pod, snapshot_, options_.dra_device_classes, /*at_admission=*/false);
   switch (verdict.kind) {
-    case dra::ClaimsVerdictKind::kWaiting:
+    case dra::ClaimsVerdictKind::kWaiting: {
+      std::string why;
+      if (!DraCreateExtendedClaims(pod, why, out))
+        return DraHoldPod(pod, DraHoldKind::kRefused, std::move(why), now_ms, out);
       return DraHoldPod(pod, DraHoldKind::kWaiting, std::move(verdict.reason), now_ms, out);
+    }
     case dra::ClaimsVerdictKind::kRefused:
       return DraHoldPod(pod, DraHoldKind::kRefused, std::move(verdict.reason), now_ms, out);
     case dra::ClaimsVerdictKind::kNotServed: {
@@ -283,6 +288,29 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
   }
 }
 
+bool Engine::DraCreateExtendedClaims(const Pod& pod, std::string& why, std::vector<Command>& out) {
+  const std::string* listed = pod.annotations.Find(dra::kExtendedClaimsAnnotation);
+  if (listed == nullptr) return true;
+  Result<std::vector<dra::ExtendedClaim>> claims = dra::DecodeExtendedClaims(*listed);
+  if (!claims.ok()) {
+    why =
+        fmt::format("annotation {}: {}", dra::kExtendedClaimsAnnotation, claims.status().message());
+    return false;
+  }
+  Impl::Dra& d = impl_->dra;
+  for (const dra::ExtendedClaim& c : *claims) {
+    const ClaimKey key{pod.pod_namespace, c.claim};
+    if (snapshot_.FindResourceClaim(key.first, key.second) != nullptr || d.creating.contains(key))
+      continue;
+    const std::uint64_t id = NextId();
+    d.creating.emplace(key, id);
+    d.created_by.emplace(id, std::pair{key, pod.uid});
+    out.push_back(
+        CreateResourceClaim{id, dra::MakeExtendedClaim(c, pod.pod_namespace), pod.name, pod.uid});
+  }
+  return true;
+}
+
 // Writes `observed` as `assumed` (its allocation and reservedFor), for the
 // pod of `w`: the snapshot counts `assumed` at once, so the next pod of the
 // pass sees it, and keeps `observed` to restore should the write fail.
@@ -305,6 +333,17 @@ void Engine::DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed,
 bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
                        std::vector<Command>& out) {
   Impl::Dra& d = impl_->dra;
+  if (auto created = d.created_by.find(id); created != d.created_by.end()) {
+    // Made: the watch brings it (and judges its pod). Failed: tried again.
+    if (succeeded) {
+      ++counters_.dra_claims_created;
+    } else {
+      d.creating.erase(created->second.first);
+      DraDueAt(created->second.second, now_ms + kDraRetryMs);
+    }
+    d.created_by.erase(created);
+    return true;
+  }
   auto of = d.write_of.find(id);
   if (of == d.write_of.end()) return false;
   const std::string uid = of->second;

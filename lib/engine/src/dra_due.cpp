@@ -160,6 +160,7 @@ void Engine::ResourceClaimObserved(dra::ResourceClaim claim) {
     }
     before->second = claim;
   }
+  impl_->dra.creating.erase(KeyOf(claim));
   DraClaimChanged(snapshot_.FindResourceClaim(claim.claim_namespace, claim.name), &claim);
   snapshot_.AddResourceClaim(std::move(claim));
 }

@@ -119,6 +119,11 @@ struct Engine::Impl {
     // where a released claim's devices give room.
     std::map<std::pair<std::string, std::string>, std::string> pool_node;
     std::map<ClaimKey, std::set<std::string>> claim_users;  // a claim -> the gated pods naming it
+    // Claims being made for extended resources (CreateResourceClaim), until
+    // the watch shows them or the write fails: the command's id, and back.
+    std::map<ClaimKey, std::uint64_t> creating;
+    std::unordered_map<std::uint64_t, std::pair<ClaimKey, std::string>>
+        created_by;                                                    // -> claim, UID
     std::unordered_map<std::string, std::vector<ClaimKey>> claims_of;  // UID -> the claims it names
     struct Evented {                                                   // a pod's last PodEvent
       DraHoldKind kind;

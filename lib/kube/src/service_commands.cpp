@@ -199,6 +199,28 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::WriteCla
   WriteStatus(w, c.resource_version);
 }
 
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::CreateResourceClaim& c) {
+  bj::value claim = bj::parse(dra::EncodeResourceClaim(c.claim));
+  claim.as_object()["metadata"].as_object()["ownerReferences"] =
+      bj::array{bj::object{{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"name", c.owner_name},
+                           {"uid", c.owner_uid},
+                           {"controller", true}}};
+  sink->api().Call(
+      "create-claim", "POST",
+      fmt::format("/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims", c.claim.claim_namespace),
+      "application/json", bj::serialize(claim), [sink, c](const ApiResponse& r) {
+        const bool ok = r.status / 100 == 2 || r.status == 409;
+        if (!ok) {
+          std::cerr << fmt::format("devshare serve: creating claim {}/{} failed: HTTP {}: {}\n",
+                                   c.claim.claim_namespace, c.claim.name, r.status,
+                                   r.body.substr(0, 300));
+        }
+        sink->Outcome(c.id, ok);
+      });
+}
+
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::RemoveSchedulingGate& c) {
   // A strategic merge deletes the gate by name; the UID makes it this pod.
   const bj::object patch{

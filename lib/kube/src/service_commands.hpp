@@ -52,6 +52,8 @@ std::string ClaimPath(const std::string& claim_namespace, const std::string& nam
 //     otherwise the command fails, for the engine to judge the claim anew.
 //   RemoveSchedulingGate: a strategic merge PATCH deleting the gate, the
 //     pod's UID as precondition.
+//   CreateResourceClaim: a POST of the claim with a controller
+//     ownerReference to its pod; a 409 (it exists already) is a success.
 //   EvictPod: a policy/v1 Eviction of the pod, its UID as precondition and
 //     its own grace period; a 404 (gone already) is a success, a 429 (a
 //     PodDisruptionBudget) a failure.
@@ -63,6 +65,7 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchNod
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchPod& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PostBinding& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::WriteClaimStatus& c);
+void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::CreateResourceClaim& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::RemoveSchedulingGate& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::EvictPod& c);
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::NominatePod& c);

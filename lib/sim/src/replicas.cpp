@@ -223,6 +223,7 @@ void Replicas::Dispatch(int r, std::vector<engine::Command> commands) {
           // with dra::Placer itself), so they issue no DRA command; Events
           // are not modelled.
           if constexpr (!std::is_same_v<C, engine::WriteClaimStatus> &&
+                        !std::is_same_v<C, engine::CreateResourceClaim> &&
                         !std::is_same_v<C, engine::RemoveSchedulingGate> &&
                         !std::is_same_v<C, engine::PodEvent>) {
             Handle(r, c);

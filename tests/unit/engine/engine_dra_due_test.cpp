@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "devshare/dra_extended.hpp"
 #include "devshare/dra_place.hpp"
 #include "devshare/engine/engine.hpp"
 #include "dra_engine_fixture.hpp"
@@ -242,4 +243,53 @@ TEST_CASE("engine dra: no pod is left held for want of room while it fits (rando
       }
     }
   }
+}
+
+TEST_CASE("engine dra: the claims named for a pod's extended resources are made, then allocated") {
+  DraEngine f;
+  f.engine.DraSynced();
+  const dra::ExtendedClaim listed{"devshare-ext-r1-0", "gpu", 1};
+  Pod pod = devshare::testing::MakePod("p");
+  pod.resource_claims.push_back(PodResourceClaim{"devshare-ext-0", listed.claim, "", ""});
+  pod.scheduling_gates = {std::string(dra::kSchedulingGate)};
+  pod.annotations.Set(dra::kExtendedClaimsAnnotation, dra::EncodeExtendedClaims({listed}));
+  f.engine.PodObserved(pod);
+  auto creates = Of<CreateResourceClaim>(f.Tick());
+  REQUIRE(creates.size() == 1);
+  CHECK(creates[0].claim == dra::MakeExtendedClaim(listed, "default"));
+  CHECK(creates[0].owner_name == "p");
+  CHECK(creates[0].owner_uid == "uid-p");
+  CHECK(f.engine.dra_held().at("uid-p").kind == DraHoldKind::kWaiting);
+  // Made once: judged again (the sweep, say) it is not made twice.
+  f.engine.DeviceClassObserved(dra::testing::Classes().at("gpu"));
+  CHECK(Of<CreateResourceClaim>(f.Tick()).empty());
+  // A failed create is made again after the retry's wait.
+  CHECK(f.Result(creates[0].id, false).empty());
+  CHECK(f.engine.NextWakeMs() == kNowMs + 1000);
+  creates = Of<CreateResourceClaim>(f.Tick(kNowMs + 1000));
+  REQUIRE(creates.size() == 1);
+  CHECK(f.Result(creates[0].id, true).empty());
+  CHECK(f.engine.counters().dra_claims_created == 1);
+  // The watch brings it: allocated, a whole device.
+  dra::ResourceClaim made = creates[0].claim;
+  made.uid = "uid-made";
+  f.engine.ResourceClaimObserved(made);
+  auto writes = Of<WriteClaimStatus>(f.Tick(kNowMs + 1000));
+  REQUIRE(writes.size() == 1);
+  CHECK(writes[0].name == listed.claim);
+  REQUIRE(writes[0].allocation);
+  CHECK(writes[0].allocation->devices.size() == 1);
+  CHECK(Of<CreateResourceClaim>(f.out).empty());
+}
+
+TEST_CASE("engine dra: a pod whose list of extended-resource claims does not decode is refused") {
+  DraEngine f;
+  f.engine.DraSynced();
+  Pod pod = Gated("p", {"missing"});
+  pod.annotations.Set(dra::kExtendedClaimsAnnotation, R"([{"claim":"x"}])");
+  f.engine.PodObserved(pod);
+  CHECK(Of<CreateResourceClaim>(f.Tick()).empty());
+  const DraHold& hold = f.engine.dra_held().at("uid-p");
+  CHECK(hold.kind == DraHoldKind::kRefused);
+  CHECK(hold.reason.starts_with("annotation devshare.dev/extended-resource-claims: "));
 }

@@ -270,6 +270,16 @@ struct WriteClaimStatus {
   std::optional<dra::Allocation> allocation;  // nullopt: deallocate
   std::vector<dra::ClaimConsumer> reserved_for;
 };
+// DRA: make the claim devshare's webhook named for a pod's extended
+// resource (devshare/dra_extended.hpp), owned by the pod (a controller
+// ownerReference to `owner_name`, `owner_uid`), so that it goes with it. An
+// AlreadyExists (409) is a success; the watch brings the claim.
+struct CreateResourceClaim {
+  std::uint64_t id = 0;
+  dra::ResourceClaim claim;
+  std::string owner_name;
+  std::string owner_uid;
+};
 // DRA: remove dra::kSchedulingGate from the pod (its other gates stay).
 struct RemoveSchedulingGate {
   std::uint64_t id = 0;
@@ -306,7 +316,7 @@ struct PodEvent {
 };
 using Command =
     std::variant<PatchNode, PatchPod, PostBinding, FilterReply, BindReply, WriteClaimStatus,
-                 RemoveSchedulingGate, PodEvent, EvictPod, NominatePod>;
+                 CreateResourceClaim, RemoveSchedulingGate, PodEvent, EvictPod, NominatePod>;
 
 // Why a gated pod waits (Engine::dra_held).
 // kPreempting: its victims are being evicted, or their claims released.
@@ -333,9 +343,10 @@ struct Counters {
   std::uint64_t registration_passes = 0, registration_writes = 0, nodes_dropped = 0;
   // DRA: claims allocated (written), claim writes that failed, claims
   // released after a restart left them on a node the rest no longer fits,
-  // gates removed; gated pods judged (each pod each pass that looked at it).
+  // gates removed; gated pods judged (each pod each pass that looked at it);
+  // claims made for extended resources.
   std::uint64_t dra_claims_allocated = 0, dra_claim_writes_failed = 0, dra_claims_released = 0,
-                dra_gates_removed = 0, dra_pods_judged = 0;
+                dra_gates_removed = 0, dra_pods_judged = 0, dra_claims_created = 0;
   // Preemption: pods that began one, victims evicted, evictions that
   // failed, preemptors placed on what was freed, preemptions given up, and
   // pods that found no room and could not preempt (no node where evictions
@@ -645,6 +656,10 @@ class Engine {
   bool DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
   void DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed, dra::ResourceClaim assumed,
                      std::vector<Command>& out);
+  // The claims the webhook named for `pod`'s extended resources that are not
+  // there yet, made (once each until the watch shows them or the write
+  // fails); false with `why` when the pod's list does not decode.
+  bool DraCreateExtendedClaims(const Pod& pod, std::string& why, std::vector<Command>& out);
   // DRA preemption (dra_preempt.cpp). DraPreempt: `pod`'s `claims` fit
   // nowhere (`no_fit` says why): preempts when it may, else holds it saying
   // why not. DraVictimsGone: for a pod preempting, whether its victims are
