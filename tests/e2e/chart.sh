@@ -99,14 +99,14 @@ for doc in yaml.safe_load_all(open(sys.argv[2])):
 EOF
 }
 dra_webhook_entry() {
-  dra_object MutatingWebhookConfiguration | "$py" -c '
-import json, sys
+  dra_object MutatingWebhookConfiguration | DRA_WEBHOOK_MATCH=$DRA_WEBHOOK_MATCH "$py" -c '
+import json, os, sys
 hooks = json.load(sys.stdin)["webhooks"]
 dra = [h for h in hooks if h["name"].startswith("dra.")]
 sys.exit(not (len(hooks) == 2 and dra and dra[0]["failurePolicy"] == "Fail"
-              and dra[0]["matchConditions"][0]["expression"].startswith("has(object.spec.resourceClaims) || ")))'
+              and dra[0]["matchConditions"][0]["expression"] == os.environ["DRA_WEBHOOK_MATCH"]))'
 }
-check "the DRA webhook entry fails closed, only for pods with claims" dra_webhook_entry
+check "the DRA webhook entry fails closed, only for pods with claims or a class's extended resource" dra_webhook_entry
 check "the API server accepts the DRA ClusterRole (dry run)" \
   kapi POST "/apis/rbac.authorization.k8s.io/v1/clusterroles?dryRun=All" "$(dra_object ClusterRole)"
 check "the API server accepts the webhook with its DRA entry (dry run)" \

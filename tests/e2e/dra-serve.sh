@@ -196,7 +196,7 @@ webhook=$(cat <<EOF
  "webhooks":[{"name":"dra.pods.devshare.e2e","clientConfig":{"url":"https://127.0.0.1:$port/webhook","caBundle":"$CA_BUNDLE"},
    "rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}],
    "namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"default"}},
-   "matchConditions":[{"name":"has-dra-claims","expression":"has(object.spec.resourceClaims)"}],
+   "matchConditions":[{"name":"has-dra-claims","expression":"$DRA_WEBHOOK_MATCH"}],
    "failurePolicy":"Fail","sideEffects":"None","admissionReviewVersions":["v1"],"timeoutSeconds":10}]}
 EOF
 )
@@ -340,6 +340,46 @@ check "only big3 was evicted" \
   <(pods_left | tr ' ' '\n' | LC_ALL=C sort)
 check "patient is still gated" still_gated patient
 check "no device is allocated beyond its capacity" within_capacity
+# Extended resources backed by DRA: a pod asking
+# deviceclass.resource.kubernetes.io/hami-gpu: 2 is given a claim of hami-gpu
+# by the webhook, which devshare makes (owned by the pod) and allocates;
+# kube-scheduler binds it. Room first: patient, urgent and big2 go, and with
+# them dra-b's claims.
+check "delete patient" kapi DELETE "$ns/pods/patient?gracePeriodSeconds=0"
+check "delete urgent" kapi DELETE "$ns/pods/urgent?gracePeriodSeconds=0"
+check "delete big2" kapi DELETE "$ns/pods/big2?gracePeriodSeconds=0"
+extended_pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"extended"},"spec":{"terminationGracePeriodSeconds":0,"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"limits":{"deviceclass.resource.kubernetes.io/hami-gpu":"2"}}}]}}'
+converted() {  # the extended resource left the container; a claim of devshare's took its place
+  kapi POST "$ns/pods" "$extended_pod" | python3 -c '
+import json, sys
+pod = json.load(sys.stdin); spec = pod["spec"]; c = spec["containers"][0]
+claims = spec.get("resourceClaims", [])
+sys.exit(not ("deviceclass.resource.kubernetes.io/hami-gpu" not in c["resources"].get("limits", {})
+              and c["resources"].get("claims") == [{"name": "devshare-ext-0"}]
+              and len(claims) == 1 and claims[0]["resourceClaimName"].startswith("devshare-ext-")
+              and {"name": "'"$gate"'"} in spec.get("schedulingGates", [])
+              and "devshare.dev/extended-resource-claims" in pod["metadata"]["annotations"]))'
+}
+check "a pod asking 2 of hami-gpu's extended resource gets a claim of hami-gpu in its place, gated" converted
+extended_placed() {  # the claim made, owned by the pod, two devices of dra-b, the pod bound there
+  local pod claim
+  pod=$(kapi GET "$ns/pods/extended") || return 1
+  claim=$(jfield "spec.resourceClaims[0].resourceClaimName" <<<"$pod")
+  kapi GET "$resource/namespaces/default/resourceclaims/$claim" | python3 -c '
+import json, sys
+pod = json.loads(sys.argv[1]); claim = json.load(sys.stdin)
+owners = claim["metadata"].get("ownerReferences", [])
+status = claim.get("status", {})
+results = status.get("allocation", {}).get("devices", {}).get("results", [])
+sys.exit(not (owners and owners[0]["uid"] == pod["metadata"]["uid"] and owners[0].get("controller")
+              and len(results) == 2 and {r["pool"] for r in results} == {"dra-b"}
+              and pod["metadata"]["uid"] in [r["uid"] for r in status.get("reservedFor", [])]
+              and pod["spec"].get("nodeName") == "dra-b"))' "$pod"
+}
+check "devshare makes the claim (owned by the pod), allocates dra-b's two GPUs, the pod is bound there" \
+  wait_until 90 extended_placed
+check "no device is allocated beyond its capacity, the extended pod's included" within_capacity
+
 audit_agrees() {  # a drift audit lists the claims and finds the cache as the API server has it
   curl -sfk "https://127.0.0.1:$port/debug/audit" >"$work/audit.json" &&
     python3 -c '

@@ -417,6 +417,11 @@ hami_dra_slice_json() {
     "$node" "$HAMI_DRA_DRIVER" "$node" "$node" "$devices"
 }
 
+# The DRA webhook entry's matchConditions expression, as the chart renders
+# it (chart.sh checks that it does): pods with claims, or asking a class's
+# implicit extended resource.
+DRA_WEBHOOK_MATCH="has(object.spec.resourceClaims) || object.spec.containers.exists(c, has(c.resources) && has(c.resources.limits) && c.resources.limits.exists(r, r.startsWith('deviceclass.resource.kubernetes.io/'))) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.resources) && has(c.resources.limits) && c.resources.limits.exists(r, r.startsWith('deviceclass.resource.kubernetes.io/'))))"
+
 # hami_dra_class_json NAME: a DeviceClass selecting the driver's devices.
 hami_dra_class_json() {
   printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"%s"},"spec":{"selectors":[{"cel":{"expression":"device.driver == \\"%s\\""}}]}}' \
