@@ -28,6 +28,17 @@ bool SameForPlacement(const Node& a, const Node& b) {
          a.taints == b.taints && a.unschedulable == b.unschedulable;
 }
 
+// Whether resourceVersion `a` comes before `b`: both decimal, as the API
+// server's are (comparable since Kubernetes 1.34); anything else is not
+// ordered.
+bool OlderVersion(std::string_view a, std::string_view b) {
+  auto decimal = [](std::string_view v) {
+    return !v.empty() && v.size() <= 20 && v.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!decimal(a) || !decimal(b)) return false;
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
 // The claims `pod` names by name: its own, or the one made from its
 // template once the pod's status says which.
 std::vector<ClaimKey> ClaimKeys(const Pod& pod) {
@@ -151,6 +162,14 @@ void Engine::DeviceClassDeleted(const std::string& name) {
 }
 
 void Engine::ResourceClaimObserved(dra::ResourceClaim claim) {
+  // An event older than the claim the snapshot has (the event of our
+  // finalizer write, come after the status write's answer) is passed over:
+  // it would show an allocated device free until the next event.
+  if (const dra::ResourceClaim* known =
+          snapshot_.FindResourceClaim(claim.claim_namespace, claim.name);
+      known != nullptr && known->uid == claim.uid &&
+      OlderVersion(claim.resource_version, known->resource_version))
+    return;
   // While a write of ours is in flight the snapshot keeps what it assumed,
   // unless the claim shows an allocation (ours, come back, or another's).
   if (auto before = impl_->dra.before.find(KeyOf(claim)); before != impl_->dra.before.end()) {

@@ -293,3 +293,46 @@ TEST_CASE("engine dra: a pod whose list of extended-resource claims does not dec
   CHECK(hold.kind == DraHoldKind::kRefused);
   CHECK(hold.reason.starts_with("annotation devshare.dev/extended-resource-claims: "));
 }
+
+// As the failover e2e found it: the status write answers before the watch
+// delivers the event of the finalizer write before it; that older event
+// must not show the allocated device free.
+TEST_CASE("engine dra: a claim's event older than the snapshot's claim is passed over") {
+  DraEngine f;
+  f.engine.DraSynced();
+  dra::ResourceClaim whole = Share("whole", 100);
+  whole.resource_version = "10";
+  f.engine.ResourceClaimObserved(whole);
+  f.engine.PodObserved(Gated("w", {"whole"}));
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  const std::string node = NodeOf(*writes[0].allocation);
+  CHECK(f.Result(writes[0].id, true).size() == 1);  // the gate's removal
+  dra::ResourceClaim answered = whole;              // the status write's answer
+  answered.resource_version = "12";
+  answered.allocation = writes[0].allocation;
+  answered.reserved_for = writes[0].reserved_for;
+  f.engine.ResourceClaimObserved(answered);
+  dra::ResourceClaim finalizer_event = whole;  // rv 11: the finalizer written, no allocation
+  finalizer_event.resource_version = "11";
+  f.engine.ResourceClaimObserved(finalizer_event);
+  CHECK(f.Claimed("whole").allocation == writes[0].allocation);
+  // Another whole-GPU pod goes to the other node, not onto the same GPU.
+  f.engine.ResourceClaimObserved(Share("next", 100));
+  f.engine.PodObserved(Gated("n", {"next"}));
+  writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 1);
+  CHECK(NodeOf(*writes[0].allocation) != node);
+  // A newer event is taken, of course; and one of a claim made anew (another
+  // UID) whatever its version.
+  dra::ResourceClaim later = answered;
+  later.resource_version = "13";
+  later.reserved_for.clear();
+  f.engine.ResourceClaimObserved(later);
+  CHECK(f.Claimed("whole").reserved_for.empty());
+  dra::ResourceClaim anew = Share("whole", 10);
+  anew.uid = "uid-whole-2";
+  anew.resource_version = "5";
+  f.engine.ResourceClaimObserved(anew);
+  CHECK(f.Claimed("whole").uid == "uid-whole-2");
+}
