@@ -378,6 +378,7 @@ sys.exit(not (owners and owners[0]["uid"] == pod["metadata"]["uid"] and owners[0
 }
 check "devshare makes the claim (owned by the pod), allocates dra-b's two GPUs, the pod is bound there" \
   wait_until 90 extended_placed
+check "metrics: one claim made for an extended resource" metric_is devshare_dra_claims_created_total 1
 check "no device is allocated beyond its capacity, the extended pod's included" within_capacity
 
 audit_agrees() {  # a drift audit lists the claims and finds the cache as the API server has it

@@ -96,6 +96,8 @@ DraGauges MeasureDra(const engine::Engine& engine) {
   g.claim_writes_failed = c.dra_claim_writes_failed;
   g.claims_released = c.dra_claims_released;
   g.gates_removed = c.dra_gates_removed;
+  g.claims_created = c.dra_claims_created;
+  g.pods_judged = c.dra_pods_judged;
   g.usage = MeasureDraUsage(engine.snapshot());
   return g;
 }
@@ -183,6 +185,11 @@ void RenderDra(std::string& out, const DraGauges& dra) {
   RenderScalar(out, "counter", "devshare_dra_gates_removed_total",
                "Scheduling gates devshare removed once a pod's claims were allocated.",
                dra.gates_removed);
+  RenderScalar(out, "counter", "devshare_dra_claims_created_total",
+               "ResourceClaims devshare made for pods asking a served class's extended resource.",
+               dra.claims_created);
+  RenderScalar(out, "counter", "devshare_dra_pods_judged_total",
+               "Gated pods judged (each pod each pass that looked at it).", dra.pods_judged);
   for (const bool free : {false, true}) {
     const std::string_view name =
         free ? "devshare_dra_device_capacity_free" : "devshare_dra_device_capacity";

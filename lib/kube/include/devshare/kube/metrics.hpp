@@ -42,7 +42,8 @@
 //   devshare_dra_pods_held             gauge, by reason (waiting: a claim not there yet;
 //                                      no-fit; refused: devshare cannot allocate them)
 //   devshare_dra_claims_allocated_total, devshare_dra_claim_writes_failed_total,
-//   devshare_dra_claims_released_total, devshare_dra_gates_removed_total  counters
+//   devshare_dra_claims_released_total, devshare_dra_gates_removed_total,
+//   devshare_dra_claims_created_total, devshare_dra_pods_judged_total  counters
 //   devshare_dra_device_capacity       gauge, by driver, pool, device and capacity:
 //                                      what the device publishes
 //   devshare_dra_device_capacity_free  gauge, same labels: what allocated claims
@@ -144,7 +145,7 @@ struct DraGauges {
   std::uint64_t gated = 0;
   std::map<std::string, std::uint64_t> held;  // by reason
   std::uint64_t claims_allocated = 0, claim_writes_failed = 0, claims_released = 0,
-                gates_removed = 0;
+                gates_removed = 0, claims_created = 0, pods_judged = 0;
   DraUsage usage;
 };
 
