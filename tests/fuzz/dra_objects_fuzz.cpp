@@ -1,5 +1,6 @@
 // Fuzzes the DRA decoders (ResourceSlice, DeviceClass, ResourceClaim,
-// ResourceClaimTemplate) and quantity parsing.
+// ResourceClaimTemplate, the extended-resource claims annotation) and
+// quantity parsing.
 //
 // Properties: no crash; whatever decodes, encodes to JSON that decodes to
 // the same value (nothing lost, nothing invented); a parsed quantity
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "devshare/dra.hpp"
+#include "devshare/dra_extended.hpp"
 #include "fuzz_fail.hpp"
 
 namespace {
@@ -46,5 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   RoundTrip<dra::ResourceClaimTemplate>(input, dra::DecodeResourceClaimTemplate,
                                         dra::EncodeResourceClaimTemplate,
                                         "ResourceClaimTemplate does not round-trip");
+  RoundTrip<std::vector<dra::ExtendedClaim>>(input, dra::DecodeExtendedClaims,
+                                             dra::EncodeExtendedClaims,
+                                             "extended resource claims do not round-trip");
   return 0;
 }
