@@ -20,8 +20,7 @@ namespace {
 
 void Decide(std::string_view input, const devshare::AdmissionOptions& options,
             const devshare::ClusterSnapshot* state) {
-  auto decision =
-      devshare::DecideAdmission(input, devshare::DefaultDeviceConfig(), options, state);
+  auto decision = devshare::DecideAdmission(input, devshare::DefaultDeviceConfig(), options, state);
   if (!decision.ok()) return;
   if (decision->uid.empty()) Fail("decision without uid", input);
   if (!decision->allowed && !decision->patch.empty()) Fail("denial with a patch", input);

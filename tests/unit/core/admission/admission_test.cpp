@@ -455,6 +455,30 @@ TEST_CASE(
     REQUIRE(decoded.ok());
     CHECK(*decoded == std::vector<dra::ExtendedClaim>{{"devshare-ext-705ab4f5-0", "hami-gpu", 2}});
   }
+  // Beside claims, annotations and container claims already there, and in an
+  // init container: appended to each.
+  bj::value mixed = bj::parse(R"({"metadata": {"name": "m", "namespace": "team-a",
+      "annotations": {"a": "b"}},
+    "spec": {"resourceClaims": [{"name": "x", "resourceClaimTemplateName": "share"}],
+      "initContainers": [{"name": "i", "resources": {"limits": {
+        "deviceclass.resource.kubernetes.io/hami-gpu": "1"}}}],
+      "containers": [{"name": "m", "resources": {"limits": {"example.com/shared-gpu": "1"},
+        "claims": [{"name": "x"}]}}]}})");
+  Outcome both = Admit(mixed, options, DefaultDeviceConfig(), &snapshot);
+  REQUIRE(both.decision.allowed);
+  const bj::value& spec = both.patched.at("spec");
+  CHECK(spec.at("resourceClaims") == bj::parse(R"([{"name":"x","resourceClaimTemplateName":"share"},
+          {"name":"devshare-ext-0","resourceClaimName":"devshare-ext-705ab4f5-0"},
+          {"name":"devshare-ext-1","resourceClaimName":"devshare-ext-705ab4f5-1"}])"));
+  CHECK(spec.at("initContainers").at(0).at("resources") ==
+        bj::parse(R"({"limits":{},"claims":[{"name":"devshare-ext-0"}]})"));
+  CHECK(spec.at("containers").at(0).at("resources") ==
+        bj::parse(R"({"limits":{},"claims":[{"name":"x"},{"name":"devshare-ext-1"}]})"));
+  CHECK(both.patched.at("metadata").at("annotations").at("a") == "b");
+  CHECK(both.patched.at("metadata")
+            .at("annotations")
+            .as_object()
+            .contains("devshare.dev/extended-resource-claims"));
   // Not a whole number of devices: refused, naming the container.
   Outcome half = Admit(asking("example.com/shared-gpu", "500m", false), options,
                        DefaultDeviceConfig(), &snapshot);
