@@ -294,27 +294,37 @@ struct HeldEngine {
   devshare::engine::Engine engine;
 };
 
-// Node heartbeats while pods are held: a node's object observed anew (its
-// status and annotations changed, nothing the placement reads) and the
-// engine's next pass. No held pod is concerned, whatever their number.
-void BM_EngineDraHeldHeartbeat(benchmark::State& state) {
+// Events on the engine of HeldEngine(range(0) nodes, range(1) held), one
+// per iteration, node after node: `event(engine, node, out)`. Reports the
+// held pods judged per event.
+template <typename Event>
+void HeldEvents(benchmark::State& state, Event event) {
   HeldEngine h(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   std::vector<devshare::engine::Command> out;
   std::vector<Node> nodes = h.c.nodes;
   std::size_t n = 0;
-  std::uint64_t beat = 0;
   const std::uint64_t judged = h.engine.counters().dra_pods_judged;
   for (auto _ : state) {
-    Node& node = nodes[n];
-    node.annotations.Set("bench/heartbeat", std::to_string(beat++));
-    h.engine.NodeObserved(node, 0, out);
-    h.engine.Tick(0, out);
+    event(h.engine, nodes[n], out);
     out.clear();
     n = (n + 1) % nodes.size();
   }
   state.counters["judged_per_event"] =
       static_cast<double>(h.engine.counters().dra_pods_judged - judged) /
       static_cast<double>(state.iterations());
+}
+
+// Node heartbeats while pods are held: a node's object observed anew (its
+// status and annotations changed, nothing the placement reads) and the
+// engine's next pass. No held pod is concerned, whatever their number.
+void BM_EngineDraHeldHeartbeat(benchmark::State& state) {
+  std::uint64_t beat = 0;
+  HeldEvents(state, [&](devshare::engine::Engine& engine, Node& node,
+                        std::vector<devshare::engine::Command>& out) {
+    node.annotations.Set("bench/heartbeat", std::to_string(beat++));
+    engine.NodeObserved(node, 0, out);
+    engine.Tick(0, out);
+  });
 }
 BENCHMARK(BM_EngineDraHeldHeartbeat)
     ->Args({5000, 1000})
@@ -325,22 +335,14 @@ BENCHMARK(BM_EngineDraHeldHeartbeat)
 // back, which takes room and concerns nobody); each held pod that may go
 // there is judged there alone.
 void BM_EngineDraHeldRoomOnOneNode(benchmark::State& state) {
-  HeldEngine h(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
-  std::vector<devshare::engine::Command> out;
-  std::size_t n = 0;
-  const std::uint64_t judged = h.engine.counters().dra_pods_judged;
-  for (auto _ : state) {
-    const devshare::Pod pod = HeldEngine::BoundPod(h.c.nodes[n].name);
-    h.engine.PodDeleted(pod.uid);
-    h.engine.Tick(0, out);
-    h.engine.PodObserved(pod);
-    h.engine.Tick(0, out);
-    out.clear();
-    n = (n + 1) % h.c.nodes.size();
-  }
-  state.counters["judged_per_event"] =
-      static_cast<double>(h.engine.counters().dra_pods_judged - judged) /
-      static_cast<double>(state.iterations());
+  HeldEvents(state, [](devshare::engine::Engine& engine, Node& node,
+                       std::vector<devshare::engine::Command>& out) {
+    const devshare::Pod pod = HeldEngine::BoundPod(node.name);
+    engine.PodDeleted(pod.uid);
+    engine.Tick(0, out);
+    engine.PodObserved(pod);
+    engine.Tick(0, out);
+  });
 }
 BENCHMARK(BM_EngineDraHeldRoomOnOneNode)
     ->Args({5000, 1000})
