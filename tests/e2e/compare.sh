@@ -199,7 +199,6 @@ cpu_of=("$extender" "$extender_pid" standin "${standin_pid:-}"
   kube_apiserver "$(cat "$E2E_DIR/run/kube-apiserver.pid")" etcd "$(cat "$E2E_DIR/run/etcd.pid")"
   kube_scheduler "$(cat "$E2E_DIR/run/kube-scheduler.pid")")
 [ -n "$dra" ] && cpu_of+=(kube_controller_manager "$(cat "$E2E_DIR/run/kube-controller-manager.pid")")
-[ -n "$dra" ] && cpu_of[3]=  # no plugin stand-in: no node lock to release
 declare -A cpu0 cpu1
 cpu_now() {  # cpu_now ARRAY: each process's clock ticks so far, into ARRAY
   local -n into=$1
