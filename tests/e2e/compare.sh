@@ -46,7 +46,7 @@
 #               unused) at once, then waiting until no pod was bound for
 #               COMPARE_FILL_SETTLE (60) s; the GPUs the bound pods' claims
 #               hold, against `devshare simulate` (DRA mode) on the same
-#               nodes and pods in creation order, seeds 0-9.
+#               nodes and pods in creation order.
 # SCHEDULER
 #   devshare, devshare-lock-free (devshare serve --bind lock-free), hami
 #   (HAMi's scheduler with its chart's flags and device config), or
@@ -72,8 +72,8 @@
 # kube-controller-manager and devshare too, the API requests by verb of
 # kube-scheduler, kube-controller-manager and devshare each (every verb),
 # the GPUs published and held by bound pods' claims, and for dra-fill the
-# simulator's prediction (sim_allocated_pct: the mean of seeds 0-9; its
-# range).
+# simulator's prediction (sim_allocated_pct: upstream's mean over seeds
+# 0-9, with its range; binpack and fgd, the same under every seed, seed 0).
 #
 # DEVSHARE_SERVE_ARGS: more flags for devshare serve (printed with its result).
 set -uo pipefail
@@ -321,7 +321,8 @@ if [ "$scenario" = dra-fill ]; then
   variant=upstream
   case $scheduler in devshare) variant=binpack ;; devshare-fgd) variant=fgd ;; esac
   mkdir -p "$E2E_DIR/sim" && python3 "$here/dra_compare.py" sim "$scenario" "$nodes" 0 "$E2E_DIR/sim" "$variant" &&
-    "$DEVSHARE" simulate "$E2E_DIR/sim/scenario.yaml" --json "$E2E_DIR/sim/results.json" >"$E2E_DIR/sim/simulate.txt" &&
+    "$DEVSHARE" simulate "$E2E_DIR/sim/scenario.yaml" --openb "$E2E_DIR/sim" --json "$E2E_DIR/sim/results.json" \
+      >"$E2E_DIR/sim/simulate.txt" &&
     sim_figures=$(python3 -c '
 import json, sys
 runs = json.load(open(sys.argv[1]))["variants"][0]["runs"]
