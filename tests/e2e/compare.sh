@@ -38,8 +38,8 @@
 #               NODES nodes whose 8 GPUs of 40 GiB are published as
 #               ResourceSlices the way HAMi's DRA driver publishes them, the
 #               DeviceClass hami-gpu, five ResourceClaimTemplates (shares of
-#               10-50 cores and 4,000-20,000 MiB); PODS pods at once, each
-#               with a claim from one of them (dra_compare.py).
+#               10-50 % of a GPU's cores and memory); PODS pods at once,
+#               each with a claim from one of them (dra_compare.py).
 #   dra-fill    the same, an openb-like fill (dra_compare.py: shares of 15-80 %
 #               of a GPU, whole GPUs, 2, 4 and 8 of them; 3 nodes in 5 of 8
 #               GPUs, the others of 2): pods asking 130 % of the GPUs (PODS

@@ -3,9 +3,9 @@ the GPUs, the ResourceClaimTemplates and the pods' claims, the figures read
 back from the API objects, and the same cluster and pod list for `devshare
 simulate` (DRA mode), so that its prediction is of exactly what was run.
 
-  dra      every node 8 GPUs of 40 GiB; pod i a share of one GPU of 10-50
-           cores and 4,000-20,000 MiB (five templates, a fixed sequence over i
-           like the throughput pods' memory).
+  dra      every node 8 GPUs of 40 GiB; pod i a share of one GPU, 10-50 % of
+           its cores and memory (five templates, a fixed sequence over i like
+           the throughput pods' memory).
   dra-fill an openb-like mix (shares of 15-80 % of a GPU, whole GPUs, 2, 4 and
            8 of them; CPU and memory in proportion) drawn with a fixed seed,
            pods until they ask 130 % of the GPUs; 3 nodes in 5 have 8 GPUs of
