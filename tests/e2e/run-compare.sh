@@ -176,11 +176,11 @@ for scenario in dict.fromkeys(r["scenario"] for r in rows):
     cols = [s for s in order if s in by]
     args = by.get("devshare", by.get("devshare-lock-free", {})).get("args", "-")
     print(f"\n{scenario}" + (f" (devshare serve flags added: {args.replace(',', ' ')})" if args != "-" else ""))
-    print(f"{'':18}" + "".join(f"{c:>20}" for c in cols) + (f"{'devshare/HAMi':>15}" if {"devshare", "hami"} <= set(cols) else ""))
-    for k in keys:
-        if not any(k in by[c] for c in cols):
-            continue
-        line = f"{k:18}" + "".join(f"{by[c].get(k, '-'):>20}" for c in cols)
+    shown = [k for k in keys if any(by[c].get(k, "-") != "-" for c in cols)]
+    w = max([18] + [len(k) + 1 for k in shown])
+    print(f"{'':{w}}" + "".join(f"{c:>20}" for c in cols) + (f"{'devshare/HAMi':>15}" if {"devshare", "hami"} <= set(cols) else ""))
+    for k in shown:
+        line = f"{k:{w}}" + "".join(f"{by[c].get(k, '-'):>20}" for c in cols)
         if {"devshare", "hami"} <= set(cols) and k not in ("nodes", "pods", "qps", "burst"):
             try:
                 d, h = float(by["devshare"][k]), float(by["hami"][k])
