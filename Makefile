@@ -244,7 +244,11 @@ oracle-speed: python build
 # COMPARE_BURST, high enough that neither is throttled (the qps-default runs:
 # client-go's 5 / 10). COMPARE_SIZES (default "200 1000 5000") adds the
 # throughput runs at those node counts (2 pods a node) for every scheduler;
-# the whole run takes about 65 minutes with the binaries cached.
+# the whole run takes about 65 minutes with the binaries cached, and the DRA
+# runs (COMPARE_DRA_SIZES, default "500 1000 5000", and COMPARE_DRA_FILL_SIZES,
+# default "1000": kube-scheduler's own DRA allocation against devshare serving
+# the DeviceClass by binpack and by fgd; docs/contributors/compare.md) about two
+# hours more; empty sizes leave them out.
 COMPARE_NODES ?= 50
 COMPARE_PODS ?= 200
 COMPARE_QPS ?= 1000

@@ -34,11 +34,28 @@
 #               deletion of a bound one (HAMi #1368: seconds to its binding
 #               on the freed GPU), then a high-priority pod (bound in N s and
 #               the victims, or still pending and why).
+#   dra         DRA (needs kube-controller-manager: run-compare.sh starts it):
+#               NODES nodes whose 8 GPUs of 40 GiB are published as
+#               ResourceSlices the way HAMi's DRA driver publishes them, the
+#               DeviceClass hami-gpu, five ResourceClaimTemplates (shares of
+#               10-50 % of a GPU's cores and memory); PODS pods at once,
+#               each with a claim from one of them (dra_compare.py).
+#   dra-fill    the same, an openb-like fill (dra_compare.py: shares of 15-80 %
+#               of a GPU, whole GPUs, 2, 4 and 8 of them; 3 nodes in 5 of 8
+#               GPUs, the others of 2): pods asking 130 % of the GPUs (PODS
+#               unused) at once, then waiting until no pod was bound for
+#               COMPARE_FILL_SETTLE (60) s; the GPUs the bound pods' claims
+#               hold, against `devshare simulate` (DRA mode) on the same
+#               nodes and pods in creation order.
 # SCHEDULER
 #   devshare, devshare-lock-free (devshare serve --bind lock-free), hami
 #   (HAMi's scheduler with its chart's flags and device config), or
 #   kube-scheduler (alone, no extender: the GPUs a plain extended resource,
-#   the pods asking no memory; the ceiling).
+#   the pods asking no memory; the ceiling). For dra and dra-fill:
+#   kube-scheduler (its own DRA allocation, no devshare), devshare (devshare
+#   serve serving hami-gpu by binpack: its webhook gates the pods, it
+#   allocates their claims and removes the gate, kube-scheduler binds) or
+#   devshare-fgd (the same by fgd).
 #
 # Prints one line
 #   compare: result scenario=... scheduler=... key=value ...
@@ -50,7 +67,13 @@
 # the lists and watches of its informers), and for agreement the pods placed
 # as explain said, apart on a tie W10 allows, apart as `explain --hami-exact
 # all` says (a row of docs/compatibility.md), left pending for the quota as
-# explain said, and apart unexplained.
+# explain said, and apart unexplained. For dra and dra-fill: devices over a
+# capacity (the claims' consumed capacity against the slices), the CPU of
+# kube-controller-manager and devshare too, the API requests by verb of
+# kube-scheduler, kube-controller-manager and devshare each (every verb),
+# the GPUs published and held by bound pods' claims, and for dra-fill the
+# simulator's prediction (sim_allocated_pct: upstream's mean over seeds
+# 0-9, with its range; binpack and fgd, the same under every seed, seed 0).
 #
 # DEVSHARE_SERVE_ARGS: more flags for devshare serve (printed with its result).
 set -uo pipefail
@@ -60,6 +83,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 need_binaries
 scenario=$1 scheduler=$2 port=$3 nodes=$4 pods=$5 qps=$6 burst=$7 limit=${8:-900}
 log() { echo "compare: $scenario/$scheduler: $*"; }
+dra=
+case $scenario in dra | dra-fill) dra=1 ;; esac
 fail() { echo "compare: $scenario/$scheduler: FAILED: $*"; exit 1; }
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
@@ -81,11 +106,18 @@ extra_args=-
 extender_pid=
 pod_scheduler=$scheduler-scheduler
 case $scheduler in
-  devshare | devshare-lock-free)
+  devshare | devshare-lock-free | devshare-fgd)
     user=devshare-serve pod_scheduler=devshare-scheduler
     args=(${DEVSHARE_SERVE_ARGS:-})
     [ "$scheduler" = devshare-lock-free ] && args+=(--bind lock-free)
     [ ${#args[@]} -gt 0 ] && extra_args=$(IFS=,; echo "${args[*]}")
+    [ "$scheduler" = devshare-fgd ] && [ -z "$dra" ] && fail "devshare-fgd runs the dra scenarios only"
+    if [ -n "$dra" ]; then
+      # devshare serves the DeviceClass; the pods stay kube-scheduler's.
+      pod_scheduler=default-scheduler policy=binpack
+      [ "$scheduler" = devshare-fgd ] && policy=fgd
+      args+=(--dra-device-class hami-gpu --dra-policy "$policy")
+    fi
     start_extender devshare "$port" "$SERVE_KUBECONFIG" "$qps" "$burst" \
       "$E2E_DIR/logs/compare-devshare.log" "${args[@]}" || fail "devshare serve did not start"
     ;;
@@ -117,6 +149,24 @@ if [ "$scenario" = storm ]; then
   fi
   bulk_nodes 2 "$E2E_DIR/compare-node.json" &&
     bulk_nodes $((nodes - 2)) "$E2E_DIR/compare-small-node.json" 2 || fail "creating the nodes"
+elif [ -n "$dra" ]; then
+  # Each group's nodes and the ResourceSlice of their GPUs, the DeviceClass
+  # and the scenario's templates.
+  while read -r count first cpu mem gpus gpu_mib; do
+    dra_node_json NODE-NAME "$cpu" "$mem" >"$E2E_DIR/compare-node.json"
+    # shellcheck disable=SC2046
+    hami_dra_slice_json NODE-NAME $(for ((g = 0; g < gpus; g++)); do echo "${gpu_mib}Mi"; done) \
+      >"$E2E_DIR/compare-slice.json"
+    bulk_nodes "$count" "$E2E_DIR/compare-node.json" "$first" "$E2E_DIR/compare-slice.json" ||
+      fail "creating the nodes and their ResourceSlices"
+  done < <(python3 "$here/dra_compare.py" nodes "$scenario" "$nodes")
+  kapi POST /apis/resource.k8s.io/v1/deviceclasses "$(hami_dra_class_json hami-gpu)" >/dev/null ||
+    fail "creating the DeviceClass"
+  while read -r name capacity count; do
+    kapi POST /apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates \
+      "$(dra_template_json "$name" "$capacity" "" "$count")" >/dev/null || fail "creating the template $name"
+  done < <(python3 "$here/dra_compare.py" templates "$scenario")
+  pods=$(python3 "$here/dra_compare.py" pods "$scenario" "$nodes" "$pods")
 elif [ "$scenario" != preemption ]; then
   bulk_nodes "$nodes" "$E2E_DIR/compare-node.json" || fail "creating the nodes"
 fi
@@ -124,19 +174,39 @@ fi
 if [ -n "$extender_pid" ]; then
   wait_until 120 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port/readyz" >/dev/null ||
     fail "the extender never became ready"
+fi
+if [ -n "$extender_pid" ] && [ -n "$dra" ]; then
+  # The webhook, once devshare admits; then until a dry run comes back gated.
+  wait_until 120 curl -sf --cacert "$KUBE_CA" "https://127.0.0.1:$port/readyz/admission" >/dev/null ||
+    fail "devshare's webhook never became ready"
+  kapi POST /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations \
+    "$(dra_webhook_json "https://127.0.0.1:$port")" >/dev/null || fail "registering the webhook"
+  gated() {
+    kapi POST "/api/v1/namespaces/default/pods?dryRun=All" "$(load_pod_json 0 default-scheduler "$scenario")" |
+      grep -q devshare.dev/dra-allocation
+  }
+  wait_until 30 gated || fail "the webhook does not gate the pods"
+elif [ -n "$extender_pid" ]; then
   start_plugin_standin "${COMPARE_ALLOCATE_DELAY:-0}"
   pids+=($!)
   standin_pid=$!
 fi
 [ "$scenario" = preemption ] && { bash "$here/compare-preemption.sh" "$scheduler" "$pod_scheduler"; exit; }
 # The CPU each process spends while the pods are scheduled: where the time goes.
-cpu_of=(extender "$extender_pid" standin "${standin_pid:-}"
+extender=extender
+[ -n "$dra" ] && extender=devshare
+cpu_of=("$extender" "$extender_pid" standin "${standin_pid:-}"
   kube_apiserver "$(cat "$E2E_DIR/run/kube-apiserver.pid")" etcd "$(cat "$E2E_DIR/run/etcd.pid")"
   kube_scheduler "$(cat "$E2E_DIR/run/kube-scheduler.pid")")
-declare -A cpu0
-for ((k = 0; k < ${#cpu_of[@]}; k += 2)); do
-  [ -n "${cpu_of[k + 1]}" ] && cpu0[${cpu_of[k]}]=$(proc_ticks "${cpu_of[k + 1]}")
-done
+[ -n "$dra" ] && cpu_of+=(kube_controller_manager "$(cat "$E2E_DIR/run/kube-controller-manager.pid")")
+declare -A cpu0 cpu1
+cpu_now() {  # cpu_now ARRAY: each process's clock ticks so far, into ARRAY
+  local -n into=$1
+  for ((k = 0; k < ${#cpu_of[@]}; k += 2)); do
+    [ -n "${cpu_of[k + 1]}" ] && into[${cpu_of[k]}]=$(proc_ticks "${cpu_of[k + 1]}")
+  done
+}
+cpu_now cpu0
 
 # --- pods ---------------------------------------------------------------------------------
 mib=mixed
@@ -208,35 +278,77 @@ v = verdict(explain) or (verdict(exact) and "hami-exact-row") or "unexplained"
 print(pod["metadata"]["name"], node, ",".join(got), explain.get("chosen"), v)
 PY
   done
+elif [ "$scenario" = dra-fill ]; then
+  # Until no pod was bound for COMPARE_FILL_SETTLE seconds; the CPU counted
+  # until the last binding seen.
+  bulk_pods "$pods" "$pod_scheduler" "$scenario" || fail "creating the pods"
+  log "$pods pods created"
+  settle=${COMPARE_FILL_SETTLE:-60} seen=-1 changed=$SECONDS t0=$SECONDS
+  while ((SECONDS - changed < settle)); do
+    count=$(bound_count)
+    [ "$count" != "$seen" ] && { seen=$count changed=$SECONDS; cpu_now cpu1; }
+    ((SECONDS - t0 < limit)) || { log "still binding after $limit s"; break; }
+    sleep 2
+  done
+  log "$seen of $pods pods bound, none more for $settle s"
 else
+  [ -n "$dra" ] && mib=$scenario
   bulk_pods "$pods" "$pod_scheduler" "$mib" || fail "creating the pods"
   log "$pods pods created"
   bound_above $((pods - 1)) "$limit" || log "not every pod bound after $limit s"
 fi
+[ "$scenario" = dra-fill ] || cpu_now cpu1
 cpu_s=
 for ((k = 0; k < ${#cpu_of[@]}; k += 2)); do
   name=${cpu_of[k]} pid=${cpu_of[k + 1]} used=-
-  [ -n "$pid" ] && used=$(awk -v t="$(($(proc_ticks "$pid") - cpu0[$name]))" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", t / hz}')
+  [ -n "$pid" ] && used=$(awk -v t="$((cpu1[$name] - cpu0[$name]))" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", t / hz}')
   cpu_s+=" ${name}_cpu_s=$used"
 done
 rss=-
 [ -n "$extender_pid" ] && rss=$(awk '$1=="VmHWM:"{printf "%.0f", $2/1024}' "/proc/$extender_pid/status")
 
-# --- devices over their memory or slots -----------------------------------------------------
-over=-
-[ "$scheduler" = kube-scheduler ] || over=$(over_allocated)
+# --- devices over their memory or slots (DRA: over a capacity), the GPUs held -------------
+over=- dra_figures=
+if [ -n "$dra" ]; then
+  dra_figures=$(dra_figures) || fail "reading the claims, pods and slices"
+  over=${dra_figures##*over_capacity=} dra_figures=${dra_figures% over_capacity=*}
+elif [ "$scheduler" != kube-scheduler ]; then
+  over=$(over_allocated)
+fi
+# --- the simulator's prediction of the fill, on the same nodes and pods ---------------------
+sim_figures=
+if [ "$scenario" = dra-fill ]; then
+  variant=upstream
+  case $scheduler in devshare) variant=binpack ;; devshare-fgd) variant=fgd ;; esac
+  mkdir -p "$E2E_DIR/sim" && python3 "$here/dra_compare.py" sim "$scenario" "$nodes" 0 "$E2E_DIR/sim" "$variant" &&
+    "$DEVSHARE" simulate "$E2E_DIR/sim/scenario.yaml" --openb "$E2E_DIR/sim" --json "$E2E_DIR/sim/results.json" \
+      >"$E2E_DIR/sim/simulate.txt" &&
+    sim_figures=$(python3 -c '
+import json, sys
+runs = json.load(open(sys.argv[1]))["variants"][0]["runs"]
+pct = [r["allocationPercent"] for r in runs]
+print(f"sim_variant={sys.argv[2]} sim_allocated_pct={sum(pct) / len(pct):.2f} sim_range={min(pct):.2f}-{max(pct):.2f}")
+' "$E2E_DIR/sim/results.json" "$variant") || log "devshare simulate failed (see $E2E_DIR/sim)"
+fi
 
 # --- kube-scheduler's errors, and the API server's count of the extender's requests ---------
 errors=$(grep -c 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log")
 contention=$(grep 'Error scheduling pod; retrying' "$E2E_LOGS/kube-scheduler.log" | grep -c 'node lock contention')
 sleep 3  # the audit log is written in batches, at least once a second
+# DRA: the requests of each component, by verb.
+components=
+[ -n "$dra" ] && components="kube-scheduler=system:kube-scheduler kube-controller-manager=system:kube-controller-manager"
+[ -n "$dra" ] && [ -n "$extender_pid" ] && components+=" devshare=$user"
 python3 - "$here" "$AUDIT_LOG" "$user" "$scenario" "$scheduler" "$extra_args" "$nodes" "$pods" "$cpu_s" \
-  "$rss" "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" "$quota_pods" "$quota_mib" <<'PY'
+  "$rss" "$qps" "$burst" "$errors" "$contention" "$over" "$agreement" "$quota_pods" "$quota_mib" \
+  "$extender" "$components" "$dra_figures $sim_figures" <<'PY'
 import collections, sys
 sys.path.insert(0, sys.argv[1])
 from audit_count import completed, resource_of, seconds, succeeded, user_of
 (log, user, scenario, scheduler, extra, nodes, pods, cpu, rss, qps, burst, errors, contention,
- over, agreement, quota_pods, quota_mib) = sys.argv[2:]
+ over, agreement, quota_pods, quota_mib, extender, components, more) = sys.argv[2:]
+label = {u: c for c, u in (kv.split("=", 1) for kv in components.split())}
+per = collections.defaultdict(collections.Counter)  # component -> verb-resource -> requests
 created, bound, verbs = {}, {}, collections.Counter()
 for e in filter(succeeded, completed(log)):
     ref, resource = e.get("objectRef") or {}, resource_of(e)
@@ -245,7 +357,9 @@ for e in filter(succeeded, completed(log)):
             created[ref["name"]] = seconds(e["requestReceivedTimestamp"])
         elif e["verb"] == "create" and resource == "pods/binding":
             bound[ref["name"]] = seconds(e["stageTimestamp"])
-    if user_of(e) == user and (user != "system:kube-scheduler" or e["verb"] not in ("list", "watch")):
+    if user_of(e) in label:
+        per[label[user_of(e)]][f"{e['verb']}-{resource}"] += 1
+    elif user_of(e) == user and (user != "system:kube-scheduler" or e["verb"] not in ("list", "watch")):
         verbs[f"{e['verb']}-{resource}"] += 1
 lat = sorted(bound[n] - created[n] for n in bound if n in created)
 pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
@@ -257,10 +371,14 @@ agree = (f" agree={verdicts['agree']} w10_node_tie={verdicts['w10-node-tie']} "
          f" quota_pods={quota_pods} pending_quota={verdicts['pending-quota']} quota_mib={quota_mib}"
          ) if scenario == "agreement" else ""
 pods = int(pods) + int(quota_pods)
+if per:  # DRA: every component's requests, and their sum
+    verbs = collections.Counter({f"{c}:{k}": v for c, counts in per.items() for k, v in counts.items()})
+    more += "".join(f" api_requests_{c.replace('-', '_')}={sum(per[c].values())}" for c in label.values())
+    more += f" pending={pods - len(bound)}"
 print(f"compare: result scenario={scenario} scheduler={scheduler} args={extra} nodes={nodes} pods={pods} "
       f"qps={qps} burst={burst} bound={len(bound)} pods_per_s={rate:.2f} p50_s={pct(0.5):.1f} "
       f"p99_s={pct(0.99):.1f} bind_errors={errors} lock_contention={contention} over_allocated={over}"
-      f"{cpu} extender_rss_mib={rss} api_requests={sum(verbs.values())}{agree} "
+      f"{cpu} {extender}_rss_mib={rss} api_requests={sum(verbs.values())}{agree} {more.strip()} "
       + " ".join(f"{k}={v}" for k, v in sorted(verbs.items())))
 PY
 if [ "$scenario" = agreement ] && [ "${COMPARE_PREEMPTION:-1}" != 0 ]; then

@@ -43,6 +43,8 @@
 #   E2E_BIN_ENV    a file of KEY=VALUE from scripts/k8s-binaries.sh; without it
 #                  that script is run (builds or reuses the cached binaries)
 #   E2E_START_TIMEOUT  seconds to wait for each component (default 180)
+#   E2E_CONTROLLER_MANAGER_QPS, E2E_CONTROLLER_MANAGER_BURST  kube-controller-manager's
+#                  --kube-api-qps and --kube-api-burst (default: its own, 20 and 30)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -331,7 +333,9 @@ cmd_start() {
       --controllers resourceclaim-controller --leader-elect=false \
       --bind-address 127.0.0.1 --secure-port "$cm_port" \
       --authentication-kubeconfig "$E2E_DIR/controller-manager.kubeconfig" \
-      --authorization-kubeconfig "$E2E_DIR/controller-manager.kubeconfig" --v=2
+      --authorization-kubeconfig "$E2E_DIR/controller-manager.kubeconfig" --v=2 \
+      ${E2E_CONTROLLER_MANAGER_QPS:+--kube-api-qps "$E2E_CONTROLLER_MANAGER_QPS"} \
+      ${E2E_CONTROLLER_MANAGER_BURST:+--kube-api-burst "$E2E_CONTROLLER_MANAGER_BURST"}
     wait_for kube-controller-manager "https://127.0.0.1:$cm_port/healthz" -k
   fi
 

@@ -89,12 +89,6 @@ metric() {  # metric SERIES: its value on /metrics
 }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 
-template_json() {  # template_json NAME CAPACITY_REQUESTS_JSON [SELECTOR]
-  local selectors=""
-  [ -n "${3:-}" ] && selectors=",\"selectors\":[{\"cel\":{\"expression\":\"$3\"}}]"
-  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"%s","namespace":"default"},"spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"hami-gpu","capacity":{"requests":%s}%s}}]}}}}' \
-    "$1" "$2" "$selectors"
-}
 pod_json_from() {  # pod_json_from NAME CLAIM=TEMPLATE...: a pod using one claim per template
   local name=$1 claims="" uses=""; shift
   for entry in "$@"; do
@@ -143,34 +137,7 @@ has_event() {  # has_event POD REASON
 }
 # No device is allocated beyond its capacity: the cores and memory every
 # allocated claim consumes, summed per device, within what the slice publishes.
-within_capacity() {
-  kapi GET "$resource/resourceclaims" >"$work/claims.json" &&
-    kapi GET "$resource/resourceslices" >"$work/slices.json" || return 1
-  python3 - "$work/claims.json" "$work/slices.json" <<'PY'
-import json, re, sys
-from collections import defaultdict
-from fractions import Fraction
-SUFFIX = {"": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9,
-          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-def q(text):
-    m = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", text)
-    return Fraction(m.group(1)) * SUFFIX[m.group(2)]
-used = defaultdict(Fraction)
-for c in json.load(open(sys.argv[1]))["items"]:
-    for r in c.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
-        for name, value in r.get("consumedCapacity", {}).items():
-            used[(r["pool"], r["device"], name)] += q(value)
-over = []
-for s in json.load(open(sys.argv[2]))["items"]:
-    for d in s["spec"]["devices"]:
-        for name, cap in d.get("capacity", {}).items():
-            key = (s["spec"]["pool"]["name"], d["name"], name)
-            if used[key] > q(cap["value"]):
-                over.append(f"{key}: {float(used[key])} of {cap['value']}")
-if over:
-    sys.exit("over capacity: " + "; ".join(over))
-PY
-}
+within_capacity() { dra_figures | grep -q ' over_capacity=0$'; }
 
 t0=$SECONDS
 for node in dra-a dra-b; do
@@ -180,28 +147,19 @@ for node in dra-a dra-b; do
 done
 check "create the DeviceClass hami-gpu" kapi POST "$resource/deviceclasses" "$(hami_dra_class_json hami-gpu)"
 check "create the template share-30 (30 cores, 10Gi)" kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
-  "$(template_json share-30 '{"cores":"30","memory":"10Gi"}')"
+  "$(dra_template_json share-30 '{"cores":"30","memory":"10Gi"}')"
 check "create the template share-80 (80 cores, 30Gi)" kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
-  "$(template_json share-80 '{"cores":"80","memory":"30Gi"}')"
+  "$(dra_template_json share-80 '{"cores":"80","memory":"30Gi"}')"
 check "create the template odd (a selector with a map literal)" \
   kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
-  "$(template_json odd '{"cores":"10","memory":"1Gi"}' "size({'a': 1}) == 1")"
+  "$(dra_template_json odd '{"cores":"10","memory":"1Gi"}' "size({'a': 1}) == 1")"
 
 check "devshare's own identity, with only the chart's ClusterRole for DRA" make_identity
 start_serve
 check "devshare serve (DeviceClass hami-gpu, binpack) is ready" wait_until 60 serve_ready
-webhook=$(cat <<EOF
-{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration",
- "metadata":{"name":"devshare-dra"},
- "webhooks":[{"name":"dra.pods.devshare.e2e","clientConfig":{"url":"https://127.0.0.1:$port/webhook","caBundle":"$CA_BUNDLE"},
-   "rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}],
-   "namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"default"}},
-   "matchConditions":[{"name":"has-dra-claims","expression":"$DRA_WEBHOOK_MATCH"}],
-   "failurePolicy":"Fail","sideEffects":"None","admissionReviewVersions":["v1"],"timeoutSeconds":10}]}
-EOF
-)
 check "register the webhook (pods with DRA claims, failurePolicy Fail)" \
-  kapi POST /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations "$webhook"
+  kapi POST /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations \
+  "$(dra_webhook_json "https://127.0.0.1:$port")"
 gates_dry_run() {
   kapi POST "$ns/pods?dryRun=All" "$(pod_json_from probe gpu=share-30)" | jfield spec.schedulingGates |
     grep -q "\"$gate\""

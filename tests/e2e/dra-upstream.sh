@@ -31,12 +31,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 hold=e2e.devshare.dev/hold
-template_json() {  # template_json NAME CAPACITY_REQUESTS_JSON ("" for none)
-  local capacity=""
-  [ -n "$2" ] && capacity=",\"capacity\":{\"requests\":$2}"
-  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"%s","namespace":"default"},"spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"hami-gpu"%s}}]}}}}' \
-    "$1" "$capacity"
-}
 dra_pod_json() {  # dra_pod_json NAME TEMPLATE: a pod with the claim from TEMPLATE, held by $hold
   printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"schedulingGates":[{"name":"%s"}],"resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"%s"}],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[{"name":"gpu"}]}}]}}' \
     "$1" "$hold" "$2"
@@ -117,7 +111,7 @@ claims=(
 for entry in "${claims[@]}"; do
   name=${entry%%|*} capacity=${entry#*|}
   check "create template $name ($capacity)" \
-    kapi POST "$resource/namespaces/default/resourceclaimtemplates" "$(template_json "$name" "$capacity")"
+    kapi POST "$resource/namespaces/default/resourceclaimtemplates" "$(dra_template_json "$name" "$capacity")"
   check "create pod $name from it, held" kapi POST "$ns/pods" "$(dra_pod_json "$name" "$name")"
   if ! wait_until 30 claim_of "$name" >/dev/null || ! claim=$(claim_of "$name") ||
     ! kapi GET "$resource/namespaces/default/resourceclaims/$claim" >"$work/$name.json" ||

@@ -184,14 +184,16 @@ need_wrk() {
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq wrk >/dev/null
 }
 
-# bulk_nodes N TEMPLATE [FIRST]: creates N nodes named node-FIRST.. (five
-# digits; FIRST 0 by default) from the Node JSON in file TEMPLATE (its name
-# NODE-NAME replaced), each Ready and untainted as create_node leaves it,
-# over one connection.
+# bulk_nodes N TEMPLATE [FIRST [SLICE]]: creates N nodes named node-FIRST..
+# (five digits; FIRST 0 by default) from the Node JSON in file TEMPLATE (its
+# name NODE-NAME replaced), each Ready and untainted as create_node leaves it,
+# and with SLICE (a file) the ResourceSlice of its devices from that JSON
+# (NODE-NAME replaced too), over one connection.
 bulk_nodes() {
-  python3 - "$1" "$2" "$(node_ready_patch)" "${3:-0}" <<'PY'
+  python3 - "$1" "$2" "$(node_ready_patch)" "${3:-0}" "${4:-}" <<'PY'
 import http.client, json, os, ssl, sys, urllib.parse
 n, template, ready, first = int(sys.argv[1]), open(sys.argv[2]).read(), sys.argv[3], int(sys.argv[4])
+slice_template = open(sys.argv[5]).read() if sys.argv[5] else None
 ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA"])
 ctx.load_cert_chain(os.environ["KUBE_CLIENT_CERT"], os.environ["KUBE_CLIENT_KEY"])
 url = urllib.parse.urlparse(os.environ["KUBE_SERVER"])
@@ -207,20 +209,29 @@ for i in range(first, first + n):
     call("POST", "/api/v1/nodes", template.replace("NODE-NAME", name), "application/json")
     call("PATCH", f"/api/v1/nodes/{name}/status", ready, "application/merge-patch+json")
     call("PATCH", f"/api/v1/nodes/{name}", '{"spec":{"taints":null}}', "application/merge-patch+json")
+    if slice_template:
+        call("POST", "/apis/resource.k8s.io/v1/resourceslices", slice_template.replace("NODE-NAME", name),
+             "application/json")
 PY
 }
 
 # load_pod_json I SCHEDULER [MIB]: pod load-I (five digits) asking one GPU
 # for SCHEDULER: of MIB MiB, or by default of 4,000 to 20,000 MiB (a fixed
 # sequence over I), or with MIB "none" of no memory (a plain extended
-# resource, for kube-scheduler alone).
+# resource, for kube-scheduler alone); with MIB "dra" or "dra-fill" a DRA
+# claim from a ResourceClaimTemplate instead (dra_compare.py: that
+# scenario's sequence of shares and whole GPUs).
 load_pod_json() {
   python3 -c "$_load_pod_py"'
 print(json.dumps(load_pod(int(sys.argv[1]), sys.argv[2], sys.argv[3])))' "$1" "$2" "${3:-mixed}"
 }
 _load_pod_py='
 import json, sys
+sys.path.insert(0, "'"$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"'")
 def load_pod(i, scheduler, mib):
+    if mib in ("dra", "dra-fill"):
+        import dra_compare
+        return dra_compare.pod(mib, i, scheduler)
     limits = {"nvidia.com/gpu": "1"}
     if mib != "none":
         limits["nvidia.com/gpumem"] = str(4000 + (i * 7919) % 16001) if mib == "mixed" else mib
@@ -392,9 +403,12 @@ E2E_HAMI_CHART=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../../../shared/ham
 # The driver name HAMi's DRA driver publishes its GPUs under.
 HAMI_DRA_DRIVER=hami-core-gpu.project-hami.io
 
-# dra_node_json NAME: a Node without devices of its own (32 CPUs, 128 GiB).
+# dra_node_json NAME [CPUS MEMORY_GIB]: a Node without devices of its own
+# (32 CPUs, 128 GiB by default).
 dra_node_json() {
-  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"kubernetes.io/hostname":"%s"}},"status":{"capacity":{"cpu":"32","memory":"128Gi","pods":"110"},"allocatable":{"cpu":"32","memory":"128Gi","pods":"110"}}}' "$1" "$1"
+  local cpu=${2:-32} mem=${3:-128}Gi
+  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"kubernetes.io/hostname":"%s"}},"status":{"capacity":{"cpu":"%s","memory":"%s","pods":"110"},"allocatable":{"cpu":"%s","memory":"%s","pods":"110"}}}' \
+    "$1" "$1" "$cpu" "$mem" "$cpu" "$mem"
 }
 
 # hami_dra_gpu_json MINOR MEMORY: one GPU as HAMi's DRA driver publishes it:
@@ -426,4 +440,47 @@ DRA_WEBHOOK_MATCH="has(object.spec.resourceClaims) || object.spec.containers.exi
 hami_dra_class_json() {
   printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"%s"},"spec":{"selectors":[{"cel":{"expression":"device.driver == \\"%s\\""}}]}}' \
     "$1" "$HAMI_DRA_DRIVER"
+}
+
+# dra_template_json NAME CAPACITY_REQUESTS_JSON [SELECTOR [COUNT]]: a
+# ResourceClaimTemplate of namespace default asking COUNT (default 1) devices
+# of the class hami-gpu, with those capacity requests ("" or "-": none, the
+# whole device) and a CEL selector ("": none).
+dra_template_json() {
+  local capacity="" selectors="" count=""
+  [ -n "$2" ] && [ "$2" != - ] && capacity=",\"capacity\":{\"requests\":$2}"
+  [ -n "${3:-}" ] && selectors=",\"selectors\":[{\"cel\":{\"expression\":\"$3\"}}]"
+  [ -n "${4:-}" ] && [ "$4" != 1 ] && count=",\"count\":$4"
+  printf '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"%s","namespace":"default"},"spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"hami-gpu"%s%s%s}}]}}}}' \
+    "$1" "$count" "$capacity" "$selectors"
+}
+
+# dra_webhook_json URL: the MutatingWebhookConfiguration devshare-dra the
+# chart gives devshare serve for pods with DRA claims (failurePolicy Fail,
+# matchConditions on has(object.spec.resourceClaims)), namespace default,
+# served at URL/webhook with the test CA.
+dra_webhook_json() {
+  cat <<EOF
+{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration",
+ "metadata":{"name":"devshare-dra"},
+ "webhooks":[{"name":"dra.pods.devshare.e2e","clientConfig":{"url":"$1/webhook","caBundle":"$CA_BUNDLE"},
+   "rules":[{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}],
+   "namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"default"}},
+   "matchConditions":[{"name":"has-dra-claims","expression":"$DRA_WEBHOOK_MATCH"}],
+   "failurePolicy":"Fail","sideEffects":"None","admissionReviewVersions":["v1"],"timeoutSeconds":10}]}
+EOF
+}
+
+# dra_figures: "gpus=N allocated_gpus=G allocated_pct=P over_capacity=D" from
+# the API objects: the GPUs the ResourceSlices publish, the GPUs the claims of
+# bound pods hold (a share its cores / 100, a whole device 1), and how many
+# devices the allocated claims consume more of a capacity than published.
+dra_figures() {
+  local dir=$E2E_DIR/dra-figures
+  mkdir -p "$dir" &&
+    kapi GET /apis/resource.k8s.io/v1/resourceclaims >"$dir/claims.json" &&
+    kapi GET /api/v1/pods >"$dir/pods.json" &&
+    kapi GET /apis/resource.k8s.io/v1/resourceslices >"$dir/slices.json" &&
+    python3 "$(dirname "${BASH_SOURCE[0]}")/dra_compare.py" figures "$dir/claims.json" "$dir/pods.json" \
+      "$dir/slices.json"
 }

@@ -13,7 +13,15 @@
 # default instead of 100) and nN (N nodes and 2N pods instead of NODES and
 # PODS, waiting at least 900 s from 1,000 nodes). Without RUNs: every run of
 # $COMPARE_RUNS_ALL, the sizes of $COMPARE_SIZES (default 200 1000 5000;
-# empty: none) included.
+# empty: none) included, and the DRA runs: dra (kube-scheduler's own DRA
+# allocation against devshare serving the DeviceClass by binpack and by fgd:
+# schedulers kube-scheduler, devshare, devshare-fgd) at each of
+# $COMPARE_DRA_SIZES nodes (default 500 1000 5000) and dra-fill at each of
+# $COMPARE_DRA_FILL_SIZES (default 1000). DRA runs start
+# kube-controller-manager (its resourceclaim controller) too, and leave
+# kube-scheduler's percentageOfNodesToScore at its default (what a DRA
+# cluster runs, and what the simulator's upstream models); COMPARE_FILL_SETTLE
+# (60) is the seconds without a binding that end a fill.
 # storm runs use COMPARE_STORM_NODES (20) and COMPARE_STORM_PODS (100);
 # agreement runs COMPARE_AGREEMENT_PODS (30) and COMPARE_QUOTA_PODS (4) under a
 # gpumem quota (compare.sh), then, in the same control plane (unless
@@ -35,7 +43,10 @@
 # apart on a W10 tie or a HAMi-exact row excused), and of each preemption
 # run that every waiting pod was bound on the GPU the deletion freed, that
 # devshare bound the high-priority pod where explain preempts and evicted
-# only explain's victims, and that HAMi's scheduler evicted nothing; prints
+# only explain's victims, and that HAMi's scheduler evicted nothing, and of
+# each DRA run that no device is over a capacity, and that every pod was
+# bound (dra) or that pods were left pending on a full cluster and the
+# simulator predicted the run (dra-fill); prints
 # "e2e-compare: N passed, N failed" last and exits 1 on a failure.
 #
 # DEVSHARE names the executable; DEVSHARE_SERVE_ARGS adds flags to devshare
@@ -56,6 +67,12 @@ for size in ${COMPARE_SIZES-200 1000 5000}; do
     COMPARE_RUNS_ALL+=" throughput+n$size/$scheduler"
   done
 done
+for size in ${COMPARE_DRA_SIZES-500 1000 5000}; do
+  for scheduler in kube-scheduler devshare devshare-fgd; do COMPARE_RUNS_ALL+=" dra+n$size/$scheduler"; done
+done
+for size in ${COMPARE_DRA_FILL_SIZES-1000}; do
+  for scheduler in kube-scheduler devshare devshare-fgd; do COMPARE_RUNS_ALL+=" dra-fill+n$size/$scheduler"; done
+done
 json= check=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -64,7 +81,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 nodes=$1 pods=$2 qps=$3 burst=$4
 shift 4
 runs=("$@")
@@ -97,8 +114,14 @@ for run in "${runs[@]}"; do
       [ "$n" -ge 1000 ] && [ "$limit" -lt 900 ] && limit=900 ;;
     *) echo "compare: $run: unknown variant $variant"; exit 2 ;;
   esac
-  profile=${scheduler%-lock-free}-scheduler
-  if [ "$scheduler" = kube-scheduler ]; then
+  profile=${scheduler%-lock-free}-scheduler cm=()
+  if [ "$base" = dra ] || [ "$base" = dra-fill ]; then
+    # kube-scheduler without an extender (devshare serves the DeviceClass
+    # through its webhook and the claims) at its default
+    # percentageOfNodesToScore, and the resourceclaim controller.
+    profile=default-scheduler config=$out/scheduler-dra.yaml cm=(--controller-manager)
+    sed '/^extenders:/,$d; /^percentageOfNodesToScore:/d' "$here/scheduler-devshare.yaml" >"$config"
+  elif [ "$scheduler" = kube-scheduler ]; then
     # kube-scheduler alone: no extender, the configuration of
     # scheduler-devshare.yaml without its extenders section.
     profile=default-scheduler config=$out/scheduler-alone.yaml
@@ -118,13 +141,15 @@ for run in "${runs[@]}"; do
     command=(bash "$here/compare-replicas.sh" "$scheduler" "$n" "$p" "$q" "$b" "$limit")
   fi
   E2E_DIR=$out/$name E2E_EXTENDER_URL=https://127.0.0.1:$port \
-    E2E_SCHEDULER_NAME=$profile \
-    bash "$here/control-plane.sh" run --scheduler-config "$config" -- "${command[@]}" 2>&1 |
+    E2E_SCHEDULER_NAME=$profile E2E_CONTROLLER_MANAGER_QPS=$q E2E_CONTROLLER_MANAGER_BURST=$b \
+    bash "$here/control-plane.sh" run --scheduler-config "$config" "${cm[@]}" -- "${command[@]}" 2>&1 |
     tee "$out/$name.log" | grep '^compare: ' | sed "s/scenario=$base /scenario=$scenario /" |
     tee -a "$out/results.txt"
 done
-python3 - "$out/results.txt" "$json" "$check" "$out" "${runs[@]}" <<'PY'
+COMPARE_HERE=$here python3 - "$out/results.txt" "$json" "$check" "$out" "${runs[@]}" <<'PY'
 import json, os, platform, sys
+sys.path.insert(0, os.environ["COMPARE_HERE"])
+import dra_compare
 results_file, json_path, check, out, *runs = sys.argv[1:]
 rows = []
 for line in open(results_file):
@@ -134,24 +159,28 @@ cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.start
 mem = next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
 machine = f"{os.cpu_count()} CPUs ({cpu}), {mem / 2**20:.0f} GiB, {platform.system()} {platform.release()}"
 print(f"compare: measured on {machine}")
-keys = ["nodes", "pods", "qps", "burst", "bound", "pods_per_s", "p50_s", "p99_s", "bind_errors",
-        "lock_contention", "over_allocated", "extender_cpu_s", "extender_rss_mib", "api_requests",
-        "standin_cpu_s", "kube_scheduler_cpu_s", "kube_apiserver_cpu_s", "etcd_cpu_s",
+keys = ["nodes", "pods", "qps", "burst", "bound", "pending", "pods_per_s", "p50_s", "p99_s", "bind_errors",
+        "lock_contention", "over_allocated", "gpus", "allocated_gpus", "allocated_pct", "sim_variant",
+        "sim_allocated_pct", "sim_range", "extender_cpu_s", "extender_rss_mib", "devshare_cpu_s",
+        "devshare_rss_mib", "api_requests", "api_requests_kube_scheduler",
+        "api_requests_kube_controller_manager", "api_requests_devshare",
+        "standin_cpu_s", "kube_scheduler_cpu_s", "kube_controller_manager_cpu_s", "kube_apiserver_cpu_s",
+        "etcd_cpu_s",
         "agree", "w10_node_tie", "hami_exact_row", "unexplained", "quota_pods", "pending_quota", "quota_mib",
         "waiting_rounds", "waiting_s", "waiting_nudged", "waiting_on_freed", "preempt_s", "preempt_pending_s",
         "preempt_node", "evicted", "gone", "planned", "node_writes_per_min_leader",
         "node_writes_per_min_follower", "follower_filter", "failover_resume_s", "leader_after"]
-order = ["kube-scheduler", "devshare", "devshare-lock-free", "hami"]
+order = ["kube-scheduler", "devshare", "devshare-fgd", "devshare-lock-free", "hami"]
 for scenario in dict.fromkeys(r["scenario"] for r in rows):
     by = {r["scheduler"]: r for r in rows if r["scenario"] == scenario}
     cols = [s for s in order if s in by]
     args = by.get("devshare", by.get("devshare-lock-free", {})).get("args", "-")
     print(f"\n{scenario}" + (f" (devshare serve flags added: {args.replace(',', ' ')})" if args != "-" else ""))
-    print(f"{'':18}" + "".join(f"{c:>20}" for c in cols) + (f"{'devshare/HAMi':>15}" if {"devshare", "hami"} <= set(cols) else ""))
-    for k in keys:
-        if not any(k in by[c] for c in cols):
-            continue
-        line = f"{k:18}" + "".join(f"{by[c].get(k, '-'):>20}" for c in cols)
+    shown = [k for k in keys if any(by[c].get(k, "-") != "-" for c in cols)]
+    w = max([18] + [len(k) + 1 for k in shown])
+    print(f"{'':{w}}" + "".join(f"{c:>20}" for c in cols) + (f"{'devshare/HAMi':>15}" if {"devshare", "hami"} <= set(cols) else ""))
+    for k in shown:
+        line = f"{k:{w}}" + "".join(f"{by[c].get(k, '-'):>20}" for c in cols)
         if {"devshare", "hami"} <= set(cols) and k not in ("nodes", "pods", "qps", "burst"):
             try:
                 d, h = float(by["devshare"][k]), float(by["hami"][k])
@@ -160,9 +189,14 @@ for scenario in dict.fromkeys(r["scenario"] for r in rows):
                 line += f"{'-':>15}"
         print(line)
     for c in cols:
-        verbs = {k: v for k, v in by[c].items() if "-" in k and k not in ("scheduler", "scenario")}
+        verbs = {k: v for k, v in by[c].items() if "-" in k and ":" not in k and k not in ("scheduler", "scenario")}
         if verbs:
             print(f"  {c} API requests by verb (audit log):", " ".join(f"{k}={v}" for k, v in sorted(verbs.items())))
+        for component, counts in dra_compare.requests_by_component(by[c]).items():
+            print(f"  {c}: {component}'s API requests by verb (audit log):",
+                  " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+for line in dra_compare.summary(rows):
+    print(line)
 def outcomes(scheduler):  # pod -> (outcome, verdict) from agreement.txt: "pending" or
     nodes, got = {}, {}     # (node by order of first use, GPU indices)
     for line in open(f"{out}/agreement-{scheduler}/agreement.txt"):
@@ -244,6 +278,10 @@ if check:
                     f"{what}: the high-priority pod bound on {r['preempt_node']}, where explain preempts: {r['planned_node']}")
             verdict(r["evicted"] == r["gone"] == r["planned"] != "-",
                     f"{what}: only explain's victims evicted and gone: {r['planned']} (evicted {r['evicted']}, gone {r['gone']})")
+            continue
+        if r["scenario"].startswith("dra"):
+            for ok, text in dra_compare.checks(r):
+                verdict(ok, f"{what}: {text}")
             continue
         if "pending_quota" in r:
             verdict(int(r["bound"]) + int(r["pending_quota"]) == int(r["pods"]),
