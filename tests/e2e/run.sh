@@ -94,11 +94,12 @@ suite() {  # suite NAME LOG CONTROL-PLANE-ARGS...
 }
 
 soak_suite() {  # soak_suite MINUTES NODES: soak.sh in a control plane of its own
-  local soak_port
+  local soak_port cm=()
   soak_port=$(free_port)
+  [ "${SOAK_DRA:-1}" != 0 ] && cm=(--controller-manager)  # DRA pods in the churn: the claims' controller
   E2E_EXTENDER_URL=https://127.0.0.1:$soak_port DEVSHARE_PROXY_PORT=$soak_port DEVSHARE=$DEVSHARE \
     SOAK_MINUTES=$1 SOAK_NODES=$2 SOAK_JSON=${SOAK_JSON:-$out/soak.json} \
-    suite soak "$out/soak.log" --scheduler-config "$here/scheduler-devshare.yaml" -- bash "$here/soak.sh"
+    suite soak "$out/soak.log" --scheduler-config "$here/scheduler-devshare.yaml" "${cm[@]}" -- bash "$here/soak.sh"
 }
 if [ "${1:-}" = soak ]; then
   soak_suite "${SOAK_MINUTES:-120}" "${SOAK_NODES:-300}"
