@@ -42,7 +42,9 @@
 #                      on 100 nodes (seed 1) with a watch cut, 429/500 answers,
 #                      the leader killed mid-bind and a node re-created
 # `run.sh soak` runs the soak suite alone with SOAK_MINUTES, SOAK_NODES,
-# SOAK_SEED and SOAK_FAULTS as given (make soak).
+# SOAK_SEED and SOAK_FAULTS as given (make soak); `run.sh dra-failover` runs
+# dra-failover.sh alone with DRA_FAILOVER_PODS, _KILLS, _KILL_MAX and _SEED as
+# given (make dra-failover: 1,000 pods, 5 kills).
 # Prints the time of each step and "e2e-cluster: N passed, N failed" last.
 # If the binaries cannot be provided it says so and reports the run as
 # skipped (never as passed).
@@ -101,6 +103,13 @@ soak_suite() {  # soak_suite MINUTES NODES: soak.sh in a control plane of its ow
     SOAK_MINUTES=$1 SOAK_NODES=$2 SOAK_JSON=${SOAK_JSON:-$out/soak.json} \
     suite soak "$out/soak.log" --scheduler-config "$here/scheduler-devshare.yaml" "${cm[@]}" -- bash "$here/soak.sh"
 }
+if [ "${1:-}" = dra-failover ]; then  # make dra-failover: DRA_FAILOVER_PODS as given
+  DEVSHARE=$DEVSHARE suite dra-failover "$out/dra-failover.log" --controller-manager -- bash "$here/dra-failover.sh"
+  echo "e2e-cluster: all done in $((SECONDS - t0))s"
+  echo "e2e-cluster: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
 if [ "${1:-}" = soak ]; then
   soak_suite "${SOAK_MINUTES:-120}" "${SOAK_NODES:-300}"
   echo "e2e-cluster: all done in $((SECONDS - t0))s"
