@@ -956,7 +956,7 @@ class Soak:
                 took_over = time.time() - t_kill
                 break
             time.sleep(0.5)
-        record["notes"].append(f"replica {leader.name} killed with {burst} pods just created "
+        record["notes"].append(f"replica {leader.name} killed with {len(names)} pods just created "
                                f"({bound_before} seen bound before); "
                                + (f"{other.name} ready {took_over:.1f} s later" if took_over is not None
                                   else f"{other.name} not ready within 60 s"))
@@ -973,7 +973,7 @@ class Soak:
         with self.lock:
             unbound = [n for n in names if self.pods[n]["bound"] is None and self.pods[n]["deleted"] is None]
             lost = [n for n in names if n in self.lost]
-        record["notes"].append(f"burst: {burst - len(unbound)} bound, {len(unbound)} still pending after "
+        record["notes"].append(f"burst: {len(names) - len(unbound)} bound, {len(unbound)} still pending after "
                                f"90 s, {len(lost)} vanished")
         snap = self.snapshot
         stuck = [n for n in unbound if self.fits_now(snap, n)]

@@ -64,9 +64,12 @@ def slice_json(node: str, memories: list[str]) -> dict:
 
 
 def pod_json(name: str, shape: str) -> dict:
+    """A pod whose claims come from the template SHAPE, for the soak's one kube-scheduler (its
+    profile devshare-scheduler: the extender is not called for a pod asking none of its
+    resources, kube-scheduler binds it where its claims are allocated)."""
     claims = [("gpu", shape)] if shape != "pair" else [("gpu", "share-25"), ("gpu2", "share-25")]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"soak": "1", "dra": "1"}},
-            "spec": {"terminationGracePeriodSeconds": 0,
+            "spec": {"schedulerName": "devshare-scheduler", "terminationGracePeriodSeconds": 0,
                      "resourceClaims": [{"name": c, "resourceClaimTemplateName": t} for c, t in claims],
                      "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                      "resources": {"requests": {"cpu": "100m"},
