@@ -163,7 +163,7 @@ def recount(claims: list[dict], slices: list[dict], pods: list[dict] | None = No
             if v > dev.capacity.get(n, Fraction(0)):
                 problems["over"].append(f"{'/'.join(dev.key[1:])} {n}: {fmt(v)} of "
                                         f"{fmt(dev.capacity.get(n, Fraction(0)))} in "
-                                        f"{len(dev.claims)} claims")
+                                        f"{len(dev.claims)} claims ({', '.join(sorted(dev.claims))})")
     counts = {"devices": len(devices), "claims": len(claims), "claims_allocated": allocated}
     room_pods: dict[str, str] = {}
     if pods is not None:
