@@ -42,9 +42,10 @@
 #                      on 100 nodes (seed 1) with a watch cut, 429/500 answers,
 #                      the leader killed mid-bind and a node re-created (DRA
 #                      pods in the churn with E2E_SOAK_DRA=1)
-# Not here: dra-failover.sh (run.sh dra-failover, make dra-failover), 87 s at
-# its CI size (60 pods, one kill) but failing in some runs on a device
-# allocated beyond its capacity after a takeover (docs/operators/reliability.md).
+# Not here: dra-failover.sh (run.sh dra-failover, make dra-failover): 87-98 s
+# at its CI size (60 pods, one kill), and failing in two runs of five on a
+# device allocated beyond its capacity after a takeover
+# (docs/operators/reliability.md, "DRA under faults").
 # `run.sh soak` runs the soak suite alone with SOAK_MINUTES, SOAK_NODES,
 # SOAK_SEED and SOAK_FAULTS as given (make soak); `run.sh dra-failover` runs
 # dra-failover.sh alone with DRA_FAILOVER_PODS, _KILLS, _KILL_MAX and _SEED as
