@@ -40,12 +40,14 @@
 #                      victims; HAMi's stays pending 10 s, evicting nothing)
 #   soak.sh            the soak and fault test, bounded: 4 minutes of pod churn
 #                      on 100 nodes (seed 1) with a watch cut, 429/500 answers,
-#                      the leader killed mid-bind and a node re-created (DRA
-#                      pods in the churn with E2E_SOAK_DRA=1)
-# Not here: dra-failover.sh (run.sh dra-failover, make dra-failover): 87-98 s
-# at its CI size (60 pods, one kill), and failing in two runs of five on a
-# device allocated beyond its capacity after a takeover
-# (docs/operators/reliability.md, "DRA under faults").
+#                      the leader killed mid-bind and a node re-created, DRA
+#                      pods in the churn beside the annotation pods
+#                      (E2E_SOAK_DRA=0: without them)
+#   dra-failover.sh    DRA under leader kills: two replicas, the leader SIGKILLed
+#                      between one pod's claims, then 60 pods from templates
+#                      with one kill at a random moment (seed 1); no device
+#                      over its capacity, every pod that fits bound (1,000 pods
+#                      and 5 kills: run.sh dra-failover, make dra-failover)
 # `run.sh soak` runs the soak suite alone with SOAK_MINUTES, SOAK_NODES,
 # SOAK_SEED and SOAK_FAULTS as given (make soak); `run.sh dra-failover` runs
 # dra-failover.sh alone with DRA_FAILOVER_PODS, _KILLS, _KILL_MAX and _SEED as
@@ -127,6 +129,8 @@ suite smoke "$out/smoke.log" -- bash "$here/smoke.sh"
 
 DEVSHARE=$DEVSHARE suite dra "$out/dra.log" --controller-manager -- bash "$here/dra-upstream.sh"
 DEVSHARE=$DEVSHARE suite dra-serve "$out/dra-serve.log" --controller-manager -- bash "$here/dra-serve.sh"
+DEVSHARE=$DEVSHARE DRA_FAILOVER_PODS=60 DRA_FAILOVER_KILLS=1 DRA_FAILOVER_KILL_MAX=3 DRA_FAILOVER_SEED=1 \
+  suite dra-failover "$out/dra-failover.log" --controller-manager -- bash "$here/dra-failover.sh"
 
 ext_port=$(free_port)
 E2E_EXTENDER_URL=http://127.0.0.1:$ext_port FAKE_EXTENDER_PORT=$ext_port \
@@ -170,9 +174,8 @@ echo "e2e-cluster: compare took $((SECONDS - t))s (exit $rc)"
 step compare "$t" "$rc"
 
 # Bounded for CI (about 4.5 minutes): fixed seed, the four faults a short soak injects.
-# Without DRA pods unless E2E_SOAK_DRA=1: with them it finds, in some runs, a
-# device over its capacity (docs/operators/reliability.md, "DRA under faults").
-SOAK_SEED=${SOAK_SEED:-1} SOAK_FAULTS=${E2E_SOAK_FAULTS:-} SOAK_DRA=${E2E_SOAK_DRA:-0} \
+# With DRA pods (and kube-controller-manager) unless E2E_SOAK_DRA=0.
+SOAK_SEED=${SOAK_SEED:-1} SOAK_FAULTS=${E2E_SOAK_FAULTS:-} SOAK_DRA=${E2E_SOAK_DRA:-1} \
   soak_suite "${E2E_SOAK_MINUTES:-4}" "${E2E_SOAK_NODES:-100}"
 
 echo "e2e-cluster: all done in $((SECONDS - t0))s"
