@@ -43,7 +43,7 @@ TEST_TARGETS := build test-cli test-unit test-install test-serve test-hostile \
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-docs test-python-package test-oracle oracle oracle-speed python fuzz bench bench-check clean
+.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak dra-failover image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-docs test-python-package test-oracle oracle oracle-speed python fuzz bench bench-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -310,6 +310,20 @@ SOAK_NODES   ?= 300
 soak: build
 	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) SOAK_MINUTES=$(SOAK_MINUTES) \
 	  SOAK_NODES=$(SOAK_NODES) bash tests/e2e/run.sh soak
+
+# devshare serve's DRA allocation under leader kills (tests/e2e/dra-failover.sh):
+# two replicas serving hami-gpu, the leader SIGKILLed between one pod's claims,
+# then DRA_FAILOVER_PODS pods from templates while the leader is SIGKILLed
+# DRA_FAILOVER_KILLS times at random moments (seed DRA_FAILOVER_SEED); no device
+# over its capacity, no share in two claims, every pod that fits bound.
+DRA_FAILOVER_PODS     ?= 1000
+DRA_FAILOVER_KILLS    ?= 5
+DRA_FAILOVER_KILL_MAX ?= 12
+DRA_FAILOVER_SEED     ?= 1
+dra-failover: build
+	@E2E_BUILD=$(CURDIR)/$(E2E_BUILD) DEVSHARE=$(CURDIR)/$(DEVSHARE) DRA_FAILOVER_PODS=$(DRA_FAILOVER_PODS) \
+	  DRA_FAILOVER_KILLS=$(DRA_FAILOVER_KILLS) DRA_FAILOVER_KILL_MAX=$(DRA_FAILOVER_KILL_MAX) \
+	  DRA_FAILOVER_SEED=$(DRA_FAILOVER_SEED) bash tests/e2e/run.sh dra-failover
 
 # The container image as an OCI archive, built without a registry or a daemon
 # (scripts/build-image.sh), and its check from its own root file system.

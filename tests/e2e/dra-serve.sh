@@ -41,35 +41,8 @@ serve_pid=
 work=$(mktemp -d)
 trap '[ -n "$serve_pid" ] && kill_serve; rm -rf "$work"' EXIT
 
-# devshare's identity: a client certificate of its own, no group, bound to
-# the ClusterRole the chart renders for DRA device classes.
-make_identity() {
-  local pki=$E2E_DIR/pki
-  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/dra.key" 2>/dev/null &&
-    openssl req -new -key "$work/dra.key" -subj "/CN=devshare-dra" -out "$work/dra.csr" &&
-    printf '[ext]\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' >"$work/dra.ext" &&
-    openssl x509 -req -in "$work/dra.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-      -days 1 -sha256 -extfile "$work/dra.ext" -extensions ext -out "$work/dra.crt" 2>/dev/null || return 1
-  cat >"$work/dra.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: e2e, cluster: {server: $KUBE_SERVER, certificate-authority: $pki/ca.crt}}]
-users: [{name: dra, user: {client-certificate: $work/dra.crt, client-key: $work/dra.key}}]
-contexts: [{name: e2e, context: {cluster: e2e, user: dra}}]
-current-context: e2e
-EOF
-  "$HELM" template devshare "$root/charts/devshare" --set 'devshare.dra.deviceClasses={hami-gpu}' |
-    /usr/bin/python3 -c '
-import json, sys, yaml
-for doc in yaml.safe_load_all(sys.stdin):
-    if doc and doc["kind"] == "ClusterRole" and "helm.sh/hook" not in doc["metadata"].get("annotations", {}):
-        print(json.dumps(doc)); break' >"$work/role.json" || return 1
-  kapi POST /apis/rbac.authorization.k8s.io/v1/clusterroles "$(cat "$work/role.json")" >/dev/null &&
-    kapi POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
-      '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"devshare-dra"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"'"$(jfield metadata.name <"$work/role.json")"'"},"subjects":[{"kind":"User","name":"devshare-dra"}]}' >/dev/null
-}
 start_serve() {
-  "$DEVSHARE" serve --kubeconfig "$work/dra.kubeconfig" --listen "127.0.0.1:$port" \
+  "$DEVSHARE" serve --kubeconfig "$E2E_DIR/devshare-dra.kubeconfig" --listen "127.0.0.1:$port" \
     --tls-cert "$SERVE_CERT" --tls-key "$SERVE_KEY" --dra-device-class hami-gpu \
     --dra-policy binpack --qps 50 --burst 100 >>"$E2E_DIR/logs/devshare-dra.log" 2>&1 &
   serve_pid=$!
@@ -89,55 +62,9 @@ metric() {  # metric SERIES: its value on /metrics
 }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 
-pod_json_from() {  # pod_json_from NAME CLAIM=TEMPLATE...: a pod using one claim per template
-  local name=$1 claims="" uses=""; shift
-  for entry in "$@"; do
-    [ -n "$claims" ] && claims+=, && uses+=,
-    claims+="{\"name\":\"${entry%%=*}\",\"resourceClaimTemplateName\":\"${entry#*=}\"}"
-    uses+="{\"name\":\"${entry%%=*}\"}"
-  done
-  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[%s],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[%s]}}]}}' \
-    "$name" "$claims" "$uses"
-}
-create_gated() {  # create_gated NAME CLAIM=TEMPLATE...: created, and gated by the webhook
-  kapi POST "$ns/pods" "$(pod_json_from "$@")" | jfield spec.schedulingGates | grep -q "\"$gate\""
-}
-claim_of() {  # claim_of POD CLAIM: the name of the claim made for the pod
-  kapi GET "$ns/pods/$1" | python3 -c '
-import json, sys
-for s in json.load(sys.stdin).get("status", {}).get("resourceClaimStatuses", []):
-    if s["name"] == sys.argv[1]:
-        print(s.get("resourceClaimName", ""))' "$2"
-}
-# placed POD CLAIM: prints "NODE POOL/DEVICE" when the claim is allocated and
-# reserved for the pod, and the pod is bound to the allocation's node.
-placed() {
-  local claim pod
-  claim=$(claim_of "$1" "$2") && [ -n "$claim" ] || return 1
-  pod=$(kapi GET "$ns/pods/$1") || return 1
-  kapi GET "$resource/namespaces/default/resourceclaims/$claim" | python3 -c '
-import json, sys
-pod = json.loads(sys.argv[1]); claim = json.load(sys.stdin)
-status = claim.get("status", {})
-results = status.get("allocation", {}).get("devices", {}).get("results", [])
-terms = status.get("allocation", {}).get("nodeSelector", {}).get("nodeSelectorTerms", [])
-node = terms[0]["matchFields"][0]["values"][0] if terms else ""
-reserved = [r["uid"] for r in status.get("reservedFor", [])]
-ok = (results and pod["metadata"]["uid"] in reserved and pod["spec"].get("nodeName") == node
-      and "resource.kubernetes.io/delete-protection" in claim["metadata"].get("finalizers", []))
-if not ok:
-    sys.exit(1)
-print(node, results[0]["pool"] + "/" + results[0]["device"])' "$pod"
-}
-is_placed() { placed "$@" >/dev/null; }
-placed_on() { placed "$2" "$3" | grep -q "^$1 "; }  # placed_on NODE POD CLAIM
-still_gated() { kapi GET "$ns/pods/$1" | jfield spec.schedulingGates | grep -q "\"$gate\""; }
 has_event() {  # has_event POD REASON
   kapi GET "$ns/events?fieldSelector=involvedObject.name=$1" | grep -Eq "\"reason\": *\"$2\""
 }
-# No device is allocated beyond its capacity: the cores and memory every
-# allocated claim consumes, summed per device, within what the slice publishes.
-within_capacity() { dra_figures | grep -q ' over_capacity=0$'; }
 
 t0=$SECONDS
 for node in dra-a dra-b; do
@@ -154,7 +81,7 @@ check "create the template odd (a selector with a map literal)" \
   kapi POST "$resource/namespaces/default/resourceclaimtemplates" \
   "$(dra_template_json odd '{"cores":"10","memory":"1Gi"}' "size({'a': 1}) == 1")"
 
-check "devshare's own identity, with only the chart's ClusterRole for DRA" make_identity
+check "devshare's own identity, with only the chart's ClusterRole for DRA" dra_identity devshare-dra
 start_serve
 check "devshare serve (DeviceClass hami-gpu, binpack) is ready" wait_until 60 serve_ready
 check "register the webhook (pods with DRA claims, failurePolicy Fail)" \

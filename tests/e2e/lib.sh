@@ -484,3 +484,113 @@ dra_figures() {
     python3 "$(dirname "${BASH_SOURCE[0]}")/dra_compare.py" figures "$dir/claims.json" "$dir/pods.json" \
       "$dir/slices.json"
 }
+
+# The API group of DRA, and the scheduling gate devshare's webhook puts on
+# the pods whose claims it allocates.
+DRA_API=/apis/resource.k8s.io/v1
+DRA_GATE=devshare.dev/dra-allocation
+
+# dra_identity NAME...: for each NAME a client certificate of its own (CN
+# NAME, no group) and $E2E_DIR/NAME.kubeconfig, every NAME bound to the
+# ClusterRole the chart renders for DRA device classes (devshare.dra.deviceClasses
+# hami-gpu), made once. Needs HELM (need_binaries).
+dra_identity() {
+  local pki=$E2E_DIR/pki d=$E2E_DIR/identities subjects="" name role
+  mkdir -p "$d"
+  for name in "$@"; do
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/$name.key" 2>/dev/null &&
+      openssl req -new -key "$d/$name.key" -subj "/CN=$name" -out "$d/$name.csr" &&
+      printf '[ext]\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' >"$d/$name.ext" &&
+      openssl x509 -req -in "$d/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+        -days 1 -sha256 -extfile "$d/$name.ext" -extensions ext -out "$d/$name.crt" 2>/dev/null || return 1
+    cat >"$E2E_DIR/$name.kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: $KUBE_SERVER, certificate-authority: $pki/ca.crt}}]
+users: [{name: $name, user: {client-certificate: $d/$name.crt, client-key: $d/$name.key}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: $name}}]
+current-context: e2e
+KUBECONFIG
+    [ -n "$subjects" ] && subjects+=,
+    subjects+="{\"kind\":\"User\",\"name\":\"$name\"}"
+  done
+  if [ ! -s "$d/role.json" ]; then
+    "$HELM" template devshare "$(dirname "${BASH_SOURCE[0]}")/../../charts/devshare" \
+      --set 'devshare.dra.deviceClasses={hami-gpu}' | /usr/bin/python3 -c '
+import json, sys, yaml
+for doc in yaml.safe_load_all(sys.stdin):
+    if doc and doc["kind"] == "ClusterRole" and "helm.sh/hook" not in doc["metadata"].get("annotations", {}):
+        print(json.dumps(doc)); break' >"$d/role.json" && [ -s "$d/role.json" ] || return 1
+    kapi POST /apis/rbac.authorization.k8s.io/v1/clusterroles "$(cat "$d/role.json")" >/dev/null || return 1
+  fi
+  role=$(jfield metadata.name <"$d/role.json")
+  kapi POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
+    '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"'"$1"'"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"'"$role"'"},"subjects":['"$subjects"']}' >/dev/null
+}
+
+pod_json_from() {  # pod_json_from NAME CLAIM=TEMPLATE...: a pod using one claim per template
+  local name=$1 claims="" uses=""; shift
+  for entry in "$@"; do
+    [ -n "$claims" ] && claims+=, && uses+=,
+    claims+="{\"name\":\"${entry%%=*}\",\"resourceClaimTemplateName\":\"${entry#*=}\"}"
+    uses+="{\"name\":\"${entry%%=*}\"}"
+  done
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[%s],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[%s]}}]}}' \
+    "$name" "$claims" "$uses"
+}
+create_gated() {  # create_gated NAME CLAIM=TEMPLATE...: created, and gated by the webhook
+  kapi POST /api/v1/namespaces/default/pods "$(pod_json_from "$@")" | jfield spec.schedulingGates |
+    grep -q "\"$DRA_GATE\""
+}
+still_gated() {  # still_gated POD
+  kapi GET "/api/v1/namespaces/default/pods/$1" | jfield spec.schedulingGates | grep -q "\"$DRA_GATE\""
+}
+claim_of() {  # claim_of POD CLAIM: the name of the claim made for the pod
+  kapi GET "/api/v1/namespaces/default/pods/$1" | python3 -c '
+import json, sys
+for s in json.load(sys.stdin).get("status", {}).get("resourceClaimStatuses", []):
+    if s["name"] == sys.argv[1]:
+        print(s.get("resourceClaimName", ""))' "$2"
+}
+# placed POD CLAIM: prints "NODE POOL/DEVICE" when the claim is allocated and
+# reserved for the pod, and the pod is bound to the allocation's node.
+placed() {
+  local claim pod
+  claim=$(claim_of "$1" "$2") && [ -n "$claim" ] || return 1
+  pod=$(kapi GET "/api/v1/namespaces/default/pods/$1") || return 1
+  kapi GET "$DRA_API/namespaces/default/resourceclaims/$claim" | python3 -c '
+import json, sys
+pod = json.loads(sys.argv[1]); claim = json.load(sys.stdin)
+status = claim.get("status", {})
+results = status.get("allocation", {}).get("devices", {}).get("results", [])
+terms = status.get("allocation", {}).get("nodeSelector", {}).get("nodeSelectorTerms", [])
+node = terms[0]["matchFields"][0]["values"][0] if terms else ""
+reserved = [r["uid"] for r in status.get("reservedFor", [])]
+ok = (results and pod["metadata"]["uid"] in reserved and pod["spec"].get("nodeName") == node
+      and "resource.kubernetes.io/delete-protection" in claim["metadata"].get("finalizers", []))
+if not ok:
+    sys.exit(1)
+print(node, results[0]["pool"] + "/" + results[0]["device"])' "$pod"
+}
+is_placed() { placed "$@" >/dev/null; }
+placed_on() { placed "$2" "$3" | grep -q "^$1 "; }  # placed_on NODE POD CLAIM
+
+# dra_recount [ARGS...]: dra_recount.py on the claims, slices, pods (of the
+# default namespace) and nodes as the API server has them now, ARGS added
+# (--settled: also no pod gated while it fits, none ungated and unbound);
+# prints the problems and the counts, fails on a problem. Without ARGS,
+# within_capacity: no device over its capacity, no share in two claims.
+dra_recount() {
+  local d=$E2E_DIR/recount
+  mkdir -p "$d"
+  kapi GET "$DRA_API/resourceclaims" >"$d/claims.json" && kapi GET "$DRA_API/resourceslices" >"$d/slices.json" &&
+    kapi GET /api/v1/namespaces/default/pods >"$d/pods.json" && kapi GET /api/v1/nodes >"$d/nodes.json" ||
+    return 1
+  python3 "$(dirname "${BASH_SOURCE[0]}")/dra_recount.py" "$d/claims.json" "$d/slices.json" "$d/pods.json" \
+    "$d/nodes.json" "$@"
+}
+# within_capacity: no device allocated beyond its capacity (the cores and
+# memory every allocated claim consumes, summed per device, within what the
+# slice publishes), no share of a device in two claims, no claim reserved for
+# two pods, every bound pod's claims allocated on its node.
+within_capacity() { dra_recount --only over,unknown,shared,reserved,split; }

@@ -29,9 +29,19 @@
 # default: the first four and node-recreate under 30 minutes, all of them
 # otherwise) and recounts the cluster every minute (see soak_churn.py).
 #
+# With SOAK_DRA=1 (the default; the control plane then runs with
+# --controller-manager, as run.sh starts it) the replicas also serve the
+# DeviceClass hami-gpu (--dra-device-class, binpack): SOAK_DRA_NODES nodes
+# (15 % of SOAK_NODES) publish 4 GPUs each as HAMi's DRA driver does, pods
+# from ResourceClaimTemplates arrive beside the annotation pods
+# (SOAK_DRA_FRACTION, 0.25, as many), the leader-kill burst has DRA pods too,
+# each fault is followed by a DRA probe pod as well, and the recount checks
+# the DRA devices (soak_dra.py, dra_recount.py).
+#
 # Environment: SOAK_MINUTES (5), SOAK_NODES (200), SOAK_SEED (1), SOAK_FAULTS,
 # SOAK_UTIL (0.6 of the GPU memory), SOAK_RATE_MAX (2.5 pods/s), SOAK_JSON
-# (write the summary there), SOAK_SERVE_ARGS (added to devshare serve's).
+# (write the summary there), SOAK_SERVE_ARGS (added to devshare serve's),
+# SOAK_DRA (1), SOAK_DRA_NODES, SOAK_DRA_FRACTION.
 # Prints "e2e-soak: N passed, N failed" last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,10 +59,15 @@ if [ -z "${SOAK_FAULTS:-}" ]; then
     SOAK_FAULTS=watch-cut,api-errors,leader-kill,follower-stop,node-recreate,clock-step,apiserver-restart,etcd-restart
   fi
 fi
-export SOAK_FAULTS
+export SOAK_FAULTS SOAK_DRA=${SOAK_DRA:-1}
 work=$E2E_DIR/soak
 mkdir -p "$work"
-echo "soak: $SOAK_MINUTES min, $SOAK_NODES nodes, seed $SOAK_SEED, faults $SOAK_FAULTS"
+echo "soak: $SOAK_MINUTES min, $SOAK_NODES nodes, seed $SOAK_SEED, faults $SOAK_FAULTS, DRA $SOAK_DRA"
+if [ "$SOAK_DRA" != 0 ] && [ -z "${CONTROLLER_MANAGER_HEALTHZ:-}" ]; then
+  echo "soak: SOAK_DRA=1 needs the control plane's kube-controller-manager (control-plane.sh --controller-manager)"
+  echo "e2e-soak: 0 passed, 1 failed"
+  exit 1
+fi
 
 # The executable is copied: a rebuild of the tree during a long run does not change it.
 # So are the shared libraries of the build tree it loads (libdevshare).

@@ -55,6 +55,8 @@ import time
 import urllib.parse
 import urllib.request
 
+import soak_dra
+
 ENV = os.environ
 NS = "/api/v1/namespaces/default"
 REGISTER = "hami.io/node-nvidia-register"
@@ -142,7 +144,7 @@ class Replica:
                 "--lease-namespace", "default", "--lease-name", "devshare",
                 "--scheduler-name", "devshare-scheduler", "--node-policy", "binpack",
                 "--gpu-policy", "spread", "--qps", "50", "--burst", "100"]
-        args += ENV.get("SOAK_SERVE_ARGS", "").split()
+        args += soak_dra.serve_args() + ENV.get("SOAK_SERVE_ARGS", "").split()
         env = dict(ENV)
         if self.faketime:
             if not os.path.exists(self.clock_file()):
@@ -417,6 +419,8 @@ class Soak:
         self.snapshot: Snapshot | None = None
         self.node_names: list[str] = []
         self.node_generation = collections.Counter()
+        self.dra = soak_dra.DraChurn(self) if soak_dra.enabled() else None
+        self.kill_times: list[float] = []  # when a replica was SIGKILLed
 
     # --- checks ---
     def check(self, what: str, ok: bool | None, detail: str = "") -> bool:
@@ -447,6 +451,11 @@ class Soak:
         self.node_names = [f"soak-{i:04d}" for i in range(self.nodes_wanted)]
         self.check(f"register {self.nodes_wanted} GPU nodes ({time.time() - t0:.1f} s)", not errors,
                    errors[0] if errors else "")
+        if self.dra:
+            t0 = time.time()
+            err = self.dra.setup()
+            self.check(f"register {self.dra.nodes} DRA nodes of 4 GPUs, their ResourceSlices, the "
+                       f"DeviceClass hami-gpu and the templates ({time.time() - t0:.1f} s)", err is None, err or "")
 
     def register_node(self, body: dict) -> str | None:
         name = body["metadata"]["name"]
@@ -497,29 +506,41 @@ class Soak:
 
     # --- churn ---
     def new_pod(self, kind: str, want: tuple[int, int, int] | None = None,
-                lifetime: float | None = None) -> str:
+                lifetime: float | None = None, dra: str | None = None) -> str:
+        """A pod asking WANT of the annotation GPUs, or with DRA a pod whose claims come from
+        that template (soak_dra.SHAPES)."""
         with self.lock:
             self.seq += 1
             name = f"{kind}-{self.seq:06d}"
-            if want is None:
+            rng = self.dra.rng if dra else self.rng
+            if dra:
+                want = (0, 0, 0)
+            elif want is None:
                 want = (pick(self.rng, POD_GPUS), pick(self.rng, POD_MEM), pick(self.rng, POD_CORES))
             if lifetime is None:
-                lifetime = self.rng.expovariate(1 / self.lifetime)
+                lifetime = rng.expovariate(1 / self.lifetime)
             self.pods[name] = {"kind": kind, "want": want, "lifetime": lifetime, "created": None,
                                "asked": time.time(), "bound": None, "node": "", "deleted": None,
-                               "fitset": None, "fit_since": None}
+                               "fitset": None, "fit_since": None, "dra": dra}
         self.pool.submit(self.create_pod, name)
         return name
 
     def create_pod(self, name: str) -> None:
         rec = self.pods[name]
-        status, data = self.api.call("POST", f"{NS}/pods", pod_json(name, rec["want"]), timeout=30)
+        body = soak_dra.pod_json(name, rec["dra"]) if rec.get("dra") else pod_json(name, rec["want"])
+        t0 = time.time()
+        status, data = self.api.call("POST", f"{NS}/pods", body, timeout=30)
+        t1 = time.time()
         with self.lock:
             if 200 <= status < 300:
                 rec["created"] = time.time()
                 self.counts["created"] += 1
                 obj = json.loads(data)
-                if obj["spec"].get("schedulerName") != "devshare-scheduler":
+                if rec.get("dra"):
+                    self.counts["dra_created"] += 1
+                    if not soak_dra.dra_recount.gated(obj, soak_dra.dra_recount.GATE):
+                        self.counts["dra_not_gated"] += 1
+                elif obj["spec"].get("schedulerName") != "devshare-scheduler":
                     self.counts["not_moved_by_webhook"] += 1
             elif status == 409:  # an earlier try that timed out went through
                 rec["created"] = time.time()
@@ -530,7 +551,11 @@ class Soak:
                 rec["failed"] = status
                 rec["deleted"] = time.time()
                 self.counts["create_failed"] += 1
-                if b"failed calling webhook" in data:
+                if b"failed calling webhook" in data and any(t0 - 1 <= k <= t1 for k in self.kill_times):
+                    # its webhook call was in flight to the replica SIGKILLed meanwhile (or sent,
+                    # within a second of the kill, on a connection the API server had to it)
+                    self.counts["create_refused_in_flight_at_kill"] += 1
+                elif b"failed calling webhook" in data:
                     self.counts["create_refused_by_webhook"] += 1
                 key = f"create_failed_http_{status}"
                 self.counts[key] += 1
@@ -577,6 +602,10 @@ class Soak:
             return None
         snap = Snapshot(nodes["items"], pods["items"], t)
         excused = self.in_fault(t)
+        room = None
+        if self.dra:
+            result = self.dra.poll(pods["items"], nodes["items"])
+            room = result["room"] if result else None
         with self.lock:
             self.snapshot = snap
             for name, rec in self.pods.items():
@@ -601,9 +630,13 @@ class Soak:
                         rec["bound"] = t
                         rec["node"] = seen["node"]
                         self.counts["bound"] += 1
+                        self.counts["dra_bound"] += 1 if rec.get("dra") else 0
                     rec["fitset"] = rec["fit_since"] = None
                     continue
                 if rec["deleted"] is not None:
+                    continue
+                if rec.get("dra"):
+                    self.dra_pending(name, rec, room, t, excused)
                     continue
                 fits = snap.fitting_nodes(seen["want"])
                 if excused:
@@ -632,6 +665,31 @@ class Soak:
                     self.recount_problems.add(p)
                     log(f"recount: {p}")
         return snap
+
+    def dra_pending(self, name: str, rec: dict, room: dict | None, t: float, excused: bool) -> None:
+        """A DRA pod's wait while its claims fit a node (the recount's "room"), as fit_since is
+        an annotation pod's; unknown (no recount) or excused in a fault window."""
+        if room is None or excused or name not in room:
+            rec["fit_since"] = None
+            return
+        if rec["fit_since"] is None:
+            rec["fit_since"] = t
+        waited = t - rec["fit_since"]
+        self.dra.max_pending_room = max(self.dra.max_pending_room, waited)
+        self.max_pending_fit = max(self.max_pending_fit, waited)
+        if waited > PENDING_LIMIT and name not in self.pending_violations:
+            self.pending_violations[name] = waited
+            log(f"DRA pod {name} ({rec['dra']}) pending {waited:.0f} s while it fits: {room[name]}")
+        elif name in self.pending_violations:
+            self.pending_violations[name] = max(self.pending_violations[name], waited)
+
+    def fits_now(self, snap: Snapshot | None, name: str) -> bool:
+        """Whether the pod, pending, fits somewhere by the last recount."""
+        if snap is None or name not in snap.pods:
+            return False
+        if self.pods.get(name, {}).get("dra"):
+            return bool(self.dra and self.dra.result and name in self.dra.result["room"])
+        return bool(snap.fitting_nodes(snap.pods[name]["want"]))
 
     def lease_loop(self) -> None:
         api = Api()
@@ -792,18 +850,21 @@ class Soak:
                 data += chunk
         return json.loads(data)
 
-    def probe(self, label: str) -> float | None:
+    def probe(self, label: str, dra: bool = False) -> float | None:
         """Seconds from a probe pod's creation (tried for up to 60 s: the API server or the
-        webhook may still be coming back) to its binding; None when not bound within 60 s."""
+        webhook may still be coming back) to its binding; None when not bound within 60 s.
+        With DRA the probe's claim asks 10 % of a GPU of the served class."""
         with self.lock:
             self.seq += 1
-            name = f"probe-{self.seq:06d}"
-            self.pods[name] = {"kind": "probe", "want": (1, 1024, 0), "lifetime": 10.0, "created": None,
-                               "asked": time.time(), "bound": None, "node": "", "deleted": None,
-                               "fitset": None, "fit_since": None}
+            name = f"{'draprobe' if dra else 'probe'}-{self.seq:06d}"
+            self.pods[name] = {"kind": "probe", "want": (0, 0, 0) if dra else (1, 1024, 0), "lifetime": 10.0,
+                               "created": None, "asked": time.time(), "bound": None, "node": "",
+                               "deleted": None, "fitset": None, "fit_since": None,
+                               "dra": "share-10" if dra else None}
+        body = soak_dra.pod_json(name, "share-10") if dra else pod_json(name, (1, 1024, 0))
         t0 = time.time()
         while True:
-            status, _ = self.api.call("POST", f"{NS}/pods", pod_json(name, (1, 1024, 0)), timeout=10)
+            status, _ = self.api.call("POST", f"{NS}/pods", body, timeout=10)
             if 200 <= status < 300 or status == 409:
                 break
             if time.time() - t0 > 60:
@@ -850,6 +911,11 @@ class Soak:
             record["probe_bound_s"] = waited
             self.check(f"{kind}: scheduling resumes (a probe pod bound within 60 s)",
                        waited is not None, f"{waited:.1f} s" if waited is not None else "not bound")
+            if self.dra:
+                waited = self.probe(kind, dra=True)
+                record["dra_probe_bound_s"] = waited
+                self.check(f"{kind}: DRA allocation resumes (a DRA probe pod bound within 60 s)",
+                           waited is not None, f"{waited:.1f} s" if waited is not None else "not bound")
             self.recount_check(f"after {kind}")
             previous_end = time.time()
             log(f"fault {kind} over in {previous_end - record['start']:.0f} s")
@@ -883,9 +949,12 @@ class Soak:
             return False
         burst = int(ENV.get("SOAK_BURST", "20"))
         names = [self.new_pod("burst") for _ in range(burst)]
+        if self.dra:  # DRA pods too: the leader dies in the middle of their claims' writes
+            names += [self.new_pod("burst", dra=self.dra.shape()) for _ in range(burst // 2)]
         time.sleep(float(ENV.get("SOAK_KILL_AFTER", "1.5")))
         with self.lock:
             bound_before = sum(1 for n in names if self.pods[n]["bound"])
+        self.kill_times.append(time.time())
         leader.kill()
         t_kill = time.time()
         other = next(r for r in self.replicas if r is not leader)
@@ -895,7 +964,7 @@ class Soak:
                 took_over = time.time() - t_kill
                 break
             time.sleep(0.5)
-        record["notes"].append(f"replica {leader.name} killed with {burst} pods just created "
+        record["notes"].append(f"replica {leader.name} killed with {len(names)} pods just created "
                                f"({bound_before} seen bound before); "
                                + (f"{other.name} ready {took_over:.1f} s later" if took_over is not None
                                   else f"{other.name} not ready within 60 s"))
@@ -912,10 +981,10 @@ class Soak:
         with self.lock:
             unbound = [n for n in names if self.pods[n]["bound"] is None and self.pods[n]["deleted"] is None]
             lost = [n for n in names if n in self.lost]
-        record["notes"].append(f"burst: {burst - len(unbound)} bound, {len(unbound)} still pending after "
+        record["notes"].append(f"burst: {len(names) - len(unbound)} bound, {len(unbound)} still pending after "
                                f"90 s, {len(lost)} vanished")
         snap = self.snapshot
-        stuck = [n for n in unbound if snap and n in snap.pods and snap.fitting_nodes(snap.pods[n]["want"])]
+        stuck = [n for n in unbound if self.fits_now(snap, n)]
         self.check("leader-kill: every burst pod bound, or pending where nothing fits",
                    not stuck and not lost, f"{len(stuck)} pending though a node fits: {stuck[:5]}"
                    if stuck else "")
@@ -946,7 +1015,7 @@ class Soak:
         snap = self.snapshot
         if snap is None:
             return False
-        counts = collections.Counter(p["node"] for p in snap.pods.values() if p["node"])
+        counts = collections.Counter(p["node"] for p in snap.pods.values() if p["node"] in self.node_names)
         node = max(counts, key=lambda n: (counts[n], n)) if counts else self.node_names[0]
         old = [d["id"] for d in snap.devices.get(node, [])]
         gpus = len(old)
@@ -1068,6 +1137,8 @@ class Soak:
         self.check(f"recount {label}: bound pods carry their devices, of their node", not new_problems,
                    "; ".join(new_problems[:3]))
         self.check(f"recount {label}: no pod lost", not lost, ", ".join(lost[:5]))
+        if self.dra:
+            self.dra_recount_check(label)
         if snap.orphans and not self.in_fault(snap.t):
             self.check(f"recount {label}: no pod bound to a node that is not there", False,
                        ", ".join(snap.orphans[:5]))
@@ -1076,6 +1147,28 @@ class Soak:
         self.check(f"recount {label}: no pod pending > {PENDING_LIMIT:.0f} s while a node fits it",
                    not viol, f"{len(viol)} pods: " + ", ".join(f"{n} {s:.0f} s" for n, s in list(viol.items())[:5])
                    if viol else "")
+
+    def dra_recount_check(self, label: str) -> None:
+        """The DRA devices from the same recount: a problem fails the first recount that finds it.
+        A bound pod the test has deleted since may have lost its claims between the LISTs."""
+        r = self.dra.result
+        if r is None:
+            self.check(f"recount {label}: the API server answers the LISTs of claims and slices", False)
+            return
+        with self.lock:
+            deleted = {n for n, rec in self.pods.items() if rec["deleted"] is not None}
+        over = self.dra.new_problems(("over", "unknown"))
+        shared = self.dra.new_problems(("shared", "reserved"))
+        split = [p for p in self.dra.new_problems(("split",)) if p.split()[1].split("/")[-1] not in deleted]
+        self.dra.note_split(split)
+        c = r["counts"]
+        self.check(f"recount {label}: no DRA device over its capacity", not over,
+                   "; ".join(over[:3]) if over else f"{c.get('claims_allocated', 0)} claims allocated on "
+                   f"{c.get('devices', 0)} devices, {c.get('bound', 0)} DRA pods bound, {c.get('gated', 0)} gated")
+        self.check(f"recount {label}: no DRA device share in two claims, no claim reserved for two pods",
+                   not shared, "; ".join(shared[:3]))
+        self.check(f"recount {label}: bound DRA pods hold their claims, on their node", not split,
+                   "; ".join(split[:3]))
 
     # --- the run ---
     def plan_faults(self, start: float, seconds: float) -> list[tuple[float, str]]:
@@ -1130,6 +1223,12 @@ class Soak:
             f"{self.lifetime:.0f} s on average once bound; {prefill} created at once first; seed {self.seed}")
         for _ in range(prefill):
             self.new_pod("soak")
+        dra_rate = self.dra.rate(self.rate) if self.dra else 0.0
+        if self.dra:
+            log(f"DRA: {self.dra.nodes} nodes of 4 GPUs, {dra_rate:.2f} pods/s arriving (mean "
+                f"{soak_dra.mean_cores():.1f} % of a GPU), {int(prefill * self.dra.fraction)} created at once first")
+            for _ in range(int(prefill * self.dra.fraction)):
+                self.new_pod("dra", dra=self.dra.shape())
         start = time.time()
         plan = self.plan_faults(start, seconds)
         if plan:
@@ -1137,6 +1236,7 @@ class Soak:
         faults = threading.Thread(target=self.fault_thread, args=(plan,), daemon=True)
         faults.start()
         next_arrival = start + self.rng.expovariate(self.rate)
+        next_dra = start + self.dra.rng.expovariate(dra_rate) if self.dra else math.inf
         next_poll = start
         next_sample = start
         next_minute = start + 60
@@ -1147,6 +1247,9 @@ class Soak:
             while next_arrival <= now:
                 self.new_pod("soak")
                 next_arrival += self.rng.expovariate(self.rate)
+            while next_dra <= now:
+                self.new_pod("dra", dra=self.dra.shape())
+                next_dra += self.dra.rng.expovariate(dra_rate)
             self.schedule_deletions(now)
             if now >= next_sample:
                 self.sample_processes()
@@ -1254,7 +1357,9 @@ class Soak:
                        f"injected {dict(a['injected'])}")
         self.check("no pod refused because no replica answered the webhook",
                    self.counts["create_refused_by_webhook"] == 0 if ENV.get("SOAK_WEBHOOK_PORT") else None,
-                   f"{self.counts['create_refused_by_webhook']} refused" if ENV.get("SOAK_WEBHOOK_PORT") else
+                   f"{self.counts['create_refused_by_webhook']} refused; "
+                   f"{self.counts['create_refused_in_flight_at_kill']} whose call was in flight to a replica "
+                   f"SIGKILLed, not counted" if ENV.get("SOAK_WEBHOOK_PORT") else
                    "the webhook shares the leader's Service (no SOAK_WEBHOOK_PORT): not checked")
         self.check("every fault planned was injected",
                    len([f for f in self.faults if "end" in f]) == len(plan),
@@ -1266,6 +1371,7 @@ class Soak:
                 "rate_per_s": round(self.rate, 3), "lifetime_s": round(self.lifetime, 1),
                 "pods": {"created": c["created"], "scheduled": c["bound"], "deleted": c["deleted"],
                          "refused_by_webhook": c["create_refused_by_webhook"],
+                         "refused_in_flight_at_kill": c["create_refused_in_flight_at_kill"],
                          "create_failed": c["create_failed"],
                          "create_failed_by_status": {k[len('create_failed_http_'):]: v for k, v in c.items()
                                                      if k.startswith("create_failed_http_")},
@@ -1292,6 +1398,8 @@ class Soak:
                 "writes_by_replica": {f"{w} {v} {r} {'ok' if ok else 'failed'}": n
                                       for (w, v, r, ok), n in sorted(self.writes.items())},
                 "leaks": leaks,
+                "dra": None if not self.dra else dict(self.dra.summary(), created=c["dra_created"],
+                                                      scheduled=c["dra_bound"], not_gated=c["dra_not_gated"]),
                 "auditor": {"available": a["available"], "injected": dict(a["injected"]),
                             "not_injected": dict(a["uninjected"]), "healed": dict(a["healed"]),
                             "audits_asked": a["samples"], "last_audit": a.get("last_audit"),
@@ -1316,7 +1424,8 @@ class Soak:
               f"{s['rate_per_s']} pods/s, lifetime {s['lifetime_s']} s)")
         print(f"pods                 created {p['created']}, scheduled {p['scheduled']}, deleted {p['deleted']}, "
               f"create errors {p['create_failed']} {p['create_failed_by_status']} "
-              f"({p['refused_by_webhook']} by an unanswered webhook), pending at end "
+              f"({p['refused_by_webhook']} by an unanswered webhook, {p['refused_in_flight_at_kill']} whose "
+              f"webhook call was in flight to the replica killed), pending at end "
               f"{p['pending_at_end']}")
         print(f"faults               {s['faults_by_kind']}")
         for f in s["faults"]:
@@ -1331,6 +1440,13 @@ class Soak:
         print(f"max pending while a node fits  {s['max_pending_while_fits_s']} s "
               f"({len(s['pending_while_fits_over_30s'])} pods over 30 s)")
         print(f"stale-leader writes  {s['stale_leader_writes_total']}")
+        if s["dra"]:
+            d = s["dra"]
+            print(f"DRA                  {d['nodes']} nodes, pods created {d['created']}, scheduled "
+                  f"{d['scheduled']} ({d['not_gated']} not gated by the webhook); devices over capacity "
+                  f"{d['over_capacity']}, double allocations {d['double_allocations']}, pods split "
+                  f"{d['split']}; max pending while its claims fit {d['max_pending_while_room_s']} s; "
+                  f"claims collected {d['claims_collected']}; last recount {d['last_counts']}")
         print(f"Lease holders        {', '.join(s['lease_handovers'])}")
         for name, per in s["leaks"]["replicas"].items():
             for inst in per:
