@@ -278,6 +278,7 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
   }
   DraUnhold(pod.uid);
   d.waiting_since.erase(pod.uid);
+  DraAssume(pod.uid, fit->node);
   DraWrite& w = d.writing[pod.uid];
   w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, 0};
   for (std::size_t i = 0; i < to_allocate.size(); ++i) {
@@ -286,6 +287,24 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
     assumed.reserved_for.push_back(dra::ClaimConsumer{"", "pods", pod.name, pod.uid});
     DraWriteClaim(w, to_allocate[i], std::move(assumed), out);
   }
+}
+
+void Engine::DraAssume(const std::string& uid, const std::optional<std::string>& node) {
+  Impl::Dra& d = impl_->dra;
+  auto pod = impl_->pods.find(uid);
+  if (pod == impl_->pods.end()) return;
+  std::optional<std::string> was;
+  if (auto a = d.assumed_on.find(uid); a != d.assumed_on.end()) was = std::move(a->second);
+  if (node) {
+    d.assumed_on[uid] = *node;
+    Pod counted = pod->second;
+    counted.node_name = *node;
+    static_cast<void>(snapshot_.AddPod(counted));
+  } else if (was) {
+    d.assumed_on.erase(uid);
+    static_cast<void>(snapshot_.AddPod(pod->second));
+  }
+  if (was && was != node) DraRoomOn(*was);
 }
 
 bool Engine::DraCreateExtendedClaims(const Pod& pod, std::string& why, std::vector<Command>& out) {
@@ -391,6 +410,7 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
       DraDue(uid);
     }
     if (w.releasing) DraRoomAnywhere();
+    DraAssume(uid, std::nullopt);
     d.writing.erase(it);
     return true;
   }

@@ -124,8 +124,21 @@ void Engine::PodObserved(const Pod& pod) {
   }
   impl_->uid_of[Impl::NameKey(pod.pod_namespace, pod.name)] = pod.uid;
   if (!pod.node_name.empty()) impl_->Unreserve(pod.uid);  // bound: no longer about to lock
+  // A pod placed by the DRA flow is counted where it goes until it is seen
+  // bound there (DraAssume).
+  Pod assumed;
+  const Pod* counted = &pod;
+  if (auto a = impl_->dra.assumed_on.find(pod.uid); a != impl_->dra.assumed_on.end()) {
+    if (pod.node_name.empty()) {
+      assumed = pod;
+      assumed.node_name = a->second;
+      counted = &assumed;
+    } else {
+      impl_->dra.assumed_on.erase(a);
+    }
+  }
   // A pod whose annotations do not decode holds nothing, as in HAMi; why is kept.
-  const Status status = snapshot_.AddPod(pod);
+  const Status status = snapshot_.AddPod(*counted);
   if (status.ok()) {
     impl_->pod_errors.erase(pod.uid);
   } else {
@@ -151,6 +164,11 @@ void Engine::PodDeleted(const std::string& uid) {
   impl_->Unreserve(uid);
   // Devices freed: the pods just refused are asked to be tried again (Tick).
   if (snapshot_.RemovePod(uid) && !impl_->refused.empty()) impl_->devices_freed = true;
+  if (auto a = impl_->dra.assumed_on.find(uid); a != impl_->dra.assumed_on.end()) {
+    const std::string node = std::move(a->second);
+    impl_->dra.assumed_on.erase(a);
+    DraRoomOn(node);
+  }
   DraPodChanged(before ? &*before : nullptr, nullptr, uid);
 }
 

@@ -122,6 +122,10 @@ struct Engine::Impl {
     // Claims being made for extended resources (CreateResourceClaim), until
     // the watch shows them or the write fails: the command's id, and back.
     std::map<ClaimKey, std::uint64_t> creating;
+    // Pods placed (their claims written or being written) and not yet seen
+    // bound: UID -> the node, where the snapshot counts their CPU and memory
+    // meanwhile, as kube-scheduler's assume cache does.
+    std::unordered_map<std::string, std::string> assumed_on;
     std::unordered_map<std::uint64_t, std::pair<ClaimKey, std::string>>
         created_by;                                                    // -> claim, UID
     std::unordered_map<std::string, std::vector<ClaimKey>> claims_of;  // UID -> the claims it names

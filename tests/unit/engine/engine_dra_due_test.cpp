@@ -336,3 +336,51 @@ TEST_CASE("engine dra: a claim's event older than the snapshot's claim is passed
   f.engine.ResourceClaimObserved(anew);
   CHECK(f.Claimed("whole").uid == "uid-whole-2");
 }
+
+// kube-scheduler binds a pod some time after its gate is removed; meanwhile
+// its CPU and memory count where its claims went, or the next pods would be
+// placed there as though it were not coming (and kube-scheduler, finding the
+// node short of CPU, would allocate their claims again elsewhere).
+TEST_CASE("engine dra: a placed pod's CPU counts on its node until it is seen bound") {
+  Engine engine(DraEngine::Options(dra::Policy::kBinpack));
+  std::vector<Command> out;
+  for (const char* node : {"n1", "n2"}) {
+    engine.NodeObserved(MakeNode(node).Cpu("4"), kNowMs, out);
+    engine.ResourceSliceObserved(NodeSlice(node, {SharedGpu(0)}));
+  }
+  for (auto& [name, c] : dra::testing::Classes()) engine.DeviceClassObserved(c);
+  engine.DraSynced();
+  std::map<std::string, Pod> gated;
+  auto add = [&](const std::string& name) {
+    Pod pod = Gated(name, {name});
+    pod.cpu_milli = 3000;
+    gated[pod.uid] = pod;
+    engine.ResourceClaimObserved(Share(name, 10));
+    engine.PodObserved(pod);
+  };
+  add("a");
+  out.clear();
+  engine.Tick(kNowMs, out);
+  auto writes = Of<WriteClaimStatus>(out);
+  REQUIRE(writes.size() == 1);
+  const std::string a_node = NodeOf(*writes[0].allocation);
+  out.clear();
+  engine.ApiResult(writes[0].id, true, kNowMs, out);  // the gate's removal follows
+  Pod ungated = gated.at("uid-a");
+  ungated.scheduling_gates.clear();
+  engine.PodObserved(ungated);  // ungated, not bound yet
+  // b (3 CPUs) cannot share a's node (4 CPUs) though binpack would put it there.
+  add("b");
+  out.clear();
+  engine.Tick(kNowMs, out);
+  writes = Of<WriteClaimStatus>(out);
+  REQUIRE(writes.size() == 1);
+  CHECK(NodeOf(*writes[0].allocation) != a_node);
+  // Bound where it was placed: counted as bound; deleted: the room is back.
+  ungated.node_name = a_node;
+  engine.PodObserved(ungated);
+  REQUIRE(engine.snapshot().NodeCpuMemoryOf(a_node).ok());
+  CHECK(engine.snapshot().NodeCpuMemoryOf(a_node)->cpu_requested_milli == 3000);
+  engine.PodDeleted("uid-a");
+  CHECK(engine.snapshot().NodeCpuMemoryOf(a_node)->cpu_requested_milli == 0);
+}

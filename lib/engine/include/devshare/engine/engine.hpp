@@ -660,6 +660,9 @@ class Engine {
   // there yet, made (once each until the watch shows them or the write
   // fails); false with `why` when the pod's list does not decode.
   bool DraCreateExtendedClaims(const Pod& pod, std::string& why, std::vector<Command>& out);
+  // Counts `uid`'s CPU and memory on `node` until it is seen bound (nullopt:
+  // no longer; the room goes back to its node).
+  void DraAssume(const std::string& uid, const std::optional<std::string>& node);
   // DRA preemption (dra_preempt.cpp). DraPreempt: `pod`'s `claims` fit
   // nowhere (`no_fit` says why): preempts when it may, else holds it saying
   // why not. DraVictimsGone: for a pod preempting, whether its victims are
