@@ -232,13 +232,13 @@ TEST_CASE("engine dra: no pod is left held for want of room while it fits (rando
       Result<dra::Placer> placer =
           dra::Placer::Make(dra::PlacerOptions{dra::Policy::kBinpack, {}, false});
       REQUIRE(placer.ok());
-      for (const auto& [uid, hold] : engine.dra_held()) {
-        if (hold.kind != DraHoldKind::kNoFit) continue;
-        const Pod& pod = gated.at(uid);
-        Result<dra::Placement> p = placer->Place(engine.snapshot(), {claims.at(uid)},
+      for (const auto& held : engine.dra_held()) {
+        if (held.second.kind != DraHoldKind::kNoFit) continue;
+        const Pod& pod = gated.at(held.first);
+        Result<dra::Placement> p = placer->Place(engine.snapshot(), {claims.at(held.first)},
                                                  {pod.cpu_milli, pod.memory_bytes}, &pod);
         REQUIRE(p.ok());
-        INFO("step ", step, ": ", uid, " held: ", hold.reason);
+        INFO("step ", step, ": ", held.first, " held: ", held.second.reason);
         CHECK_FALSE(p->chosen);
       }
     }
