@@ -87,8 +87,12 @@ Result<std::vector<ExtendedClaim>> DecodeExtendedClaims(std::string_view json) {
     r.String(v.get_object(), "claim", at + ".claim", c.claim);
     r.String(v.get_object(), "deviceClassName", at + ".deviceClassName", c.device_class);
     r.Int(v.get_object(), "count", at + ".count", c.count, 1);
-    if (r.ok() && (c.claim.empty() || c.device_class.empty()))
-      r.Fail(at + (c.claim.empty() ? ".claim" : ".deviceClassName"), "missing");
+    if (r.ok() && (c.claim.empty() || c.device_class.empty() || c.count == 0)) {
+      r.Fail(at + (c.claim.empty()          ? ".claim"
+                   : c.device_class.empty() ? ".deviceClassName"
+                                            : ".count"),
+             "missing");
+    }
     if (!r.ok()) break;
   }
   if (!r.ok()) return r.status();

@@ -56,6 +56,7 @@ TEST_CASE("dra extended: the claims annotation round-trips and refuses what is m
       {R"([{"deviceClassName":"gpu","count":1}])", "[0].claim"},
       {R"([{"claim":"c","count":1}])", "[0].deviceClassName"},
       {R"([{"claim":"c","deviceClassName":"gpu","count":0}])", "[0].count"},
+      {R"([{"claim":"c","deviceClassName":"gpu"}])", "[0].count"},  // found by the fuzzer
       {R"([{"claim":"c","deviceClassName":"gpu","count":"2"}])", "[0].count"},
       {R"([{"claim":"c","deviceClassName":"gpu","count":1},{"claim":7}])", "[1].claim"},
   };
