@@ -171,28 +171,10 @@ echo "dra-failover: set up in $((SECONDS - t0)) s"
 
 # --- 1. the leader killed between the two claims of one pod -------------------
 t1=$SECONDS
-policy=$(cat <<'EOF'
-{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",
- "metadata":{"name":"hold-claim"},
- "spec":{"failurePolicy":"Fail",
-   "matchConstraints":{"resourceRules":[{"apiGroups":["resource.k8s.io"],"apiVersions":["v1"],"operations":["UPDATE"],"resources":["resourceclaims/status"]}]},
-   "validations":[{"expression":"!has(object.status.allocation) || !has(object.metadata.annotations) || !('resource.kubernetes.io/pod-claim-name' in object.metadata.annotations) || object.metadata.annotations['resource.kubernetes.io/pod-claim-name'] != 'held'","message":"held back by the e2e test"}]}}
-EOF
-)
-check "an admission policy holds back the allocation of claims named held" \
-  kapi POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies "$policy"
-check "bind it" kapi POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings \
-  '{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"hold-claim"},"spec":{"policyName":"hold-claim","validationActions":["Deny"]}}'
+check "an admission policy holds back the allocation of claims named held" hold_claim_policy
 sleep 2  # the policy reaches the API server's admission chain
 check "create pod m1 with claims first (share-50) and held (share-50)" create_gated m1 first=share-50 held=share-50
-first_allocated_only() {
-  local first held
-  first=$(claim_of m1 first) held=$(claim_of m1 held)
-  [ -n "$first" ] && [ -n "$held" ] || return 1
-  kapi GET "$DRA_API/namespaces/default/resourceclaims/$first" | jfield status.allocation | grep -q results &&
-    [ -z "$(kapi GET "$DRA_API/namespaces/default/resourceclaims/$held" | jfield status.allocation)" ]
-}
-check "the leader allocates m1's first claim; the held one is refused" wait_until 60 first_allocated_only
+check "the leader allocates m1's first claim; the held one is refused" wait_until 60 first_allocated_only m1
 sleep 1  # a retry of the held claim's write
 first=$(claim_of m1 first)
 kapi GET "$DRA_API/namespaces/default/resourceclaims/$first" | jfield status.allocation >"$work/first-before"

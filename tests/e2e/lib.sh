@@ -575,6 +575,26 @@ print(node, results[0]["pool"] + "/" + results[0]["device"])' "$pod"
 is_placed() { placed "$@" >/dev/null; }
 placed_on() { placed "$2" "$3" | grep -q "^$1 "; }  # placed_on NODE POD CLAIM
 
+# hold_claim_policy: a ValidatingAdmissionPolicy, and its binding, refusing
+# the status write that allocates a claim made for a pod's claim named
+# "held": such a pod's claims stop half-written, for a kill between them.
+hold_claim_policy() {
+  kapi POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies \
+    '{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"hold-claim"},"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":[{"apiGroups":["resource.k8s.io"],"apiVersions":["v1"],"operations":["UPDATE"],"resources":["resourceclaims/status"]}]},"validations":[{"expression":"!has(object.status.allocation) || !has(object.metadata.annotations) || !(\u0027resource.kubernetes.io/pod-claim-name\u0027 in object.metadata.annotations) || object.metadata.annotations[\u0027resource.kubernetes.io/pod-claim-name\u0027] != \u0027held\u0027","message":"held back by the e2e test"}]}}' \
+    >/dev/null &&
+    kapi POST /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings \
+      '{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"hold-claim"},"spec":{"policyName":"hold-claim","validationActions":["Deny"]}}' \
+      >/dev/null
+}
+# first_allocated_only POD: POD's claim "first" allocated, its claim "held" not.
+first_allocated_only() {
+  local first held
+  first=$(claim_of "$1" first) held=$(claim_of "$1" held)
+  [ -n "$first" ] && [ -n "$held" ] || return 1
+  kapi GET "$DRA_API/namespaces/default/resourceclaims/$first" | jfield status.allocation | grep -q results &&
+    [ -z "$(kapi GET "$DRA_API/namespaces/default/resourceclaims/$held" | jfield status.allocation)" ]
+}
+
 # dra_recount [ARGS...]: dra_recount.py on the claims, slices, pods (of the
 # default namespace) and nodes as the API server has them now, ARGS added
 # (--settled: also no pod gated while it fits, none ungated and unbound);
