@@ -198,18 +198,29 @@ BENCHMARK(BM_DraReplaceSlice)->Arg(1000);
 // its claim observed, the pass (JudgePodClaims, Place by fgd, the claim
 // assumed), the claim write's and the gate removal's results, the pod seen
 // ungated. Score's memory is warm but for the node each pod changes.
-void BM_EngineDraPod(benchmark::State& state) {
-  const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
+// An engine serving hami-gpu by fgd.
+devshare::engine::EngineOptions ServingFgd() {
   devshare::engine::EngineOptions options;
   options.dra_device_classes = {"hami-gpu"};
   options.dra_policy = Policy::kFgd;
-  devshare::engine::Engine engine(options);
+  return options;
+}
+
+// `c`'s nodes, slices, classes and claims observed by `engine`.
+void ObserveCluster(const Cluster& c, devshare::engine::Engine& engine) {
   std::vector<devshare::engine::Command> out;
   for (const Node& node : c.nodes) engine.NodeObserved(node, 0, out);
   for (const ResourceSlice& slice : c.slices) engine.ResourceSliceObserved(slice);
   for (const auto& [name, device_class] : c.classes) engine.DeviceClassObserved(device_class);
   for (const ResourceClaim* claim : c.snapshot.ResourceClaims())
     engine.ResourceClaimObserved(*claim);
+}
+
+void BM_EngineDraPod(benchmark::State& state) {
+  const Cluster& c = MakeCluster(static_cast<int>(state.range(0)));
+  devshare::engine::Engine engine(ServingFgd());
+  std::vector<devshare::engine::Command> out;
+  ObserveCluster(c, engine);
   engine.DraSynced();
   engine.Tick(0, out);
   std::int64_t n = 0;
@@ -250,13 +261,9 @@ BENCHMARK(BM_EngineDraPod)->Arg(1000)->Unit(benchmark::kMicrosecond);
 // pods that fit nowhere (each asks 9 GPUs; a node has 8) and a bound pod of
 // one CPU on every node.
 struct HeldEngine {
-  HeldEngine(int nodes, int held) : c(MakeCluster(nodes)), engine(Options()) {
+  HeldEngine(int nodes, int held) : c(MakeCluster(nodes)), engine(ServingFgd()) {
     std::vector<devshare::engine::Command> out;
-    for (const Node& node : c.nodes) engine.NodeObserved(node, 0, out);
-    for (const ResourceSlice& slice : c.slices) engine.ResourceSliceObserved(slice);
-    for (const auto& [name, device_class] : c.classes) engine.DeviceClassObserved(device_class);
-    for (const ResourceClaim* claim : c.snapshot.ResourceClaims())
-      engine.ResourceClaimObserved(*claim);
+    ObserveCluster(c, engine);
     for (const Node& node : c.nodes) engine.PodObserved(BoundPod(node.name));
     engine.DraSynced();
     for (int i = 0; i < held; ++i) {
@@ -274,12 +281,6 @@ struct HeldEngine {
       engine.PodObserved(pod);
     }
     engine.Tick(0, out);
-  }
-  static devshare::engine::EngineOptions Options() {
-    devshare::engine::EngineOptions options;
-    options.dra_device_classes = {"hami-gpu"};
-    options.dra_policy = Policy::kFgd;
-    return options;
   }
   static devshare::Pod BoundPod(const std::string& node) {
     devshare::Pod pod;
