@@ -198,6 +198,18 @@ BENCHMARK(BM_DraReplaceSlice)->Arg(1000);
 // its claim observed, the pass (JudgePodClaims, Place by fgd, the claim
 // assumed), the claim write's and the gate removal's results, the pod seen
 // ungated. Score's memory is warm but for the node each pod changes.
+// A pod of namespace bench gated for devshare, using the claim `name` (of
+// the same namespace) as its claim "gpu".
+devshare::Pod GatedPod(const std::string& name) {
+  devshare::Pod pod;
+  pod.pod_namespace = "bench";
+  pod.name = name;
+  pod.uid = "uid-pod-" + name;
+  pod.resource_claims.push_back(devshare::PodResourceClaim{"gpu", name, "", ""});
+  pod.scheduling_gates = {std::string(kSchedulingGate)};
+  return pod;
+}
+
 // An engine serving hami-gpu by fgd.
 devshare::engine::EngineOptions ServingFgd() {
   devshare::engine::EngineOptions options;
@@ -228,12 +240,7 @@ void BM_EngineDraPod(benchmark::State& state) {
   for (auto _ : state) {
     const std::string name = fmt::format("p-{}", n++);
     ResourceClaim claim = ShareClaim(name, 30, false);
-    devshare::Pod pod;
-    pod.pod_namespace = "bench";
-    pod.name = name;
-    pod.uid = "uid-pod-" + name;
-    pod.resource_claims.push_back(devshare::PodResourceClaim{"gpu", name, "", ""});
-    pod.scheduling_gates = {std::string(kSchedulingGate)};
+    devshare::Pod pod = GatedPod(name);
     engine.ResourceClaimObserved(claim);
     engine.PodObserved(pod);
     out.clear();
@@ -271,12 +278,7 @@ struct HeldEngine {
       ResourceClaim claim = ShareClaim(name, 100, false);
       claim.spec.requests[0].exactly->count = 9;
       claim.spec.requests[0].exactly->capacity_requests.clear();
-      devshare::Pod pod;
-      pod.pod_namespace = "bench";
-      pod.name = name;
-      pod.uid = "uid-pod-" + name;
-      pod.resource_claims.push_back(devshare::PodResourceClaim{"gpu", name, "", ""});
-      pod.scheduling_gates = {std::string(kSchedulingGate)};
+      const devshare::Pod pod = GatedPod(name);
       engine.ResourceClaimObserved(std::move(claim));
       engine.PodObserved(pod);
     }
