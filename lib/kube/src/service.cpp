@@ -92,6 +92,16 @@ void Service::Impl::ClaimSeen(dra::ResourceClaim claim) {
   ScheduleWake();
 }
 
+void Service::Impl::After(std::chrono::milliseconds delay, std::function<void()> then) {
+  auto timer = std::make_shared<asio::steady_timer>(io, delay);
+  timer->async_wait(
+      [weak = weak_from_this(), timer, then = std::move(then)](boost::system::error_code ec) {
+        auto self = weak.lock();
+        if (ec || !self || self->stopping) return;
+        then();
+      });
+}
+
 void Service::Impl::ScheduleWake() {
   const std::optional<std::int64_t> wake = engine->NextWakeMs();
   if (!wake) return;

@@ -43,15 +43,25 @@ auto Reporting(const std::shared_ptr<CommandSink>& sink, std::uint64_t id) {
 // ---- WriteClaimStatus
 
 // One claim write in its steps (service_commands.hpp): the finalizer, then
-// the status; `reread` once a 409 has been answered by reading the claim.
+// the status; the claim read again after a 409 or an unknown outcome.
 struct ClaimWrite {
   std::shared_ptr<CommandSink> sink;
   engine::WriteClaimStatus command;
   std::string path;
-  bool reread = false;
+  int rereads = 0;     // reads after a write's answer, at most kMaxRereads
+  int read_tries = 0;  // of the current read, at most kMaxReadTries
 };
 using ClaimWriteRef = std::shared_ptr<ClaimWrite>;
 using ClaimStep = void (*)(const ClaimWriteRef&, const std::string& version);
+
+constexpr int kMaxRereads = 3;
+constexpr int kMaxReadTries = 7;  // 0.5 s doubling between them: 31.5 s in all
+constexpr std::chrono::milliseconds kFirstReadDelay{500};
+
+// An answer that does not say whether a write applied: none came (the
+// connection cut, a timeout) or a 5xx (the server may have applied the
+// write before failing, or after answering 504).
+bool OutcomeUnknown(const ApiResponse& r) { return r.status == 0 || r.status / 100 == 5; }
 
 // The claim an answer carries, when it decodes.
 std::optional<dra::ResourceClaim> ClaimOf(const ApiResponse& r) {
@@ -61,16 +71,28 @@ std::optional<dra::ResourceClaim> ClaimOf(const ApiResponse& r) {
   return std::move(*claim);
 }
 
-// A 409 on `step`: the claim is read (and shown to the cache); an
-// allocation finding the same claim still unallocated is written again at
-// the version read, once; anything else fails the command.
-void Reread(const ClaimWriteRef& w, ClaimStep step) {
-  w->reread = true;
+// Whether `claim` is the command's claim with the status the command writes.
+bool CarriesCommand(const dra::ResourceClaim& claim, const engine::WriteClaimStatus& command) {
+  return claim.uid == command.uid && claim.allocation == command.allocation &&
+         claim.reserved_for == command.reserved_for;
+}
+
+// One read of Reread's, tried again while it gets no answer or a 5xx.
+void ReadAfterWrite(const ClaimWriteRef& w, ClaimStep step) {
+  ++w->read_tries;
   w->sink->api().Call("get-claim", "GET", w->path, "", "", [w, step](const ApiResponse& r) {
+    if (OutcomeUnknown(r) && w->read_tries < kMaxReadTries) {
+      return w->sink->After(kFirstReadDelay * (1 << (w->read_tries - 1)),
+                            [w, step] { ReadAfterWrite(w, step); });
+    }
     std::optional<dra::ResourceClaim> claim = r.status == 200 ? ClaimOf(r) : std::nullopt;
     if (!claim) return w->sink->Outcome(w->command.id, false);
-    const bool same = claim->uid == w->command.uid;
-    const bool still_free = same && w->command.allocation && !claim->allocation;
+    if (CarriesCommand(*claim, w->command)) {
+      w->sink->Outcome(w->command.id, true);
+      return w->sink->ClaimSeen(std::move(*claim));
+    }
+    const bool still_free =
+        claim->uid == w->command.uid && w->command.allocation && !claim->allocation;
     const std::string version = claim->resource_version;
     w->sink->ClaimSeen(std::move(*claim));
     if (!still_free) return w->sink->Outcome(w->command.id, false);
@@ -78,12 +100,27 @@ void Reread(const ClaimWriteRef& w, ClaimStep step) {
   });
 }
 
+// After a 409 or an unknown outcome on `step`: the claim is read (and shown
+// to the cache, after the outcome when it says the command succeeded) and
+// the command succeeds, writes again at the version read, or fails
+// (service_commands.hpp).
+void Reread(const ClaimWriteRef& w, ClaimStep step) {
+  ++w->rereads;
+  w->read_tries = 0;
+  ReadAfterWrite(w, step);
+}
+
+// Whether a write's answer `r` sends the command to Reread.
+bool ToReread(const ClaimWriteRef& w, const ApiResponse& r) {
+  return (r.status == 409 || OutcomeUnknown(r)) && w->rereads < kMaxRereads;
+}
+
 void WriteStatus(const ClaimWriteRef& w, const std::string& version) {
   w->sink->api().Call(
       "claim-status", "PATCH", w->path + "/status", kMergePatch,
       dra::EncodeClaimStatusPatch(w->command.allocation, w->command.reserved_for, version),
       [w](const ApiResponse& r) {
-        if (r.status == 409 && !w->reread) return Reread(w, &WriteStatus);
+        if (ToReread(w, r)) return Reread(w, &WriteStatus);
         std::optional<dra::ResourceClaim> written = ClaimOf(r);
         w->sink->Outcome(w->command.id, r.status / 100 == 2);
         // After the outcome: the engine then keeps the claim as written
@@ -101,7 +138,7 @@ void AddFinalizer(const ClaimWriteRef& w, const std::string& version) {
                           {"metadata", bj::object{{"resourceVersion", version},
                                                   {"finalizers", bj::array{kClaimFinalizer}}}}}),
                       [w](const ApiResponse& r) {
-                        if (r.status == 409 && !w->reread) return Reread(w, &AddFinalizer);
+                        if (ToReread(w, r)) return Reread(w, &AddFinalizer);
                         std::optional<dra::ResourceClaim> claim = ClaimOf(r);
                         if (!claim) return w->sink->Outcome(w->command.id, false);
                         const std::string next = claim->resource_version;
@@ -193,8 +230,7 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PostBind
 }
 
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::WriteClaimStatus& c) {
-  auto w = std::make_shared<ClaimWrite>(
-      ClaimWrite{sink, c, ClaimPath(c.claim_namespace, c.name), false});
+  auto w = std::make_shared<ClaimWrite>(ClaimWrite{sink, c, ClaimPath(c.claim_namespace, c.name)});
   if (c.add_finalizer) return AddFinalizer(w, c.resource_version);
   WriteStatus(w, c.resource_version);
 }

@@ -4,7 +4,9 @@
 #ifndef DEVSHARE_KUBE_SRC_SERVICE_COMMANDS_HPP_
 #define DEVSHARE_KUBE_SRC_SERVICE_COMMANDS_HPP_
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,6 +31,9 @@ class CommandSink {
   // bring it). A claim write's last answer comes after its Outcome, so the
   // cache ends at the version the write made.
   virtual void ClaimSeen(dra::ResourceClaim claim) = 0;
+  // Calls `then` once `delay` has passed (on the ApiClient's thread), unless
+  // the sink is stopped first.
+  virtual void After(std::chrono::milliseconds delay, std::function<void()> then) = 0;
 };
 
 // The path of a ResourceClaim (resource.k8s.io/v1).
@@ -46,10 +51,21 @@ std::string ClaimPath(const std::string& claim_namespace, const std::string& nam
 //     strategic merge PATCH, which adds it to the list), then status
 //     allocation and reservedFor (a merge PATCH of /status), each at the
 //     version known: the command's, then the finalizer's answer's. A 409
-//     on either reads the claim (and hands it to ClaimSeen); when the
-//     command allocates and the claim read is the same claim (UID) still
-//     unallocated, that write is made again, once, at the version read;
-//     otherwise the command fails, for the engine to judge the claim anew.
+//     on either, or an answer that does not say whether the write applied
+//     (none came: a cut connection, a timeout; or a 5xx), reads the claim
+//     (and hands it to ClaimSeen), the read tried again after 0.5, 1, 2, 4,
+//     8 and 16 s while it gets no answer or a 5xx. Then:
+//       - the claim read already carries the command's allocation and
+//         reservedFor (a write whose answer was lost): the command
+//         succeeded;
+//       - the command allocates and the claim read is the same claim (UID)
+//         still unallocated: that write is made again at the version read,
+//         at most 3 times in all;
+//       - otherwise the command fails, for the engine to judge the claim
+//         anew from what was read.
+//     So a failure is reported only with the claim as the server has it
+//     (or after 31 s of reads without an answer): an engine that gives the
+//     room back on a failure does not give back room a lost answer took.
 //   RemoveSchedulingGate: a strategic merge PATCH deleting the gate, the
 //     pod's UID as precondition.
 //   CreateResourceClaim: a POST of the claim with a controller

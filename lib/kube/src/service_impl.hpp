@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,7 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
   ApiClient& api() override { return client; }
   void Outcome(std::uint64_t id, bool ok) override;
   void ClaimSeen(dra::ResourceClaim claim) override;
+  void After(std::chrono::milliseconds delay, std::function<void()> then) override;
 
   // ---- HTTP (service_routes.cpp)
   // `trusted`: the listener's callers are known (loopback, or a client

@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,15 +26,25 @@ namespace {
 
 constexpr const char* kClaim = "/apis/resource.k8s.io/v1/namespaces/d/resourceclaims/c";
 
-// Claim d/c (UID cu) at `version`, with an allocation when `allocated`.
+// Claim d/c (UID cu) at `version`, with another's allocation when
+// `allocated`.
 std::string ClaimJson(const std::string& version, bool allocated = false) {
   const std::string status =
       allocated
-          ? R"(,"status":{"allocation":{"devices":{"results":[{"request":"r","driver":"gpu.example.com","pool":"n1","device":"gpu-0"}]}}})"
+          ? R"(,"status":{"allocation":{"devices":{"results":[{"request":"r","driver":"gpu.example.com","pool":"n1","device":"gpu-1"}]}}})"
           : "";
   return fmt::format(
       R"({{"metadata":{{"name":"c","namespace":"d","uid":"cu","resourceVersion":"{}"}},"spec":{{}}{}}})",
       version, status);
+}
+
+// Claim d/c at `version` as Allocating's command writes it.
+std::string WrittenJson(const std::string& version) {
+  return fmt::format(
+      R"({{"metadata":{{"name":"c","namespace":"d","uid":"cu","resourceVersion":"{}"}},"spec":{{}},)"
+      R"("status":{{"allocation":{{"devices":{{"results":[{{"request":"r","driver":"gpu.example.com","pool":"n1","device":"gpu-0"}}]}}}},)"
+      R"("reservedFor":[{{"resource":"pods","name":"p","uid":"pu"}}]}}}})",
+      version);
 }
 
 HttpResponse Answer(int status, std::string body) {
@@ -50,8 +63,8 @@ std::string VersionIn(const HttpRequest& r) {
 // Records what the commands report, in order: "outcome <id> <ok>" and
 // "claim <resourceVersion>".
 struct Sink : CommandSink {
-  Sink(boost::asio::io_context& io, const FakeApi& api)
-      : client(io, api.Access(), Unthrottled(), nullptr) {
+  Sink(boost::asio::io_context& io_context, const FakeApi& api)
+      : io(io_context), client(io_context, api.Access(), Unthrottled(), nullptr) {
     REQUIRE(client.Start().ok());
   }
   ApiClient& api() override { return client; }
@@ -62,6 +75,11 @@ struct Sink : CommandSink {
   void ClaimSeen(dra::ResourceClaim claim) override {
     reports.push_back("claim " + claim.resource_version);
   }
+  void After(std::chrono::milliseconds delay, std::function<void()> then) override {
+    auto timer = std::make_shared<boost::asio::steady_timer>(io, delay);
+    timer->async_wait([timer, then = std::move(then)](boost::system::error_code) { then(); });
+  }
+  boost::asio::io_context& io;
   ApiClient client;
   std::vector<std::string> reports;
   std::function<void()> on_outcome;
@@ -75,7 +93,12 @@ engine::WriteClaimStatus Allocating(std::string version) {
   c.uid = "cu";
   c.resource_version = std::move(version);
   c.add_finalizer = true;
-  c.allocation = dra::Allocation{};
+  dra::AllocatedDevice device;
+  device.request = "r";
+  device.driver = "gpu.example.com";
+  device.pool = "n1";
+  device.device = "gpu-0";
+  c.allocation = dra::Allocation{{device}, std::nullopt};
   c.reserved_for = {dra::ClaimConsumer{"", "pods", "p", "pu"}};
   return c;
 }
@@ -145,14 +168,15 @@ TEST_CASE(
   CHECK(reports == std::vector<std::string>{"claim 6", "claim 9", "outcome 7 false"});
 }
 
-TEST_CASE("kube commands: a second 409 fails the claim write; a claim gone or replaced fails it") {
-  // Conflicts every time: one read, one write again, then the failure.
+TEST_CASE("kube commands: a fourth 409 fails the claim write; a claim gone or replaced fails it") {
+  // Conflicts every time: three reads, each followed by the write again,
+  // then the failure.
   auto [requests, reports] = Run(Allocating("5"), [&](const HttpRequest& r) {
     if (r.method == "GET") return Answer(200, ClaimJson("7"));
     return Answer(409, "{}");
   });
-  CHECK(requests.size() == 3);
-  CHECK(reports == std::vector<std::string>{"claim 7", "outcome 7 false"});
+  CHECK(requests.size() == 7);
+  CHECK(reports == std::vector<std::string>{"claim 7", "claim 7", "claim 7", "outcome 7 false"});
 
   // A claim of the same name but another UID: not the claim judged.
   std::tie(requests, reports) = Run(Allocating("5"), [&](const HttpRequest& r) {
@@ -170,6 +194,57 @@ TEST_CASE("kube commands: a second 409 fails the claim write; a claim gone or re
     return r.method == "GET" ? Answer(404, "{}") : Answer(409, "{}");
   });
   CHECK(reports == std::vector<std::string>{"outcome 7 false"});
+}
+
+TEST_CASE(
+    "kube commands: a claim status write without a known outcome is read: applied, it "
+    "succeeded") {
+  // The status write applied, its answer lost (a 504): the claim read
+  // carries the allocation, so the room it took stays taken.
+  for (int status : {500, 503, 504}) {
+    CAPTURE(status);
+    auto [requests, reports] = Run(Allocating("5"), [&](const HttpRequest& r) {
+      if (r.method == "GET") return Answer(200, WrittenJson("9"));
+      if (r.target.ends_with("/status")) return Answer(status, "{}");
+      return Answer(200, ClaimJson("6"));
+    });
+    CHECK(requests == std::vector<std::string>{
+                          fmt::format("PATCH {} @5", kClaim),
+                          fmt::format("PATCH {}/status @6", kClaim),
+                          fmt::format("GET {}", kClaim),
+                      });
+    CHECK(reports == std::vector<std::string>{"claim 6", "outcome 7 true", "claim 9"});
+  }
+}
+
+TEST_CASE(
+    "kube commands: a claim write without a known outcome not applied is made again; the read "
+    "is tried again without an answer") {
+  // The finalizer's answer is a 500 and the first read a 503: read again
+  // (after 0.5 s), the claim is found still free and written at its version.
+  int reads = 0;
+  auto [requests, reports] = Run(Allocating("5"), [&](const HttpRequest& r) {
+    if (r.method == "GET") return reads++ == 0 ? Answer(503, "{}") : Answer(200, ClaimJson("6"));
+    if (r.target.ends_with("/status")) return Answer(200, WrittenJson("8"));
+    return VersionIn(r) == "5" ? Answer(500, "{}") : Answer(200, ClaimJson("7"));
+  });
+  CHECK(requests == std::vector<std::string>{
+                        fmt::format("PATCH {} @5", kClaim),
+                        fmt::format("GET {}", kClaim),
+                        fmt::format("GET {}", kClaim),
+                        fmt::format("PATCH {} @6", kClaim),
+                        fmt::format("PATCH {}/status @7", kClaim),
+                    });
+  CHECK(reports == std::vector<std::string>{"claim 6", "claim 7", "outcome 7 true", "claim 8"});
+
+  // Allocated by another meanwhile: the claim as read, then the failure.
+  std::tie(requests, reports) = Run(Allocating("5"), [&](const HttpRequest& r) {
+    if (r.method == "GET") return Answer(200, ClaimJson("9", true));
+    if (r.target.ends_with("/status")) return Answer(504, "{}");
+    return Answer(200, ClaimJson("6"));
+  });
+  CHECK(requests.size() == 3);
+  CHECK(reports == std::vector<std::string>{"claim 6", "claim 9", "outcome 7 false"});
 }
 
 TEST_CASE(
