@@ -243,11 +243,13 @@ void BindSimulation(py::module_& m) {
   m.def(
       "_run_experiment",
       [](const std::string& yaml, const std::string& what, const std::string& base_dir,
-         const std::string& openb_dir, const std::optional<std::vector<std::uint64_t>>& seeds) {
+         const std::string& openb_dir, const std::string& openb_default_dir,
+         const std::optional<std::vector<std::uint64_t>>& seeds) {
         sim::LoadOptions load;
         load.what = what;
         load.base_dir = base_dir;
         load.openb_dir = openb_dir;
+        load.openb_default_dir = openb_default_dir;
         load.read = [](const std::string& path) -> Result<std::string> {
           std::ifstream in(path, std::ios::binary);
           if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
@@ -265,7 +267,7 @@ void BindSimulation(py::module_& m) {
         return ExperimentResults{experiment.name, experiment.description, Unwrap(std::move(run))};
       },
       py::arg("yaml"), py::arg("what"), py::arg("base_dir"), py::arg("openb_dir"),
-      py::arg("seeds"));
+      py::arg("openb_default_dir"), py::arg("seeds"));
 }
 
 }  // namespace devshare::python

@@ -65,11 +65,17 @@ std::string Wrap(std::string_view text, std::string_view first = "", std::string
   return out + line + "\n";
 }
 
-// Where the openb traces are when not told: $DEVSHARE_OPENB, then the
-// shared data next to or inside the working directory.
-std::string FindOpenb(const std::string& given) {
+// The openb traces' directory as told: --openb, else $DEVSHARE_OPENB (it
+// replaces a scenario's openb.dir; empty: not told).
+std::string ToldOpenb(const std::string& given) {
   if (!given.empty()) return given;
-  if (const char* env = std::getenv("DEVSHARE_OPENB"); env != nullptr && *env != '\0') return env;
+  const char* env = std::getenv("DEVSHARE_OPENB");
+  return env != nullptr ? env : "";
+}
+
+// The shared data next to or inside the working directory, for a scenario
+// that names no openb.dir ("" when neither holds the traces).
+std::string NearbyOpenb() {
   for (const char* dir : {"../shared/data/openb", "shared/data/openb"}) {
     if (std::filesystem::exists(std::filesystem::path(dir) / "openb_node_list_gpu_node.csv"))
       return dir;
@@ -382,7 +388,8 @@ int Run(const SimulateOptions& o) {
     return 2;
   }
   sim::LoadOptions load;
-  load.openb_dir = FindOpenb(o.openb);
+  load.openb_dir = ToldOpenb(o.openb);
+  load.openb_default_dir = NearbyOpenb();
   load.read = [&load](const std::string& path) -> Result<std::string> {
     Result<std::string> text = ReadFile(path);
     if (!text.ok() && load.openb_dir.empty()) {
@@ -475,7 +482,8 @@ void AddSimulateCommand(CLI::App& app, int& exit_code) {
   sub->add_option("--scenario", o->scenario, "a shipped scenario (see --list)");
   sub->add_option("--seed", o->seeds, "run with this seed instead of the scenario's (repeatable)");
   sub->add_option("--openb", o->openb,
-                  "directory of the openb traces (default: $DEVSHARE_OPENB, ../shared/data/openb, "
+                  "directory of the openb traces, replacing a scenario's openb.dir (default: "
+                  "$DEVSHARE_OPENB; for a scenario naming none, ../shared/data/openb or "
                   "shared/data/openb)");
   sub->add_option("--json", o->json, "also write every run's report as JSON to this file");
   sub->add_flag("--print", o->print, "print the scenario's YAML instead of running it");

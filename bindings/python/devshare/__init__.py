@@ -615,15 +615,15 @@ def scenarios() -> list:
     return _devshare._builtin_scenarios()
 
 
-def _openb_dir(given: Optional[str]) -> str:
-    if given:
-        return str(given)
-    if os.environ.get("DEVSHARE_OPENB"):
-        return os.environ["DEVSHARE_OPENB"]
+def _openb_dirs(given: Optional[str]) -> tuple:
+    """The openb traces' directory as told (``given``, else $DEVSHARE_OPENB),
+    which replaces a scenario's openb.dir, and the one found nearby, for a
+    scenario naming none."""
+    told = str(given) if given else os.environ.get("DEVSHARE_OPENB", "")
     for candidate in ("../shared/data/openb", "shared/data/openb"):
         if os.path.exists(os.path.join(candidate, "openb_node_list_gpu_node.csv")):
-            return candidate
-    return ""
+            return told, candidate
+    return told, ""
 
 
 def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = None) -> ExperimentResults:
@@ -666,7 +666,8 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
         seeds = [seed]
     else:
         seeds = [int(s) for s in seed]
-    return _devshare._run_experiment(text, what, base_dir, _openb_dir(openb), seeds)
+    told, nearby = _openb_dirs(openb)
+    return _devshare._run_experiment(text, what, base_dir, told, nearby, seeds)
 
 
 def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,

@@ -305,7 +305,13 @@ Status ReadOpenb(const YAML::Node& node, const std::string& path, const LoadOpti
                                               {"replay", OpenbWorkload::Mode::kReplay}})},
                       {"demand", Number(w.demand)}});
   if (!s.ok()) return s;
-  dir = !options.openb_dir.empty() ? options.openb_dir : Joined(options.base_dir, dir);
+  if (!options.openb_dir.empty()) {
+    dir = options.openb_dir;
+  } else if (dir.empty() && !options.openb_default_dir.empty()) {
+    dir = options.openb_default_dir;
+  } else {
+    dir = Joined(options.base_dir, dir);
+  }
   if (!options.read) return FieldError(path, node, "no way to read the trace files was given");
   Result<std::string> nodes_csv = options.read(Joined(dir, nodes));
   if (!nodes_csv.ok()) return nodes_csv.status();

@@ -182,6 +182,15 @@ TEST_CASE("experiment: openb files are read from the directory given, the file's
   REQUIRE(s.ok());
   CHECK(s->nodes.size() == 1);
   CHECK(s->pods.size() == 1);
+  // A default directory (the traces found nearby) is for files naming none.
+  options.openb_default_dir = "/nearby";
+  files.asked.clear();
+  REQUIRE(ParseExperiment("openb: {dir: traces}\n", options).ok());
+  CHECK(files.asked.front() == "/scenarios/traces/openb_node_list_gpu_node.csv");
+  files.asked.clear();
+  REQUIRE(ParseExperiment("openb: {mode: replay}\n", options).ok());
+  CHECK(files.asked.front() == "/nearby/openb_node_list_gpu_node.csv");
+  // The caller's directory replaces the file's.
   options.openb_dir = "/data";
   files.asked.clear();
   REQUIRE(ParseExperiment("openb: {dir: traces}\n", options).ok());

@@ -176,6 +176,8 @@ struct LoadOptions {
   FileReader read;                // required when the file names openb traces
   std::string base_dir;           // relative paths in the file are resolved here
   std::string openb_dir;          // when set, replaces the file's openb.dir
+  std::string openb_default_dir;  // when set, the traces' directory for a file
+                                  // that names none (else base_dir)
   std::string what = "scenario";  // how errors name the file
 };
 
