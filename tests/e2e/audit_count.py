@@ -12,18 +12,30 @@ from __future__ import annotations
 
 import collections
 import datetime
+import glob
 import json
+import os
 import sys
 from typing import Iterator
 
 
+def log_files(path: str) -> list[str]:
+    """The audit log's files in time order: those kube-apiserver rotated away at
+    100 MB (audit-<time>.log beside audit.log: their names sort by time), then
+    the current one."""
+    stem, ext = os.path.splitext(path)
+    return sorted(glob.glob(glob.escape(stem) + "-*" + ext)) + [path]
+
+
 def completed(path: str) -> Iterator[dict]:
-    """Every request the API server answered (stage ResponseComplete), in log order."""
-    with open(path, encoding="utf-8") as log:
-        for line in log:
-            event = json.loads(line)
-            if event.get("stage") == "ResponseComplete":
-                yield event
+    """Every request the API server answered (stage ResponseComplete), in log order,
+    the rotated files included."""
+    for name in log_files(path):
+        with open(name, encoding="utf-8") as log:
+            for line in log:
+                event = json.loads(line)
+                if event.get("stage") == "ResponseComplete":
+                    yield event
 
 
 def user_of(event: dict) -> str:
