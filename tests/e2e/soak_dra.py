@@ -156,13 +156,17 @@ class DraChurn:
         return result
 
     def collect(self, claims: list[dict], pods: list[dict]) -> None:
-        """Deletes the claims of pods that are gone, once deallocated (the garbage collector's part)."""
+        """Deletes the claims of pods that are gone, once deallocated (the garbage collector's part):
+        of pods the soak deleted, and not in the LIST of pods. (A pod missing from that LIST may
+        have been created after it: the claims' LIST comes later.)"""
         live = {p["metadata"]["uid"] for p in pods}
+        with self.soak.lock:
+            deleted = {n for n, rec in self.soak.pods.items() if rec["deleted"] is not None}
         for c in claims:
             meta = c["metadata"]
-            owners = [o["uid"] for o in meta.get("ownerReferences", []) if o.get("kind") == "Pod"]
-            if (owners and owners[0] not in live and not c.get("status", {}).get("allocation")
-                    and not meta.get("deletionTimestamp")):
+            owners = [o for o in meta.get("ownerReferences", []) if o.get("kind") == "Pod"]
+            if (owners and owners[0]["uid"] not in live and owners[0].get("name") in deleted
+                    and not c.get("status", {}).get("allocation") and not meta.get("deletionTimestamp")):
                 self.soak.pool.submit(self.delete_claim, meta["name"], meta["uid"])
 
     def delete_claim(self, name: str, uid: str) -> None:
