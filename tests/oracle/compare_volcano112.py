@@ -81,32 +81,33 @@ def volcano_pass(step: dict) -> dict:
 
 
 def explain_pass(step: dict, zone: int) -> Optional[str]:
-    """The row that explains a disagreement on one observation, or None."""
+    """The rows that explain a disagreement on one observation, or None."""
     theirs = volcano_pass(step)
     hs = step["handshake"] or ""
-    if step["panic"]:
-        ours = devshare_pass(step, zone, step["register"])
-        if ("index out of range" in step["panic"] and "Requesting" in hs and "_" not in hs
-                and ours["devices"] is None and list(ours["write"].values())[0].startswith("Deleted_")):
-            return "V5 Requesting without '_' (Volcano panics)"
-        return None
     register = step["register"]
     rows = []
-    # Register fields: devshare refuses a value Volcano reads; rerun on the
+    # Register fields: devshare refuses a value Volcano reads ("read": the
+    # devices Volcano takes from it whatever the handshake); rerun on the
     # devices as Volcano read them.
-    if theirs["devices"] is not None and devices_of(register) is None:
+    if step["read"] is not None and devices_of(register) is None:
         register = devshare.encode_node_devices(
-            [devshare.Device(id=d["uuid"], index=d["index"], count=d["count"], devmem=d["devmem"],
-                             devcore=100, type=d["type"], health=d["health"]) for d in theirs["devices"]],
+            [devshare.Device(id=d["uuid"], index=d["index"], count=d["count"], devmem=d["devmem"], devcore=100,
+                             type=d["type"], health=d["health"], mode="hami-core") for d in step["read"]],
             "volcano")
         rows.append("Volcano register: fields")
+    if step["panic"]:
+        ours = devshare_pass(step, zone, register)
+        written = list(ours["write"].values())
+        if ("index out of range" in step["panic"] and "Requesting" in hs and "_" not in hs
+                and ours["devices"] is None and written and written[0].startswith("Deleted_")):
+            return " + ".join(rows + ["V5 Requesting without '_'"])
+        return None
     for read_utc in (False, True):
         if read_utc:
             if zone == 0:
                 break
             rows.append("W16 handshake zone")
-        ours = devshare_pass(step, zone, register, read_utc)
-        if ours == theirs:
+        if devshare_pass(step, zone, register, read_utc) == theirs:
             return " + ".join(rows) if rows else None
     return None
 

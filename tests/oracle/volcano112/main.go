@@ -123,6 +123,7 @@ type stepJSON struct {
 	Register  *string             `json:"register"`
 	Writes    []map[string]string `json:"writes"`
 	Devices   []deviceJSON        `json:"devices"`
+	Read      []deviceJSON        `json:"read"`
 	Panic     string              `json:"panic"`
 	Retries   int                 `json:"retries"`
 }
@@ -213,7 +214,7 @@ func observe(prepare func(now time.Time) map[string]string) (stepJSON, map[strin
 			fail("no call within one second after 20 attempts")
 		}
 		// Wait out the end of a second, where a call would straddle it.
-		if now := time.Now(); now.Nanosecond() > 900_000_000 {
+		if now := time.Now(); now.Nanosecond() > 990_000_000 {
 			time.Sleep(time.Duration(1_000_000_000-now.Nanosecond()) * time.Nanosecond)
 		}
 		before := time.Now()
@@ -221,12 +222,7 @@ func observe(prepare func(now time.Time) map[string]string) (stepJSON, map[strin
 		node := vgpuNode(set)
 		fc := fake.NewSimpleClientset(node)
 		transport := &fakeTransport{fake: fc}
-		client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://fake.invalid", Transport: transport,
-			ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}})
-		if err != nil {
-			fail("clientset: %v", err)
-		}
-		volcanoClient = client
+		volcanoClient = clientFor(transport)
 		out = stepJSON{Now: before.Unix(), Writes: []map[string]string{}, Retries: attempt}
 		var gs *vgpu.GPUDevices
 		func() {
@@ -248,17 +244,15 @@ func observe(prepare func(now time.Time) map[string]string) (stepJSON, map[strin
 			out.Register = &v
 		}
 		out.Writes = append(out.Writes, transport.patches...)
-		if gs != nil {
-			indexes := []int{}
-			for i := range gs.Device {
-				indexes = append(indexes, i)
-			}
-			sort.Ints(indexes)
-			out.Devices = []deviceJSON{}
-			for _, i := range indexes {
-				d := gs.Device[i]
-				out.Devices = append(out.Devices, deviceJSON{i, d.UUID, d.Number, d.Memory, d.Type, d.Health})
-			}
+		out.Devices = devicesOf(gs)
+		// The register as Volcano reads it whatever the handshake: the devices
+		// of the same node answering with a Reported value (its PATCH goes to
+		// a throwaway fake API server).
+		if v, ok := set[deviceconfig.VolcanoVGPURegister]; ok {
+			volcanoClient = clientFor(&fakeTransport{fake: fake.NewSimpleClientset(
+				vgpuNode(map[string]string{deviceconfig.VolcanoVGPURegister: v}))})
+			out.Read = devicesOf(vgpu.NewGPUDevices(nodeName, vgpuNode(map[string]string{
+				deviceconfig.VolcanoVGPURegister: v, deviceconfig.VolcanoVGPUHandshake: "Reported"})))
 		}
 		left, err := fc.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
 		if err != nil {
@@ -266,6 +260,34 @@ func observe(prepare func(now time.Time) map[string]string) (stepJSON, map[strin
 		}
 		return out, left.Annotations
 	}
+}
+
+// clientFor is a *kubernetes.Clientset served by `transport`.
+func clientFor(transport *fakeTransport) *kubernetes.Clientset {
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://fake.invalid", Transport: transport,
+		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}})
+	if err != nil {
+		fail("clientset: %v", err)
+	}
+	return client
+}
+
+// devicesOf lists the devices NewGPUDevices returned, in index order (nil for none).
+func devicesOf(gs *vgpu.GPUDevices) []deviceJSON {
+	if gs == nil {
+		return nil
+	}
+	indexes := []int{}
+	for i := range gs.Device {
+		indexes = append(indexes, i)
+	}
+	sort.Ints(indexes)
+	out := []deviceJSON{}
+	for _, i := range indexes {
+		d := gs.Device[i]
+		out = append(out, deviceJSON{i, d.UUID, d.Number, d.Memory, d.Type, d.Health})
+	}
+	return out
 }
 
 func handshake(s *handshakeScenario) map[string]any {
@@ -379,7 +401,7 @@ func lockValue(now time.Time, s valueSpec) (string, bool) {
 func lock(s *lockScenario) map[string]any {
 	time.Local = zone(s.Zone)
 	for attempt := 0; attempt <= 20; attempt++ {
-		if now := time.Now(); now.Nanosecond() > 900_000_000 {
+		if now := time.Now(); now.Nanosecond() > 990_000_000 {
 			time.Sleep(time.Duration(1_000_000_000-now.Nanosecond()) * time.Nanosecond)
 		}
 		before := time.Now()

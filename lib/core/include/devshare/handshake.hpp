@@ -25,6 +25,7 @@
 
 #include "devshare/export.hpp"
 #include "devshare/hami_exact.hpp"
+#include "devshare/node_codec.hpp"
 
 namespace devshare {
 
@@ -128,11 +129,12 @@ struct VolcanoHandshakeExact {
 // `Deleted_<now>` stamp; one without `_` (Volcano panics) counts as
 // unparseable. One containing `Deleted` stays dropped; anything else
 // (`Reported`, "") is usable and answered with `Requesting_<now>`. Stamps are
-// written and read at `zone_offset_seconds` east of UTC (W16).
-DEVSHARE_EXPORT RegistrationStep VolcanoSchedulerPass(const NodeObservation& node,
-                                                      std::string_view key, std::int64_t now,
-                                                      std::int32_t zone_offset_seconds = 0,
-                                                      const VolcanoHandshakeExact& exact = {});
+// written and read at `zone_offset_seconds` east of UTC (W16). `format` is the
+// register annotation's (Volcano's own; the engine passes its vendor's).
+DEVSHARE_EXPORT RegistrationStep VolcanoSchedulerPass(
+    const NodeObservation& node, std::string_view key, std::int64_t now,
+    std::int32_t zone_offset_seconds = 0, const VolcanoHandshakeExact& exact = {},
+    RegisterFormat format = RegisterFormat::kVolcano);
 
 // ---------------------------------------------------------------------------
 // The change-only protocol (Volcano #5393, HAMi #1499): the scheduler writes

@@ -180,6 +180,8 @@ TEST_CASE("Volcano handshake (peers §A2)") {
        "Deleted_2026.08.21 08:20:39"},
       {"only the text up to the second '_' is read", "Requesting_2026.08.21 08:20:00_x", true,
        std::nullopt},
+      {"Go's time.Parse reads a one-digit hour", "Requesting_2026.08.21 8:20:00", true,
+       std::nullopt},
       {"Requesting at exactly 60 s is still usable", stamp(HandshakeState::kRequesting, kNow - 60),
        true, std::nullopt},
   };
