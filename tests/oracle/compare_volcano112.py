@@ -80,6 +80,16 @@ def volcano_pass(step: dict) -> dict:
     return {"write": dict(writes[0]) if writes else {}, "devices": step["devices"]}
 
 
+def volcano_register(devices: list) -> str:
+    """A register value devshare reads as the devices Volcano read (an empty
+    segment where Volcano skipped one, so that the indexes stay)."""
+    segments = [""] * (max(d["index"] for d in devices) + 1)
+    for d in devices:
+        segments[d["index"]] = ",".join([d["uuid"], str(d["count"]), str(d["devmem"]), d["type"],
+                                         "true" if d["health"] else "false", "hami-core"])
+    return ":".join(segments) + ":"
+
+
 def explain_pass(step: dict, zone: int) -> Optional[str]:
     """The rows that explain a disagreement on one observation, or None."""
     theirs = volcano_pass(step)
@@ -90,10 +100,7 @@ def explain_pass(step: dict, zone: int) -> Optional[str]:
     # devices Volcano takes from it whatever the handshake); rerun on the
     # devices as Volcano read them.
     if step["read"] is not None and devices_of(register) is None:
-        register = devshare.encode_node_devices(
-            [devshare.Device(id=d["uuid"], index=d["index"], count=d["count"], devmem=d["devmem"], devcore=100,
-                             type=d["type"], health=d["health"], mode="hami-core") for d in step["read"]],
-            "volcano")
+        register = volcano_register(step["read"])
         rows.append("Volcano register: fields")
     if step["panic"]:
         ours = devshare_pass(step, zone, register)
