@@ -80,9 +80,19 @@ def volcano_pass(step: dict) -> dict:
     return {"write": dict(writes[0]) if writes else {}, "devices": step["devices"]}
 
 
+def representable(devices: Optional[list]) -> Optional[list]:
+    """Volcano's devices with a count or memory that wrapped around (Volcano
+    reads -1 as 2^64 - 1) or exceeds devshare's range as 1."""
+    if devices is None:
+        return None
+    return [{**d, **{k: 1 for k in ("count", "devmem") if d[k] > 2**31 - 1}} for d in devices]
+
+
 def volcano_register(devices: list) -> str:
     """A register value devshare reads as the devices Volcano read (an empty
-    segment where Volcano skipped one, so that the indexes stay)."""
+    segment where Volcano skipped one, so that the indexes stay; numbers out
+    of range as representable() has them)."""
+    devices = representable(devices)
     segments = [""] * (max(d["index"] for d in devices) + 1)
     for d in devices:
         segments[d["index"]] = ",".join([d["uuid"], str(d["count"]), str(d["devmem"]), d["type"],
@@ -102,6 +112,7 @@ def explain_pass(step: dict, zone: int) -> Optional[str]:
     if step["read"] is not None and devices_of(register) is None:
         register = volcano_register(step["read"])
         rows.append("Volcano register: fields")
+        theirs = {**theirs, "devices": representable(theirs["devices"])}
     if step["panic"]:
         ours = devshare_pass(step, zone, register)
         written = list(ours["write"].values())
