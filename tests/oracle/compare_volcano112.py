@@ -23,6 +23,10 @@ switched off, gives Volcano's answer:
   lock zone               rerun writing the lock time in Volcano's zone;
   W6 (unreadable lock)    rerun with unreadable values blocking forever.
 
+Both are compared a second time Volcano-exact, every switch above off at once
+(read_utc, the lock written in Volcano's zone, unreadable locks blocking):
+only the rows without a switch (register fields, V5) may be left.
+
 Anything else is unexplained. Prints a summary line per function and exits 1
 on any unexplained disagreement.
 
@@ -100,8 +104,10 @@ def volcano_register(devices: list) -> str:
     return ":".join(segments) + ":"
 
 
-def explain_pass(step: dict, zone: int) -> Optional[str]:
-    """The rows that explain a disagreement on one observation, or None."""
+def explain_pass(step: dict, zone: int, exact: bool = False) -> Optional[str]:
+    """The rows that explain a disagreement on one observation, or None.
+    Volcano-exact (`exact`): W16 switched off already; only the rows without a
+    switch may explain."""
     theirs = volcano_pass(step)
     hs = step["handshake"] or ""
     register = step["register"]
@@ -114,14 +120,14 @@ def explain_pass(step: dict, zone: int) -> Optional[str]:
         rows.append("Volcano register: fields")
         theirs = {**theirs, "devices": representable(theirs["devices"])}
     if step["panic"]:
-        ours = devshare_pass(step, zone, register)
+        ours = devshare_pass(step, zone, register, exact)
         written = list(ours["write"].values())
         if ("index out of range" in step["panic"] and "Requesting" in hs and "_" not in hs
                 and ours["devices"] is None and written and written[0].startswith("Deleted_")):
             return " + ".join(rows + ["V5 Requesting without '_'"])
         return None
-    for read_utc in (False, True):
-        if read_utc:
+    for read_utc in ((True,) if exact else (False, True)):
+        if read_utc and not exact:
             if zone == 0:
                 break
             rows.append("W16 handshake zone")
@@ -130,31 +136,33 @@ def explain_pass(step: dict, zone: int) -> Optional[str]:
     return None
 
 
-def compare_handshake(sc: dict, answer: dict, counts: Counter, show) -> None:
+def compare_handshake(sc: dict, answer: dict, counts: Counter, show, exact: bool = False) -> None:
+    fn = "handshake exact" if exact else "handshake"
     verdicts = []
     for k, step in enumerate(answer["steps"]):
-        counts["handshake observations"] += 1
-        if step["retries"]:
-            counts["handshake observations run again (a second boundary)"] += 1
+        if not exact:
+            counts["handshake observations"] += 1
+            if step["retries"]:
+                counts["handshake observations run again (a second boundary)"] += 1
         theirs = volcano_pass(step)
-        ours = devshare_pass(step, sc["zone"], step["register"])
+        ours = devshare_pass(step, sc["zone"], step["register"], exact)
         if not step["panic"] and ours == theirs:
             verdicts.append(None)
             continue
-        row = explain_pass(step, sc["zone"])
+        row = explain_pass(step, sc["zone"], exact)
         verdicts.append(row or "unexplained")
         if row is None:
-            show("handshake", sc, {"step": k, "observed": {x: step[x] for x in ("now", "handshake", "register")},
+            show(fn, sc, {"step": k, "observed": {x: step[x] for x in ("now", "handshake", "register")},
                                    "devshare": ours, "volcano": {**theirs, "panic": step["panic"]}})
     bad = [v for v in verdicts if v]
     if not bad:
-        counts["handshake agree"] += 1
+        counts[f"{fn} agree"] += 1
     elif "unexplained" in bad:
-        counts["handshake unexplained"] += 1
+        counts[f"{fn} unexplained"] += 1
     else:
-        counts["handshake explained"] += 1
+        counts[f"{fn} explained"] += 1
         for row in sorted(set(bad)):
-            counts[f"handshake explained: {row}"] += 1
+            counts[f"{fn} explained: {row}"] += 1
 
 
 def devshare_lock(sc: dict, answer: dict, zone: int = 0, unreadable_expires: bool = True) -> dict:
@@ -169,6 +177,13 @@ def compare_lock(sc: dict, answer: dict, counts: Counter, show) -> None:
     ours = devshare_lock(sc, answer)
     if answer["acquired"]:
         counts[f"nodelock Volcano updates {answer['updates']}"] += 1
+    # Volcano-exact: both switches off; nothing may be left.
+    exact = devshare_lock(sc, answer, zone=sc["zone"], unreadable_expires=False)
+    if exact == theirs and not answer["panic"]:
+        counts["nodelock exact agree"] += 1
+    else:
+        counts["nodelock exact unexplained"] += 1
+        show("nodelock exact", sc, {"devshare": exact, "volcano": answer})
     if ours == theirs and not answer["panic"]:
         counts["nodelock agree"] += 1
         return
@@ -217,17 +232,22 @@ def main() -> int:
         handshakes = [gen.handshake_scenario(args.seed, i) for i in batch]
         for sc, answer in zip(handshakes, run("handshake", handshakes)):
             compare_handshake(sc, answer, counts, show)
+            compare_handshake(sc, answer, counts, show, exact=True)
         locks = [gen.node_lock_scenario(args.seed, i) for i in batch]
         for sc, answer in zip(locks, run("nodelock", locks)):
             compare_lock(sc, answer, counts, show)
-    unexplained = counts["handshake unexplained"] + counts["nodelock unexplained"]
-    for fn in ("handshake", "nodelock"):
+    fns = ("handshake", "nodelock", "handshake exact", "nodelock exact")
+    unexplained = sum(counts[f"{fn} unexplained"] for fn in fns)
+    for fn in fns:
         detail = ", ".join(f"{k.split(': ', 1)[1] if ': ' in k else k} {v}" for k, v in sorted(counts.items())
-                           if k.startswith(fn) and k not in (f"{fn} agree", f"{fn} explained", f"{fn} unexplained"))
-        print(f"volcano112-oracle {fn}: {counts[fn + ' agree']} agree, {counts[fn + ' explained']} explained, "
-              f"{counts[fn + ' unexplained']} unexplained ({args.scenarios} scenarios, seed {args.seed}; {detail})")
+                           if k.startswith(fn + " ") and not k.startswith(fn + " exact")
+                           and k not in (f"{fn} agree", f"{fn} explained", f"{fn} unexplained"))
+        name = fn.replace(" exact", " (Volcano-exact: W16, lock zone, W6 switched off)")
+        print(f"volcano112-oracle {name}: {counts[fn + ' agree']} agree, {counts[fn + ' explained']} explained, "
+              f"{counts[fn + ' unexplained']} unexplained ({args.scenarios} scenarios, seed {args.seed}"
+              + (f"; {detail})" if detail else ")"))
     if args.results:
-        passed = 2 * args.scenarios - unexplained
+        passed = 4 * args.scenarios - unexplained
         with open(args.results, "a", encoding="utf-8") as f:
             f.write(f"oracle-volcano112 {passed} {unexplained} 0\n")
     return 1 if unexplained else 0
