@@ -131,10 +131,10 @@ struct VolcanoHandshakeExact {
 // (`Reported`, "") is usable and answered with `Requesting_<now>`. Stamps are
 // written and read at `zone_offset_seconds` east of UTC (W16). `format` is the
 // register annotation's (Volcano's own; the engine passes its vendor's).
-DEVSHARE_EXPORT RegistrationStep VolcanoSchedulerPass(
-    const NodeObservation& node, std::string_view key, std::int64_t now,
-    std::int32_t zone_offset_seconds = 0, const VolcanoHandshakeExact& exact = {},
-    RegisterFormat format = RegisterFormat::kVolcano);
+DEVSHARE_EXPORT RegistrationStep
+VolcanoSchedulerPass(const NodeObservation& node, std::string_view key, std::int64_t now,
+                     std::int32_t zone_offset_seconds = 0, const VolcanoHandshakeExact& exact = {},
+                     RegisterFormat format = RegisterFormat::kVolcano);
 
 // ---------------------------------------------------------------------------
 // The change-only protocol (Volcano #5393, HAMi #1499): the scheduler writes

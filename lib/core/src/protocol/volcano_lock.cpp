@@ -29,7 +29,8 @@ VolcanoLockDecision DecideVolcanoLock(const std::optional<std::string>& current,
   const Result<std::int64_t> taken = DecodeRfc3339(*current);
   if (!taken.ok()) {
     if (options.unreadable_expires && now - sighting.first_seen > options.timeout_seconds) {
-      return Take(now, options, fmt::format("unreadable lock {} expired", internal::Quote(*current)));
+      return Take(now, options,
+                  fmt::format("unreadable lock {} expired", internal::Quote(*current)));
     }
     return VolcanoLockDecision{false, std::nullopt,
                                fmt::format("unreadable lock {}", internal::Quote(*current))};

@@ -187,7 +187,8 @@ TEST_CASE("Volcano handshake (peers §A2)") {
   };
   for (const Row& row : rows) {
     CAPTURE(row.what);
-    RegistrationStep step = VolcanoSchedulerPass({row.handshake, kVolcanoRegister, 8}, kVolcano, kNow);
+    RegistrationStep step =
+        VolcanoSchedulerPass({row.handshake, kVolcanoRegister, 8}, kVolcano, kNow);
     CHECK(step.usable == row.usable);
     if (row.writes) {
       REQUIRE(step.write.has_value());
