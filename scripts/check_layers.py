@@ -34,7 +34,7 @@ PUBLIC_HEADER_LAYERS = {
     "objects": "k8s", "objects_json": "k8s", "lease_object": "k8s",
     "device": "codec", "annotations": "codec", "node_codec": "codec", "pod_codec": "codec",
     "vendor": "config", "request": "config", "hami_exact": "config", "workload": "config",
-    "handshake": "protocol", "nodelock": "protocol", "lease": "protocol",
+    "handshake": "protocol", "nodelock": "protocol", "lease": "protocol", "volcano_lock": "protocol",
     "dra": "dra", "dra_json": "dra", "dra_cel": "dra", "dra_pools": "dra", "dra_allocate": "dra",
     "snapshot": "state",
     "filter": "sched", "dra_place": "sched", "dra_gate": "sched", "preemption": "sched",
