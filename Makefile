@@ -206,7 +206,8 @@ test-python-package: setup
 	$(PACKAGE_VENV)/bin/python -m pytest tests/python -q -p no:cacheprovider
 
 # The differential oracles (tests/oracle/README.md): devshare against HAMi's
-# own Go code, and its DRA allocation and CEL selectors against Kubernetes'
+# and Volcano's own Go code (Volcano 1.12's handshake and node lock included),
+# and its DRA allocation and CEL selectors against Kubernetes'
 # (k8s.io/dynamic-resource-allocation), on seeded scenarios. `make test-oracle` runs
 # ORACLE_TEST_SCENARIOS of each;
 # `make oracle ORACLE_SCENARIOS=10000` the full comparison; `make oracle-speed`
@@ -225,11 +226,14 @@ test-oracle: python
 	  --results $(RESULTS)
 	@$(VENV_PY) tests/oracle/compare_dra.py --scenarios $(ORACLE_TEST_SCENARIOS) --seed $(ORACLE_SEED) \
 	  --results $(RESULTS)
+	@$(VENV_PY) tests/oracle/compare_volcano112.py --scenarios $(ORACLE_TEST_SCENARIOS) \
+	  --seed $(ORACLE_SEED) --results $(RESULTS)
 
 oracle: python
 	@bash tests/oracle/build.sh
 	$(VENV_PY) tests/oracle/compare.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED) --confirm-ties 100
 	$(VENV_PY) tests/oracle/compare_dra.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED)
+	$(VENV_PY) tests/oracle/compare_volcano112.py --scenarios $(ORACLE_SCENARIOS) --seed $(ORACLE_SEED)
 
 oracle-speed: python build
 	@bash tests/oracle/build.sh

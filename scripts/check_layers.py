@@ -35,6 +35,7 @@ PUBLIC_HEADER_LAYERS = {
     "device": "codec", "annotations": "codec", "node_codec": "codec", "pod_codec": "codec",
     "vendor": "config", "request": "config", "hami_exact": "config", "workload": "config",
     "handshake": "protocol", "nodelock": "protocol", "lease": "protocol",
+    "volcano_lock": "protocol",
     "dra": "dra", "dra_json": "dra", "dra_cel": "dra", "dra_pools": "dra", "dra_allocate": "dra",
     "snapshot": "state",
     "filter": "sched", "dra_place": "sched", "dra_gate": "sched", "preemption": "sched",

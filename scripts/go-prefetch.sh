@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/go-env.sh"
 command -v go >/dev/null || { echo "go-prefetch: no Go toolchain on PATH"; exit 1; }
 failed=0
-for dir in tests/oracle/harness tests/oracle/volcano tests/oracle/dra tests/e2e/k8s tests/e2e/helm \
+for dir in tests/oracle/harness tests/oracle/volcano tests/oracle/volcano112 tests/oracle/dra tests/e2e/k8s tests/e2e/helm \
            tests/e2e/hami; do
   start=$SECONDS
   if (cd "$root/$dir" && GOFLAGS=-mod=readonly go mod download); then

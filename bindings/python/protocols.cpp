@@ -13,6 +13,7 @@
 #include "devshare/handshake.hpp"
 #include "devshare/lease.hpp"
 #include "devshare/nodelock.hpp"
+#include "devshare/volcano_lock.hpp"
 
 namespace devshare::python {
 
@@ -243,10 +244,12 @@ void BindRegistration(py::module_& m) {
     memory["cleaned_up"] = mem.cleaned_up;
     return step;
   });
-  m.def("_volcano_scheduler_pass", [](std::optional<std::string> handshake, const std::string& key,
-                                      std::int64_t now, std::int32_t zone) {
-    return VolcanoSchedulerPass({std::move(handshake), std::nullopt, 0}, key, now, zone);
-  });
+  m.def("_volcano_scheduler_pass",
+        [](std::optional<std::string> handshake, std::optional<std::string> registered,
+           const std::string& key, std::int64_t now, std::int32_t zone, bool read_utc) {
+          return VolcanoSchedulerPass({std::move(handshake), std::move(registered), 0}, key, now,
+                                      zone, VolcanoHandshakeExact{read_utc});
+        });
   m.def("_change_only_scheduler_pass", [](std::optional<std::string> registered,
                                           std::int64_t allocatable,
                                           const std::optional<std::string>& previous) {
@@ -293,6 +296,25 @@ void BindNodeLock(py::module_& m) {
     sighting["first_seen"] = seen.first_seen;
     return d;
   });
+  m.def("_decide_volcano_lock",
+        [](const std::optional<std::string>& current, const py::dict& sighting, std::int64_t now,
+           std::int64_t timeout, std::int32_t zone, bool unreadable_expires) {
+          LockSighting seen;
+          seen.value = sighting.contains("value") ? sighting["value"].cast<std::string>() : "";
+          seen.first_seen =
+              sighting.contains("first_seen") ? sighting["first_seen"].cast<std::int64_t>() : 0;
+          const VolcanoLockDecision d = DecideVolcanoLock(
+              current, seen, now, VolcanoLockOptions{timeout, zone, unreadable_expires});
+          sighting["value"] = seen.value;
+          sighting["first_seen"] = seen.first_seen;
+          py::dict out;
+          out["acquired"] = d.acquired;
+          py::dict write;
+          if (d.write) write[py::str(d.write->key)] = py::cast(d.write->value);
+          out["write"] = write;
+          out["reason"] = d.reason;
+          return out;
+        });
   m.def("backoff_delay_ms", &BackoffDelayMs, py::arg("attempt"), py::arg("u"),
         "Retry delay before attempt + 1: 100 ms x 2^attempt x (1 + 0.5 u); None after five "
         "attempts.");

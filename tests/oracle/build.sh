@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the oracle harnesses: tests/oracle/bin/hami-oracle (harness/, HAMi
-# v2.10.0) and tests/oracle/bin/volcano-oracle (volcano/, Volcano ed72c7c8),
-# and tests/oracle/bin/dra-oracle (dra/, Kubernetes' structured allocator of
+# v2.10.0), tests/oracle/bin/volcano-oracle (volcano/, Volcano ed72c7c8),
+# tests/oracle/bin/volcano112-oracle (volcano112/, Volcano v1.12.4's handshake
+# and node lock), and tests/oracle/bin/dra-oracle (dra/, Kubernetes' structured allocator of
 # k8s.io/dynamic-resource-allocation v0.37.1, all from the module proxy).
 #
 # HAMi's and Volcano's code come from the shared trees beside this repository
-# (../shared/hami/v2.10.0, ../shared/volcano/ed72c7c8, through the replace
+# (../shared/hami/v2.10.0, ../shared/volcano/ed72c7c8 and v1.12.4, through the replace
 # directives of each go.mod), never from the module proxy, which does not
 # serve them; their dependencies come from the Go module proxy at the
 # versions each committed go.sum records (cached in the Go caches every
@@ -30,10 +31,11 @@ bin="$here/bin"
 mkdir -p "$bin"
 failed=0
 
-# build NAME DIR TREE CGO: the harness in $here/DIR against the shared TREE,
-# with CGO_ENABLED=CGO.
+# build NAME DIR TREE CGO [MIN]: the harness in $here/DIR against the shared
+# TREE, with CGO_ENABLED=CGO. MIN: the harness's go directive may be above the
+# tree's (its Kubernetes modules, shared with the other harnesses, ask more).
 build() {
-  local name=$1 dir=$2 tree=$3 cgo=$4
+  local name=$1 dir=$2 tree=$3 cgo=$4 min=${5:-}
   local skipped="$bin/$name.SKIPPED"
   rm -f "$skipped"
   skip() {
@@ -46,6 +48,9 @@ build() {
   local tree_go harness_go have
   tree_go=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$tree/go.mod")
   harness_go=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$here/$dir/go.mod")
+  if [ -n "$min" ] && [ "$(printf '%s\n%s\n' "$tree_go" "$harness_go" | sort -V | head -1)" = "$tree_go" ]; then
+    tree_go=$harness_go
+  fi
   if [ "$tree_go" != "$harness_go" ]; then
     echo "build.sh: $dir/go.mod says go $harness_go, $tree/go.mod says go $tree_go: make them agree" >&2
     failed=1
@@ -78,6 +83,9 @@ build() {
 
 build hami-oracle harness "$shared/hami/v2.10.0" 1
 build volcano-oracle volcano "$shared/volcano/ed72c7c8" 1
+# Volcano v1.12.4 asks go 1.23.0; the harness uses the Kubernetes modules of
+# volcano/ (v0.36.1, go 1.26.0), so that their compiled packages are shared.
+build volcano112-oracle volcano112 "$shared/volcano/v1.12.4" 1 min
 # The DRA oracle has no shared tree: every module it needs, Kubernetes' own
 # included, comes from the Go module proxy at the versions dra/go.sum records,
 # so its own go.mod stands for the tree (the Go it asks for is checked the same

@@ -23,10 +23,24 @@ def test_hami_handshake_w4_does_not_flap():
 
 
 def test_volcano_and_change_only():
-    step = devshare.volcano_scheduler_pass("Requesting_2026.08.21 08:19:00", NOW)
+    step = devshare.volcano_scheduler_pass("Requesting_2026.08.21 08:19:00", NOW,
+                                           registered="GPU-0,10,16384,NVIDIA-Tesla T4,true,hami-core:")
     assert step["write"] == {"volcano.sh/node-vgpu-handshake": "Deleted_2026.08.21 08:20:39"}
     assert devshare.change_only_scheduler_pass("[]", 8) == {"usable": True, "refresh": True, "write": {}}
     assert not devshare.change_only_scheduler_pass("[]", 0)["usable"]
+    # Without a register annotation Volcano writes nothing.
+    assert devshare.volcano_scheduler_pass("Reported", NOW) == {"usable": False, "refresh": False,
+                                                                "write": {}}
+
+
+def test_volcano_lock():
+    free = devshare.decide_volcano_lock(None, NOW)
+    assert free["acquired"] and free["write"] == {"hamivgpu": "2026-08-21T08:20:39Z"}
+    assert not devshare.decide_volcano_lock("2026-08-21T08:20:00Z", NOW)["acquired"]
+    sighting: dict = {}
+    assert not devshare.decide_volcano_lock("locked", NOW, sighting)["acquired"]
+    assert devshare.decide_volcano_lock("locked", NOW + 301, sighting)["acquired"]
+    assert not devshare.decide_volcano_lock("locked", NOW + 301, sighting, unreadable_expires=False)["acquired"]
 
 
 def test_lease_follower_and_elector():

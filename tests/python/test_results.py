@@ -72,7 +72,8 @@ def test_registration_steps():
                           "key='hami.io/node-handshake', value=None))")
     assert_dict_compatible(step, {"usable": False, "refresh": False,
                                   "write": {"hami.io/node-handshake": None}})
-    volcano = devshare.volcano_scheduler_pass("Requesting_2026.08.21 08:19:00", NOW)
+    volcano = devshare.volcano_scheduler_pass("Requesting_2026.08.21 08:19:00", NOW,
+                                              registered="GPU-0,10,16384,NVIDIA-Tesla T4,true,hami-core:")
     assert volcano.write.value == "Deleted_2026.08.21 08:20:39"
     assert_dict_compatible(volcano, {"usable": False, "refresh": False, "write": {
         "volcano.sh/node-vgpu-handshake": "Deleted_2026.08.21 08:20:39"}})

@@ -141,6 +141,7 @@ __all__ = [
     "scenarios",
     "simulate",
     "volcano_scheduler_pass",
+    "decide_volcano_lock",
 ]
 
 # A command the Engine emits; each names the API call to make, or the reply
@@ -687,9 +688,27 @@ def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,
 
 def volcano_scheduler_pass(handshake: Optional[str], now: int,
                            key: str = "volcano.sh/node-vgpu-handshake",
-                           zone_offset_seconds: int = 0) -> RegistrationStep:
-    """Volcano's scheduler-side handshake step: usable, refresh, write."""
-    return _devshare._volcano_scheduler_pass(handshake, key, now, zone_offset_seconds)
+                           zone_offset_seconds: int = 0, registered: Optional[str] = None,
+                           read_utc: bool = False) -> RegistrationStep:
+    """Volcano's scheduler-side handshake step (as Volcano v1.12.4's
+    vgpu.NewGPUDevices): usable, refresh, write. ``registered`` is the node's
+    volcano.sh/node-vgpu-register value (None: absent; without one that gives
+    a device, nothing is written). ``read_utc`` (Volcano-exact W16) reads
+    stamps as UTC whatever zone they are written in."""
+    return _devshare._volcano_scheduler_pass(handshake, registered, key, now,
+                                             zone_offset_seconds, read_utc)
+
+
+def decide_volcano_lock(current: Optional[str], now: int, sighting: Optional[dict] = None,
+                        timeout_seconds: int = 300, zone_offset_seconds: int = 0,
+                        unreadable_expires: bool = True) -> dict:
+    """Whether Volcano 1.12's scheduler may take a node's ``hamivgpu`` lock
+    (an RFC 3339 time, no owner): {acquired, write: {key: value} or {},
+    reason}. ``sighting`` (a dict kept per node) ages unreadable values (W6);
+    ``unreadable_expires=False`` blocks on them forever, as Volcano."""
+    return _devshare._decide_volcano_lock(current, sighting if sighting is not None else {}, now,
+                                          timeout_seconds, zone_offset_seconds,
+                                          unreadable_expires)
 
 
 def change_only_scheduler_pass(registered: Optional[str], allocatable: int,

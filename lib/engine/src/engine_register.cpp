@@ -89,8 +89,8 @@ void Engine::RegisterNode(const std::string& name, NodeMemory& memory, std::int6
         break;
       case RegistrationProtocol::kVolcano:
         obs.handshake = Annotation(memory.object, keys::kVolcanoHandshake);
-        step =
-            VolcanoSchedulerPass(obs, keys::kVolcanoHandshake, now, options_.zone_offset_seconds);
+        step = VolcanoSchedulerPass(obs, keys::kVolcanoHandshake, now, options_.zone_offset_seconds,
+                                    {}, vendor.register_format);
         break;
       case RegistrationProtocol::kChangeOnly:
         step = ChangeOnlySchedulerPass(obs, memory.registered[v]);

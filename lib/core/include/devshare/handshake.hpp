@@ -25,6 +25,7 @@
 
 #include "devshare/export.hpp"
 #include "devshare/hami_exact.hpp"
+#include "devshare/node_codec.hpp"
 
 namespace devshare {
 
@@ -108,13 +109,32 @@ DEVSHARE_EXPORT LegacyPluginWrites LegacyPluginPass(std::string_view encoded_dev
 // `Requesting_<2006.01.02 15:04:05>` and expects the plugin's `Reported`
 // within 60 s, else writes `Deleted_<time>` and drops the node.
 
-// One scheduler observation of a node. A node with no handshake has no vGPU
-// devices yet; Requesting within 60 s is usable; Requesting older than 60 s
-// is dropped with a Deleted stamp; Deleted stays dropped; anything else
-// (Reported) is usable and answered with a fresh Requesting stamp.
-DEVSHARE_EXPORT RegistrationStep VolcanoSchedulerPass(const NodeObservation& node,
-                                                      std::string_view key, std::int64_t now,
-                                                      std::int32_t zone_offset_seconds = 0);
+// Volcano-exact switches of its handshake (docs/compatibility.md, "Volcano's
+// handshake and node lock"): each one, on, decides as Volcano v1.12.4 does.
+struct VolcanoHandshakeExact {
+  // W16: Volcano formats its stamps in the process's zone but parses them
+  // with time.Parse, i.e. as UTC; on, stamps are read as UTC whatever
+  // `zone_offset_seconds` they are written in.
+  bool read_utc = false;
+  friend bool operator==(const VolcanoHandshakeExact&, const VolcanoHandshakeExact&) = default;
+};
+
+// One scheduler observation of a node, as Volcano v1.12.4's vgpu.NewGPUDevices
+// (checked against it by tests/oracle/compare_volcano112.py). A node without
+// a register annotation, or whose register annotation gives no device, or
+// without a handshake, has no vGPU devices and nothing is written. Otherwise a
+// handshake containing `Requesting` is read at the time between its first and
+// second `_`: within 60 s (not after) the node is usable; older, or a time
+// that does not parse (Volcano's zero time), it is dropped with a
+// `Deleted_<now>` stamp; one without `_` (Volcano panics) counts as
+// unparseable. One containing `Deleted` stays dropped; anything else
+// (`Reported`, "") is usable and answered with `Requesting_<now>`. Stamps are
+// written and read at `zone_offset_seconds` east of UTC (W16). `format` is the
+// register annotation's (Volcano's own; the engine passes its vendor's).
+DEVSHARE_EXPORT RegistrationStep
+VolcanoSchedulerPass(const NodeObservation& node, std::string_view key, std::int64_t now,
+                     std::int32_t zone_offset_seconds = 0, const VolcanoHandshakeExact& exact = {},
+                     RegisterFormat format = RegisterFormat::kVolcano);
 
 // ---------------------------------------------------------------------------
 // The change-only protocol (Volcano #5393, HAMi #1499): the scheduler writes

@@ -104,12 +104,31 @@ LegacyPluginWrites LegacyPluginPass(std::string_view encoded_devices, std::strin
 }
 
 RegistrationStep VolcanoSchedulerPass(const NodeObservation& node, std::string_view key,
-                                      std::int64_t now, std::int32_t zone_offset_seconds) {
-  if (!node.handshake) return RegistrationStep{};  // no vGPU devices (yet)
+                                      std::int64_t now, std::int32_t zone_offset_seconds,
+                                      const VolcanoHandshakeExact& exact, RegisterFormat format) {
+  // No register annotation, none that gives a device, or no handshake: no
+  // vGPU devices (yet), and Volcano writes nothing.
+  if (!node.registered || !node.handshake) return RegistrationStep{};
+  const Result<std::vector<Device>> devices = DecodeNodeDevices(*node.registered, format);
+  if (!devices.ok() || devices->empty()) return RegistrationStep{};
   if (Contains(node.handshake, "Requesting")) {
-    // Volcano ignores a parse error, which leaves the zero time: expired.
+    // Volcano reads the text between the first and the second '_' and
+    // ignores a parse error, which leaves the zero time: expired.
+    const std::string_view value = *node.handshake;
+    const std::size_t first = value.find('_');
+    const std::size_t second = first == std::string_view::npos ? first : value.find('_', first + 1);
+    std::string text(value.substr(0, second));
+    // Go's time.Parse reads the layout's hour ("15") from one digit or two:
+    // "2006.01.02 9:04:05" is read as 09.
+    const std::size_t hour = first + 1 + 11;  // after "2006.01.02 "
+    if (first != std::string_view::npos && text.size() > hour + 1 && text[hour - 1] == ' ' &&
+        text[hour] >= '0' && text[hour] <= '9' && text[hour + 1] == ':') {
+      text.insert(hour, 1, '0');
+    }
     const std::optional<std::int64_t> stamped =
-        StampTime(*node.handshake, '.', zone_offset_seconds);
+        first == std::string_view::npos
+            ? std::nullopt
+            : StampTime(text, '.', exact.read_utc ? 0 : zone_offset_seconds);
     if (!stamped || now > *stamped + kHandshakeExpirySeconds) {
       return RegistrationStep{false, false,
                               Stamp(key, HandshakeState::kDeleted, HandshakeDialect::kVolcano, now,

@@ -153,6 +153,8 @@ TEST_CASE("W16: stamps are written and read in the same explicit zone") {
   CHECK_FALSE(judge(kNow + 61));
 }
 
+constexpr const char* kVolcanoRegister = "GPU-0,10,16384,NVIDIA-Tesla T4,true,hami-core:";
+
 TEST_CASE("Volcano handshake (peers §A2)") {
   constexpr std::string_view kVolcano = "volcano.sh/node-vgpu-handshake";
   auto stamp = [](HandshakeState s, std::int64_t at) {
@@ -174,10 +176,19 @@ TEST_CASE("Volcano handshake (peers §A2)") {
       {"unparseable Requesting counts as expired", "Requesting_soon", false,
        "Deleted_2026.08.21 08:20:39"},
       {"Deleted stays dropped", stamp(HandshakeState::kDeleted, kNow - 600), false, std::nullopt},
+      {"Requesting without '_' (Volcano panics) counts as unparseable", "Requesting", false,
+       "Deleted_2026.08.21 08:20:39"},
+      {"only the text up to the second '_' is read", "Requesting_2026.08.21 08:20:00_x", true,
+       std::nullopt},
+      {"Go's time.Parse reads a one-digit hour", "Requesting_2026.08.21 8:20:00", true,
+       std::nullopt},
+      {"Requesting at exactly 60 s is still usable", stamp(HandshakeState::kRequesting, kNow - 60),
+       true, std::nullopt},
   };
   for (const Row& row : rows) {
     CAPTURE(row.what);
-    RegistrationStep step = VolcanoSchedulerPass({row.handshake, "x", 8}, kVolcano, kNow);
+    RegistrationStep step =
+        VolcanoSchedulerPass({row.handshake, kVolcanoRegister, 8}, kVolcano, kNow);
     CHECK(step.usable == row.usable);
     if (row.writes) {
       REQUIRE(step.write.has_value());
@@ -186,6 +197,28 @@ TEST_CASE("Volcano handshake (peers §A2)") {
       CHECK_FALSE(step.write.has_value());
     }
   }
+}
+
+TEST_CASE("Volcano handshake: no register annotation, or none Volcano reads, writes nothing") {
+  constexpr std::string_view kVolcano = "volcano.sh/node-vgpu-handshake";
+  const std::string reported = "Reported 2026-08-21 08:20:00.1 +0000 UTC";
+  CHECK(VolcanoSchedulerPass({reported, std::nullopt, 8}, kVolcano, kNow) == RegistrationStep{});
+  CHECK(VolcanoSchedulerPass({reported, "GPU-0,10:", 8}, kVolcano, kNow) == RegistrationStep{});
+  CHECK(VolcanoSchedulerPass({reported, "", 8}, kVolcano, kNow) == RegistrationStep{});
+  CHECK(VolcanoSchedulerPass({reported, kVolcanoRegister, 0}, kVolcano, kNow).usable);
+}
+
+TEST_CASE("Volcano handshake: W16, stamps read in the zone they are written in") {
+  constexpr std::string_view kVolcano = "volcano.sh/node-vgpu-handshake";
+  constexpr std::int32_t kEast = 8 * 3600;
+  const std::string written =
+      *VolcanoSchedulerPass({"Reported", kVolcanoRegister, 8}, kVolcano, kNow, kEast).write->value;
+  CHECK(written == "Requesting_2026.08.21 16:20:39");
+  const NodeObservation later{written, kVolcanoRegister, 8};
+  CHECK(VolcanoSchedulerPass(later, kVolcano, kNow + 30, kEast).usable);
+  CHECK_FALSE(VolcanoSchedulerPass(later, kVolcano, kNow + 61, kEast).usable);
+  // Volcano-exact: read as UTC, the stamp lies 8 hours ahead and never expires.
+  CHECK(VolcanoSchedulerPass(later, kVolcano, kNow + 3600, kEast, {.read_utc = true}).usable);
 }
 
 TEST_CASE("change-only protocol: the scheduler writes nothing") {
