@@ -297,14 +297,20 @@ Status ReadOpenb(const YAML::Node& node, const std::string& path, const LoadOpti
   if (node.IsNull()) return Status();
   OpenbWorkload w;
   std::string dir, pods = "openb_pod_list_default.csv", nodes = "openb_node_list_gpu_node.csv";
-  Status s = ReadMap(node, path,
-                     {{"dir", String(dir)},
-                      {"nodes", String(nodes)},
-                      {"pods", String(pods)},
-                      {"mode", OneOf(w.mode, {{"inflate", OpenbWorkload::Mode::kInflate},
-                                              {"replay", OpenbWorkload::Mode::kReplay}})},
-                      {"demand", Number(w.demand)}});
+  Status s =
+      ReadMap(node, path,
+              {{"dir", String(dir)},
+               {"nodes", String(nodes)},
+               {"pods", String(pods)},
+               {"mode", OneOf(w.mode, {{"inflate", OpenbWorkload::Mode::kInflate},
+                                       {"replay", OpenbWorkload::Mode::kReplay}})},
+               {"order", OneOf(w.order, {{"arrival", OpenbWorkload::Order::kArrival},
+                                         {"largest-first", OpenbWorkload::Order::kLargestFirst}})},
+               {"demand", Number(w.demand)}});
   if (!s.ok()) return s;
+  if (w.mode == OpenbWorkload::Mode::kReplay && w.order != OpenbWorkload::Order::kArrival) {
+    return FieldError(path + ".order", node["order"], "replay keeps the trace's order");
+  }
   dir = !options.openb_dir.empty() ? options.openb_dir : Joined(options.base_dir, dir);
   if (!options.read) return FieldError(path, node, "no way to read the trace files was given");
   Result<std::string> nodes_csv = options.read(Joined(dir, nodes));
