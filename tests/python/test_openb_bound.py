@@ -1,7 +1,7 @@
 """The offline openb bound (examples/python/openb_bound.py) against brute
 force: on small clusters every assignment of the pods (each to a node or to
 none) is tried, and the LP's bound must be at least the best of them; the
-random baseline, a placement, at most."""
+random baseline and the clairvoyant placement, placements, at most."""
 import itertools
 import pathlib
 import random
@@ -117,6 +117,7 @@ def test_bound_is_at_least_brute_force_and_random_at_most():
         asked = sum(openb_bound.shape_of(p).asked for p in pods)
         assert best - 1e-6 <= bound <= min(asked, sum(n["gpus"] for n in nodes)) + 1e-6, case
         assert openb_bound.random_fill(nodes, pods, case) <= best + 1e-9, case
+        assert openb_bound.clairvoyant_fill(nodes, pods) <= best + 1e-9, case
         tight += bound <= best + 1e-6
     # The relaxation is exact on most of these small cases (not all: a node's
     # CPU is shared out fractionally between pods).
