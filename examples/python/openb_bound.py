@@ -12,13 +12,13 @@ seed, from devshare.openb_scenario) are given to
 - random: each pod, in arrival order, on a node drawn uniformly from those it
   fits (CPU, memory, GPU type, whole GPUs or a GPU with room for its share),
   its share on a GPU drawn likewise; given up when it fits nowhere;
-- the simulator: binpack and fgd as the pods arrive, and both again with the
+- the simulator: binpack and fgd as the pods arrive, and fgd again with the
   same pods largest first (`openb: {order: largest-first}`);
 - balanced largest first (clairvoyant_fill): the GPU pods, most GPUs first,
   each where it leaves the node's CPU and memory least short of its free
   GPUs, under the same checks as random.
 
-The clairvoyant reference is the best of the three largest-first runs: an
+The clairvoyant reference is the better of the two largest-first runs: an
 allocation a scheduler knowing every pod in advance achieves, so the optimum
 lies between it and the bound.
 
@@ -47,7 +47,7 @@ LISTS = ("default", "gpushare40", "multigpu20", "gpuspec10", "cpu050")
 WHOLE = 1000  # a GPU in thousandths
 POLICIES = ("binpack", "fgd")
 # The clairvoyant placements tried; the reference is the best of them.
-CLAIRVOYANT = ("binpack-largest-first", "fgd-largest-first", "balanced-largest-first")
+CLAIRVOYANT = ("fgd-largest-first", "balanced-largest-first")
 
 
 @dataclass(frozen=True)
@@ -345,14 +345,13 @@ def clairvoyant_fill(nodes: list[dict], pods: list[dict]) -> float:
 
 
 def simulated(list_name: str, seeds: list[int], openb_dir: str | None) -> dict:
-    """GPUs allocated per (variant, seed): binpack and fgd in arrival order,
-    and largest first (`-largest-first`), from the simulator."""
+    """GPUs allocated per (variant, seed), from the simulator: binpack and
+    fgd in arrival order, and fgd largest first (binpack largest first did
+    worse: 97.56 % against fgd's 99.10 % on the default list, seed 0)."""
     openb = {"pods": f"openb_pod_list_{list_name}.csv", "mode": "inflate", "demand": 1.3}
-    variants = []
-    for policy in POLICIES:
-        variants.append({"name": policy, "engine": {"policy": policy}})
-        variants.append({"name": f"{policy}-largest-first", "engine": {"policy": policy},
-                         "openb": {"order": "largest-first"}})
+    variants = [{"name": policy, "engine": {"policy": policy}} for policy in POLICIES]
+    variants.append({"name": "fgd-largest-first", "engine": {"policy": "fgd"},
+                     "openb": {"order": "largest-first"}})
     scenario = {"name": f"openb-{list_name}", "openb": openb, "engine": {"policy": "fgd"},
                 "variants": variants}
     results = devshare.simulate(scenario, seed=seeds, openb=openb_dir)
@@ -370,9 +369,8 @@ def run_list(list_name: str, seeds: list[int], openb_dir: str | None, log=None) 
         row = {"list": list_name, "seed": seed, "pods": len(run["pods"]), "capacity": capacity,
                "random": random_fill(run["nodes"], run["pods"], seed), "bound": bound.gpus,
                "bound_seconds": round(bound.seconds, 2)}
-        for policy in POLICIES:
-            row[policy] = sims[(policy, seed)]
-            row[f"{policy}-largest-first"] = sims[(f"{policy}-largest-first", seed)]
+        for name in POLICIES + ("fgd-largest-first",):
+            row[name] = sims[(name, seed)]
         row["balanced-largest-first"] = clairvoyant_fill(run["nodes"], run["pods"])
         row["clairvoyant"] = max(row[k] for k in CLAIRVOYANT)
         rows.append(row)

@@ -122,3 +122,19 @@ def test_bound_is_at_least_brute_force_and_random_at_most():
     # The relaxation is exact on most of these small cases (not all: a node's
     # CPU is shared out fractionally between pods).
     assert tight >= 15
+
+
+def test_openb_scenario_is_the_runs_arrivals():
+    import devshare
+    if not devshare._openb_dir(None):
+        pytest.skip("no openb traces (../shared/data/openb)")
+    run = devshare.openb_scenario("openb_pod_list_gpushare40.csv", seed=3)
+    assert run == devshare.openb_scenario("openb_pod_list_gpushare40.csv", seed=3)
+    capacity = sum(n["gpus"] for n in run["nodes"])
+    asked = [openb_bound.shape_of(p).asked for p in run["pods"]]
+    # Pods arrive, one a second, until they ask 130 % of the GPUs.
+    assert sum(asked[:-1]) < 1.3 * capacity <= sum(asked)
+    assert [p["arrive_ms"] for p in run["pods"][:3]] == [0, 1000, 2000]
+    assert (len(run["nodes"]), capacity) == (1213, 6212)
+    with pytest.raises(OSError):
+        devshare.openb_scenario("no-such-list.csv")
