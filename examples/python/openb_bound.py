@@ -396,16 +396,30 @@ def format_row(row: dict) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    """The means per list as a Markdown table (GPU allocation, %)."""
+    """The means per list, then every list and seed, as Markdown tables
+    (GPU allocation, % of the cluster's GPUs; gap closed as a fraction)."""
     keys = ("random", "binpack", "fgd", "clairvoyant", "bound")
-    lines = ["| List | Seeds | Random | binpack | fgd | Clairvoyant | Bound | Gap closed: binpack | fgd "
-             "| clairvoyant |", "|---|---|---|---|---|---|---|---|---|---|"]
+    closed = ("binpack", "fgd", "clairvoyant")
+    head = ("| Random | binpack | fgd | Clairvoyant | Bound | Gap closed: binpack | fgd | clairvoyant |\n"
+            "|---|---|---|---|---|---|---|---|")
+
+    def cells(values: dict, fractions: dict) -> str:
+        return (" | ".join(f"{values[k]:.2f} %" for k in keys) + " | "
+                + " | ".join(f"{fractions[k]:.3f}" for k in closed) + " |")
+
+    lines = ["| List | Seeds " + head.split("\n")[0], "|---|---" + head.split("\n")[1]]
     for name in dict.fromkeys(r["list"] for r in rows):
         rs = [r for r in rows if r["list"] == name]
         mean = {k: sum(percent(r, k) for r in rs) / len(rs) for k in keys}
-        closed = {k: sum(gap_closed(r, k) for r in rs) / len(rs) for k in ("binpack", "fgd", "clairvoyant")}
-        lines.append(f"| {name} | {len(rs)} | " + " | ".join(f"{mean[k]:.2f} %" for k in keys) + " | "
-                     + " | ".join(f"{closed[k]:.3f}" for k in ("binpack", "fgd", "clairvoyant")) + " |")
+        gaps = {k: sum(gap_closed(r, k) for r in rs) / len(rs) for k in closed}
+        numbers = sorted(r["seed"] for r in rs)
+        contiguous = numbers == list(range(numbers[0], numbers[-1] + 1)) and len(numbers) > 2
+        seeds = f"{numbers[0]}–{numbers[-1]}" if contiguous else ",".join(map(str, numbers))
+        lines.append(f"| {name} | {seeds} | " + cells(mean, gaps))
+    lines += ["", "| List | Seed " + head.split("\n")[0], "|---|---" + head.split("\n")[1]]
+    for r in rows:
+        lines.append(f"| {r['list']} | {r['seed']} | "
+                     + cells({k: percent(r, k) for k in keys}, {k: gap_closed(r, k) for k in closed}))
     return "\n".join(lines)
 
 
@@ -423,6 +437,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default="0-9", help="e.g. 0-9 or 0,3,5")
     parser.add_argument("--openb", default=None, help="the traces' directory")
     parser.add_argument("--json", help="write every row here")
+    parser.add_argument("--from-json", nargs="+", metavar="FILE",
+                        help="print the rows of earlier --json files instead of running")
     parser.add_argument("--markdown", action="store_true", help="print the means as a table")
     args = parser.parse_args(argv)
     lists = args.lists.split(",")
@@ -430,12 +446,18 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown pod list {', '.join(unknown)}: one of {', '.join(LISTS)}")
     rows = []
+    if args.from_json:
+        for path in args.from_json:
+            with open(path, encoding="utf-8") as f:
+                rows += json.load(f)
+        rows.sort(key=lambda r: (LISTS.index(r["list"]), r["seed"]))
+        lists = []
     for name in lists:
         rows += run_list(name, seed_list(args.seeds), args.openb,
                          log=lambda line: print(line, flush=True))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1)
+        if args.json:  # after each list, so that a long run keeps what it measured
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(rows, f, indent=1)
     if args.markdown:
         print(markdown(rows))
     return 0
