@@ -285,7 +285,7 @@ openb: python
 # How far the openb policies are from optimal (docs/researchers/optimality.md):
 # per pod list and seed, random, binpack, fgd, the clairvoyant reference and the
 # offline upper bound (an LP solved by HiGHS), with the gap each closes;
-# every row in $(BUILD)/openb-bound.json. About 25 s a list and seed on one core.
+# every row in $(BUILD)/openb-bound.json. About 30 CPU-seconds a list and seed.
 OPENB_BOUND_LISTS ?= default,gpushare40,multigpu20,gpuspec10,cpu050
 OPENB_BOUND_SEEDS ?= 0-9
 openb-bound: python
