@@ -43,7 +43,7 @@ TEST_TARGETS := build test-cli test-unit test-install test-serve test-hostile \
 
 IMAGE_DIR   ?= build-image
 
-.PHONY: setup build demo test lint openb plots load load-apiserver compare audit-cost e2e soak dra-failover image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-docs test-python-package test-oracle oracle oracle-speed python fuzz bench bench-check clean
+.PHONY: setup build demo test lint openb openb-bound plots load load-apiserver compare audit-cost e2e soak dra-failover image test-image test-serve test-hostile test-observability test-unit test-cli test-asan test-fuzz san-build test-install test-python test-docs test-python-package test-oracle oracle oracle-speed python fuzz bench bench-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -285,6 +285,16 @@ plots: python
 # Fills the openb cluster with each policy from Python (examples/python).
 openb: python
 	$(VENV_PY) examples/python/openb_fill.py
+
+# How far the openb policies are from optimal (docs/researchers/optimality.md):
+# per pod list and seed, random, binpack, fgd, the clairvoyant reference and the
+# offline upper bound (an LP solved by HiGHS), with the gap each closes;
+# every row in $(BUILD)/openb-bound.json. About 30 CPU-seconds a list and seed.
+OPENB_BOUND_LISTS ?= default,gpushare40,multigpu20,gpuspec10,cpu050
+OPENB_BOUND_SEEDS ?= 0-9
+openb-bound: python
+	$(VENV_PY) examples/python/openb_bound.py --lists $(OPENB_BOUND_LISTS) --seeds $(OPENB_BOUND_SEEDS) \
+	  --json $(BUILD)/openb-bound.json --markdown
 
 # What the drift auditor's LIST costs on a big cluster: AUDIT_NODES nodes and
 # twice as many pods holding devices on the real control plane, then

@@ -13,6 +13,7 @@
 
 #include "common.hpp"
 #include "devshare/sim/experiment.hpp"
+#include "devshare/sim/simulator.hpp"
 
 namespace devshare::python {
 
@@ -229,6 +230,38 @@ void BindResults(py::module_& m) {
                  "fields}]}]}: the JSON of to_json().");
 }
 
+// The nodes and pods of one openb run (OpenbScenario) as dicts, in arrival
+// order: what the offline bound and the reorderings are computed over.
+py::dict OpenbScenarioDict(const sim::Scenario& scenario) {
+  py::list nodes;
+  for (const sim::NodeSpec& n : scenario.nodes) {
+    py::dict d;
+    d["name"] = n.name;
+    d["gpus"] = n.gpus;
+    d["gpu_memory_mib"] = n.gpu_memory_mib;
+    d["model"] = n.model;
+    d["cpu_milli"] = n.cpu_milli;
+    d["memory_mib"] = n.memory_mib;
+    nodes.append(std::move(d));
+  }
+  py::list pods;
+  for (const sim::PodSpec& p : scenario.pods) {
+    py::dict d;
+    d["name"] = p.name;
+    d["gpus"] = p.gpus;
+    d["gpu_milli"] = p.gpu_milli;
+    d["gpu_spec"] = p.gpu_spec;
+    d["cpu_milli"] = p.cpu_milli;
+    d["memory_mib"] = p.memory_mib;
+    d["arrive_ms"] = p.arrive_ms;
+    pods.append(std::move(d));
+  }
+  py::dict out;
+  out["nodes"] = std::move(nodes);
+  out["pods"] = std::move(pods);
+  return out;
+}
+
 }  // namespace
 
 void BindSimulation(py::module_& m) {
@@ -268,6 +301,13 @@ void BindSimulation(py::module_& m) {
       },
       py::arg("yaml"), py::arg("what"), py::arg("base_dir"), py::arg("openb_dir"),
       py::arg("openb_default_dir"), py::arg("seeds"));
+  m.def(
+      "_openb_scenario",
+      [](const std::string& nodes_csv, const std::string& pods_csv, double demand,
+         std::uint64_t seed) {
+        return OpenbScenarioDict(Unwrap(sim::OpenbScenario(nodes_csv, pods_csv, demand, seed)));
+      },
+      py::arg("nodes_csv"), py::arg("pods_csv"), py::arg("demand"), py::arg("seed"));
 }
 
 }  // namespace devshare::python

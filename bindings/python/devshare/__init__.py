@@ -138,6 +138,7 @@ __all__ = [
     "encode_node_devices",
     "encode_pod_devices",
     "hami_scheduler_pass",
+    "openb_scenario",
     "scenarios",
     "simulate",
     "volcano_scheduler_pass",
@@ -627,6 +628,12 @@ def _openb_dirs(given: Optional[str]) -> tuple:
     return told, ""
 
 
+def _openb_dir(given: Optional[str]) -> str:
+    """The openb traces' directory as told, else the one found nearby ("": none)."""
+    told, nearby = _openb_dirs(given)
+    return told or nearby
+
+
 def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = None) -> ExperimentResults:
     """Runs a scenario on the simulated cluster and returns the results.
 
@@ -669,6 +676,29 @@ def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = No
         seeds = [int(s) for s in seed]
     told, nearby = _openb_dirs(openb)
     return _devshare._run_experiment(text, what, base_dir, told, nearby, seeds)
+
+
+def openb_scenario(pods: str = "openb_pod_list_default.csv", seed: int = 0, demand: float = 1.3,
+                   openb: Optional[str] = None,
+                   nodes: str = "openb_node_list_gpu_node.csv") -> dict:
+    """The nodes and pods of one openb run: the FGD paper's experiment as
+    ``simulate`` runs it (``openb: {mode: inflate}``), pods sampled with
+    replacement from the pod list ``pods`` with ``seed`` until they ask
+    ``demand`` times the cluster's GPUs, in arrival order.
+
+    ``pods`` and ``nodes`` are file names in the traces' directory ``openb``
+    (found as ``simulate`` finds it) or paths. Returns {"nodes": [{name, gpus,
+    gpu_memory_mib, model, cpu_milli, memory_mib}], "pods": [{name, gpus,
+    gpu_milli, gpu_spec, cpu_milli, memory_mib, arrive_ms}]}. Errors:
+    OSError for a file that cannot be read, ValueError naming the row of one
+    that cannot be mapped."""
+    directory = _openb_dir(openb)
+    texts = []
+    for name in (nodes, pods):
+        path = name if os.path.isabs(name) or not directory else os.path.join(directory, name)
+        with open(path, encoding="utf-8") as f:
+            texts.append(f.read())
+    return _devshare._openb_scenario(texts[0], texts[1], float(demand), int(seed))
 
 
 def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,

@@ -6,10 +6,27 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "devshare/sim/experiment.hpp"
+#include "scenario_objects.hpp"
 
 namespace devshare::sim {
+
+namespace {
+
+// The same pods at the same times, the most GPUs first (a stable sort: the
+// sampled order among equals).
+void LargestFirst(std::vector<PodSpec>& pods) {
+  std::vector<std::int64_t> times;
+  for (const PodSpec& p : pods) times.push_back(p.arrive_ms);
+  std::stable_sort(pods.begin(), pods.end(), [](const PodSpec& a, const PodSpec& b) {
+    return internal::GpusOf(a) > internal::GpusOf(b);
+  });
+  for (std::size_t i = 0; i < pods.size(); ++i) pods[i].arrive_ms = times[i];
+}
+
+}  // namespace
 
 Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed) {
   Scenario scenario = t.settings;
@@ -21,6 +38,7 @@ Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed) {
     if (!openb.ok()) return openb.status();
     scenario.nodes = std::move(openb->nodes);
     scenario.pods = std::move(openb->pods);
+    if (t.openb->order == OpenbWorkload::Order::kLargestFirst) LargestFirst(scenario.pods);
   }
   for (const NodeGroup& g : t.node_groups) {
     const int width = std::max(1, static_cast<int>(std::to_string(g.count - 1).size()));

@@ -297,14 +297,20 @@ Status ReadOpenb(const YAML::Node& node, const std::string& path, const LoadOpti
   if (node.IsNull()) return Status();
   OpenbWorkload w;
   std::string dir, pods = "openb_pod_list_default.csv", nodes = "openb_node_list_gpu_node.csv";
-  Status s = ReadMap(node, path,
-                     {{"dir", String(dir)},
-                      {"nodes", String(nodes)},
-                      {"pods", String(pods)},
-                      {"mode", OneOf(w.mode, {{"inflate", OpenbWorkload::Mode::kInflate},
-                                              {"replay", OpenbWorkload::Mode::kReplay}})},
-                      {"demand", Number(w.demand)}});
+  Status s =
+      ReadMap(node, path,
+              {{"dir", String(dir)},
+               {"nodes", String(nodes)},
+               {"pods", String(pods)},
+               {"mode", OneOf(w.mode, {{"inflate", OpenbWorkload::Mode::kInflate},
+                                       {"replay", OpenbWorkload::Mode::kReplay}})},
+               {"order", OneOf(w.order, {{"arrival", OpenbWorkload::Order::kArrival},
+                                         {"largest-first", OpenbWorkload::Order::kLargestFirst}})},
+               {"demand", Number(w.demand)}});
   if (!s.ok()) return s;
+  if (w.mode == OpenbWorkload::Mode::kReplay && w.order != OpenbWorkload::Order::kArrival) {
+    return FieldError(path + ".order", node["order"], "replay keeps the trace's order");
+  }
   if (!options.openb_dir.empty()) {
     dir = options.openb_dir;
   } else if (dir.empty() && !options.openb_default_dir.empty()) {

@@ -4,7 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 using namespace devshare;
 using namespace devshare::sim;
@@ -195,6 +197,46 @@ TEST_CASE("experiment: openb files are read from the directory given, the file's
   files.asked.clear();
   REQUIRE(ParseExperiment("openb: {dir: traces}\n", options).ok());
   CHECK(files.asked.front() == "/data/openb_node_list_gpu_node.csv");
+}
+
+TEST_CASE("experiment: openb's largest-first order is the sampled pods, most GPUs first") {
+  LoadOptions options;
+  options.read = [](const std::string& path) -> Result<std::string> {
+    if (path.ends_with("openb_node_list_gpu_node.csv")) return std::string(kNodesCsv);
+    return std::string(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+        "half,0,0,1,500\nfour,0,0,4,1000\ncpu,1000,0,0,0\nwhole,0,0,1,1000\n");
+  };
+  Result<Experiment> e = ParseExperiment(
+      "openb: {demand: 2}\nvariants:\n  - {name: arrival}\n"
+      "  - {name: clairvoyant, openb: {order: largest-first}}\n",
+      options);
+  REQUIRE(e.ok());
+  Result<Scenario> arrival = Expand(e->variants[0].scenario, 3);
+  Result<Scenario> sorted = Expand(e->variants[1].scenario, 3);
+  REQUIRE(arrival.ok());
+  REQUIRE(sorted.ok());
+  REQUIRE(arrival->pods.size() == sorted->pods.size());
+  std::vector<std::string> names;
+  for (const PodSpec& p : arrival->pods) names.push_back(p.name);
+  std::vector<std::string> sorted_names;
+  for (std::size_t i = 0; i < sorted->pods.size(); ++i) {
+    const PodSpec& p = sorted->pods[i];
+    sorted_names.push_back(p.name);
+    CHECK(p.arrive_ms == arrival->pods[i].arrive_ms);  // the same times, in order
+    if (i > 0) {
+      const PodSpec& q = sorted->pods[i - 1];
+      const double gpus = p.gpus == 1 ? p.gpu_milli / 1000.0 : p.gpus;
+      const double before = q.gpus == 1 ? q.gpu_milli / 1000.0 : q.gpus;
+      CHECK(before >= gpus);
+    }
+  }
+  CHECK(sorted_names != names);  // seed 3 did not sample them largest first
+  std::sort(names.begin(), names.end());
+  std::sort(sorted_names.begin(), sorted_names.end());
+  CHECK(sorted_names == names);  // the same pods
+  CHECK(ErrorOf("openb: {mode: replay, order: largest-first}\n")
+            .find("openb.order: replay keeps the trace's order") != std::string::npos);
 }
 
 TEST_CASE("experiment: the shipped scenarios parse and expand") {

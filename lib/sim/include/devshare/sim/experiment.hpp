@@ -39,7 +39,8 @@
 //       # namespace's quotas winning; one that is not a whole number is
 //       # ignored and reported (Report::quota_warnings)
 //   openb:                          # or the openb traces (nodes and pods)
-//     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3}
+//     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3,
+//      order: arrival|largest-first}   # largest-first: inflate's pods, most GPUs first
 //   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
 //            preemption: true|false, preemption_hold: 60s, preemption_timeout: 5m,
 //            retry_window: 2s,
@@ -103,9 +104,14 @@ struct PodClass {
 
 struct OpenbWorkload {
   enum class Mode { kInflate, kReplay };
+  // The order the inflated pods arrive in: as sampled, or the same pods with
+  // the most GPUs first (ties in sampled order), a clairvoyant reference
+  // that knows every pod in advance. Replay keeps the trace's times.
+  enum class Order { kArrival, kLargestFirst };
   std::string nodes_csv;  // the files' contents
   std::string pods_csv;
   Mode mode = Mode::kInflate;
+  Order order = Order::kArrival;
   double demand = 1.3;
 };
 
