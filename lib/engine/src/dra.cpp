@@ -414,6 +414,14 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
     d.writing.erase(it);
     return true;
   }
+  if (!Ready(now_ms)) {
+    // Leadership lapsed while the claims were written: the gate is the
+    // leader's to remove (it finds the claims allocated for the pod).
+    DraAssume(uid, std::nullopt);
+    d.writing.erase(it);
+    DraDueAt(uid, now_ms + kDraRetryMs);
+    return true;
+  }
   w.gate_write = NextId();
   d.write_of.emplace(w.gate_write, uid);
   out.push_back(RemoveSchedulingGate{w.gate_write, w.pod_namespace, w.name, w.uid});

@@ -102,6 +102,8 @@ void Service::Impl::After(std::chrono::milliseconds delay, std::function<void()>
       });
 }
 
+bool Service::Impl::MayWrite() { return engine->Ready(NowMs()); }
+
 void Service::Impl::ScheduleWake() {
   const std::optional<std::int64_t> wake = engine->NextWakeMs();
   if (!wake) return;

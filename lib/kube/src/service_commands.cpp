@@ -91,8 +91,8 @@ void ReadAfterWrite(const ClaimWriteRef& w, ClaimStep step) {
       w->sink->Outcome(w->command.id, true);
       return w->sink->ClaimSeen(std::move(*claim));
     }
-    const bool still_free =
-        claim->uid == w->command.uid && w->command.allocation && !claim->allocation;
+    const bool still_free = claim->uid == w->command.uid && w->command.allocation &&
+                            !claim->allocation && w->sink->MayWrite();
     const std::string version = claim->resource_version;
     w->sink->ClaimSeen(std::move(*claim));
     if (!still_free) return w->sink->Outcome(w->command.id, false);

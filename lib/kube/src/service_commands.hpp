@@ -34,6 +34,9 @@ class CommandSink {
   // Calls `then` once `delay` has passed (on the ApiClient's thread), unless
   // the sink is stopped first.
   virtual void After(std::chrono::milliseconds delay, std::function<void()> then) = 0;
+  // Whether the replica may still write (it leads, Engine::Ready): a write a
+  // command makes again after a read asks first.
+  virtual bool MayWrite() = 0;
 };
 
 // The path of a ResourceClaim (resource.k8s.io/v1).
@@ -58,9 +61,10 @@ std::string ClaimPath(const std::string& claim_namespace, const std::string& nam
 //       - the claim read already carries the command's allocation and
 //         reservedFor (a write whose answer was lost): the command
 //         succeeded;
-//       - the command allocates and the claim read is the same claim (UID)
-//         still unallocated: that write is made again at the version read,
-//         at most 3 times in all;
+//       - the command allocates, the claim read is the same claim (UID)
+//         still unallocated and the replica may still write (MayWrite):
+//         that write is made again at the version read, at most 3 times in
+//         all;
 //       - otherwise the command fails, for the engine to judge the claim
 //         anew from what was read.
 //     So a failure is reported only with the claim as the server has it

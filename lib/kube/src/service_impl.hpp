@@ -43,6 +43,7 @@ struct Service::Impl : CommandSink, std::enable_shared_from_this<Service::Impl> 
   void Outcome(std::uint64_t id, bool ok) override;
   void ClaimSeen(dra::ResourceClaim claim) override;
   void After(std::chrono::milliseconds delay, std::function<void()> then) override;
+  bool MayWrite() override;
 
   // ---- HTTP (service_routes.cpp)
   // `trusted`: the listener's callers are known (loopback, or a client

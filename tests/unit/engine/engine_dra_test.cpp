@@ -251,6 +251,39 @@ TEST_CASE("engine dra: a follower allocates nothing") {
 }
 
 TEST_CASE(
+    "engine dra: a replica whose Lease lapsed while its claims were written leaves the gate") {
+  // Leading on a 15 s Lease observed at kNowMs, then the claim's write
+  // answers: in time the gate goes; after the Lease has lapsed it stays,
+  // for the leader to remove.
+  for (const std::int64_t answered_ms : {kNowMs + 1000, kNowMs + 16000}) {
+    CAPTURE(answered_ms);
+    EngineOptions o = DraEngine::Options(dra::Policy::kBinpack);
+    o.leadership = Leadership::kFollowLease;
+    o.hostname = "me";
+    Engine engine(o);
+    std::vector<Command> out;
+    engine.NodeObserved(MakeNode("n1"), kNowMs, out);
+    engine.ResourceSliceObserved(NodeSlice("n1", {SharedGpu(0)}));
+    for (auto& [name, c] : Classes()) engine.DeviceClassObserved(c);
+    engine.ResourceClaimObserved(Share("a", 10));
+    engine.PodObserved(Gated("p", {"a"}));
+    engine.DraSynced();
+    LeaseRecord lease;
+    lease.holder = "me_abc";
+    lease.duration_seconds = 15;
+    lease.resource_version = "1";
+    engine.LeaseObserved(lease, kNowMs, out);
+    out.clear();
+    engine.Tick(kNowMs, out);
+    const std::vector<WriteClaimStatus> writes = Of<WriteClaimStatus>(out);
+    REQUIRE(writes.size() == 1);
+    out.clear();
+    engine.ApiResult(writes[0].id, true, answered_ms, out);
+    CHECK(Of<RemoveSchedulingGate>(out).size() == (answered_ms < kNowMs + 15000 ? 1U : 0U));
+  }
+}
+
+TEST_CASE(
     "engine dra: the auditor reads claims again that changed, went or came without an "
     "event, never one with a write in flight") {
   DraEngine f;

@@ -79,10 +79,12 @@ struct Sink : CommandSink {
     auto timer = std::make_shared<boost::asio::steady_timer>(io, delay);
     timer->async_wait([timer, then = std::move(then)](boost::system::error_code) { then(); });
   }
+  bool MayWrite() override { return may_write; }
   boost::asio::io_context& io;
   ApiClient client;
   std::vector<std::string> reports;
   std::function<void()> on_outcome;
+  bool may_write = true;
 };
 
 engine::WriteClaimStatus Allocating(std::string version) {
@@ -107,10 +109,12 @@ engine::WriteClaimStatus Allocating(std::string version) {
 // requests as "<method> <target> @<resourceVersion>" and the reports.
 template <typename Command>
 std::pair<std::vector<std::string>, std::vector<std::string>> Run(const Command& command,
-                                                                  const FakeApi::Answer& answer) {
+                                                                  const FakeApi::Answer& answer,
+                                                                  bool may_write = true) {
   boost::asio::io_context io;
   FakeApi api(io, answer);
   auto sink = std::make_shared<Sink>(io, api);
+  sink->may_write = may_write;
   sink->on_outcome = [&] {
     // Whatever comes with the outcome is in the same callback; then stop.
     boost::asio::post(io, [&] {
@@ -236,6 +240,19 @@ TEST_CASE(
                         fmt::format("PATCH {}/status @7", kClaim),
                     });
   CHECK(reports == std::vector<std::string>{"claim 6", "claim 7", "outcome 7 true", "claim 8"});
+
+  // A replica that no longer leads does not write again: the claim as read,
+  // then the failure.
+  std::tie(requests, reports) = Run(
+      Allocating("5"),
+      [&](const HttpRequest& r) {
+        if (r.method == "GET") return Answer(200, ClaimJson("6"));
+        if (r.target.ends_with("/status")) return Answer(504, "{}");
+        return Answer(200, ClaimJson("6"));
+      },
+      /*may_write=*/false);
+  CHECK(requests.size() == 3);
+  CHECK(reports == std::vector<std::string>{"claim 6", "claim 6", "outcome 7 false"});
 
   // Allocated by another meanwhile: the claim as read, then the failure.
   std::tie(requests, reports) = Run(Allocating("5"), [&](const HttpRequest& r) {
