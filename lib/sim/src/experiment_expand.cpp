@@ -19,6 +19,7 @@ namespace {
 // sampled order among equals).
 void LargestFirst(std::vector<PodSpec>& pods) {
   std::vector<std::int64_t> times;
+  times.reserve(pods.size());
   for (const PodSpec& p : pods) times.push_back(p.arrive_ms);
   std::stable_sort(pods.begin(), pods.end(), [](const PodSpec& a, const PodSpec& b) {
     return internal::GpusOf(a) > internal::GpusOf(b);
