@@ -233,11 +233,11 @@ TEST_CASE(
   CHECK(events[0].message == "the node its allocated claims are on has no room for the others");
 }
 
-TEST_CASE("engine dra: a follower allocates nothing") {
-  EngineOptions o = DraEngine::Options(dra::Policy::kBinpack);
-  o.leadership = Leadership::kFollowLease;
-  o.hostname = "me";
-  Engine engine(o);
+namespace {
+
+// A replica "me" following the Lease, serving one node with one shared GPU,
+// pod p held for its claim a.
+void FollowerWithHeldPod(Engine& engine) {
   std::vector<Command> out;
   engine.NodeObserved(MakeNode("n1"), kNowMs, out);
   engine.ResourceSliceObserved(NodeSlice("n1", {SharedGpu(0)}));
@@ -245,6 +245,21 @@ TEST_CASE("engine dra: a follower allocates nothing") {
   engine.ResourceClaimObserved(Share("a", 10));
   engine.PodObserved(Gated("p", {"a"}));
   engine.DraSynced();
+}
+
+EngineOptions FollowingAsMe() {
+  EngineOptions o = DraEngine::Options(dra::Policy::kBinpack);
+  o.leadership = Leadership::kFollowLease;
+  o.hostname = "me";
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("engine dra: a follower allocates nothing") {
+  Engine engine(FollowingAsMe());
+  FollowerWithHeldPod(engine);
+  std::vector<Command> out;
   engine.Tick(kNowMs, out);
   CHECK(out.empty());
   CHECK(engine.dra_gated() == 1);
@@ -257,17 +272,9 @@ TEST_CASE(
   // for the leader to remove.
   for (const std::int64_t answered_ms : {kNowMs + 1000, kNowMs + 16000}) {
     CAPTURE(answered_ms);
-    EngineOptions o = DraEngine::Options(dra::Policy::kBinpack);
-    o.leadership = Leadership::kFollowLease;
-    o.hostname = "me";
-    Engine engine(o);
+    Engine engine(FollowingAsMe());
+    FollowerWithHeldPod(engine);
     std::vector<Command> out;
-    engine.NodeObserved(MakeNode("n1"), kNowMs, out);
-    engine.ResourceSliceObserved(NodeSlice("n1", {SharedGpu(0)}));
-    for (auto& [name, c] : Classes()) engine.DeviceClassObserved(c);
-    engine.ResourceClaimObserved(Share("a", 10));
-    engine.PodObserved(Gated("p", {"a"}));
-    engine.DraSynced();
     LeaseRecord lease;
     lease.holder = "me_abc";
     lease.duration_seconds = 15;
