@@ -3,6 +3,7 @@ module devshare.test/dra-oracle
 go 1.26.0
 
 require (
+	devshare.test/jsonlines v0.0.0
 	k8s.io/api v0.37.1
 	k8s.io/apimachinery v0.37.1
 	k8s.io/dynamic-resource-allocation v0.37.1
@@ -54,3 +55,5 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+replace devshare.test/jsonlines => ../jsonlines

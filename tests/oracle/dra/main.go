@@ -10,13 +10,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -28,6 +25,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
+
+	"devshare.test/jsonlines"
 )
 
 // features is structured.Features as kube-scheduler v1.37.1 builds it
@@ -255,41 +254,7 @@ func main() {
 	ctx := context.Background()
 	// One cache for the whole run, as the scheduler keeps one for its life.
 	cache := cel.NewCache(10, celFeatures)
-	in := bufio.NewReaderSize(os.Stdin, 1<<20)
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
-	enc := json.NewEncoder(out) // one line per answer
-	enc.SetEscapeHTML(false)
-	for n := 1; ; n++ {
-		line, err := in.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var sc scenario
-			dec := json.NewDecoder(bytes.NewReader(line))
-			dec.DisallowUnknownFields()
-			if derr := dec.Decode(&sc); derr != nil {
-				out.Flush()
-				fmt.Fprintf(os.Stderr, "dra-oracle: line %d: %v\n", n, derr)
-				os.Exit(2)
-			}
-			ans, serr := solve(ctx, cache, &sc)
-			if serr != nil {
-				out.Flush()
-				fmt.Fprintf(os.Stderr, "dra-oracle: line %d: %v\n", n, serr)
-				os.Exit(2)
-			}
-			if eerr := enc.Encode(ans); eerr != nil {
-				out.Flush()
-				fmt.Fprintf(os.Stderr, "dra-oracle: line %d: %v\n", n, eerr)
-				os.Exit(2)
-			}
-			out.Flush()
-		}
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dra-oracle: reading: %v\n", err)
-			os.Exit(2)
-		}
-	}
+	jsonlines.Serve("dra-oracle", jsonlines.TryStrict(func(sc *scenario) (answer, error) {
+		return solve(ctx, cache, sc)
+	}))
 }

@@ -3,6 +3,7 @@ module devshare.test/hami-oracle
 go 1.26.6
 
 require (
+	devshare.test/jsonlines v0.0.0
 	github.com/Project-HAMi/HAMi v0.0.0
 	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	k8s.io/api v0.36.3
@@ -79,3 +80,5 @@ require (
 // does not serve github.com/Project-HAMi/*. HAMi's dependencies come from the
 // module proxy at the versions go.sum records.
 replace github.com/Project-HAMi/HAMi => ../../../../shared/hami/v2.10.0
+
+replace devshare.test/jsonlines => ../jsonlines

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -48,6 +47,8 @@ import (
 	"github.com/Project-HAMi/HAMi/pkg/util"
 	"github.com/Project-HAMi/HAMi/pkg/util/client"
 	"github.com/Project-HAMi/HAMi/pkg/util/nodelock"
+
+	"devshare.test/jsonlines"
 )
 
 const (
@@ -105,10 +106,7 @@ type scenario struct {
 	} `json:"pod"`
 }
 
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "hami-oracle: "+format+"\n", args...)
-	os.Exit(2)
-}
+func fail(format string, args ...any) { jsonlines.Fail("hami-oracle", format, args...) }
 
 func limits(m map[string]string) corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -847,51 +845,25 @@ func main() {
 	if len(os.Args) != 2 {
 		fail("usage: hami-oracle answer|handshake|nodelock|webhook|speed=N < scenarios.jsonl")
 	}
-	mode := os.Args[1]
+	mode := map[string]jsonlines.Mode{
+		"answer":    jsonlines.Answer(answer),
+		"handshake": jsonlines.Answer(handshakes),
+		"nodelock":  jsonlines.Answer(nodeLock),
+		"webhook":   jsonlines.Answer(webhookAnswer),
+	}[os.Args[1]]
+	if repeat, ok := strings.CutPrefix(os.Args[1], "speed="); ok {
+		n, err := strconv.Atoi(repeat)
+		if err != nil || n < 1 {
+			fail("bad mode %q", os.Args[1])
+		}
+		mode = jsonlines.Answer(func(s *scenario) map[string]any { return speed(s, n) })
+	}
+	if mode == nil {
+		fail("bad mode %q", os.Args[1])
+	}
 	// HAMi writes and reads handshake times in the process's zone; devshare's
 	// side reads them in UTC.
 	time.Local = time.UTC
 	config.InitDefaultDevices()
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<30)
-	enc := json.NewEncoder(os.Stdout)
-	for in.Scan() {
-		line := []byte(strings.TrimSpace(in.Text()))
-		if len(line) == 0 {
-			continue
-		}
-		var out map[string]any
-		switch {
-		case mode == "answer":
-			out = answer(decode[scenario](line))
-		case mode == "handshake":
-			out = handshakes(decode[handshakeScenario](line))
-		case mode == "nodelock":
-			out = nodeLock(decode[nodeLockScenario](line))
-		case mode == "webhook":
-			out = webhookAnswer(decode[webhookScenario](line))
-		case strings.HasPrefix(mode, "speed="):
-			n, err := strconv.Atoi(strings.TrimPrefix(mode, "speed="))
-			if err != nil || n < 1 {
-				fail("bad mode %q", mode)
-			}
-			out = speed(decode[scenario](line), n)
-		default:
-			fail("bad mode %q", mode)
-		}
-		if err := enc.Encode(out); err != nil {
-			fail("write: %v", err)
-		}
-	}
-	if err := in.Err(); err != nil {
-		fail("read: %v", err)
-	}
-}
-
-func decode[T any](line []byte) *T {
-	var v T
-	if err := json.Unmarshal(line, &v); err != nil {
-		fail("scenario: %v", err)
-	}
-	return &v
+	jsonlines.Serve("hami-oracle", mode)
 }

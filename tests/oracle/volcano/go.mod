@@ -3,6 +3,7 @@ module devshare.test/volcano-oracle
 go 1.26.0
 
 require (
+	devshare.test/jsonlines v0.0.0
 	k8s.io/api v0.36.1
 	k8s.io/apimachinery v0.36.1
 	k8s.io/klog/v2 v2.140.0
@@ -73,3 +74,5 @@ replace (
 	volcano.sh/apis => ../../../../shared/volcano/ed72c7c8/staging/src/volcano.sh/apis
 	volcano.sh/volcano => ../../../../shared/volcano/ed72c7c8
 )
+
+replace devshare.test/jsonlines => ../jsonlines

@@ -22,14 +22,10 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -40,6 +36,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api/devices"
 	deviceconfig "volcano.sh/volcano/pkg/scheduler/api/devices/config"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/vgpu"
+
+	"devshare.test/jsonlines"
 )
 
 type scenario struct {
@@ -84,10 +82,7 @@ type deviceJSON struct {
 	Health bool   `json:"health"`
 }
 
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "volcano-oracle: "+format+"\n", args...)
-	os.Exit(2)
-}
+func fail(format string, args ...any) { jsonlines.Fail("volcano-oracle", format, args...) }
 
 // volcanoNode is a node registering `register`, with allocatable vGPU resources.
 func volcanoNode(name, register string) *corev1.Node {
@@ -174,43 +169,18 @@ func fit(s *fitScenario) map[string]any {
 }
 
 func main() {
-	if len(os.Args) != 2 || (os.Args[1] != "register" && os.Args[1] != "fit") {
+	modes := map[string]jsonlines.Mode{
+		"register": jsonlines.Answer(register),
+		"fit":      jsonlines.Answer(fit),
+	}
+	if len(os.Args) != 2 || modes[os.Args[1]] == nil {
 		fail("usage: volcano-oracle register|fit < scenarios.jsonl")
 	}
-	mode := os.Args[1]
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<30)
-	enc := json.NewEncoder(os.Stdout)
-	for in.Scan() {
-		line := strings.TrimSpace(in.Text())
-		if line == "" {
-			continue
-		}
-		var answer map[string]any
-		if mode == "register" {
-			var s scenario
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				fail("scenario: %v", err)
-			}
-			answer = register(&s)
-		} else {
-			var s fitScenario
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				fail("scenario: %v", err)
-			}
-			answer = fit(&s)
-		}
-		if err := enc.Encode(answer); err != nil {
-			fail("write: %v", err)
-		}
-	}
-	if err := in.Err(); err != nil {
-		fail("read: %v", err)
-	}
+	jsonlines.Serve("volcano-oracle", modes[os.Args[1]])
 }

@@ -3,6 +3,7 @@ module devshare.test/volcano112-oracle
 go 1.26.0
 
 require (
+	devshare.test/jsonlines v0.0.0
 	k8s.io/api v0.36.1
 	k8s.io/apimachinery v0.36.1
 	k8s.io/client-go v0.36.1
@@ -69,3 +70,5 @@ replace (
 	volcano.sh/apis => ../../../../shared/volcano/ed72c7c8/staging/src/volcano.sh/apis
 	volcano.sh/volcano => ../../../../shared/volcano/v1.12.4
 )
+
+replace devshare.test/jsonlines => ../jsonlines

@@ -43,7 +43,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -69,6 +68,8 @@ import (
 	deviceconfig "volcano.sh/volcano/pkg/scheduler/api/devices/config"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/vgpu"
 	"volcano.sh/volcano/pkg/scheduler/plugins/util/nodelock"
+
+	"devshare.test/jsonlines"
 )
 
 // volcanoClient is Volcano's devices.kubeClient (pkg/scheduler/api/devices/util.go).
@@ -128,10 +129,7 @@ type stepJSON struct {
 	Retries   int                 `json:"retries"`
 }
 
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "volcano112-oracle: "+format+"\n", args...)
-	os.Exit(2)
-}
+func fail(format string, args ...any) { jsonlines.Fail("volcano112-oracle", format, args...) }
 
 // fakeTransport serves the node PATCHes of a *kubernetes.Clientset from a
 // fake clientset, recording each patch's annotations.
@@ -457,45 +455,20 @@ func lock(s *lockScenario) map[string]any {
 }
 
 func main() {
-	if len(os.Args) != 2 || (os.Args[1] != "handshake" && os.Args[1] != "nodelock") {
+	modes := map[string]jsonlines.Mode{
+		"handshake": jsonlines.Answer(handshake),
+		"nodelock":  jsonlines.Answer(lock),
+	}
+	if len(os.Args) != 2 || modes[os.Args[1]] == nil {
 		fail("usage: volcano112-oracle handshake|nodelock < scenarios.jsonl")
 	}
-	mode := os.Args[1]
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<30)
-	enc := json.NewEncoder(os.Stdout)
-	for in.Scan() {
-		line := strings.TrimSpace(in.Text())
-		if line == "" {
-			continue
-		}
-		var answer map[string]any
-		if mode == "handshake" {
-			var s handshakeScenario
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				fail("scenario: %v", err)
-			}
-			answer = handshake(&s)
-		} else {
-			var s lockScenario
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				fail("scenario: %v", err)
-			}
-			answer = lock(&s)
-		}
-		if err := enc.Encode(answer); err != nil {
-			fail("write: %v", err)
-		}
-	}
-	if err := in.Err(); err != nil {
-		fail("read: %v", err)
-	}
+	jsonlines.Serve("volcano112-oracle", modes[os.Args[1]])
 }
 
 // zone is the process's zone for a scenario: UTC, or a fixed offset east of it.

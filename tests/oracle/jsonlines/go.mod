@@ -1,0 +1,3 @@
+module devshare.test/jsonlines
+
+go 1.26.0
