@@ -3,9 +3,9 @@
 // the same order, each answer written out before the next line is read (a
 // caller may wait for it). Blank lines are skipped.
 //
-// A harness builds the Mode its arguments name, from a function of the
-// decoded scenario (Answer, or Try or TryStrict when answering can fail),
-// and calls Serve.
+// A harness builds its Modes from functions of the decoded scenario (Answer,
+// or Try or TryStrict when answering can fail) and calls Serve, or
+// ServeMode to let its argument choose one.
 package jsonlines
 
 import (
@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 )
 
 // A Mode answers one scenario, given as its line of JSON.
@@ -79,6 +81,20 @@ func Serve(program string, mode Mode) {
 			Fail(program, "reading: %v", err)
 		}
 	}
+}
+
+// ServeMode serves the mode the process's one argument names among `modes`;
+// other arguments end it with the usage (status 2).
+func ServeMode(program string, modes map[string]Mode) {
+	if len(os.Args) != 2 || modes[os.Args[1]] == nil {
+		names := make([]string, 0, len(modes))
+		for name := range modes {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		Fail(program, "usage: %s %s < scenarios.jsonl", program, strings.Join(names, "|"))
+	}
+	Serve(program, modes[os.Args[1]])
 }
 
 // Fail prints "<program>: <message>" to standard error and ends the process

@@ -22,16 +22,12 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"os"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"volcano.sh/volcano/pkg/scheduler/api/devices"
 	deviceconfig "volcano.sh/volcano/pkg/scheduler/api/devices/config"
@@ -169,18 +165,9 @@ func fit(s *fitScenario) map[string]any {
 }
 
 func main() {
-	modes := map[string]jsonlines.Mode{
+	jsonlines.QuietKlog()
+	jsonlines.ServeMode("volcano-oracle", map[string]jsonlines.Mode{
 		"register": jsonlines.Answer(register),
 		"fit":      jsonlines.Answer(fit),
-	}
-	if len(os.Args) != 2 || modes[os.Args[1]] == nil {
-		fail("usage: volcano-oracle register|fit < scenarios.jsonl")
-	}
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("alsologtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
-	jsonlines.Serve("volcano-oracle", modes[os.Args[1]])
+	})
 }

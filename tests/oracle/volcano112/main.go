@@ -46,11 +46,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -63,7 +61,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	deviceconfig "volcano.sh/volcano/pkg/scheduler/api/devices/config"
 	"volcano.sh/volcano/pkg/scheduler/api/devices/nvidia/vgpu"
@@ -455,20 +452,11 @@ func lock(s *lockScenario) map[string]any {
 }
 
 func main() {
-	modes := map[string]jsonlines.Mode{
+	jsonlines.QuietKlog()
+	jsonlines.ServeMode("volcano112-oracle", map[string]jsonlines.Mode{
 		"handshake": jsonlines.Answer(handshake),
 		"nodelock":  jsonlines.Answer(lock),
-	}
-	if len(os.Args) != 2 || modes[os.Args[1]] == nil {
-		fail("usage: volcano112-oracle handshake|nodelock < scenarios.jsonl")
-	}
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("alsologtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
-	jsonlines.Serve("volcano112-oracle", modes[os.Args[1]])
+	})
 }
 
 // zone is the process's zone for a scenario: UTC, or a fixed offset east of it.
