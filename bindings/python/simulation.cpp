@@ -162,6 +162,15 @@ void BindResults(py::module_& m) {
       .def_readonly("fragmentation_percent", &Report::fragmentation_percent)
       .def_readonly("fragmentation_curve", &Report::fragmentation_curve,
                     "a sample per 10 % of the GPUs asked")
+      .def_property_readonly(
+          "free_by_share",
+          [](const Report& r) {
+            py::dict by_share;
+            for (const sim::FreeShareCount& c : r.free_by_share)
+              by_share[py::int_(c.free_milli)] = c.devices;
+            return by_share;
+          },
+          "the devices not full at the end, by free share in thousandths (1000: fully free)")
       .def_readonly("latency_p50_ms", &Report::latency_p50_ms, "creation to bound")
       .def_readonly("latency_p99_ms", &Report::latency_p99_ms)
       .def_readonly("latency_percentiles", &Report::latency_percentiles, "0 % .. 100 %")

@@ -169,6 +169,8 @@ def test_simulation_results():
             assert report.api_calls == run["apiCalls"] and report.api_calls["binding"] >= report.bound
             assert [s.to_dict() for s in report.fragmentation_curve] == run["fragmentationCurve"]
             assert report.fragmentation_curve[0].demand_percent == 10
+            assert report.free_by_share == {c["freeMilli"]: c["devices"] for c in run["freeByShare"]}
+            assert sum(m * n for m, n in report.free_by_share.items()) / 1000 == pytest.approx(report.gpu_free)
     assert results.variants[0].reports[0] == results.variants[0].reports[0]
     assert results == devshare.simulate(small, seed=[4, 5])  # the same seeds, the same results
     assert repr(results) == "ExperimentResults(name='tiny', variants=['binpack', 'spread'])"

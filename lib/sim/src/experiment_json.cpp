@@ -49,6 +49,11 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
   boost::json::array percentiles(r.latency_percentiles.begin(), r.latency_percentiles.end());
   boost::json::array curve;
   for (const FragmentationSample& f : r.fragmentation_curve) curve.push_back(SampleObject(f));
+  boost::json::array free_by_share;
+  for (const FreeShareCount& c : r.free_by_share) {
+    free_by_share.push_back(
+        boost::json::object{{"freeMilli", c.free_milli}, {"devices", c.devices}});
+  }
   boost::json::array quotas;
   for (const QuotaReport& q : r.quotas) quotas.push_back(QuotaObject(q));
   boost::json::array warnings(r.quota_warnings.begin(), r.quota_warnings.end());
@@ -64,6 +69,7 @@ boost::json::object ReportObject(const Report& r, boost::json::object out = {}) 
                                    {"gpuFragmented", r.gpu_fragmented},
                                    {"fragmentationPercent", r.fragmentation_percent},
                                    {"fragmentationCurve", std::move(curve)},
+                                   {"freeByShare", std::move(free_by_share)},
                                    {"latencyP50Ms", r.latency_p50_ms},
                                    {"latencyP99Ms", r.latency_p99_ms},
                                    {"latencyPercentilesMs", std::move(percentiles)},

@@ -1,6 +1,8 @@
 #include "report.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -12,6 +14,32 @@ std::int64_t Percentile(const std::vector<std::int64_t>& sorted, std::size_t p) 
   if (sorted.empty()) return 0;
   return sorted[std::min(sorted.size() - 1, sorted.size() * p / 100)];
 }
+
+namespace {
+
+// Report::free_by_share of `truth`.
+std::vector<FreeShareCount> FreeByShare(const ClusterSnapshot& truth) {
+  std::map<std::int32_t, std::uint64_t> counts;
+  for (const std::string& node : truth.NodeNames()) {
+    Result<std::vector<DeviceView>> devices = truth.NodeDevices(node);
+    if (!devices.ok()) continue;
+    for (const DeviceView& d : *devices) {
+      if (!d.healthy || d.usage.used >= d.device.count || d.device.devcore <= 0 ||
+          d.device.devmem <= 0)
+        continue;
+      const double cores = 1.0 - static_cast<double>(d.usage.usedcores) / d.device.devcore;
+      const double memory = 1.0 - static_cast<double>(d.usage.usedmem) / d.device.devmem;
+      const auto milli = static_cast<std::int32_t>(std::lround(std::min(cores, memory) * 100)) * 10;
+      if (milli > 0) ++counts[std::min(milli, 1000)];
+    }
+  }
+  std::vector<FreeShareCount> out;
+  out.reserve(counts.size());
+  for (const auto& [milli, n] : counts) out.push_back(FreeShareCount{milli, n});
+  return out;
+}
+
+}  // namespace
 
 ReportBuilder::ReportBuilder(const EventQueue& events, std::vector<WorkloadClass> workload)
     : ReportBuilder(events, [workload = std::move(workload)](const ClusterSnapshot& truth) {
@@ -107,6 +135,7 @@ Result<Report> ReportBuilder::Finish(const ClusterSnapshot& truth, bool quotas) 
   Result<ClusterFragmentation> fragmentation = measure_(truth);
   if (!fragmentation.ok()) return fragmentation.status();
   report_.gpu_free = fragmentation->free_gpus;
+  report_.free_by_share = FreeByShare(truth);
   report_.gpu_fragmented = fragmentation->fragmented_gpus;
   report_.fragmentation_percent =
       fragmentation->free_gpus > 0

@@ -76,6 +76,20 @@ TEST_CASE("sim: NodeResourcesFit on CPU and memory, and departures free capacity
   CHECK(r->allocation_percent == doctest::Approx(100));
 }
 
+TEST_CASE("sim: the report counts the devices left free by their free share") {
+  // Three GPUs: a 0.81 share and a 0.47 share spread on two, the third left
+  // whole (binpack's GPU order fills one device of a node, spread's nodes).
+  Scenario s;
+  s.nodes = {NodeSpec{"a", 2, 16384, "T4", 0, 0}, NodeSpec{"b", 1, 16384, "T4", 0, 0}};
+  s.pods = {PodSpec{"big", 1, 810, "", 0, 0, 0, 0}, PodSpec{"half", 1, 470, "", 0, 0, 1000, 0}};
+  s.engine.filter.node_policy = "spread";
+  s.engine.filter.gpu_policy = "binpack";
+  Result<Report> r = Run(s, 1);
+  REQUIRE(r.ok());
+  REQUIRE(r->bound == 2);
+  CHECK(r->free_by_share == std::vector<FreeShareCount>{{190, 1}, {530, 1}, {1000, 1}});
+}
+
 TEST_CASE("sim: fgd places pods without devices too, and sees the CPU they take") {
   // a: 2 GPUs, 12 cores; b: 1 GPU, 14 cores. A 12-core pod without devices
   // fits both; on a it would strand both GPUs. Then a 1-core GPU pod and two

@@ -304,6 +304,15 @@ struct PreemptionReport {
   friend bool operator==(const PreemptionReport&, const PreemptionReport&) = default;
 };
 
+// Devices with the same free share at the end of a run: the share in
+// thousandths of a device (the tighter of free cores and free memory,
+// rounded to the nearest 10; 1000: fully free) and how many.
+struct FreeShareCount {
+  std::int32_t free_milli = 0;
+  std::uint64_t devices = 0;
+  friend bool operator==(const FreeShareCount&, const FreeShareCount&) = default;
+};
+
 struct Report {
   std::uint64_t pods = 0;                                // arrived
   std::uint64_t bound = 0;                               // bound at some point
@@ -322,6 +331,10 @@ struct Report {
   double gpu_fragmented = 0;
   double fragmentation_percent = 0;
   std::vector<FragmentationSample> fragmentation_curve;  // every 10 % of demand
+  // The devices not full at the end, by free share ascending (annotation
+  // devices; empty in DRA mode): where the free GPUs are, e.g. the 0.19
+  // that a 0.81 share leaves.
+  std::vector<FreeShareCount> free_by_share;
   // Creation to bound over the arrived pods not given up; a pod still
   // waiting counts with the time it has waited by the end (so a backlog
   // shows, not hides).
