@@ -355,8 +355,18 @@ def simulated(list_name: str, seeds: list[int], openb_dir: str | None) -> dict:
     scenario = {"name": f"openb-{list_name}", "openb": openb, "engine": {"policy": "fgd"},
                 "variants": variants}
     results = devshare.simulate(scenario, seed=seeds, openb=openb_dir)
-    return {(v.name, seed): r.gpu_allocated
-            for v in results.variants for seed, r in zip(v.seeds, v.reports)}
+    return {(v.name, seed): r for v in results.variants for seed, r in zip(v.seeds, v.reports)}
+
+
+def where_free(free_by_share: dict[int, int]) -> dict:
+    """Where a run's free GPUs are at the end (Report.free_by_share): whole
+    GPUs, and the partly used ones, with the free share that holds the most
+    free GPU (say the 0.19 a 0.81 share leaves) apart."""
+    partial = {milli: milli * n / WHOLE for milli, n in free_by_share.items() if milli < WHOLE}
+    top = max(partial, key=lambda milli: (partial[milli], milli), default=0)
+    return {"whole": float(free_by_share.get(WHOLE, 0)), "top_share": top,
+            "top_share_gpus": partial.get(top, 0.0),
+            "other_partial": sum(partial.values()) - partial.get(top, 0.0)}
 
 
 def run_list(list_name: str, seeds: list[int], openb_dir: str | None, log=None) -> list[dict]:
@@ -370,7 +380,9 @@ def run_list(list_name: str, seeds: list[int], openb_dir: str | None, log=None) 
                "random": random_fill(run["nodes"], run["pods"], seed), "bound": bound.gpus,
                "bound_seconds": round(bound.seconds, 2)}
         for name in POLICIES + ("fgd-largest-first",):
-            row[name] = sims[(name, seed)]
+            row[name] = sims[(name, seed)].gpu_allocated
+        for name in ("fgd", "fgd-largest-first"):
+            row[f"{name} free"] = where_free(sims[(name, seed)].free_by_share)
         row["balanced-largest-first"] = clairvoyant_fill(run["nodes"], run["pods"])
         row["clairvoyant"] = max(row[k] for k in CLAIRVOYANT)
         rows.append(row)
@@ -423,6 +435,31 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def free_markdown(rows: list[dict]) -> str:
+    """Where fgd's free GPUs are at the end, as it places the pods as they
+    arrive and largest first: means per list of the free GPUs, the whole
+    ones, those on partly used GPUs at the share that holds the most (named
+    with the seeds it was the most on), and the other partly used ones."""
+    lines = ["| List | Order | Free GPUs | Whole | Partly used: the largest share | its GPUs | others |",
+             "|---|---|---|---|---|---|---|"]
+    for name in dict.fromkeys(r["list"] for r in rows):
+        rs = [r for r in rows if r["list"] == name and "fgd free" in r]
+        for key, order in (("fgd", "as they arrive"), ("fgd-largest-first", "largest first")):
+            free = [r[f"{key} free"] for r in rs]
+            if not free:
+                continue
+            tops = collections.Counter(f["top_share"] for f in free)
+            share = ", ".join(f"{milli / WHOLE:.2f} ({n})" for milli, n in tops.most_common())
+
+            def mean(field):
+                return sum(f[field] for f in free) / len(free)
+
+            total = mean("whole") + mean("top_share_gpus") + mean("other_partial")
+            lines.append(f"| {name} | {order} | {total:.1f} | {mean('whole'):.1f} | {share} | "
+                         f"{mean('top_share_gpus'):.1f} | {mean('other_partial'):.1f} |")
+    return "\n".join(lines)
+
+
 def seed_list(text: str) -> list[int]:
     seeds = []
     for part in text.split(","):
@@ -460,6 +497,8 @@ def main(argv=None) -> int:
                 json.dump(rows, f, indent=1)
     if args.markdown:
         print(markdown(rows))
+        print()
+        print(free_markdown(rows))
     return 0
 
 

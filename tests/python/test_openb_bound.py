@@ -138,3 +138,16 @@ def test_openb_scenario_is_the_runs_arrivals():
     assert (len(run["nodes"]), capacity) == (1213, 6212)
     with pytest.raises(OSError):
         devshare.openb_scenario("no-such-list.csv")
+
+
+def test_where_free_splits_whole_gpus_and_the_largest_remainder():
+    # 3 whole GPUs, 10 GPUs with 0.19 free (1.9), 4 with 0.3 free (1.2), 2 with 0.05.
+    free = openb_bound.where_free({50: 2, 190: 10, 300: 4, 1000: 3})
+    assert free == {"whole": 3.0, "top_share": 190, "top_share_gpus": pytest.approx(1.9),
+                    "other_partial": pytest.approx(1.3)}
+    assert openb_bound.where_free({1000: 2}) == {"whole": 2.0, "top_share": 0, "top_share_gpus": 0.0,
+                                                 "other_partial": 0.0}
+    row = {"list": "default", "fgd free": free, "fgd-largest-first free": openb_bound.where_free({190: 2})}
+    table = openb_bound.free_markdown([row, dict(row)]).splitlines()
+    assert table[2] == "| default | as they arrive | 6.2 | 3.0 | 0.19 (2) | 1.9 | 1.3 |"
+    assert table[3] == "| default | largest first | 0.4 | 0.0 | 0.19 (2) | 0.4 | 0.0 |"
