@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Times the stages of a run and prints them as a table.
 #
-#   scripts/stage.sh run NAME -- COMMAND...   runs COMMAND; appends "NAME SECONDS STATUS"
-#                                             to $DEVSHARE_STAGES (when set); exits
-#                                             with COMMAND's status
+#   scripts/stage.sh run NAME -- COMMAND...   runs COMMAND; appends "NAME SECONDS CPU
+#                                             STATUS" to $DEVSHARE_STAGES (when set),
+#                                             CPU being the CPU-seconds (user and
+#                                             system) of COMMAND and every process it
+#                                             waited for; exits with COMMAND's status
 #   scripts/stage.sh add NAME SECONDS STATUS  appends a line measured elsewhere
-#                                             (a step inside a stage, say one e2e suite)
+#                                             (a step inside a stage, say one e2e
+#                                             suite; its CPU not known: "-")
 #   scripts/stage.sh make PARENT TARGET...    `make TARGET` for each TARGET in turn, each
 #                                             timed as the step PARENT/TARGET (less a
 #                                             "test-" prefix); stops at the first that
@@ -35,10 +38,22 @@ usage() {
   exit 2
 }
 
-record() {  # record NAME SECONDS STATUS
+record() {  # record NAME SECONDS CPU STATUS
   [ -n "${DEVSHARE_STAGES:-}" ] || return 0
   mkdir -p "$(dirname "$DEVSHARE_STAGES")"
-  printf '%s %s %s\n' "$1" "$2" "$3" >>"$DEVSHARE_STAGES"
+  printf '%s %s %s %s\n' "$1" "$2" "$3" "$4" >>"$DEVSHARE_STAGES"
+}
+
+# cpu_of FILE: the CPU-seconds in FILE, the output of `times` (its second
+# line, "XmY.YYYs XmY.YYYs": the user and system time of the processes the
+# shell has waited for). `times` itself must run in the shell that waited,
+# not in a subshell (a pipeline's or a $(...)'s), whose children are its own.
+cpu_of() {
+  awk 'NR == 2 {
+    t = 0
+    for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] }
+    printf "%d\n", t + 0.5
+  }' "$1"
 }
 
 case ${1:-} in
@@ -50,7 +65,10 @@ case ${1:-} in
     "$@"
     rc=$?
     if [ "$rc" -eq 0 ]; then status=ok; else status="FAILED (exit $rc)"; fi
-    record "$name" "$((SECONDS - start))" "$status"
+    times_file=$(mktemp)
+    times >"$times_file"
+    record "$name" "$((SECONDS - start))" "$(cpu_of "$times_file")" "$status"
+    rm -f "$times_file"
     exit "$rc"
     ;;
   background)
@@ -69,14 +87,14 @@ case ${1:-} in
     # Not a child of the caller (setsid): waited for by its PID, its status
     # read from its line.
     while kill -0 "$2" 2>/dev/null; do sleep 1; done
-    status=$(awk -v n="background/$3" '$1 == n {s = $3} END {print s}' "$DEVSHARE_STAGES")
+    status=$(awk -v n="background/$3" '$1 == n {s = $4} END {print s}' "$DEVSHARE_STAGES")
     echo "---- background stage $3 (log: $DEVSHARE_STAGES.$3.log)"
     cat "$DEVSHARE_STAGES.$3.log"
     [ "$status" = ok ]
     ;;
   add)
     [ $# -eq 4 ] && [[ $3 =~ ^[0-9]+$ ]] || usage
-    record "$2" "$3" "$4"
+    record "$2" "$3" - "$4"
     ;;
   make)
     [ $# -ge 3 ] || usage
@@ -107,31 +125,35 @@ case ${1:-} in
       function flush_steps(parent,   i) {
         for (i = 1; i <= nsteps; i++)
           if (step_parent[i] == parent) {
-            printf "    %-28s %6d s  %s\n", step_name[i], step_secs[i], step_status[i]
+            printf "    %-28s %6d s  %7s  %s\n", step_name[i], step_secs[i], step_cpu[i], step_status[i]
             step_parent[i] = ""
           }
       }
       {
-        name = $1; secs = $2; status = $3
-        for (i = 4; i <= NF; i++) status = status " " $i
+        name = $1; secs = $2; cpu = $3 == "-" ? "" : $3 " s"; status = $4
+        for (i = 5; i <= NF; i++) status = status " " $i
         slash = index(name, "/")
         if (slash > 0) {
           nsteps++
           step_parent[nsteps] = substr(name, 1, slash - 1)
           step_name[nsteps] = substr(name, slash + 1)
           step_secs[nsteps] = secs
+          step_cpu[nsteps] = cpu
           step_status[nsteps] = status
+          if (step_parent[nsteps] == "background" && cpu != "") cpu_background += $3
           next
         }
-        printf "  %-30s %6d s  %s\n", name, secs, status
+        printf "  %-30s %6d s  %7s  %s\n", name, secs, cpu, status
         flush_steps(name)
         total += secs
+        if (cpu != "") cpu_total += $3
       }
       END {
         for (i = 1; i <= nsteps; i++)
           if (step_parent[i] != "")
-            printf "  %-30s %6d s  %s\n", step_parent[i] "/" step_name[i], step_secs[i], step_status[i]
+            printf "  %-30s %6d s  %7s  %s\n", step_parent[i] "/" step_name[i], step_secs[i], step_cpu[i], step_status[i]
         printf "  %-30s %6d s  (%d min %d s)\n", "total", total, total / 60, total % 60
+        printf "  %-30s %6d CPU-s, the background stages %d more\n", "cpu", cpu_total, cpu_background
         if (start > 0) {
           wall = now - start
           printf "  %-30s %6d s  (%d min %d s)\n", "wall", wall, wall / 60, wall % 60
