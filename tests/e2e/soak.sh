@@ -41,7 +41,8 @@
 # Environment: SOAK_MINUTES (5), SOAK_NODES (200), SOAK_SEED (1), SOAK_FAULTS,
 # SOAK_UTIL (0.6 of the GPU memory), SOAK_RATE_MAX (2.5 pods/s), SOAK_JSON
 # (write the summary there), SOAK_SERVE_ARGS (added to devshare serve's),
-# SOAK_DRA (1), SOAK_DRA_NODES, SOAK_DRA_FRACTION.
+# SOAK_DRA (1), SOAK_DRA_NODES, SOAK_DRA_FRACTION, SOAK_PROBE_PERIOD (2 s) and
+# SOAK_PROBE_FAILURES (3): the webhook Service's readiness probe.
 # Prints "e2e-soak: N passed, N failed" last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -169,11 +170,13 @@ python3 "$here/ready_proxy.py" --listen "$DEVSHARE_PROXY_PORT" --backend "127.0.
   --backend "127.0.0.1:$SOAK_PORT_B" --ca "$KUBE_CA" >"$E2E_LOGS/ready-proxy.log" 2>&1 &
 pids+=($!)
 # The webhook's own Service, as the chart has it: every replica whose cache
-# is synced (/readyz/admission), leading or not.
+# is synced (/readyz/admission), leading or not, probed as its readinessProbe.
 SOAK_WEBHOOK_PORT=$(free_port)
 export SOAK_WEBHOOK_PORT
+export SOAK_PROBE_PERIOD=${SOAK_PROBE_PERIOD:-2} SOAK_PROBE_FAILURES=${SOAK_PROBE_FAILURES:-3}
 python3 "$here/ready_proxy.py" --listen "$SOAK_WEBHOOK_PORT" --ready-path /readyz/admission \
   --backend "127.0.0.1:$SOAK_PORT_A" --backend "127.0.0.1:$SOAK_PORT_B" --ca "$KUBE_CA" \
+  --probe-period "$SOAK_PROBE_PERIOD" --probe-failures "$SOAK_PROBE_FAILURES" \
   >"$E2E_LOGS/webhook-proxy.log" 2>&1 &
 pids+=($!)
 wait_until 10 grep -q listening "$E2E_LOGS/fault-proxy.log" || {

@@ -107,6 +107,7 @@ class Soak(Faults, Report):
         self.node_generation = collections.Counter()
         self.dra = soak_dra.DraChurn(self) if soak_dra.enabled() else None
         self.kill_times: list[float] = []  # when a replica was SIGKILLed
+        self.stops: list[tuple[float, float]] = []  # when a replica was SIGSTOPped, and SIGCONTed
 
     # --- checks ---
     def check(self, what: str, ok: bool | None, detail: str = "") -> bool:
@@ -241,6 +242,11 @@ class Soak(Faults, Report):
                     # its webhook call was in flight to the replica SIGKILLed meanwhile (or sent,
                     # within a second of the kill, on a connection the API server had to it)
                     self.counts["create_refused_in_flight_at_kill"] += 1
+                elif b"failed calling webhook" in data and any(a - 1 <= t0 <= b for a, b in self.stops):
+                    # sent while a replica was SIGSTOPped: only a frozen replica leaves a call
+                    # unanswered (the Service sends it new connections until its readiness
+                    # probes fail, and the API server's kept ones until they time out)
+                    self.counts["create_refused_while_stopped"] += 1
                 elif b"failed calling webhook" in data:
                     self.counts["create_refused_by_webhook"] += 1
                 key = f"create_failed_http_{status}"

@@ -177,9 +177,11 @@ class Faults:
             return False
         stale_before = len(self.stale_writes)
         seconds = float(ENV.get("SOAK_STOP_SECONDS", "40"))
+        stopped = time.time()
         follower.signal(signal.SIGSTOP)
         time.sleep(seconds)
         follower.signal(signal.SIGCONT)
+        self.stops.append((stopped, time.time()))
         time.sleep(30)
         self.scan_audit()
         holder = self.lease_holder()

@@ -84,7 +84,8 @@ class Report:
                    self.counts["create_refused_by_webhook"] == 0 if ENV.get("SOAK_WEBHOOK_PORT") else None,
                    f"{self.counts['create_refused_by_webhook']} refused; "
                    f"{self.counts['create_refused_in_flight_at_kill']} whose call was in flight to a replica "
-                   f"SIGKILLed, not counted" if ENV.get("SOAK_WEBHOOK_PORT") else
+                   f"SIGKILLed and {self.counts['create_refused_while_stopped']} sent while a replica was "
+                   f"SIGSTOPped, not counted" if ENV.get("SOAK_WEBHOOK_PORT") else
                    "the webhook shares the leader's Service (no SOAK_WEBHOOK_PORT): not checked")
         self.check("every fault planned was injected",
                    len([f for f in self.faults if "end" in f]) == len(plan),
@@ -97,6 +98,7 @@ class Report:
                 "pods": {"created": c["created"], "scheduled": c["bound"], "deleted": c["deleted"],
                          "refused_by_webhook": c["create_refused_by_webhook"],
                          "refused_in_flight_at_kill": c["create_refused_in_flight_at_kill"],
+                         "refused_while_stopped": c["create_refused_while_stopped"],
                          "create_failed": c["create_failed"],
                          "create_failed_by_status": {k[len('create_failed_http_'):]: v for k, v in c.items()
                                                      if k.startswith("create_failed_http_")},
@@ -150,7 +152,8 @@ class Report:
         print(f"pods                 created {p['created']}, scheduled {p['scheduled']}, deleted {p['deleted']}, "
               f"create errors {p['create_failed']} {p['create_failed_by_status']} "
               f"({p['refused_by_webhook']} by an unanswered webhook, {p['refused_in_flight_at_kill']} whose "
-              f"webhook call was in flight to the replica killed), pending at end "
+              f"webhook call was in flight to the replica killed, {p['refused_while_stopped']} sent while "
+              f"a replica was stopped), pending at end "
               f"{p['pending_at_end']}")
         print(f"faults               {s['faults_by_kind']}")
         for f in s["faults"]:
