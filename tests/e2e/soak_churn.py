@@ -27,7 +27,8 @@ hami.io/vgpu-devices-allocated here:
     squares slopes over the samples after its first minute;
   - the drift auditor's confirmed differences (/metrics
     devshare_audit_differences_total on the leader): those confirmed within
-    SOAK_FAULT_ATTRIBUTION s after a fault are injected, any other is a failure.
+    SOAK_FAULT_ATTRIBUTION s after a fault are injected, and so are orphaned
+    locks of pods scheduled during a fault; any other is a failure.
     Skipped, and said so, when the replica does not serve /debug/audit.
 After each fault a probe pod must be bound within 60 s and the recount hold.
 
@@ -45,6 +46,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -56,6 +58,9 @@ from soak_cluster import (FAULT_EXCUSE, NODE_GPUS, NODE_MEM, NS, PENDING_LIMIT, 
                           node_json, pick, pod_json, ready_patch)
 from soak_faults import Faults
 from soak_report import Report
+
+# serve's log line for an orphaned lock its audit confirmed: the owner pod's name
+ORPHANED_LOCK = re.compile(r"audit: lock-orphaned \S+: locked by [^/\s]+/(\S+), which does not exist")
 
 
 class Soak(Faults, Report):
@@ -90,7 +95,7 @@ class Soak(Faults, Report):
         self.audit_pending: list[tuple[float, str, str]] = []
         self.auditor = {"available": None, "injected": collections.Counter(),
                         "uninjected": collections.Counter(), "last": {}, "samples": 0,
-                        "healed": collections.Counter(), "notes": []}
+                        "healed": collections.Counter(), "notes": [], "log_offsets": {}}
         self.stop = threading.Event()
         self.pool = concurrent.futures.ThreadPoolExecutor(6)
         self.seq = 0
@@ -465,7 +470,9 @@ class Soak(Faults, Report):
 
     def sample_auditor(self) -> None:
         """Confirmed drift differences on the replicas' /metrics; the increments seen within
-        SOAK_FAULT_ATTRIBUTION s after a fault's start are the fault's."""
+        SOAK_FAULT_ATTRIBUTION s after a fault's end are the fault's, and so is an orphaned
+        lock confirmed later whose pod was being scheduled during a fault
+        (`locks_left_in_faults`)."""
         attribution = float(ENV.get("SOAK_FAULT_ATTRIBUTION", "120"))
         holder = self.lease_samples[-1][1] if self.lease_samples else ""
         for r in self.replicas:
@@ -489,12 +496,39 @@ class Soak(Faults, Report):
             injected = any(s <= now <= (e or now) + attribution for s, e in self.windows)
             for kind, value in totals.items():
                 delta = value - last.get(kind, 0)
-                if delta > 0:
-                    (self.auditor["injected"] if injected else self.auditor["uninjected"])[kind] += delta
-                    log(f"auditor ({r.name}): {delta} confirmed {kind} "
-                        f"({'during a fault' if injected else 'NOT INJECTED'})")
+                if delta <= 0:
+                    continue
+                left = 0 if injected or kind != "lock-orphaned" else \
+                    min(delta, self.locks_left_in_faults(r, attribution))
+                self.auditor["injected"][kind] += delta if injected else left
+                self.auditor["uninjected"][kind] += 0 if injected else delta - left
+                log(f"auditor ({r.name}): {delta} confirmed {kind} "
+                    f"({'during a fault' if injected else f'{left} left by a fault, NOT INJECTED'})")
             for kind, value in healed.items():
                 self.auditor["healed"][kind] = max(self.auditor["healed"][kind], value)
+
+    def locks_left_in_faults(self, r: Replica, attribution: float) -> int:
+        """Of the orphaned locks the replica's audits logged since the last look, how many a
+        pod holds that was being scheduled while a fault was on (created before the fault's
+        end + attribution, bound after its start, or not yet): a lock whose release the
+        fault refused is orphaned only once its pod is deleted, which may be much later."""
+        path = os.path.join(ENV["E2E_LOGS"], f"devshare-{r.name}.log")
+        offset = self.auditor["log_offsets"].get(r.name, 0)
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except OSError:
+            return 0
+        data = data[:data.rfind(b"\n") + 1]
+        self.auditor["log_offsets"][r.name] = offset + len(data)
+        now, left = time.time(), 0
+        for owner in ORPHANED_LOCK.findall(data.decode(errors="replace")):
+            pod = self.pods.get(owner)
+            if pod and any(pod["asked"] <= (e or now) + attribution and (pod["bound"] or now) >= s
+                           for s, e in self.windows):
+                left += 1
+        return left
 
     def probe_auditor(self) -> None:
         r = self.leader()
