@@ -136,7 +136,7 @@ std::vector<Column> Columns(const sim::Experiment& experiment) {
   for (const sim::Variant& v : experiment.variants) {
     replicas = replicas || v.scenario.settings.scheduler.replicas > 1;
     timed = timed || v.scenario.settings.end_ms > 0 ||
-            (v.scenario.openb && v.scenario.openb->mode == sim::OpenbWorkload::Mode::kReplay);
+            (v.scenario.openb && v.scenario.openb->mode != sim::OpenbWorkload::Mode::kInflate);
   }
   const Show always = Show::kAlways, if_any = Show::kIfAny;
   const Show if_timed = timed ? Show::kAlways : Show::kNever;

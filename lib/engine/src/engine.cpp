@@ -117,11 +117,13 @@ void Engine::PodObserved(const Pod& pod) {
   if (!pod.node_name.empty()) EndPreemption(pod.uid, false);
   std::optional<Pod> before;
   if (auto known = impl_->pods.find(pod.uid); known != impl_->pods.end()) {
+    impl_->CountBound(known->second, false);
     if (!options_.dra_device_classes.empty()) before = std::move(known->second);
     known->second = pod;
   } else {
     impl_->pods.emplace(pod.uid, pod);
   }
+  impl_->CountBound(pod, true);
   impl_->uid_of[Impl::NameKey(pod.pod_namespace, pod.name)] = pod.uid;
   if (!pod.node_name.empty()) impl_->Unreserve(pod.uid);  // bound: no longer about to lock
   // A pod placed by the DRA flow is counted where it goes until it is seen
@@ -158,6 +160,7 @@ void Engine::PodDeleted(const std::string& uid) {
   if (auto pod = impl_->pods.find(uid); pod != impl_->pods.end()) {
     auto name = impl_->uid_of.find(Impl::NameKey(pod->second.pod_namespace, pod->second.name));
     if (name != impl_->uid_of.end() && name->second == uid) impl_->uid_of.erase(name);
+    impl_->CountBound(pod->second, false);
     before = std::move(pod->second);
     impl_->pods.erase(pod);
   }

@@ -177,7 +177,19 @@ struct Engine::Impl {
   std::map<std::string, std::string> quota_errors;       // Engine::quota_errors
   // The quotas known, "namespace/name" -> resourceVersion (the auditor's).
   std::map<std::string, std::string, std::less<>> quota_versions;
-  std::unordered_map<std::string, Pod> pods;                  // by UID
+  std::unordered_map<std::string, Pod> pods;  // by UID
+  // How many of `pods` are bound, by priority: a pod has possible victims
+  // only when the lowest is below its own (PossibleVictims).
+  std::map<std::int64_t, std::size_t> bound_by_priority;
+  void CountBound(const Pod& pod, bool add) {
+    if (pod.node_name.empty()) return;
+    auto it = bound_by_priority.try_emplace(pod.priority, 0).first;
+    if (add) {
+      ++it->second;
+    } else if (--it->second == 0) {
+      bound_by_priority.erase(it);
+    }
+  }
   std::unordered_map<std::string, std::string> uid_of;        // "namespace/name" -> UID
   std::unordered_map<std::string, Reservation> reservations;  // by UID, until bound
   std::map<std::string, int, std::less<>> reserved_on;        // node -> reservations there

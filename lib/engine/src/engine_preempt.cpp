@@ -33,6 +33,8 @@ const std::map<std::string, Preemption>& Engine::preemptions() const { return im
 
 std::vector<Pod> Engine::PossibleVictims(const Pod& pod) const {
   std::vector<Pod> victims;
+  const auto& bound = impl_->bound_by_priority;
+  if (bound.empty() || bound.begin()->first >= pod.priority) return victims;  // none below it
   for (const auto& [uid, p] : impl_->pods) {
     if (p.node_name.empty() || p.priority >= pod.priority || p.terminating ||
         impl_->victim_of.contains(uid))

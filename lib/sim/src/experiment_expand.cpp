@@ -32,10 +32,12 @@ void LargestFirst(std::vector<PodSpec>& pods) {
 Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed) {
   Scenario scenario = t.settings;
   if (t.openb) {
-    Result<Scenario> openb =
-        t.openb->mode == OpenbWorkload::Mode::kReplay
-            ? OpenbReplay(t.openb->nodes_csv, t.openb->pods_csv)
-            : OpenbScenario(t.openb->nodes_csv, t.openb->pods_csv, t.openb->demand, seed);
+    const OpenbWorkload& w = *t.openb;
+    Result<Scenario> openb = w.mode == OpenbWorkload::Mode::kReplay
+                                 ? OpenbReplay(w.nodes_csv, w.pods_csv)
+                             : w.mode == OpenbWorkload::Mode::kChurn
+                                 ? OpenbChurn(w.nodes_csv, w.pods_csv, w.demand, w.turnover, seed)
+                                 : OpenbScenario(w.nodes_csv, w.pods_csv, w.demand, seed);
     if (!openb.ok()) return openb.status();
     scenario.nodes = std::move(openb->nodes);
     scenario.pods = std::move(openb->pods);

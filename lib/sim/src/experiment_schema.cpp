@@ -303,11 +303,22 @@ Status ReadOpenb(const YAML::Node& node, const std::string& path, const LoadOpti
                {"nodes", String(nodes)},
                {"pods", String(pods)},
                {"mode", OneOf(w.mode, {{"inflate", OpenbWorkload::Mode::kInflate},
+                                       {"churn", OpenbWorkload::Mode::kChurn},
                                        {"replay", OpenbWorkload::Mode::kReplay}})},
                {"order", OneOf(w.order, {{"arrival", OpenbWorkload::Order::kArrival},
                                          {"largest-first", OpenbWorkload::Order::kLargestFirst}})},
-               {"demand", Number(w.demand)}});
+               {"demand", Number(w.demand)},
+               {"turnover", Number(w.turnover)}});
   if (!s.ok()) return s;
+  if (w.mode != OpenbWorkload::Mode::kChurn && node["turnover"]) {
+    return FieldError(path + ".turnover", node["turnover"], "only the churn mode has a turnover");
+  }
+  if (!(w.demand > 0)) return FieldError(path + ".demand", node["demand"], "must be positive");
+  if (!(w.turnover > 0))
+    return FieldError(path + ".turnover", node["turnover"], "must be positive");
+  if (w.mode == OpenbWorkload::Mode::kChurn && w.order != OpenbWorkload::Order::kArrival) {
+    return FieldError(path + ".order", node["order"], "churn keeps the order the pods arrive in");
+  }
   if (w.mode == OpenbWorkload::Mode::kReplay && w.order != OpenbWorkload::Order::kArrival) {
     return FieldError(path + ".order", node["order"], "replay keeps the trace's order");
   }

@@ -1,10 +1,11 @@
 // The openb traces (the FGD paper's workload, ../shared/data/openb) read
-// into scenarios (OpenbScenario, OpenbReplay), and a self-contained scenario
+// into scenarios (OpenbScenario, OpenbChurn, OpenbReplay), and a self-contained scenario
 // shaped like them (SyntheticScenario). How a trace row becomes a HAMi
 // request, and the GPU memory assumed per model, are in lib/sim/README.md.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <random>
@@ -105,17 +106,22 @@ std::optional<std::int32_t> ModelMemory(const std::string& model) {
   return it->second;
 }
 
-}  // namespace
+// The nodes of a node list (their GPUs summed in `capacity`) and the pods of
+// a pod list, row by row.
+struct OpenbTables {
+  Scenario nodes;
+  double capacity = 0;
+  std::vector<std::map<std::string, std::string>> rows;
+  std::vector<PodSpec> pool;
+};
 
-Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv, double demand,
-                               std::uint64_t seed, std::int64_t interval_ms) {
+Result<OpenbTables> ReadTables(std::string_view nodes_csv, std::string_view pods_csv) {
   Result<std::vector<std::map<std::string, std::string>>> node_rows =
       ReadCsv(nodes_csv, "node list");
   if (!node_rows.ok()) return node_rows.status();
   Result<std::vector<std::map<std::string, std::string>>> pod_rows = ReadCsv(pods_csv, "pod list");
   if (!pod_rows.ok()) return pod_rows.status();
-  Scenario scenario;
-  double capacity = 0;
+  OpenbTables t;
   for (std::size_t i = 0; i < node_rows->size(); ++i) {
     const auto& row = (*node_rows)[i];
     NodeSpec n;
@@ -139,59 +145,145 @@ Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods
     n.gpus = static_cast<std::int32_t>(*gpus);
     n.cpu_milli = *cpu;
     n.memory_mib = *mem;
-    capacity += n.gpus;
-    scenario.nodes.push_back(std::move(n));
+    t.capacity += n.gpus;
+    t.nodes.nodes.push_back(std::move(n));
   }
-  std::vector<PodSpec> pool;
   for (std::size_t i = 0; i < pod_rows->size(); ++i) {
-    const auto& row = (*pod_rows)[i];
-    Result<PodSpec> p = PodRow(row, i);
+    Result<PodSpec> p = PodRow((*pod_rows)[i], i);
     if (!p.ok()) return p.status();
-    pool.push_back(std::move(*p));
+    t.pool.push_back(std::move(*p));
   }
-  if (pool.empty()) return Status::InvalidArgument("pod list: no pods");
+  t.rows = std::move(*pod_rows);
+  return t;
+}
+
+// The rows the inflate experiment draws with replacement under `seed`, in
+// order, until their GPUs reach `gpus`.
+std::vector<std::size_t> Draw(const std::vector<PodSpec>& pool, double gpus, std::uint64_t seed) {
+  std::vector<std::size_t> drawn;
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::size_t> pick(0, pool.size() - 1);
-  double requested = 0;
-  for (std::size_t i = 0; requested < demand * capacity; ++i) {
-    PodSpec p = pool[pick(rng)];
+  for (double requested = 0; requested < gpus;) {
+    drawn.push_back(pick(rng));
+    requested += GpusOf(pool[drawn.back()]);
+  }
+  return drawn;
+}
+
+// A row's creation time and how long it ran (ms; 0: never deleted).
+struct RowTimes {
+  std::int64_t created_ms = 0;
+  std::int64_t duration_ms = 0;
+};
+
+Result<RowTimes> TimesOf(const std::map<std::string, std::string>& row, std::size_t i) {
+  if (!row.contains("creation_time") || row.at("creation_time").empty()) {
+    return Status::Malformed(fmt::format("pod list: row {}: no creation_time", i + 1));
+  }
+  Result<std::int64_t> created = IntField(row, "creation_time", "pod list", i, 0);
+  Result<std::int64_t> deleted = IntField(row, "deletion_time", "pod list", i, 0);
+  if (!created.ok()) return created.status();
+  if (!deleted.ok()) return deleted.status();
+  if (*deleted != 0 && *deleted < *created) {
+    return Status::Malformed(fmt::format("pod list: row {}: deleted ({}) before created ({})",
+                                         i + 1, *deleted, *created));
+  }
+  // A pod deleted the second it was created still runs for a moment.
+  return RowTimes{*created * 1000,
+                  *deleted != 0 ? std::max<std::int64_t>(1, (*deleted - *created) * 1000) : 0};
+}
+
+}  // namespace
+
+Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv, double demand,
+                               std::uint64_t seed, std::int64_t interval_ms) {
+  Result<OpenbTables> t = ReadTables(nodes_csv, pods_csv);
+  if (!t.ok()) return t.status();
+  if (t->pool.empty()) return Status::InvalidArgument("pod list: no pods");
+  Scenario scenario = std::move(t->nodes);
+  const std::vector<std::size_t> drawn = Draw(t->pool, demand * t->capacity, seed);
+  for (std::size_t i = 0; i < drawn.size(); ++i) {
+    PodSpec p = t->pool[drawn[i]];
     p.name = fmt::format("{}-{}", p.name, i);
     p.arrive_ms = static_cast<std::int64_t>(i) * interval_ms;
-    requested += GpusOf(p);
     scenario.pods.push_back(std::move(p));
   }
   return scenario;
 }
 
-Result<Scenario> OpenbReplay(std::string_view nodes_csv, std::string_view pods_csv) {
-  Result<Scenario> scenario = OpenbScenario(nodes_csv, pods_csv, 0, 0);
-  if (!scenario.ok()) return scenario.status();
-  scenario->pods.clear();
-  Result<std::vector<std::map<std::string, std::string>>> rows = ReadCsv(pods_csv, "pod list");
-  if (!rows.ok()) return rows.status();
-  std::optional<std::int64_t> first;
-  for (std::size_t i = 0; i < rows->size(); ++i) {
-    const auto& row = (*rows)[i];
-    Result<PodSpec> p = PodRow(row, i);
-    if (!p.ok()) return p.status();
-    if (!row.contains("creation_time") || row.at("creation_time").empty()) {
-      return Status::Malformed(fmt::format("pod list: row {}: no creation_time to replay", i + 1));
-    }
-    Result<std::int64_t> created = IntField(row, "creation_time", "pod list", i, 0);
-    Result<std::int64_t> deleted = IntField(row, "deletion_time", "pod list", i, 0);
-    if (!created.ok()) return created.status();
-    if (!deleted.ok()) return deleted.status();
-    if (*deleted != 0 && *deleted < *created) {
-      return Status::Malformed(fmt::format("pod list: row {}: deleted ({}) before created ({})",
-                                           i + 1, *deleted, *created));
-    }
-    p->arrive_ms = *created * 1000;
-    // A pod deleted the second it was created still runs for a moment.
-    p->duration_ms = *deleted != 0 ? std::max<std::int64_t>(1, (*deleted - *created) * 1000) : 0;
-    first = first ? std::min(*first, p->arrive_ms) : p->arrive_ms;
-    scenario->pods.push_back(std::move(*p));
+Result<Scenario> OpenbChurn(std::string_view nodes_csv, std::string_view pods_csv, double demand,
+                            double turnover, std::uint64_t seed) {
+  Result<OpenbTables> t = ReadTables(nodes_csv, pods_csv);
+  if (!t.ok()) return t.status();
+  if (t->pool.empty()) return Status::InvalidArgument("pod list: no pods");
+  if (!(demand > 0) || !(turnover > 0)) {
+    return Status::InvalidArgument(
+        fmt::format("churn: demand ({}) and turnover ({}) must be positive", demand, turnover));
   }
-  for (PodSpec& p : scenario->pods) p.arrive_ms -= first.value_or(0);
+  Scenario scenario = std::move(t->nodes);
+  const std::vector<std::size_t> drawn = Draw(t->pool, turnover * t->capacity, seed);
+  for (std::size_t i = 0; i < drawn.size(); ++i) {
+    Result<RowTimes> times = TimesOf(t->rows[drawn[i]], drawn[i]);
+    if (!times.ok()) return times.status();
+    PodSpec p = t->pool[drawn[i]];
+    p.name = fmt::format("{}-{}", p.name, i);
+    p.duration_ms = times->duration_ms;
+    scenario.pods.push_back(std::move(p));
+  }
+  // One arrival a second, as OpenbScenario's, and every lifetime stretched
+  // by one factor: the GPUs the pods alive ask, averaged over the arrivals'
+  // span, as multiples of the cluster's, grow with it; bisection finds the
+  // factor that offers `demand`.
+  const double span = 1000.0 * static_cast<double>(scenario.pods.size());
+  auto offered = [&](double stretch) {
+    double gpu_ms = 0;
+    for (std::size_t i = 0; i < scenario.pods.size(); ++i) {
+      const double left = span - 1000.0 * static_cast<double>(i);
+      const PodSpec& p = scenario.pods[i];
+      gpu_ms += GpusOf(p) * (p.duration_ms == 0
+                                 ? left
+                                 : std::min(left, stretch * static_cast<double>(p.duration_ms)));
+    }
+    return gpu_ms / span / t->capacity;
+  };
+  if (offered(1e12) < demand) {
+    return Status::InvalidArgument(fmt::format(
+        "churn: pods asking {} clusters' GPUs in all cannot keep {} of the cluster's asked; "
+        "raise the turnover",
+        turnover, demand));
+  }
+  double low = 0, high = 1;
+  while (offered(high) < demand) high *= 2;
+  for (int step = 0; step < 60; ++step) {
+    const double mid = (low + high) / 2;
+    (offered(mid) < demand ? low : high) = mid;
+  }
+  for (std::size_t i = 0; i < scenario.pods.size(); ++i) {
+    PodSpec& p = scenario.pods[i];
+    p.arrive_ms = static_cast<std::int64_t>(i) * 1000;
+    if (p.duration_ms != 0)
+      p.duration_ms =
+          std::max<std::int64_t>(1, std::llround(high * static_cast<double>(p.duration_ms)));
+  }
+  return scenario;
+}
+
+Result<Scenario> OpenbReplay(std::string_view nodes_csv, std::string_view pods_csv) {
+  Result<OpenbTables> t = ReadTables(nodes_csv, pods_csv);
+  if (!t.ok()) return t.status();
+  if (t->pool.empty()) return Status::InvalidArgument("pod list: no pods");
+  Scenario scenario = std::move(t->nodes);
+  std::optional<std::int64_t> first;
+  for (std::size_t i = 0; i < t->rows.size(); ++i) {
+    Result<RowTimes> times = TimesOf(t->rows[i], i);
+    if (!times.ok()) return times.status();
+    PodSpec p = t->pool[i];
+    p.arrive_ms = times->created_ms;
+    p.duration_ms = times->duration_ms;
+    first = first ? std::min(*first, p.arrive_ms) : p.arrive_ms;
+    scenario.pods.push_back(std::move(p));
+  }
+  for (PodSpec& p : scenario.pods) p.arrive_ms -= first.value_or(0);
   return scenario;
 }
 

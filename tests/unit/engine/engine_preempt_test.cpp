@@ -224,3 +224,31 @@ TEST_CASE("engine preemption: the extender's preempt verb adds the device victim
   REQUIRE(answer.ok());
   CHECK(answer->at("n1").uids == std::vector<std::string>{"uid-b", "uid-c"});
 }
+
+TEST_CASE("engine preemption: only bound pods of lower priority are victims, as they are seen") {
+  Engine engine{EngineOptions{}};
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  engine.Tick(kNowMs, out);
+  auto filter = [&](const Pod& pod) {
+    std::vector<Command> o;
+    engine.PodObserved(pod);
+    engine.Filter(1, pod, {"n1"}, kNowMs, o);
+    return o;
+  };
+  engine.PodObserved(Running("full", 8000, 100, 0));
+  // Pending at first: nothing to evict.
+  engine.PodObserved(Pending("low", 2000, 0));
+  CHECK(Evicted(filter(Pending("urgent", 8000, 100))).empty());
+  CHECK(engine.counters().preemptions_refused == 1);
+  // Bound later (the same pod seen again, on n1): the one victim there is.
+  engine.PodDeleted("uid-full");
+  engine.PodObserved(Running("low", 8000, 0, 1));
+  CHECK(Evicted(filter(Pending("urgent", 8000, 100))) == std::vector<std::string>{"low"});
+  // Deleted: no pod of lower priority is left to evict for another.
+  engine.PodDeleted("uid-low");
+  engine.PodDeleted("uid-urgent");
+  engine.PodObserved(Running("peer", 8000, 100, 2));
+  CHECK(Evicted(filter(Pending("second", 8000, 100))).empty());
+  CHECK(engine.counters().preemptions_refused == 2);
+}

@@ -237,6 +237,14 @@ TEST_CASE("experiment: openb's largest-first order is the sampled pods, most GPU
   CHECK(sorted_names == names);  // the same pods
   CHECK(ErrorOf("openb: {mode: replay, order: largest-first}\n")
             .find("openb.order: replay keeps the trace's order") != std::string::npos);
+  CHECK(ErrorOf("openb: {mode: churn, order: largest-first}\n")
+            .find("openb.order: churn keeps the order the pods arrive in") != std::string::npos);
+  CHECK(ErrorOf("openb: {turnover: 3}\n")
+            .find("openb.turnover: only the churn mode has a turnover") != std::string::npos);
+  CHECK(ErrorOf("openb: {mode: churn, turnover: 0}\n").find("openb.turnover: must be positive") !=
+        std::string::npos);
+  CHECK(ErrorOf("openb: {demand: 0}\n").find("openb.demand: must be positive") !=
+        std::string::npos);
 }
 
 TEST_CASE("experiment: the shipped scenarios parse and expand") {

@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 
 #include "src/report.hpp"
 #include "testutil.hpp"
@@ -420,6 +422,56 @@ TEST_CASE("sim: openb replay follows creation and deletion times") {
             .status()
             .message()
             .find("deleted (10) before created (50)") != std::string_view::npos);
+}
+
+TEST_CASE(
+    "sim: openb churn draws the inflated pods, with their lifetimes stretched to the demand") {
+  constexpr std::string_view kNodes =
+      "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,4,P100\nn-1,64000,262144,4,P100\n";
+  constexpr std::string_view kPods =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+      "short,1000,1024,1,1000,100,102\n"
+      "long,1000,1024,2,1000,100,110\n"
+      "half,1000,1024,1,500,0,1\n";
+  Result<Scenario> churn = OpenbChurn(kNodes, kPods, 0.9, 6, 3);
+  Result<Scenario> inflate = OpenbScenario(kNodes, kPods, 6, 3);
+  REQUIRE(churn.ok());
+  REQUIRE(inflate.ok());
+  // The same draw as inflating to 6 clusters' GPUs, one a second.
+  REQUIRE(churn->pods.size() == inflate->pods.size());
+  double gpu_ms = 0;
+  const double span = 1000.0 * static_cast<double>(churn->pods.size());
+  std::optional<double> stretch;
+  for (std::size_t i = 0; i < churn->pods.size(); ++i) {
+    const PodSpec& c = churn->pods[i];
+    CHECK(c.name == inflate->pods[i].name);
+    CHECK(c.arrive_ms == static_cast<std::int64_t>(i) * 1000);
+    const std::string_view row = std::string_view(c.name).substr(0, c.name.find('-'));
+    const double trace_ms = row == "short" ? 2000 : row == "long" ? 10000 : 1000;
+    // One factor for every lifetime (each rounded to the millisecond).
+    if (!stretch) stretch = static_cast<double>(c.duration_ms) / trace_ms;
+    CHECK(std::abs(static_cast<double>(c.duration_ms) - *stretch * trace_ms) <= 10);
+    const double gpus = c.gpus == 1 ? c.gpu_milli / 1000.0 : c.gpus;
+    gpu_ms +=
+        gpus * std::min(span - 1000.0 * static_cast<double>(i), static_cast<double>(c.duration_ms));
+  }
+  // The pods alive ask 0.9 of the cluster's 8 GPUs on average over the span.
+  CHECK(gpu_ms / span / 8 == doctest::Approx(0.9).epsilon(1e-3));
+  // Deterministic; departures free GPUs: more pods bound than without them.
+  Result<Scenario> again = OpenbChurn(kNodes, kPods, 0.9, 6, 3);
+  REQUIRE(again.ok());
+  CHECK(again->pods.back().duration_ms == churn->pods.back().duration_ms);
+  Result<Report> with = Run(*churn, 0);
+  Result<Report> without = Run(*inflate, 0);
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  CHECK(with->bound > without->bound);
+  // What it cannot do, said.
+  CHECK(OpenbChurn(kNodes, kPods, 4, 6, 3).status().message().find("raise the turnover") !=
+        std::string_view::npos);
+  CHECK(OpenbChurn(kNodes, kPods, 0, 6, 3).status().code() == StatusCode::kInvalidArgument);
+  CHECK(OpenbChurn(kNodes, "name,num_gpu\nx,1\n", 0.9, 6, 3).status().message() ==
+        "pod list: row 1: no creation_time");
 }
 
 TEST_CASE("sim: the drift auditor finds and heals every injected kind of drift") {

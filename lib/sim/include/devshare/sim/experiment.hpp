@@ -103,7 +103,9 @@ struct PodClass {
 };
 
 struct OpenbWorkload {
-  enum class Mode { kInflate, kReplay };
+  // Inflate: no departures (OpenbScenario); churn: the same pods with
+  // their trace lifetimes (OpenbChurn); replay: the trace's own times.
+  enum class Mode { kInflate, kChurn, kReplay };
   // The order the inflated pods arrive in: as sampled, or the same pods with
   // the most GPUs first (ties in sampled order), a clairvoyant reference
   // that knows every pod in advance. Replay keeps the trace's times.
@@ -113,6 +115,7 @@ struct OpenbWorkload {
   Mode mode = Mode::kInflate;
   Order order = Order::kArrival;
   double demand = 1.3;
+  double turnover = 4;  // churn: the GPUs the pods ask in all, in clusters
 };
 
 // One variant of an experiment, before the seed is known.

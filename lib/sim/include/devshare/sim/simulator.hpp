@@ -392,6 +392,18 @@ Status CheckPlacement(const ClusterSnapshot& snapshot, std::string_view node,
 Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods_csv, double demand,
                                std::uint64_t seed, std::int64_t interval_ms = 1000);
 
+// The openb traces with departures: the pods OpenbScenario draws under
+// `seed` until their GPU requests reach `turnover` times the cluster's GPUs,
+// arriving one a second as there, each living as long as its row did
+// (deletion_time - creation_time; a row never deleted lives to the end)
+// times one factor, chosen so that the pods alive ask `demand` times the
+// cluster's GPUs on average over the arrivals' span (a pod that fits nowhere
+// is given up, as there). Both must be positive, and the turnover enough to
+// offer the demand; a row without a creation time, or deleted before it was
+// created, is an error naming it.
+Result<Scenario> OpenbChurn(std::string_view nodes_csv, std::string_view pods_csv, double demand,
+                            double turnover, std::uint64_t seed);
+
 // The openb traces replayed in time order: every row of `pods_csv` arrives
 // at its creation_time (seconds, shifted so the first arrival is at 0) and
 // is deleted at its deletion_time; CPU-only rows take CPU and memory only.
