@@ -39,8 +39,9 @@
 //       # namespace's quotas winning; one that is not a whole number is
 //       # ignored and reported (Report::quota_warnings)
 //   openb:                          # or the openb traces (nodes and pods)
-//     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|replay, demand: 1.3,
-//      order: arrival|largest-first}   # largest-first: inflate's pods, most GPUs first
+//     {dir: path, pods: openb_pod_list_default.csv, mode: inflate|churn|replay, demand: 1.3,
+//      order: arrival|largest-first,   # largest-first: inflate's pods, most GPUs first
+//      turnover: 4}                    # churn: pods until they ask 4 clusters' GPUs
 //   engine: {registration: hami|volcano|change-only, policy: hami-default|binpack|spread|fgd,
 //            preemption: true|false, preemption_hold: 60s, preemption_timeout: 5m,
 //            retry_window: 2s,
