@@ -249,7 +249,7 @@ TEST_CASE("experiment: openb's largest-first order is the sampled pods, most GPU
 
 TEST_CASE("experiment: the shipped scenarios parse and expand") {
   const std::vector<std::string_view> names = BuiltinScenarioNames();
-  CHECK(names.size() == 10);
+  CHECK(names.size() == 11);
   for (std::string_view name : names) {
     CAPTURE(name);
     FakeFiles files;
@@ -263,7 +263,7 @@ TEST_CASE("experiment: the shipped scenarios parse and expand") {
   }
   CHECK(BuiltinScenario("best").status().message() ==
         "no scenario named 'best' (shipped: default, handshake-storm, lock-storm, failover, "
-        "plugin-faults, drift, openb, openb-replay, openb-dra, preemption)");
+        "plugin-faults, drift, openb, openb-churn, openb-replay, openb-dra, preemption)");
 }
 
 TEST_CASE("experiment: audits and the drift faults read from a scenario file") {

@@ -201,8 +201,8 @@ Result<Experiment> ParseExperiment(std::string_view yaml, const LoadOptions& opt
 Result<Scenario> Expand(const ScenarioTemplate& t, std::uint64_t seed);
 
 // The scenarios shipped with devshare, by name: default, handshake-storm,
-// lock-storm, failover, plugin-faults, drift, openb, openb-replay,
-// openb-dra, preemption.
+// lock-storm, failover, plugin-faults, drift, openb, openb-churn,
+// openb-replay, openb-dra, preemption.
 std::vector<std::string_view> BuiltinScenarioNames();
 // The YAML text of a shipped scenario; kNotFound lists the names.
 Result<std::string_view> BuiltinScenario(std::string_view name);
