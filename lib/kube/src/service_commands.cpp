@@ -147,6 +147,72 @@ void AddFinalizer(const ClaimWriteRef& w, const std::string& version) {
                       });
 }
 
+// ---- PostBinding
+
+// One Binding (service_commands.hpp): posted, and after a 409 or an unknown
+// outcome the pod read to learn whether it is bound where the command asks.
+struct BindingWrite {
+  std::shared_ptr<CommandSink> sink;
+  engine::PostBinding command;
+  std::string path;  // the pod's
+  int rereads = 0;
+  int read_tries = 0;
+};
+using BindingWriteRef = std::shared_ptr<BindingWrite>;
+
+void PostBindingOnce(const BindingWriteRef& w);
+
+// The pod's UID and node, when the answer carries the pod.
+std::optional<std::pair<std::string, std::string>> UidAndNode(const ApiResponse& r) {
+  boost::system::error_code ec;
+  const bj::value pod = r.status == 200 ? bj::parse(r.body, ec) : bj::value();
+  if (ec || !pod.is_object()) return std::nullopt;
+  const bj::object* meta = ObjectMember(pod.get_object(), "metadata");
+  const bj::object* spec = ObjectMember(pod.get_object(), "spec");
+  if (meta == nullptr) return std::nullopt;
+  return std::pair{StringOrEmpty(*meta, "uid"),
+                   spec != nullptr ? StringOrEmpty(*spec, "nodeName") : std::string()};
+}
+
+void ReadBinding(const BindingWriteRef& w) {
+  ++w->read_tries;
+  w->sink->api().Call("get-pod", "GET", w->path, "", "", [w](const ApiResponse& r) {
+    if (OutcomeUnknown(r) && w->read_tries < kMaxReadTries) {
+      return w->sink->After(kFirstReadDelay * (1 << (w->read_tries - 1)), [w] { ReadBinding(w); });
+    }
+    const std::optional<std::pair<std::string, std::string>> pod = UidAndNode(r);
+    const engine::PostBinding& c = w->command;
+    if (!pod || pod->first != c.uid) return w->sink->Outcome(c.id, false);
+    if (pod->second == c.node) return w->sink->Outcome(c.id, true);
+    if (!pod->second.empty() || !w->sink->MayWrite()) return w->sink->Outcome(c.id, false);
+    PostBindingOnce(w);
+  });
+}
+
+void PostBindingOnce(const BindingWriteRef& w) {
+  const engine::PostBinding& c = w->command;
+  bj::object metadata{{"name", c.name}, {"namespace", c.pod_namespace}, {"uid", c.uid}};
+  if (!c.annotations.entries().empty()) {
+    bj::object annotations;
+    for (const auto& [k, v] : c.annotations.entries()) annotations[k] = v;
+    metadata["annotations"] = std::move(annotations);
+  }
+  const bj::object binding{
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata", std::move(metadata)},
+      {"target", bj::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", c.node}}}};
+  w->sink->api().Call("binding", "POST", w->path + "/binding", "application/json",
+                      bj::serialize(binding), [w](const ApiResponse& r) {
+                        if ((r.status == 409 || OutcomeUnknown(r)) && w->rereads < kMaxRereads) {
+                          ++w->rereads;
+                          w->read_tries = 0;
+                          return ReadBinding(w);
+                        }
+                        w->sink->Outcome(w->command.id, r.status / 100 == 2);
+                      });
+}
+
 }  // namespace
 
 std::string ClaimPath(const std::string& claim_namespace, const std::string& name) {
@@ -213,20 +279,9 @@ void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PatchPod
 }
 
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::PostBinding& c) {
-  bj::object metadata{{"name", c.name}, {"namespace", c.pod_namespace}, {"uid", c.uid}};
-  if (!c.annotations.entries().empty()) {
-    bj::object annotations;
-    for (const auto& [k, v] : c.annotations.entries()) annotations[k] = v;
-    metadata["annotations"] = std::move(annotations);
-  }
-  const bj::object binding{
-      {"apiVersion", "v1"},
-      {"kind", "Binding"},
-      {"metadata", std::move(metadata)},
-      {"target", bj::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", c.node}}}};
-  sink->api().Call("binding", "POST",
-                   fmt::format("/api/v1/namespaces/{}/pods/{}/binding", c.pod_namespace, c.name),
-                   "application/json", bj::serialize(binding), Reporting(sink, c.id));
+  auto w = std::make_shared<BindingWrite>(
+      BindingWrite{sink, c, fmt::format("/api/v1/namespaces/{}/pods/{}", c.pod_namespace, c.name)});
+  PostBindingOnce(w);
 }
 
 void RunCommand(const std::shared_ptr<CommandSink>& sink, const engine::WriteClaimStatus& c) {

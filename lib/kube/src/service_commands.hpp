@@ -49,7 +49,12 @@ std::string ClaimPath(const std::string& claim_namespace, const std::string& nam
 //     PATCHed at the version read; a precondition that no longer holds
 //     fails the command.
 //   PatchPod: a merge patch of the pod's annotations.
-//   PostBinding: a Binding of the pod to the node.
+//   PostBinding: a Binding of the pod to the node. A 409 or an answer that
+//     does not say whether it applied (none, or a 5xx: the API server may
+//     bind the pod after answering 504) reads the pod, tried again as a
+//     claim's read below: bound to the command's node (its UID the
+//     command's) succeeds; still unbound, the Binding is posted again
+//     while MayWrite (at most three reads in all); anything else fails.
 //   WriteClaimStatus: as kube-scheduler, the finalizer first when asked (a
 //     strategic merge PATCH, which adds it to the list), then status
 //     allocation and reservedFor (a merge PATCH of /status), each at the

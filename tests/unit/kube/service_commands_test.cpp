@@ -327,3 +327,76 @@ TEST_CASE("kube commands: the gate's removal is a strategic merge with the pod's
                            R"({"$patch":"delete","name":"devshare.dev/dra-allocation"}]}})"));
   CHECK(reports == std::vector<std::string>{"outcome 4 true"});
 }
+
+namespace {
+
+constexpr const char* kPod = "/api/v1/namespaces/d/pods/p";
+
+engine::PostBinding Binding() {
+  engine::PostBinding c;
+  c.id = 4;
+  c.pod_namespace = "d";
+  c.name = "p";
+  c.uid = "pu";
+  c.node = "n1";
+  return c;
+}
+
+// Pod d/p with `uid`, bound to `node` ("" unbound).
+std::string PodJson(const std::string& uid, const std::string& node) {
+  return fmt::format(R"({{"metadata":{{"name":"p","namespace":"d","uid":"{}"}},"spec":{{{}}}}})",
+                     uid, node.empty() ? "" : fmt::format(R"("nodeName":"{}")", node));
+}
+
+}  // namespace
+
+TEST_CASE("kube commands: a Binding without a known outcome reads the pod: bound there succeeds") {
+  // 504, and the API server bound the pod anyway: the read says so.
+  auto [requests, reports] = Run(Binding(), [&](const HttpRequest& r) {
+    return r.method == "GET" ? Answer(200, PodJson("pu", "n1")) : Answer(504, "{}");
+  });
+  CHECK(requests == std::vector<std::string>{fmt::format("POST {}/binding @", kPod),
+                                             fmt::format("GET {}", kPod)});
+  CHECK(reports == std::vector<std::string>{"outcome 4 true"});
+
+  // No answer to the read at first, then unbound: posted again, bound.
+  int reads = 0, posts = 0;
+  std::tie(requests, reports) = Run(Binding(), [&](const HttpRequest& r) {
+    if (r.method == "GET") return reads++ == 0 ? Answer(503, "{}") : Answer(200, PodJson("pu", ""));
+    return posts++ == 0 ? Answer(500, "{}") : Answer(201, "{}");
+  });
+  CHECK(requests.size() == 4);
+  CHECK(reports == std::vector<std::string>{"outcome 4 true"});
+
+  // A 409 after an earlier attempt landed: bound there, a success.
+  std::tie(requests, reports) = Run(Binding(), [&](const HttpRequest& r) {
+    return r.method == "GET" ? Answer(200, PodJson("pu", "n1")) : Answer(409, "{}");
+  });
+  CHECK(reports == std::vector<std::string>{"outcome 4 true"});
+}
+
+TEST_CASE(
+    "kube commands: a Binding whose pod is bound elsewhere, replaced or not to be written fails") {
+  for (const std::string& pod : {PodJson("pu", "n2"), PodJson("other", "n1")}) {
+    CAPTURE(pod);
+    auto [requests, reports] = Run(Binding(), [&](const HttpRequest& r) {
+      return r.method == "GET" ? Answer(200, pod) : Answer(409, "{}");
+    });
+    CHECK(requests.size() == 2);
+    CHECK(reports == std::vector<std::string>{"outcome 4 false"});
+  }
+  // Unbound after a 504, but the replica no longer leads: not posted again.
+  auto [requests, reports] = Run(
+      Binding(),
+      [&](const HttpRequest& r) {
+        return r.method == "GET" ? Answer(200, PodJson("pu", "")) : Answer(504, "{}");
+      },
+      /*may_write=*/false);
+  CHECK(requests.size() == 2);
+  CHECK(reports == std::vector<std::string>{"outcome 4 false"});
+  // A plain refusal is not read: the pod is not bound.
+  std::tie(requests, reports) =
+      Run(Binding(), [&](const HttpRequest&) { return Answer(403, "{}"); });
+  CHECK(requests.size() == 1);
+  CHECK(reports == std::vector<std::string>{"outcome 4 false"});
+}
