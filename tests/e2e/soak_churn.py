@@ -500,8 +500,10 @@ class Soak(Faults, Report):
                     continue
                 left = 0 if injected or kind != "lock-orphaned" else \
                     min(delta, self.locks_left_in_faults(r, attribution))
-                self.auditor["injected"][kind] += delta if injected else left
-                self.auditor["uninjected"][kind] += 0 if injected else delta - left
+                for into, n in ((self.auditor["injected"], delta if injected else left),
+                                (self.auditor["uninjected"], 0 if injected else delta - left)):
+                    if n:
+                        into[kind] += n
                 log(f"auditor ({r.name}): {delta} confirmed {kind} "
                     f"({'during a fault' if injected else f'{left} left by a fault, NOT INJECTED'})")
             for kind, value in healed.items():
