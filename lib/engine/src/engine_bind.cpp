@@ -241,6 +241,9 @@ void Engine::BindResult(BindFlow flow, bool succeeded, std::int64_t now_ms,
     return LockBlocked(std::move(flow), "the node lock write conflicted (409)", now_ms, out);
   }
   if (!succeeded) {
+    // A failure learnt after the Lease lapsed (a write's outcome read back
+    // late): the lock and the pod are left to the leader's audit.
+    if (!Ready(now_ms)) return FailBind(flow, std::string(kNotLeading), out);
     // W8: the core says what a failed bind releases; the lock only if it is ours.
     const BindOutcome outcome = BindFailed();
     if (outcome.release_lock && flow.lock &&

@@ -428,6 +428,32 @@ TEST_CASE("engine: a bind whose replica stops leading writes nothing more") {
   CHECK(Of<BindReply>(out).at(0).error.starts_with("not ready"));
 }
 
+TEST_CASE("engine: a Binding that fails after the replica stopped leading releases nothing") {
+  Engine engine(Following());
+  std::vector<Command> out;
+  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+  engine.LeaseObserved(HeldBySched1(), kNowMs, out);
+  Pod pod = MakePod("p").Container(1, 1000, 10);
+  engine.PodObserved(pod);
+  engine.Filter(1, pod, {}, kNowMs, out);
+  out.clear();
+  engine.Bind(2, "default", "p", "uid-p", "n1", kNowMs, out);
+  engine.ApiResult(Of<PatchNode>(out).at(0).id, true, kNowMs, out);
+  std::uint64_t binding = 0;
+  for (const auto& c : Of<PatchPod>(out)) engine.ApiResult(c.id, true, kNowMs, out);
+  for (const auto& c : Of<PostBinding>(out)) binding = c.id;
+  REQUIRE(binding != 0);
+  out.clear();
+  // Its outcome, read back for 30 s, is a failure learnt once the Lease has
+  // lapsed: neither the lock's release nor the pod's bind-phase is written.
+  engine.ApiResult(binding, false, kNowMs + 31000, out);
+  CHECK(Of<PatchNode>(out).empty());
+  CHECK(Of<PatchPod>(out).empty());
+  REQUIRE(Of<BindReply>(out).size() == 1);
+  CHECK(Of<BindReply>(out).at(0).error.starts_with("not ready: leadership lost"));
+  CHECK_FALSE(engine.snapshot().PodUsageOf("uid-p").ok());
+}
+
 namespace {
 
 // An engine whose node n1 is locked by a pending pod "holder", with pod p
