@@ -400,14 +400,28 @@ TEST_CASE("engine: following a Lease gates Filter on leadership and a pass") {
   CHECK_FALSE(engine.Ready(kNowMs + 16000));
 }
 
-TEST_CASE("engine: a bind whose replica stops leading writes nothing more") {
-  Engine engine(Following());
+namespace {
+
+// A leading engine (it follows sched1's Lease) with pod p placed on n1, the
+// Filter's reply in `out`.
+struct LeadingWithPlaced {
+  LeadingWithPlaced() : engine(Following()) {
+    engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
+    engine.LeaseObserved(HeldBySched1(), kNowMs, out);
+    Pod pod = MakePod("p").Container(1, 1000, 10);
+    engine.PodObserved(pod);
+    engine.Filter(1, pod, {}, kNowMs, out);
+  }
+  Engine engine;
   std::vector<Command> out;
-  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
-  engine.LeaseObserved(HeldBySched1(), kNowMs, out);
-  Pod pod = MakePod("p").Container(1, 1000, 10);
-  engine.PodObserved(pod);
-  engine.Filter(1, pod, {}, kNowMs, out);
+};
+
+}  // namespace
+
+TEST_CASE("engine: a bind whose replica stops leading writes nothing more") {
+  LeadingWithPlaced f;
+  Engine& engine = f.engine;
+  std::vector<Command>& out = f.out;
   REQUIRE(Of<FilterReply>(out).at(0).nodes == std::vector<std::string>{"n1"});
   out.clear();
   engine.Bind(2, "default", "p", "uid-p", "n1", kNowMs, out);
@@ -429,13 +443,9 @@ TEST_CASE("engine: a bind whose replica stops leading writes nothing more") {
 }
 
 TEST_CASE("engine: a Binding that fails after the replica stopped leading releases nothing") {
-  Engine engine(Following());
-  std::vector<Command> out;
-  engine.NodeObserved(MakeNode("n1").Gpus(1), kNowMs, out);
-  engine.LeaseObserved(HeldBySched1(), kNowMs, out);
-  Pod pod = MakePod("p").Container(1, 1000, 10);
-  engine.PodObserved(pod);
-  engine.Filter(1, pod, {}, kNowMs, out);
+  LeadingWithPlaced f;
+  Engine& engine = f.engine;
+  std::vector<Command>& out = f.out;
   out.clear();
   engine.Bind(2, "default", "p", "uid-p", "n1", kNowMs, out);
   engine.ApiResult(Of<PatchNode>(out).at(0).id, true, kNowMs, out);
