@@ -261,9 +261,11 @@ Result<Scenario> OpenbChurn(std::string_view nodes_csv, std::string_view pods_cs
   for (std::size_t i = 0; i < scenario.pods.size(); ++i) {
     PodSpec& p = scenario.pods[i];
     p.arrive_ms = static_cast<std::int64_t>(i) * 1000;
+    // Living past the last arrival is living to the end of the run: at most
+    // the span, so the product stays an integer.
     if (p.duration_ms != 0)
-      p.duration_ms =
-          std::max<std::int64_t>(1, std::llround(high * static_cast<double>(p.duration_ms)));
+      p.duration_ms = std::max<std::int64_t>(
+          1, std::llround(std::min(span, high * static_cast<double>(p.duration_ms))));
   }
   return scenario;
 }
