@@ -107,7 +107,7 @@ std::optional<std::int32_t> ModelMemory(const std::string& model) {
 }
 
 // The nodes of a node list (their GPUs summed in `capacity`) and the pods of
-// a pod list, row by row.
+// a pod list, row by row; a pod list without pods is an error.
 struct OpenbTables {
   Scenario nodes;
   double capacity = 0;
@@ -153,6 +153,7 @@ Result<OpenbTables> ReadTables(std::string_view nodes_csv, std::string_view pods
     if (!p.ok()) return p.status();
     t.pool.push_back(std::move(*p));
   }
+  if (t.pool.empty()) return Status::InvalidArgument("pod list: no pods");
   t.rows = std::move(*pod_rows);
   return t;
 }
@@ -199,7 +200,6 @@ Result<Scenario> OpenbScenario(std::string_view nodes_csv, std::string_view pods
                                std::uint64_t seed, std::int64_t interval_ms) {
   Result<OpenbTables> t = ReadTables(nodes_csv, pods_csv);
   if (!t.ok()) return t.status();
-  if (t->pool.empty()) return Status::InvalidArgument("pod list: no pods");
   Scenario scenario = std::move(t->nodes);
   const std::vector<std::size_t> drawn = Draw(t->pool, demand * t->capacity, seed);
   for (std::size_t i = 0; i < drawn.size(); ++i) {
@@ -215,7 +215,6 @@ Result<Scenario> OpenbChurn(std::string_view nodes_csv, std::string_view pods_cs
                             double turnover, std::uint64_t seed) {
   Result<OpenbTables> t = ReadTables(nodes_csv, pods_csv);
   if (!t.ok()) return t.status();
-  if (t->pool.empty()) return Status::InvalidArgument("pod list: no pods");
   if (!(demand > 0) || !(turnover > 0)) {
     return Status::InvalidArgument(
         fmt::format("churn: demand ({}) and turnover ({}) must be positive", demand, turnover));
@@ -273,7 +272,6 @@ Result<Scenario> OpenbChurn(std::string_view nodes_csv, std::string_view pods_cs
 Result<Scenario> OpenbReplay(std::string_view nodes_csv, std::string_view pods_csv) {
   Result<OpenbTables> t = ReadTables(nodes_csv, pods_csv);
   if (!t.ok()) return t.status();
-  if (t->pool.empty()) return Status::InvalidArgument("pod list: no pods");
   Scenario scenario = std::move(t->nodes);
   std::optional<std::int64_t> first;
   for (std::size_t i = 0; i < t->rows.size(); ++i) {
