@@ -494,12 +494,13 @@ class Soak(Faults, Report):
                 continue  # only the leader's audit counts
             now = time.time()
             injected = any(s <= now <= (e or now) + attribution for s, e in self.windows)
+            # Read at every sample, so that a line is weighed with the difference it counts.
+            left_by_faults = self.locks_left_in_faults(r, attribution)
             for kind, value in totals.items():
                 delta = value - last.get(kind, 0)
                 if delta <= 0:
                     continue
-                left = 0 if injected or kind != "lock-orphaned" else \
-                    min(delta, self.locks_left_in_faults(r, attribution))
+                left = 0 if injected or kind != "lock-orphaned" else min(delta, left_by_faults)
                 for into, n in ((self.auditor["injected"], delta if injected else left),
                                 (self.auditor["uninjected"], 0 if injected else delta - left)):
                     if n:
