@@ -21,6 +21,9 @@ constexpr std::int64_t kDraSweepMs = 5 * 60 * 1000;
 constexpr std::int64_t kDraEventPeriodMs = 60000;
 // A pod waiting for its claims gets an Event once it has waited this long.
 constexpr std::int64_t kDraWaitingEventMs = 10000;
+// A pod's gate is removed this long after its claims were written even if
+// the watch has not shown them allocated (a watch cut, say).
+constexpr std::int64_t kDraSeenMs = 10000;
 
 std::string_view HoldEventReason(DraHoldKind kind) {
   switch (kind) {
@@ -108,7 +111,14 @@ void Engine::DraPass(std::int64_t now_ms, std::vector<Command>& out) {
     auto queued = d.queue.find(seq);
     if (queued == d.queue.end()) continue;
     const std::string& uid = queued->second;
-    if (d.writing.contains(uid) || d.released.contains(uid)) continue;
+    if (auto w = d.writing.find(uid); w != d.writing.end()) {
+      const DraWrite& written = w->second;
+      if (written.written_at_ms &&
+          (written.unseen.empty() || now_ms >= *written.written_at_ms + kDraSeenMs))
+        DraRemoveGate(w->second, out);
+      continue;
+    }
+    if (d.released.contains(uid)) continue;
     if (auto backoff = d.backoff_until.find(uid); backoff != d.backoff_until.end()) {
       if (backoff->second > now_ms) continue;  // judged when it ends (DraDueAt)
       d.backoff_until.erase(backoff);
@@ -174,10 +184,8 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
     case dra::ClaimsVerdictKind::kNotServed: {
       // Nothing (left) to allocate: released as it is.
       DraWrite& w = d.writing[pod.uid];
-      w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, NextId()};
-      d.write_of.emplace(w.gate_write, pod.uid);
-      out.push_back(RemoveSchedulingGate{w.gate_write, pod.pod_namespace, pod.name, pod.uid});
-      return;
+      w = DraWrite(pod, /*releasing_claims=*/false);
+      return DraRemoveGate(w, out);
     }
     case dra::ClaimsVerdictKind::kServed:
       break;
@@ -261,7 +269,7 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
       // Claims written for this pod before a restart, on a node the rest
       // no longer fits: released, so the pod is placed anew.
       DraWrite& w = d.writing[pod.uid];
-      w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, true, 0};
+      w = DraWrite(pod, /*releasing_claims=*/true);
       for (const dra::ResourceClaim* c : allocated) {
         dra::ResourceClaim released = *c;
         released.allocation.reset();
@@ -280,7 +288,7 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
   d.waiting_since.erase(pod.uid);
   DraAssume(pod.uid, fit->node);
   DraWrite& w = d.writing[pod.uid];
-  w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, false, 0};
+  w = DraWrite(pod, /*releasing_claims=*/false);
   for (std::size_t i = 0; i < to_allocate.size(); ++i) {
     dra::ResourceClaim assumed = to_allocate[i];
     assumed.allocation = std::move(fit->allocations[i]);
@@ -343,7 +351,18 @@ void Engine::DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed,
                                  observed.resource_version, assumed.allocation.has_value(),
                                  assumed.allocation, assumed.reserved_for});
   d.before.insert_or_assign(KeyOf(observed), observed);
+  if (assumed.allocation) w.unseen.insert(KeyOf(observed));
   snapshot_.AddResourceClaim(std::move(assumed));
+}
+
+void Engine::DraRemoveGate(DraWrite& w, std::vector<Command>& out) {
+  Impl::Dra& d = impl_->dra;
+  if (auto seq = d.seq_of.find(w.uid); seq != d.seq_of.end() && w.written_at_ms)
+    d.timers.erase({*w.written_at_ms + kDraSeenMs, seq->second});  // no longer needed
+  w.written_at_ms.reset();
+  w.gate_write = NextId();
+  d.write_of.emplace(w.gate_write, w.uid);
+  out.push_back(RemoveSchedulingGate{w.gate_write, w.pod_namespace, w.name, w.uid});
 }
 
 // ---------------------------------------------------------------------------
@@ -422,9 +441,12 @@ bool Engine::DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms,
     DraDueAt(uid, now_ms + kDraRetryMs);
     return true;
   }
-  w.gate_write = NextId();
-  d.write_of.emplace(w.gate_write, uid);
-  out.push_back(RemoveSchedulingGate{w.gate_write, w.pod_namespace, w.name, w.uid});
+  if (w.unseen.empty()) {
+    DraRemoveGate(w, out);
+  } else {  // removed once the watch shows the claims (DraPass)
+    w.written_at_ms = now_ms;
+    DraDueAt(uid, now_ms + kDraSeenMs);
+  }
   return true;
 }
 

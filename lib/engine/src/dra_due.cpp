@@ -131,6 +131,23 @@ void Engine::DraClaimChanged(const dra::ResourceClaim* before, const dra::Resour
   }
 }
 
+// `claim`, as the watch shows it, allocated for a pod whose gate waits for
+// the watch to show its claims (DraWrite::unseen): one fewer to wait for
+// (DraClaimChanged then judges the pod again, which removes the gate).
+void Engine::DraClaimSeen(const dra::ResourceClaim& claim) {
+  Impl::Dra& d = impl_->dra;
+  if (!claim.allocation) return;
+  auto users = d.claim_users.find(KeyOf(claim));
+  if (users == d.claim_users.end()) return;
+  for (const std::string& uid : users->second) {
+    auto w = d.writing.find(uid);
+    if (w == d.writing.end()) continue;
+    if (std::any_of(claim.reserved_for.begin(), claim.reserved_for.end(),
+                    [&](const dra::ClaimConsumer& c) { return c.uid == uid; }))
+      w->second.unseen.erase(KeyOf(claim));
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Watch events
 
@@ -180,6 +197,7 @@ void Engine::ResourceClaimObserved(dra::ResourceClaim claim) {
     before->second = claim;
   }
   impl_->dra.creating.erase(KeyOf(claim));
+  DraClaimSeen(claim);
   DraClaimChanged(snapshot_.FindResourceClaim(claim.claim_namespace, claim.name), &claim);
   snapshot_.AddResourceClaim(std::move(claim));
 }
@@ -235,6 +253,9 @@ void Engine::DraPodChanged(const Pod* before, const Pod* after, const std::strin
     d.waiting_since.erase(uid);
     d.released.erase(uid);
     d.backoff_until.erase(uid);
+    // Ungated by another (a leader before) while its gate waited.
+    if (auto w = d.writing.find(uid); w != d.writing.end() && w->second.written_at_ms)
+      d.writing.erase(w);
   }
   // The claims it names, indexed while it is gated.
   if (auto of = d.claims_of.find(uid); of != d.claims_of.end()) {

@@ -128,7 +128,7 @@ bool Engine::DraVictimsGone(const Pod& pod, std::int64_t now_ms, std::vector<Com
     if (!c->reserved_for.empty()) continue;
     if (w == nullptr) {
       w = &d.writing[pod.uid];
-      *w = DraWrite{pod.pod_namespace, pod.name, pod.uid, {}, false, true, 0};
+      *w = DraWrite(pod, /*releasing_claims=*/true);
     }
     dra::ResourceClaim released = *c;
     released.allocation.reset();

@@ -80,13 +80,25 @@ struct Engine::Release {
 };
 
 // DRA: the writes of one gated pod in flight — its claims' allocations
-// (or their release), then the gate's removal.
+// (or their release), then the gate's removal. The gate is removed once
+// every claim is written and the watch has shown each allocated for the
+// pod (kube-scheduler's informers, fed by the same API server, then have
+// them too), or a while after the writes should the watch not show them.
 struct Engine::DraWrite {
+  DraWrite() = default;
+  DraWrite(const Pod& pod, bool releasing_claims)
+      : pod_namespace(pod.pod_namespace),
+        name(pod.name),
+        uid(pod.uid),
+        releasing(releasing_claims) {}
+
   std::string pod_namespace, name, uid;
   std::map<std::uint64_t, std::pair<std::string, std::string>> claim_writes;  // id -> claim
   bool failed = false;
   bool releasing = false;  // the claims are being released, not allocated
   std::uint64_t gate_write = 0;
+  std::set<ClaimKey> unseen;                  // allocated, not yet shown so by the watch
+  std::optional<std::int64_t> written_at_ms;  // every claim written, the gate not yet asked off
 };
 
 struct Engine::Impl {

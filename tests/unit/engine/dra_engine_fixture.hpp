@@ -72,6 +72,15 @@ struct DraEngine {
     engine.ApiResult(id, ok, now_ms, out);
     return out;
   }
+  // The watch shows claim `w` as written, then the write answers: what the
+  // engine does (the gate's removal once the pod's claims are all written).
+  std::vector<Command> Written(const WriteClaimStatus& w, std::int64_t now_ms = kNowMs) {
+    dra::ResourceClaim shown = Claimed(w.name);
+    shown.allocation = w.allocation;
+    shown.reserved_for = w.reserved_for;
+    engine.ResourceClaimObserved(std::move(shown));
+    return Result(w.id, true, now_ms);
+  }
   const dra::ResourceClaim& Claimed(const std::string& name) const {
     const dra::ResourceClaim* c = engine.snapshot().FindResourceClaim("default", name);
     REQUIRE(c != nullptr);

@@ -38,6 +38,12 @@ std::vector<Pod> Complete(Engine& engine, std::vector<Command> out,
     std::vector<Command> next;
     for (const Command& c : out) {
       if (const auto* w = std::get_if<WriteClaimStatus>(&c)) {
+        // The watch shows the claim as written, then the write answers.
+        dra::ResourceClaim shown =
+            *engine.snapshot().FindResourceClaim(w->claim_namespace, w->name);
+        shown.allocation = w->allocation;
+        shown.reserved_for = w->reserved_for;
+        engine.ResourceClaimObserved(std::move(shown));
         engine.ApiResult(w->id, true, now_ms, next);
       } else if (const auto* g = std::get_if<RemoveSchedulingGate>(&c)) {
         engine.ApiResult(g->id, true, now_ms, next);
@@ -307,13 +313,13 @@ TEST_CASE("engine dra: a claim's event older than the snapshot's claim is passed
   auto writes = Of<WriteClaimStatus>(f.Tick());
   REQUIRE(writes.size() == 1);
   const std::string node = NodeOf(*writes[0].allocation);
-  CHECK(f.Result(writes[0].id, true).size() == 1);  // the gate's removal
-  dra::ResourceClaim answered = whole;              // the status write's answer
+  dra::ResourceClaim answered = whole;  // the status write's event
   answered.resource_version = "12";
   answered.allocation = writes[0].allocation;
   answered.reserved_for = writes[0].reserved_for;
   f.engine.ResourceClaimObserved(answered);
-  dra::ResourceClaim finalizer_event = whole;  // rv 11: the finalizer written, no allocation
+  CHECK(f.Result(writes[0].id, true).size() == 1);  // the gate's removal
+  dra::ResourceClaim finalizer_event = whole;       // rv 11: the finalizer written, no allocation
   finalizer_event.resource_version = "11";
   f.engine.ResourceClaimObserved(finalizer_event);
   CHECK(f.Claimed("whole").allocation == writes[0].allocation);

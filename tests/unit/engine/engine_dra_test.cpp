@@ -44,7 +44,18 @@ TEST_CASE(
   CHECK(f.Claimed("a").allocation == w.allocation);
   CHECK(Of<RemoveSchedulingGate>(f.out).empty());
 
-  auto gates = Of<RemoveSchedulingGate>(f.Result(w.id, true));
+  // The gate waits for the watch to show the claim allocated: kube-scheduler,
+  // seeing the pod ungated, then sees the claim so too.
+  CHECK(f.Result(w.id, true).empty());
+  CHECK(Of<RemoveSchedulingGate>(f.Tick()).empty());
+  f.engine.ResourceClaimObserved(Share("a", 60));  // another change: still unallocated
+  CHECK(Of<RemoveSchedulingGate>(f.Tick()).empty());
+  dra::ResourceClaim written = Share("a", 60);
+  written.resource_version = "11";
+  written.allocation = w.allocation;
+  written.reserved_for = w.reserved_for;
+  f.engine.ResourceClaimObserved(written);
+  auto gates = Of<RemoveSchedulingGate>(f.Tick());
   REQUIRE(gates.size() == 1);
   CHECK(gates[0].name == "p");
   CHECK(gates[0].uid == "uid-p");
@@ -56,6 +67,34 @@ TEST_CASE(
   ungated.scheduling_gates.clear();
   f.engine.PodObserved(ungated);
   CHECK(f.engine.dra_gated() == 0);
+}
+
+TEST_CASE(
+    "engine dra: the gate goes at the write's answer when the watch was first, and 10 s after "
+    "it when the watch shows nothing") {
+  DraEngine f;
+  f.engine.DraSynced();
+  for (const char* name : {"a", "b"}) f.engine.ResourceClaimObserved(Share(name, 60));
+  f.engine.PodObserved(Gated("p", {"a"}));
+  f.engine.PodObserved(Gated("q", {"b"}));
+  auto writes = Of<WriteClaimStatus>(f.Tick());
+  REQUIRE(writes.size() == 2);
+  dra::ResourceClaim shown = Share("a", 60);
+  shown.resource_version = "11";
+  shown.allocation = writes[0].allocation;
+  shown.reserved_for = writes[0].reserved_for;
+  f.engine.ResourceClaimObserved(shown);  // before the answer
+  CHECK(Of<RemoveSchedulingGate>(f.Tick()).empty());
+  auto gates = Of<RemoveSchedulingGate>(f.Result(writes[0].id, true));
+  REQUIRE(gates.size() == 1);
+  CHECK(gates[0].name == "p");
+  // q's claim is never shown (a cut watch): its gate goes after 10 s.
+  CHECK(f.Result(writes[1].id, true).empty());
+  CHECK(Of<RemoveSchedulingGate>(f.Tick(kNowMs + 9999)).empty());
+  CHECK(f.engine.NextWakeMs() == kNowMs + 10000);
+  gates = Of<RemoveSchedulingGate>(f.Tick(kNowMs + 10000));
+  REQUIRE(gates.size() == 1);
+  CHECK(gates[0].name == "q");
 }
 
 TEST_CASE("engine dra: pods are placed in arrival order, each seeing the ones before") {
@@ -284,6 +323,11 @@ TEST_CASE(
     engine.Tick(kNowMs, out);
     const std::vector<WriteClaimStatus> writes = Of<WriteClaimStatus>(out);
     REQUIRE(writes.size() == 1);
+    dra::ResourceClaim shown = Share("a", 10);  // the watch, before the answer
+    shown.resource_version = "11";
+    shown.allocation = writes[0].allocation;
+    shown.reserved_for = writes[0].reserved_for;
+    engine.ResourceClaimObserved(shown);
     out.clear();
     engine.ApiResult(writes[0].id, true, answered_ms, out);
     CHECK(Of<RemoveSchedulingGate>(out).size() == (answered_ms < kNowMs + 15000 ? 1U : 0U));
@@ -467,13 +511,14 @@ std::string RunningPod(DraEngine& f, const std::string& name, const std::string&
   f.engine.PodObserved(p);
   auto writes = Of<WriteClaimStatus>(f.Tick());
   REQUIRE(writes.size() == 1);
-  auto gates = Of<RemoveSchedulingGate>(f.Result(writes[0].id, true));
-  REQUIRE(gates.size() == 1);
-  f.Result(gates[0].id, true);
+  CHECK(f.Result(writes[0].id, true).empty());
   dra::ResourceClaim written = Share(claim, cores);
   written.allocation = writes[0].allocation;
   written.reserved_for = writes[0].reserved_for;
   f.engine.ResourceClaimObserved(written);
+  auto gates = Of<RemoveSchedulingGate>(f.Tick());
+  REQUIRE(gates.size() == 1);
+  f.Result(gates[0].id, true);
   p.scheduling_gates.clear();
   p.node_name = NodeOf(*writes[0].allocation);
   f.engine.PodObserved(p);
@@ -564,7 +609,7 @@ TEST_CASE(
         std::vector<dra::ClaimConsumer>{{"", "pods", "urgent", "uid-urgent"}});
   CHECK(f.engine.preemptions().empty());
   CHECK(f.engine.counters().preemptions_placed == 1);
-  auto gates = Of<RemoveSchedulingGate>(f.Result(writes[0].id, true));
+  auto gates = Of<RemoveSchedulingGate>(f.Written(writes[0]));
   REQUIRE(gates.size() == 1);
   CHECK(gates[0].name == "urgent");
   CHECK(f.engine.dra_held().at("uid-late").kind == DraHoldKind::kNoFit);

@@ -641,7 +641,9 @@ class Engine {
   // judged there; DraRoomAnywhere: on every node. DraPreemptorsDue: the
   // pods preempting (their victims or claims changed). DraUnhold: no longer
   // held. DraClaimChanged: the snapshot's claim `before` (nullptr: new)
-  // becomes `after` (nullptr: deleted). DraPodChanged: a pod observed
+  // becomes `after` (nullptr: deleted). DraClaimSeen: the watch shows
+  // `claim`: one fewer for the gates waiting on it (DraWrite::unseen).
+  // DraPodChanged: a pod observed
   // (`after`) or deleted (nullptr), `before` as last known (nullptr: new).
   // DraNodeCached: the snapshot is about to cache `node` anew.
   void DraDue(const std::string& uid);
@@ -651,9 +653,12 @@ class Engine {
   void DraPreemptorsDue();
   void DraUnhold(const std::string& uid);
   void DraClaimChanged(const dra::ResourceClaim* before, const dra::ResourceClaim* after);
+  void DraClaimSeen(const dra::ResourceClaim& claim);
   void DraPodChanged(const Pod* before, const Pod* after, const std::string& uid);
   void DraNodeCached(const Node& node);
   bool DraResult(std::uint64_t id, bool succeeded, std::int64_t now_ms, std::vector<Command>& out);
+  // `w`'s gate asked off (the claims written and shown, or none to write).
+  void DraRemoveGate(DraWrite& w, std::vector<Command>& out);
   void DraWriteClaim(DraWrite& w, const dra::ResourceClaim& observed, dra::ResourceClaim assumed,
                      std::vector<Command>& out);
   // The claims the webhook named for `pod`'s extended resources that are not
