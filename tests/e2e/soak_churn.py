@@ -18,7 +18,9 @@ hami.io/vgpu-devices-allocated here:
     devices of its node, with the memory it asked;
   - no pod pending more than 30 s while a node that fits it (computed here,
     conservatively: the same node fitting at every look, not locked) was
-    free; fault windows (and 45 s after them) are excused;
+    free; fault windows (and 45 s after them) are excused, and so is the
+    queue of the first population until it is all bound (at most
+    SOAK_FIRST_LIMIT s, 300; its bind rate is reported);
   - no pod the test created and did not delete has vanished;
   - no write (Binding, node lock, pod patch) by a replica while the Lease was
     held by the other one, before and after (the API server's audit log, one
@@ -82,6 +84,9 @@ class Soak(Faults, Report):
         self.max_pending_fit = 0.0
         self.max_pending_fit_excused = 0.0
         self.pending_violations: dict[str, float] = {}
+        self.first: set[str] = set()  # the first population's pods, created at once
+        self.first_start = 0.0
+        self.first_drained: float | None = None
         self.lost: set[str] = set()
         self.crashes: list[str] = []
         self.reported: set[tuple[str, str]] = set()
@@ -298,7 +303,7 @@ class Soak(Faults, Report):
         if nodes is None or pods is None:
             return None
         snap = Snapshot(nodes["items"], pods["items"], t)
-        excused = self.in_fault(t)
+        excused = self.in_fault(t) or self.first_draining(t)
         room = None
         if self.dra:
             result = self.dra.poll(pods["items"], nodes["items"])
@@ -362,6 +367,22 @@ class Soak(Faults, Report):
                     self.recount_problems.add(p)
                     log(f"recount: {p}")
         return snap
+
+    def first_draining(self, t: float) -> bool:
+        """Whether the first population, created at once, is still being bound: a queue that
+        size is no stall, so the waits (its own and those behind it) are excused until the last
+        of it is bound or gone, for at most SOAK_FIRST_LIMIT s."""
+        if self.first_drained is not None or not self.first:
+            return False
+        left = sum(1 for n in self.first if self.pods[n]["bound"] is None and self.pods[n]["deleted"] is None)
+        limit = float(ENV.get("SOAK_FIRST_LIMIT", "300"))
+        if left and t - self.first_start <= limit:
+            return True
+        self.first_drained = t
+        took = t - self.first_start
+        self.check(f"the first population ({len(self.first)} pods) bound within {limit:.0f} s", not left,
+                   f"in {took:.0f} s, {(len(self.first) - left) / took:.1f} pods/s; {left} left")
+        return False
 
     def dra_pending(self, name: str, rec: dict, room: dict | None, t: float, excused: bool) -> None:
         """A DRA pod's wait while its claims fit a node (the recount's "room"), as fit_since is
@@ -671,14 +692,15 @@ class Soak(Faults, Report):
         log(f"{len(self.node_names)} nodes, {capacity // 1024} GiB of GPU memory; aiming at {util:.0%}: "
             f"~{concurrent_pods:.0f} pods at once, {self.rate:.2f} pods/s arriving, lifetime "
             f"{self.lifetime:.0f} s on average once bound; {prefill} created at once first; seed {self.seed}")
+        self.first_start = time.time()
         for _ in range(prefill):
-            self.new_pod("soak")
+            self.first.add(self.new_pod("soak"))
         dra_rate = self.dra.rate(self.rate) if self.dra else 0.0
         if self.dra:
             log(f"DRA: {self.dra.nodes} nodes of 4 GPUs, {dra_rate:.2f} pods/s arriving (mean "
                 f"{soak_dra.mean_cores():.1f} % of a GPU), {int(prefill * self.dra.fraction)} created at once first")
             for _ in range(int(prefill * self.dra.fraction)):
-                self.new_pod("dra", dra=self.dra.shape())
+                self.first.add(self.new_pod("dra", dra=self.dra.shape()))
         start = time.time()
         plan = self.plan_faults(start, seconds)
         if plan:
