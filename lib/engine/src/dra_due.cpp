@@ -253,7 +253,7 @@ void Engine::DraPodChanged(const Pod* before, const Pod* after, const std::strin
     d.waiting_since.erase(uid);
     d.released.erase(uid);
     d.backoff_until.erase(uid);
-    // Ungated by another (a leader before) while its gate waited.
+    // Ungated by another replica, or gone, while its gate waited for the watch.
     if (auto w = d.writing.find(uid); w != d.writing.end() && w->second.written_at_ms)
       d.writing.erase(w);
   }
