@@ -46,6 +46,16 @@ inline Pod Gated(std::string name, std::vector<std::string> claims) {
 }
 
 // Nodes n1 and n2, each with one shared GPU, serving class gpu by binpack.
+// `claim` as the watch shows it once `w` is written: its allocation and
+// reservedFor, at `version` (kept when empty).
+inline dra::ResourceClaim AsWritten(dra::ResourceClaim claim, const WriteClaimStatus& w,
+                                    std::string version = "") {
+  claim.allocation = w.allocation;
+  claim.reserved_for = w.reserved_for;
+  if (!version.empty()) claim.resource_version = std::move(version);
+  return claim;
+}
+
 struct DraEngine {
   explicit DraEngine(dra::Policy policy = dra::Policy::kBinpack) : engine(Options(policy)) {
     for (const char* node : {"n1", "n2"}) {
@@ -75,10 +85,7 @@ struct DraEngine {
   // The watch shows claim `w` as written, then the write answers: what the
   // engine does (the gate's removal once the pod's claims are all written).
   std::vector<Command> Written(const WriteClaimStatus& w, std::int64_t now_ms = kNowMs) {
-    dra::ResourceClaim shown = Claimed(w.name);
-    shown.allocation = w.allocation;
-    shown.reserved_for = w.reserved_for;
-    engine.ResourceClaimObserved(std::move(shown));
+    engine.ResourceClaimObserved(AsWritten(Claimed(w.name), w));
     return Result(w.id, true, now_ms);
   }
   const dra::ResourceClaim& Claimed(const std::string& name) const {

@@ -18,6 +18,7 @@ using namespace devshare;
 using namespace devshare::engine;
 using devshare::dra::testing::NodeSlice;
 using devshare::dra::testing::SharedGpu;
+using devshare::engine::testing::AsWritten;
 using devshare::engine::testing::DraEngine;
 using devshare::engine::testing::Gated;
 using devshare::engine::testing::kNowMs;
@@ -39,11 +40,8 @@ std::vector<Pod> Complete(Engine& engine, std::vector<Command> out,
     for (const Command& c : out) {
       if (const auto* w = std::get_if<WriteClaimStatus>(&c)) {
         // The watch shows the claim as written, then the write answers.
-        dra::ResourceClaim shown =
-            *engine.snapshot().FindResourceClaim(w->claim_namespace, w->name);
-        shown.allocation = w->allocation;
-        shown.reserved_for = w->reserved_for;
-        engine.ResourceClaimObserved(std::move(shown));
+        engine.ResourceClaimObserved(
+            AsWritten(*engine.snapshot().FindResourceClaim(w->claim_namespace, w->name), *w));
         engine.ApiResult(w->id, true, now_ms, next);
       } else if (const auto* g = std::get_if<RemoveSchedulingGate>(&c)) {
         engine.ApiResult(g->id, true, now_ms, next);
@@ -313,10 +311,8 @@ TEST_CASE("engine dra: a claim's event older than the snapshot's claim is passed
   auto writes = Of<WriteClaimStatus>(f.Tick());
   REQUIRE(writes.size() == 1);
   const std::string node = NodeOf(*writes[0].allocation);
-  dra::ResourceClaim answered = whole;  // the status write's event
-  answered.resource_version = "12";
-  answered.allocation = writes[0].allocation;
-  answered.reserved_for = writes[0].reserved_for;
+  const dra::ResourceClaim answered =
+      AsWritten(whole, writes[0], "12");  // the status write's event
   f.engine.ResourceClaimObserved(answered);
   CHECK(f.Result(writes[0].id, true).size() == 1);  // the gate's removal
   dra::ResourceClaim finalizer_event = whole;       // rv 11: the finalizer written, no allocation

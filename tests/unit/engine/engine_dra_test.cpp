@@ -13,6 +13,7 @@
 using namespace devshare;
 using namespace devshare::engine;
 using namespace devshare::dra::testing;
+using devshare::engine::testing::AsWritten;
 using devshare::engine::testing::DraEngine;
 using devshare::engine::testing::Gated;
 using devshare::engine::testing::kNowMs;
@@ -50,11 +51,7 @@ TEST_CASE(
   CHECK(Of<RemoveSchedulingGate>(f.Tick()).empty());
   f.engine.ResourceClaimObserved(Share("a", 60));  // another change: still unallocated
   CHECK(Of<RemoveSchedulingGate>(f.Tick()).empty());
-  dra::ResourceClaim written = Share("a", 60);
-  written.resource_version = "11";
-  written.allocation = w.allocation;
-  written.reserved_for = w.reserved_for;
-  f.engine.ResourceClaimObserved(written);
+  f.engine.ResourceClaimObserved(AsWritten(Share("a", 60), w, "11"));
   auto gates = Of<RemoveSchedulingGate>(f.Tick());
   REQUIRE(gates.size() == 1);
   CHECK(gates[0].name == "p");
@@ -79,11 +76,7 @@ TEST_CASE(
   f.engine.PodObserved(Gated("q", {"b"}));
   auto writes = Of<WriteClaimStatus>(f.Tick());
   REQUIRE(writes.size() == 2);
-  dra::ResourceClaim shown = Share("a", 60);
-  shown.resource_version = "11";
-  shown.allocation = writes[0].allocation;
-  shown.reserved_for = writes[0].reserved_for;
-  f.engine.ResourceClaimObserved(shown);  // before the answer
+  f.engine.ResourceClaimObserved(AsWritten(Share("a", 60), writes[0], "11"));  // before the answer
   CHECK(Of<RemoveSchedulingGate>(f.Tick()).empty());
   auto gates = Of<RemoveSchedulingGate>(f.Result(writes[0].id, true));
   REQUIRE(gates.size() == 1);
@@ -323,11 +316,7 @@ TEST_CASE(
     engine.Tick(kNowMs, out);
     const std::vector<WriteClaimStatus> writes = Of<WriteClaimStatus>(out);
     REQUIRE(writes.size() == 1);
-    dra::ResourceClaim shown = Share("a", 10);  // the watch, before the answer
-    shown.resource_version = "11";
-    shown.allocation = writes[0].allocation;
-    shown.reserved_for = writes[0].reserved_for;
-    engine.ResourceClaimObserved(shown);
+    engine.ResourceClaimObserved(AsWritten(Share("a", 10), writes[0], "11"));  // before the answer
     out.clear();
     engine.ApiResult(writes[0].id, true, answered_ms, out);
     CHECK(Of<RemoveSchedulingGate>(out).size() == (answered_ms < kNowMs + 15000 ? 1U : 0U));
@@ -512,10 +501,7 @@ std::string RunningPod(DraEngine& f, const std::string& name, const std::string&
   auto writes = Of<WriteClaimStatus>(f.Tick());
   REQUIRE(writes.size() == 1);
   CHECK(f.Result(writes[0].id, true).empty());
-  dra::ResourceClaim written = Share(claim, cores);
-  written.allocation = writes[0].allocation;
-  written.reserved_for = writes[0].reserved_for;
-  f.engine.ResourceClaimObserved(written);
+  f.engine.ResourceClaimObserved(AsWritten(Share(claim, cores), writes[0]));
   auto gates = Of<RemoveSchedulingGate>(f.Tick());
   REQUIRE(gates.size() == 1);
   f.Result(gates[0].id, true);
