@@ -117,7 +117,9 @@ class Soak(Faults, Report):
         self.node_generation = collections.Counter()
         self.dra = soak_dra.DraChurn(self) if soak_dra.enabled() else None
         self.kill_times: list[float] = []  # when a replica was SIGKILLed
-        self.stops: list[tuple[float, float]] = []  # when a replica was SIGSTOPped, and SIGCONTed
+        # when a replica was SIGSTOPped, and SIGCONTed (inf while it is still stopped: a call it
+        # left unanswered fails after the webhook's 10 s timeout, before the SIGCONT)
+        self.stops: list[tuple[float, float]] = []
 
     # --- checks ---
     def check(self, what: str, ok: bool | None, detail: str = "") -> bool:

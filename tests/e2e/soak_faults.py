@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import signal
 import socket
 import subprocess
@@ -177,11 +178,13 @@ class Faults:
             return False
         stale_before = len(self.stale_writes)
         seconds = float(ENV.get("SOAK_STOP_SECONDS", "40"))
-        stopped = time.time()
+        with self.lock:
+            self.stops.append((time.time(), math.inf))
         follower.signal(signal.SIGSTOP)
         time.sleep(seconds)
         follower.signal(signal.SIGCONT)
-        self.stops.append((stopped, time.time()))
+        with self.lock:
+            self.stops[-1] = (self.stops[-1][0], time.time())
         time.sleep(30)
         self.scan_audit()
         holder = self.lease_holder()
