@@ -126,7 +126,7 @@ def test_bound_is_at_least_brute_force_and_random_at_most():
 
 def test_openb_scenario_is_the_runs_arrivals():
     import devshare
-    if not devshare._openb_dir(None):
+    if not devshare._simulate._openb_dir(None):
         pytest.skip("no openb traces (../shared/data/openb)")
     run = devshare.openb_scenario("openb_pod_list_gpushare40.csv", seed=3)
     assert run == devshare.openb_scenario("openb_pod_list_gpushare40.csv", seed=3)

@@ -24,7 +24,6 @@ Deprecated names (a ``DeprecationWarning``, then the same object):
 from __future__ import annotations
 
 import json
-import os
 import time
 import warnings
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -73,6 +72,9 @@ from ._devshare import (
     VariantResult,
     backoff_delay_ms,
 )
+from ._args import _config, _hami_exact, _json
+from ._dra import dra_allocate, dra_explain, dra_normalize, dra_quantity_milli, dra_selector_matches
+from ._simulate import openb_scenario, scenarios, simulate
 
 __version__: str = _devshare.__version__
 
@@ -166,19 +168,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _json(obj: Any) -> str:
-    return obj if isinstance(obj, str) else json.dumps(obj)
-
-
-def _config(config: Optional[Any]) -> Optional[str]:
-    """A device config given as YAML text or a dict (JSON is YAML), or None."""
-    if config is None:
-        return None
-    if isinstance(config, str):
-        return config
-    return json.dumps(dict(config))
-
-
 def decode_node_devices(value: str, format: str = "auto") -> list[Device]:
     """Decodes a node register annotation.
 
@@ -229,13 +218,6 @@ def decode_handshake(value: str, zone_offset_seconds: int = 0) -> Handshake:
 def decode_scoring_weights(value: str) -> ScoringWeights:
     """Decodes hami.io/device-scoring-weights: slot, core, memory."""
     return _devshare._decode_scoring_weights(value)
-
-
-def _hami_exact(rows: Any) -> str:
-    """The ``hami_exact`` setting as the core parses it: a string, or a list of row names."""
-    if isinstance(rows, str):
-        return rows
-    return ",".join(str(r) for r in rows)
 
 
 def _scheduler_args(config: Optional[Any]) -> tuple:
@@ -612,95 +594,6 @@ class Engine:
         return f"Engine(nodes={len(self._impl.node_names())})"
 
 
-def scenarios() -> list:
-    """The names of the scenarios shipped with devshare."""
-    return _devshare._builtin_scenarios()
-
-
-def _openb_dirs(given: Optional[str]) -> tuple:
-    """The openb traces' directory as told (``given``, else $DEVSHARE_OPENB),
-    which replaces a scenario's openb.dir, and the one found nearby, for a
-    scenario naming none."""
-    told = str(given) if given else os.environ.get("DEVSHARE_OPENB", "")
-    for candidate in ("../shared/data/openb", "shared/data/openb"):
-        if os.path.exists(os.path.join(candidate, "openb_node_list_gpu_node.csv")):
-            return told, candidate
-    return told, ""
-
-
-def _openb_dir(given: Optional[str]) -> str:
-    """The openb traces' directory as told, else the one found nearby ("": none)."""
-    told, nearby = _openb_dirs(given)
-    return told or nearby
-
-
-def simulate(scenario: Any = "default", seed: Any = 0, openb: Optional[str] = None) -> ExperimentResults:
-    """Runs a scenario on the simulated cluster and returns the results.
-
-    ``scenario`` is the name of a shipped scenario (see ``scenarios()``), the
-    path of a scenario file (YAML), or a dict with the same keys as a file.
-    ``seed`` is a seed, a list of seeds, or None for the scenario's own.
-    ``openb`` is the directory of the openb traces for scenarios that use
-    them (default: $DEVSHARE_OPENB, ../shared/data/openb, shared/data/openb).
-
-    Returns the results: ``name``, ``description`` and ``variants``, each a
-    VariantResult with its ``seeds`` and one Report per seed; a report holds
-    allocation_percent, gpu_free and gpu_fragmented at the end,
-    fragmentation_curve (a FragmentationSample per 10 % of the GPUs asked),
-    latency_p50_ms, latency_percentiles (0..100 %), api_calls by verb,
-    pending and its reasons, quotas (a QuotaReport per namespace and quota
-    resource, when the scenario has quotas) and quota_warnings, preemption
-    (a PreemptionReport: the high-priority pods' time to bind, victims, GPU
-    memory freed beyond the request, evictions that did not help, work
-    lost), and the
-    other figures of devshare simulate's table. As a dict (``results["variants"]``, ``to_dict()``): the JSON of
-    ``devshare simulate --json``, {"name", "description", "variants":
-    [{"name", "runs": [{"seed", "allocationPercent", ...}]}]}. The same seed
-    gives the same results. Errors: ValueError naming the key and line."""
-    base_dir = ""
-    if isinstance(scenario, Mapping):
-        text, what = json.dumps(scenario), "scenario"
-    elif isinstance(scenario, (str, os.PathLike)) and os.path.isfile(scenario):
-        with open(scenario, encoding="utf-8") as f:
-            text = f.read()
-        what, base_dir = str(scenario), os.path.dirname(os.fspath(scenario))
-    elif isinstance(scenario, str):
-        text, what = _devshare._builtin_scenario(scenario), f"scenario {scenario}"
-    else:
-        raise TypeError("scenario must be a shipped scenario's name, a file path or a dict")
-    if seed is None:
-        seeds = None
-    elif isinstance(seed, int):
-        seeds = [seed]
-    else:
-        seeds = [int(s) for s in seed]
-    told, nearby = _openb_dirs(openb)
-    return _devshare._run_experiment(text, what, base_dir, told, nearby, seeds)
-
-
-def openb_scenario(pods: str = "openb_pod_list_default.csv", seed: int = 0, demand: float = 1.3,
-                   openb: Optional[str] = None,
-                   nodes: str = "openb_node_list_gpu_node.csv") -> dict:
-    """The nodes and pods of one openb run: the FGD paper's experiment as
-    ``simulate`` runs it (``openb: {mode: inflate}``), pods sampled with
-    replacement from the pod list ``pods`` with ``seed`` until they ask
-    ``demand`` times the cluster's GPUs, in arrival order.
-
-    ``pods`` and ``nodes`` are file names in the traces' directory ``openb``
-    (found as ``simulate`` finds it) or paths. Returns {"nodes": [{name, gpus,
-    gpu_memory_mib, model, cpu_milli, memory_mib}], "pods": [{name, gpus,
-    gpu_milli, gpu_spec, cpu_milli, memory_mib, arrive_ms}]}. Errors:
-    OSError for a file that cannot be read, ValueError naming the row of one
-    that cannot be mapped."""
-    directory = _openb_dir(openb)
-    texts = []
-    for name in (nodes, pods):
-        path = name if os.path.isabs(name) or not directory else os.path.join(directory, name)
-        with open(path, encoding="utf-8") as f:
-            texts.append(f.read())
-    return _devshare._openb_scenario(texts[0], texts[1], float(demand), int(seed))
-
-
 def hami_scheduler_pass(node: Mapping[str, Any], memory: dict, now: int,
                         key: str = "hami.io/node-handshake", zone_offset_seconds: int = 0,
                         hami_exact: Any = "none") -> RegistrationStep:
@@ -784,73 +677,3 @@ def decide_admission(review: Any, config: Optional[Any] = None, scheduler_name: 
     supplies GPU quotas."""
     return _devshare._decide_admission(_json(review), _config(config), scheduler_name,
                                        cluster._impl if cluster is not None else None)
-
-
-# --- Kubernetes DRA (resource.k8s.io/v1) ---------------------------------------------------
-
-
-def dra_allocate(claims: Sequence[Any], node: Any, slices: Sequence[Any], classes: Sequence[Any],
-                 allocated: Sequence[Any] = (), policy: str = "upstream",
-                 fractional_capacity_range: bool = False) -> Optional[list[dict]]:
-    """The allocation (``status.allocation`` as a dict) of each of ``claims`` on
-    ``node``, or None when they do not all fit there. ``policy`` "upstream":
-    as kube-scheduler v1.37's structured allocator chooses it, the first
-    devices that fit in pool, slice and device order; "binpack" / "spread":
-    devshare's order, the devices allocated claims use most / least first
-    (whether the claims fit is the same in every policy).
-    ``slices`` are every ResourceSlice of the cluster, ``classes`` the
-    DeviceClasses, ``allocated`` the claims allocated already (what they hold
-    is taken). Objects are dicts or JSON text as the API server serves them.
-    Share IDs are derived from the claim's UID (upstream draws random ones).
-
-    Errors: DecodeError for a malformed object, KeyError for a missing
-    DeviceClass, ValueError for what upstream reports as an error (a CEL
-    runtime error, "All" devices from an incomplete pool, ...),
-    UnsupportedError for a selector devshare does not evaluate."""
-    result = _devshare._dra_allocate([_json(c) for c in claims], _json(node),
-                                     [_json(s) for s in slices], [_json(c) for c in classes],
-                                     [_json(c) for c in allocated], policy,
-                                     fractional_capacity_range)
-    return None if result is None else [json.loads(a) for a in result]
-
-
-def dra_explain(claim: Any, node: Any, slices: Sequence[Any], classes: Sequence[Any],
-                allocated: Sequence[Any] = (), policy: str = "upstream",
-                fractional_capacity_range: bool = False) -> dict:
-    """Why ``claim`` does or does not fit ``node``, device by device: each of its
-    requests (and firstAvailable alternatives) taken alone against every
-    device the node sees, in the order ``policy`` tries them —
-    ``{"devices": [{"device": "driver/pool/name", "request", "fits",
-    "reason"}], "pools": [pools the node cannot use, and why]}``. The reasons:
-    held by an allocated claim, not selected, a capacity short ("cores: needs
-    50, 10 of 100 free"), a taint not tolerated, counters used up. Errors as
-    ``dra_allocate``'s."""
-    return _devshare._dra_explain(_json(claim), _json(node), [_json(s) for s in slices],
-                                  [_json(c) for c in classes], [_json(c) for c in allocated],
-                                  policy, fractional_capacity_range)
-
-
-def dra_selector_matches(expression: str, slice: Any, device: str) -> bool:
-    """Whether the CEL device selector ``expression`` selects the device named
-    ``device`` of the ResourceSlice ``slice``, as Kubernetes evaluates it.
-
-    Errors: DecodeError for a syntax error or a malformed slice, KeyError for
-    no such device, UnsupportedError for CEL beyond what devshare evaluates,
-    ValueError for a runtime error (a missing attribute, a type mismatch)."""
-    return _devshare._dra_selector_matches(expression, _json(slice), device)
-
-
-def dra_normalize(obj: Any) -> dict:
-    """A ResourceSlice, DeviceClass, ResourceClaim or ResourceClaimTemplate (by
-    its ``kind``) as devshare keeps it: decoded, with the API server's
-    defaults applied, and encoded again. Raises DecodeError naming the field
-    that is wrong."""
-    text = _json(obj)
-    kind = json.loads(text).get("kind", "") if isinstance(obj, str) else obj.get("kind", "")
-    return json.loads(_devshare._dra_normalize(kind, text))
-
-
-def dra_quantity_milli(text: str) -> int:
-    """A Kubernetes quantity ("16Gi", "1500m", "2e3") in thousandths, exactly as
-    devshare holds it; DecodeError for one finer than 1m or beyond ±9.2e15."""
-    return _devshare._dra_quantity_milli(text)
