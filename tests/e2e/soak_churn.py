@@ -117,6 +117,10 @@ class Soak(Faults, Report):
         self.node_generation = collections.Counter()
         self.dra = soak_dra.DraChurn(self) if soak_dra.enabled() else None
         self.kill_times: list[float] = []  # when a replica was SIGKILLed
+        # how long the webhook's Service may still send a dead replica new connections: its
+        # probes fail it after SOAK_PROBE_FAILURES in a row, one each SOAK_PROBE_PERIOD s
+        self.unseen_death_s = float(ENV.get("SOAK_PROBE_PERIOD", "2")) * (
+            int(ENV.get("SOAK_PROBE_FAILURES", "3")) + 1)
         # when a replica was SIGSTOPped, and SIGCONTed (inf while it is still stopped: a call it
         # left unanswered fails after the webhook's 10 s timeout, before the SIGCONT)
         self.stops: list[tuple[float, float]] = []
@@ -250,10 +254,12 @@ class Soak(Faults, Report):
                 rec["failed"] = status
                 rec["deleted"] = time.time()
                 self.counts["create_failed"] += 1
-                if b"failed calling webhook" in data and any(t0 - 1 <= k <= t1 for k in self.kill_times):
-                    # its webhook call was in flight to the replica SIGKILLed meanwhile (or sent,
-                    # within a second of the kill, on a connection the API server had to it)
-                    self.counts["create_refused_in_flight_at_kill"] += 1
+                if b"failed calling webhook" in data and any(
+                        t0 - self.unseen_death_s <= k <= t1 for k in self.kill_times):
+                    # its webhook call was in flight to the replica SIGKILLed meanwhile, or sent
+                    # before the Service's probes could fail it: a new connection the Service
+                    # gave the dead replica is closed at once
+                    self.counts["create_refused_at_kill"] += 1
                 elif b"failed calling webhook" in data and any(a - 1 <= t0 <= b for a, b in self.stops):
                     # sent while a replica was SIGSTOPped: only a frozen replica leaves a call
                     # unanswered (the Service sends it new connections until its readiness

@@ -83,8 +83,9 @@ class Report:
         self.check("no pod refused because no replica answered the webhook",
                    self.counts["create_refused_by_webhook"] == 0 if ENV.get("SOAK_WEBHOOK_PORT") else None,
                    f"{self.counts['create_refused_by_webhook']} refused; "
-                   f"{self.counts['create_refused_in_flight_at_kill']} whose call was in flight to a replica "
-                   f"SIGKILLed and {self.counts['create_refused_while_stopped']} sent while a replica was "
+                   f"{self.counts['create_refused_at_kill']} whose call went to a replica SIGKILLed (in "
+                   f"flight, or before the Service's probes failed it) and "
+                   f"{self.counts['create_refused_while_stopped']} sent while a replica was "
                    f"SIGSTOPped, not counted" if ENV.get("SOAK_WEBHOOK_PORT") else
                    "the webhook shares the leader's Service (no SOAK_WEBHOOK_PORT): not checked")
         self.check("every fault planned was injected",
@@ -97,7 +98,7 @@ class Report:
                 "rate_per_s": round(self.rate, 3), "lifetime_s": round(self.lifetime, 1),
                 "pods": {"created": c["created"], "scheduled": c["bound"], "deleted": c["deleted"],
                          "refused_by_webhook": c["create_refused_by_webhook"],
-                         "refused_in_flight_at_kill": c["create_refused_in_flight_at_kill"],
+                         "refused_at_kill": c["create_refused_at_kill"],
                          "refused_while_stopped": c["create_refused_while_stopped"],
                          "create_failed": c["create_failed"],
                          "create_failed_by_status": {k[len('create_failed_http_'):]: v for k, v in c.items()
@@ -151,8 +152,8 @@ class Report:
               f"{s['rate_per_s']} pods/s, lifetime {s['lifetime_s']} s)")
         print(f"pods                 created {p['created']}, scheduled {p['scheduled']}, deleted {p['deleted']}, "
               f"create errors {p['create_failed']} {p['create_failed_by_status']} "
-              f"({p['refused_by_webhook']} by an unanswered webhook, {p['refused_in_flight_at_kill']} whose "
-              f"webhook call was in flight to the replica killed, {p['refused_while_stopped']} sent while "
+              f"({p['refused_by_webhook']} by an unanswered webhook, {p['refused_at_kill']} whose "
+              f"webhook call went to the replica killed, {p['refused_while_stopped']} sent while "
               f"a replica was stopped), pending at end "
               f"{p['pending_at_end']}")
         print(f"faults               {s['faults_by_kind']}")
