@@ -8,6 +8,8 @@
 #   - pods from a template asking 30 % of a GPU are gated at creation,
 #     allocated by devshare (binpack: three on one GPU, the fourth beside
 #     them), ungated, and bound by kube-scheduler where the allocation says;
+#   - a pod naming one of their claims is reserved in it by kube-scheduler
+#     and bound on its node (the allocation carries its allocationTimestamp);
 #   - a pod no node has room for stays gated with an Event and a metric, and
 #     is placed when room frees;
 #   - a pod whose claim's selector devshare cannot evaluate is refused at
@@ -109,6 +111,40 @@ check "binpack: three on dra-a's hami-gpu-0, one on its hami-gpu-1" \
 check "metrics: 4 gates removed" metric_is devshare_dra_gates_removed_total 4
 check "metrics: 10 cores left on dra-a's hami-gpu-0" metric_is \
   "devshare_dra_device_capacity_free{driver=\"$HAMI_DRA_DRIVER\",pool=\"dra-a\",device=\"hami-gpu-0\",capacity=\"cores\"}" 10
+
+# A pod naming s1's claim (resourceClaimName): the claim is allocated, so
+# kube-scheduler adds the pod to its reservedFor itself. v1.37 sets the
+# allocation's allocationTimestamp when it writes a reservation onto an
+# allocation without one, and the API server refuses that as a change of the
+# allocation: devshare's allocations carry the time they were written.
+s1_claim=$(claim_of s1 gpu)
+shared_pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"s5"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[{"name":"gpu","resourceClaimName":"'"$s1_claim"'"}],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[{"name":"gpu"}]}}]}}'
+shares_claim() {  # s5 bound on the node of s1's claim, reserved in it beside s1
+  local pod
+  pod=$(kapi GET "$ns/pods/s5") || return 1
+  kapi GET "$DRA_API/namespaces/default/resourceclaims/$s1_claim" | python3 -c '
+import json, sys
+pod = json.loads(sys.argv[1]); status = json.load(sys.stdin).get("status", {})
+terms = status.get("allocation", {}).get("nodeSelector", {}).get("nodeSelectorTerms", [])
+node = terms[0]["matchFields"][0]["values"][0] if terms else ""
+reserved = [r["uid"] for r in status.get("reservedFor", [])]
+sys.exit(0 if pod["metadata"]["uid"] in reserved and len(reserved) == 2
+         and node and pod["spec"].get("nodeName") == node else 1)' "$pod"
+}
+stamped() {  # the claim's allocation carries its allocationTimestamp
+  kapi GET "$DRA_API/namespaces/default/resourceclaims/$s1_claim" |
+    jfield status.allocation.allocationTimestamp | grep -q 'T.*Z'
+}
+check "s1's claim allocated with the time it was written" stamped
+check "create pod s5 naming s1's claim" kapi POST "$ns/pods" "$shared_pod"
+check "kube-scheduler reserves s1's claim for s5 too and binds s5 on its node" wait_until 60 shares_claim
+reserved_once() {  # s1's claim reserved for s1 alone again
+  kapi GET "$DRA_API/namespaces/default/resourceclaims/$s1_claim" | python3 -c '
+import json, sys
+sys.exit(0 if len(json.load(sys.stdin).get("status", {}).get("reservedFor", [])) == 1 else 1)'
+}
+check "delete s5" kapi DELETE "$ns/pods/s5?gracePeriodSeconds=0"
+check "the resourceclaim controller takes s5 out of s1's claim" wait_until 60 reserved_once
 
 # 80 % shares: dra-b's two GPUs take two; the third waits, gated, until one
 # of those pods goes and the resourceclaim controller frees its claim.

@@ -292,6 +292,7 @@ void Engine::DraPlacePod(const Pod& pod, const std::vector<std::string>* gained,
   for (std::size_t i = 0; i < to_allocate.size(); ++i) {
     dra::ResourceClaim assumed = to_allocate[i];
     assumed.allocation = std::move(fit->allocations[i]);
+    assumed.allocation->allocated_unix_seconds = now_ms / 1000;  // as kube-scheduler writes it
     assumed.reserved_for.push_back(dra::ClaimConsumer{"", "pods", pod.name, pod.uid});
     DraWriteClaim(w, to_allocate[i], std::move(assumed), out);
   }

@@ -40,6 +40,10 @@ TEST_CASE(
   CHECK(w.add_finalizer);
   REQUIRE(w.allocation);
   CHECK(w.allocation->devices.at(0).consumed_capacity.at("cores") == Q(60));
+  // When it is written, as kube-scheduler v1.37 writes it: the field is immutable
+  // with the allocation, so kube-scheduler, adding a reservation after its
+  // own Unreserve took devshare's, would otherwise set it and be refused.
+  CHECK(w.allocation->allocated_unix_seconds == kNowMs / 1000);
   CHECK(w.reserved_for == std::vector<dra::ClaimConsumer>{{"", "pods", "p", "uid-p"}});
   // Counted before the write returns: the snapshot holds the assumption.
   CHECK(f.Claimed("a").allocation == w.allocation);
@@ -433,7 +437,7 @@ TEST_CASE("engine dra: /metrics measures each device's capacity left and each po
     d.device = std::move(device);
     if (!consumed.empty()) d.share_id = "s-" + c.name;
     d.consumed_capacity = std::move(consumed);
-    c.allocation = dra::Allocation{{d}, std::nullopt};
+    c.allocation = dra::Allocation{{d}, std::nullopt, std::nullopt};
     return c;
   };
   snapshot.AddResourceClaim(held("a", "gpu-0", {{"cores", Q(30)}, {"memory", Q(10 * kGi)}}));

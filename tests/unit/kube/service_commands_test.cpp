@@ -100,7 +100,7 @@ engine::WriteClaimStatus Allocating(std::string version) {
   device.driver = "gpu.example.com";
   device.pool = "n1";
   device.device = "gpu-0";
-  c.allocation = dra::Allocation{{device}, std::nullopt};
+  c.allocation = dra::Allocation{{device}, std::nullopt, std::nullopt};
   c.reserved_for = {dra::ClaimConsumer{"", "pods", "p", "pu"}};
   return c;
 }

@@ -232,6 +232,12 @@ struct AllocatedDevice {
 struct Allocation {
   std::vector<AllocatedDevice> devices;
   std::optional<NodeSelector> node_selector;
+  // status.allocation.allocationTimestamp (RFC 3339, whole seconds): when the
+  // allocation was written; nullopt where unknown (the allocators leave it
+  // so). kube-scheduler v1.37 sets it whenever it writes a claim's status
+  // and the field is immutable with the allocation, so a writer must set it
+  // with the allocation: kube-scheduler could not add a reservation later.
+  std::optional<std::int64_t> allocated_unix_seconds;
   friend bool operator==(const Allocation&, const Allocation&) = default;
 };
 

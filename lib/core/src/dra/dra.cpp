@@ -2,9 +2,11 @@
 // the API server (devshare/dra.hpp).
 #include "devshare/dra.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <type_traits>
 #include <utility>
 
@@ -12,6 +14,7 @@
 #include "base/json_reader.hpp"
 #include "base/text.hpp"
 #include "devshare/dra_json.hpp"
+#include "devshare/time_range.hpp"
 #include "k8s/node_selector.hpp"
 
 namespace devshare::dra {
@@ -339,6 +342,12 @@ void ReadAllocation(Reader& r, const bj::object& o, const std::string& path, All
                  });
   }
   ReadNodeSelector(r, o, "nodeSelector", path + ".nodeSelector", out.node_selector);
+  std::string allocated_at;
+  r.String(o, "allocationTimestamp", path + ".allocationTimestamp", allocated_at);
+  if (allocated_at.empty()) return;
+  Result<std::int64_t> at = DecodeRfc3339(allocated_at);
+  if (!at.ok()) return r.Fail(path + ".allocationTimestamp", at.status().message());
+  out.allocated_unix_seconds = *at;
 }
 
 constexpr std::string_view kSliceWhat = "ResourceSlice";
@@ -668,6 +677,10 @@ bj::object AllocationJson(const Allocation& allocation) {
   }
   bj::object o{{"devices", bj::object{{"results", std::move(results)}}}};
   if (allocation.node_selector) o["nodeSelector"] = NodeSelectorJson(*allocation.node_selector);
+  if (allocation.allocated_unix_seconds) {
+    const std::chrono::sys_seconds at{std::chrono::seconds{*allocation.allocated_unix_seconds}};
+    o["allocationTimestamp"] = fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", at);
+  }
   return o;
 }
 

@@ -187,6 +187,15 @@ TEST_CASE("dra: a ResourceClaim with requests, constraints and its allocation ro
 
   auto allocation = EncodeAllocation(*claim.allocation);
   CHECK(allocation.rfind(R"({"devices":{"results":[{"request":"gpu","driver":)", 0) == 0);
+  CHECK(allocation.find("allocationTimestamp") == std::string::npos);  // unknown: left out
+
+  ResourceClaim stamped = claim;
+  stamped.allocation->allocated_unix_seconds = 1787300439;
+  const std::string stamped_json = EncodeResourceClaim(stamped);
+  CHECK(stamped_json.find(R"("allocationTimestamp":"2026-08-21T08:20:39Z")") != std::string::npos);
+  auto decoded_stamped = DecodeResourceClaim(stamped_json);
+  REQUIRE(decoded_stamped.ok());
+  CHECK(*decoded_stamped == stamped);
 }
 
 TEST_CASE("dra: the API server's defaults apply to what a claim leaves out") {
@@ -280,6 +289,9 @@ TEST_CASE("dra: malformed objects are refused by the field that is wrong") {
       {R"({"metadata":{"name":"c"},"spec":{"devices":{"requests":[]}},"status":)"
        R"({"reservedFor":[{"resource":"pods","name":7}]}})",
        "status.reservedFor[0].name"},
+      {R"({"metadata":{"name":"c"},"spec":{"devices":{"requests":[]}},"status":{"allocation":)"
+       R"({"devices":{"results":[]},"allocationTimestamp":"yesterday"}}})",
+       "status.allocation.allocationTimestamp"},
   };
   for (const Bad& bad : claims) {
     CAPTURE(bad.json);
