@@ -118,7 +118,6 @@ check "metrics: 10 cores left on dra-a's hami-gpu-0" metric_is \
 # allocation without one, and the API server refuses that as a change of the
 # allocation: devshare's allocations carry the time they were written.
 s1_claim=$(claim_of s1 gpu)
-shared_pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"s5"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[{"name":"gpu","resourceClaimName":"'"$s1_claim"'"}],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[{"name":"gpu"}]}}]}}'
 shares_claim() {  # s5 bound on the node of s1's claim, reserved in it beside s1
   local pod
   pod=$(kapi GET "$ns/pods/s5") || return 1
@@ -136,7 +135,7 @@ stamped() {  # the claim's allocation carries its allocationTimestamp
     jfield status.allocation.allocationTimestamp | grep -q 'T.*Z'
 }
 check "s1's claim allocated with the time it was written" stamped
-check "create pod s5 naming s1's claim" kapi POST "$ns/pods" "$shared_pod"
+check "create pod s5 naming s1's claim" kapi POST "$ns/pods" "$(pod_json_from s5 "gpu@$s1_claim")"
 check "kube-scheduler reserves s1's claim for s5 too and binds s5 on its node" wait_until 60 shares_claim
 reserved_once() {  # s1's claim reserved for s1 alone again
   kapi GET "$DRA_API/namespaces/default/resourceclaims/$s1_claim" | python3 -c '

@@ -528,12 +528,20 @@ for doc in yaml.safe_load_all(sys.stdin):
     '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"'"$1"'"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"'"$role"'"},"subjects":['"$subjects"']}' >/dev/null
 }
 
-pod_json_from() {  # pod_json_from NAME CLAIM=TEMPLATE...: a pod using one claim per template
-  local name=$1 claims="" uses=""; shift
+# pod_json_from NAME CLAIM=TEMPLATE|CLAIM@RESOURCECLAIM...: a pod using one
+# claim per entry, made from a template (=) or an existing claim named (@)
+pod_json_from() {
+  local name=$1 claims="" uses="" claim; shift
   for entry in "$@"; do
     [ -n "$claims" ] && claims+=, && uses+=,
-    claims+="{\"name\":\"${entry%%=*}\",\"resourceClaimTemplateName\":\"${entry#*=}\"}"
-    uses+="{\"name\":\"${entry%%=*}\"}"
+    if [[ $entry == *@* ]]; then
+      claim=${entry%%@*}
+      claims+="{\"name\":\"$claim\",\"resourceClaimName\":\"${entry#*@}\"}"
+    else
+      claim=${entry%%=*}
+      claims+="{\"name\":\"$claim\",\"resourceClaimTemplateName\":\"${entry#*=}\"}"
+    fi
+    uses+="{\"name\":\"$claim\"}"
   done
   printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"terminationGracePeriodSeconds":0,"resourceClaims":[%s],"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"claims":[%s]}}]}}' \
     "$name" "$claims" "$uses"
