@@ -531,7 +531,7 @@ for doc in yaml.safe_load_all(sys.stdin):
 # pod_json_from NAME CLAIM=TEMPLATE|CLAIM@RESOURCECLAIM...: a pod using one
 # claim per entry, made from a template (=) or an existing claim named (@)
 pod_json_from() {
-  local name=$1 claims="" uses="" claim; shift
+  local name=$1 claims="" uses="" entry claim; shift
   for entry in "$@"; do
     [ -n "$claims" ] && claims+=, && uses+=,
     if [[ $entry == *@* ]]; then
